@@ -1,0 +1,110 @@
+"""Injectable time: every reader of "now" goes through a Clock, never the wall clock directly."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+from bcfleet.errors import InvalidInputError
+
+
+class Clock(Protocol):
+    """Something that tells the current time as an aware UTC datetime."""
+
+    def now(self) -> datetime: ...
+
+    def sleep(self, seconds: float) -> None: ...
+
+
+class SystemClock:
+    """The real clock."""
+
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+class FakeClock:
+    """A clock that moves only when told to; sleep() advances it instead of waiting."""
+
+    def __init__(self, start: datetime) -> None:
+        self._now = as_utc(start)
+        self._lock = threading.Lock()
+
+    def now(self) -> datetime:
+        with self._lock:
+            return self._now
+
+    def advance(self, seconds: float = 0.0, **kwargs: float) -> datetime:
+        with self._lock:
+            self._now = self._now + timedelta(seconds=seconds, **kwargs)
+            return self._now
+
+    def set(self, when: datetime) -> None:
+        with self._lock:
+            self._now = as_utc(when)
+
+    def sleep(self, seconds: float) -> None:
+        self.advance(seconds)
+
+
+class OffsetClock:
+    """The real clock shifted so that it started at a given time (BCFLEET_NOW)."""
+
+    def __init__(self, start: datetime) -> None:
+        self._offset = as_utc(start) - datetime.now(UTC)
+
+    def now(self) -> datetime:
+        return datetime.now(UTC) + self._offset
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+def as_utc(value: datetime) -> datetime:
+    """An aware UTC datetime; naive values are taken to be UTC already."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def parse_time(text: str) -> datetime:
+    """Parse an RFC 3339 time ('2026-11-30T10:00:00Z'); INVALID_INPUT otherwise."""
+    candidate = text.strip()
+    if candidate.endswith(("Z", "z")):
+        candidate = candidate[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(candidate)
+    except ValueError as exc:
+        raise InvalidInputError(
+            f"not an RFC 3339 time: {text!r}", {"value": text, "example": "2026-11-30T10:00:00Z"}
+        ) from exc
+    return as_utc(parsed)
+
+
+def format_time(value: datetime | None) -> str | None:
+    """RFC 3339 UTC with a Z, seconds precision unless there are fractions."""
+    if value is None:
+        return None
+    utc = as_utc(value)
+    text = utc.isoformat(timespec="milliseconds" if utc.microsecond else "seconds")
+    return text.replace("+00:00", "Z")
+
+
+def epoch_ms(value: datetime) -> int:
+    """Milliseconds since the epoch, as capacity.preview's startsAt (document 003)."""
+    return int(as_utc(value).timestamp() * 1000)
+
+
+def clock_from_env(environ: dict[str, str] | None = None) -> Clock:
+    """BCFLEET_NOW makes the process take that time as now (for replays and scripted tests)."""
+    env = os.environ if environ is None else environ
+    pinned = env.get("BCFLEET_NOW")
+    if pinned:
+        return FakeClock(parse_time(pinned))
+    return SystemClock()

@@ -1,0 +1,127 @@
+"""IAM policy evaluation: default deny, explicit deny wins, wildcards in actions and resources.
+
+A statement is {"effect": "allow"|"deny", "actions": [...], "resources": [...],
+"conditions": {attribute: value or [values]}}. Actions look like
+"compute:flavors:manage" and may end in or contain "*"; resources look like
+"tenant:acme" or "tenant:root/pool:pool_01…" and match with the same wildcards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from typing import Any
+
+Statement = Mapping[str, Any]
+
+EFFECTS = ("allow", "deny")
+
+
+@dataclass(frozen=True)
+class AccessRequest:
+    action: str
+    resource: str
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    reason: str
+
+
+def _matches_any(value: str, patterns: Iterable[str]) -> bool:
+    return any(fnmatchcase(value, pattern) for pattern in patterns)
+
+
+def _conditions_hold(conditions: Mapping[str, Any], attributes: Mapping[str, Any]) -> bool:
+    for key, expected in conditions.items():
+        if key not in attributes:
+            return False
+        actual = attributes[key]
+        allowed = expected if isinstance(expected, list) else [expected]
+        if actual not in allowed:
+            return False
+    return True
+
+
+def statement_applies(statement: Statement, request: AccessRequest) -> bool:
+    return (
+        _matches_any(request.action, statement.get("actions", ()))
+        and _matches_any(request.resource, statement.get("resources", ()))
+        and _conditions_hold(statement.get("conditions") or {}, request.attributes)
+    )
+
+
+def evaluate(statements: Sequence[Statement], request: AccessRequest) -> Decision:
+    """Decide one request: any applying deny refuses, else any applying allow permits."""
+    applying = [s for s in statements if statement_applies(s, request)]
+    if any(s.get("effect") == "deny" for s in applying):
+        return Decision(False, f"explicitly denied: {request.action} on {request.resource}")
+    if any(s.get("effect") == "allow" for s in applying):
+        return Decision(True, "allowed")
+    return Decision(False, f"no policy allows {request.action} on {request.resource}")
+
+
+def validate_statement(statement: Any) -> list[str]:
+    """Problems with one statement, empty when it is well formed."""
+    problems: list[str] = []
+    if not isinstance(statement, Mapping):
+        return ["a statement must be an object"]
+    if statement.get("effect") not in EFFECTS:
+        problems.append("effect must be 'allow' or 'deny'")
+    for key in ("actions", "resources"):
+        value = statement.get(key)
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+            problems.append(f"{key} must be a non-empty list of strings")
+    conditions = statement.get("conditions", {})
+    if conditions is not None and not isinstance(conditions, Mapping):
+        problems.append("conditions must be an object")
+    unknown = set(statement) - {"effect", "actions", "resources", "conditions", "sid"}
+    if unknown:
+        problems.append(f"unknown keys: {', '.join(sorted(unknown))}")
+    return problems
+
+
+SHARED_POOL_ACTIONS = (
+    "compute:pools:read",
+    "compute:flavors:read",
+    "compute:instances:*",
+    "compute:reservations:*",
+    "compute:capacity:preview",
+)
+
+ROLES = ("admin", "member", "viewer")
+
+
+def role_statements(tenant_id: str, role: str) -> list[dict[str, Any]]:
+    """The built-in statements of a role in a tenant; root's admin may do anything anywhere."""
+    own = [f"tenant:{tenant_id}", f"tenant:{tenant_id}/*"]
+    shared_pools = ["tenant:*/pool:*"]
+    if role == "admin" and tenant_id == "root":
+        return [{"effect": "allow", "actions": ["*"], "resources": ["*"]}]
+    if role == "admin":
+        return [
+            {"effect": "allow", "actions": ["*"], "resources": own},
+            {"effect": "allow", "actions": list(SHARED_POOL_ACTIONS), "resources": shared_pools},
+        ]
+    if role == "member":
+        member_actions = [
+            "compute:*:read",
+            "compute:instances:*",
+            "compute:reservations:*",
+            "compute:capacity:preview",
+            "compute:services:*",
+            "compute:indexes:*",
+            "compute:environments:*",
+        ]
+        return [
+            {"effect": "allow", "actions": member_actions, "resources": own},
+            {"effect": "allow", "actions": list(SHARED_POOL_ACTIONS), "resources": shared_pools},
+        ]
+    if role == "viewer":
+        return [
+            {"effect": "allow", "actions": ["compute:*:read"], "resources": own + shared_pools},
+        ]
+    raise ValueError(f"unknown role {role!r}")

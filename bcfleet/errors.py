@@ -1,0 +1,149 @@
+"""The one exception tree of bcfleet; every layer raises these and every edge renders them.
+
+    FleetError                      (code, HTTP status, details)
+    ├── InvalidInputError           INVALID_INPUT           400
+    ├── UnauthenticatedError        UNAUTHENTICATED         401
+    ├── ForbiddenError              FORBIDDEN               403
+    ├── NotFoundError               NOT_FOUND               404
+    ├── ConflictError               CONFLICT                409
+    │   ├── QuotaExceededError      QUOTA_EXCEEDED          409
+    │   ├── CapacityUnavailableError CAPACITY_UNAVAILABLE   409
+    │   ├── SizeInUseError          SIZE_IN_USE             409
+    │   └── StalePlanError          STALE_PLAN              409
+    ├── UnsupportedError            UNSUPPORTED             422
+    ├── LockedError                 LOCKED                  423
+    └── NoCapacityError             NO_CAPACITY             503
+
+Codes are stable: scripts and tests match on them, never on messages.
+Messages never name another tenant's objects.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class FleetError(Exception):
+    """Base of every error bcfleet raises on purpose."""
+
+    code: ClassVar[str] = "INTERNAL"
+    http_status: ClassVar[int] = 500
+
+    def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details: dict[str, Any] = dict(details or {})
+
+    def to_json(self) -> dict[str, Any]:
+        """The error document of PRODUCT.md §3."""
+        return {"error": {"code": self.code, "message": self.message, "details": self.details}}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r}, details={self.details!r})"
+
+
+class InvalidInputError(FleetError):
+    code = "INVALID_INPUT"
+    http_status = 400
+
+
+class UnauthenticatedError(FleetError):
+    code = "UNAUTHENTICATED"
+    http_status = 401
+
+
+class ForbiddenError(FleetError):
+    code = "FORBIDDEN"
+    http_status = 403
+
+
+class NotFoundError(FleetError):
+    code = "NOT_FOUND"
+    http_status = 404
+
+
+class ConflictError(FleetError):
+    code = "CONFLICT"
+    http_status = 409
+
+
+class QuotaExceededError(ConflictError):
+    code = "QUOTA_EXCEEDED"
+
+
+class CapacityUnavailableError(ConflictError):
+    code = "CAPACITY_UNAVAILABLE"
+
+
+class SizeInUseError(ConflictError):
+    code = "SIZE_IN_USE"
+
+
+class StalePlanError(ConflictError):
+    code = "STALE_PLAN"
+
+
+class UnsupportedError(FleetError):
+    code = "UNSUPPORTED"
+    http_status = 422
+
+
+class LockedError(FleetError):
+    code = "LOCKED"
+    http_status = 423
+
+
+class NoCapacityError(FleetError):
+    """No free instance of a size: HTTP 503 with reason fleet_no_capacity (document 004)."""
+
+    code = "NO_CAPACITY"
+    http_status = 503
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        instance_size: str,
+        retry_after_seconds: int | None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        merged = {"reason": "fleet_no_capacity", "instance_size": instance_size}
+        if retry_after_seconds is not None:
+            merged["retry_after"] = retry_after_seconds
+        merged.update(details or {})
+        super().__init__(message, merged)
+        self.instance_size = instance_size
+        self.retry_after_seconds = retry_after_seconds
+
+
+ALL_ERRORS: tuple[type[FleetError], ...] = (
+    InvalidInputError,
+    UnauthenticatedError,
+    ForbiddenError,
+    NotFoundError,
+    ConflictError,
+    QuotaExceededError,
+    CapacityUnavailableError,
+    SizeInUseError,
+    StalePlanError,
+    UnsupportedError,
+    LockedError,
+    NoCapacityError,
+)
+
+# Exit codes of PRODUCT.md §5.
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_CHANGES = 2
+EXIT_LOCKED = 3
+EXIT_STALE = 4
+EXIT_USAGE = 64
+
+
+def exit_code_for(error: FleetError) -> int:
+    """The CLI exit code for an error: 3 for LOCKED, 4 for STALE_PLAN, 1 otherwise."""
+    if isinstance(error, LockedError):
+        return EXIT_LOCKED
+    if isinstance(error, StalePlanError):
+        return EXIT_STALE
+    return EXIT_ERROR

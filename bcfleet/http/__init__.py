@@ -1,0 +1,1 @@
+"""The HTTP API (`fleet serve`) over the same service layer."""

@@ -1,0 +1,44 @@
+"""Prefixed ULID ids (pool_…, flv_…, node_…, ins_…): sortable by creation time, seedable for demos."""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+from datetime import datetime
+
+from ulid import ULID
+
+PREFIXES = frozenset(
+    {
+        "pool", "flv", "node", "ins", "rsv", "alloc", "pacct", "evt", "prn", "tok", "pol",
+        "bkg", "lock", "run", "svc", "idx", "env", "usg", "dlq", "plan", "whk", "srv",
+    }
+)  # fmt: skip
+
+
+class IdFactory:
+    """Makes ids from a clock's time and a random source (os.urandom unless seeded)."""
+
+    def __init__(self, seed: int | None = None) -> None:
+        self._random = random.Random(seed) if seed is not None else None
+        self._lock = threading.Lock()
+
+    def _entropy(self) -> bytes:
+        if self._random is None:
+            return os.urandom(10)
+        with self._lock:
+            return self._random.randbytes(10)
+
+    def new(self, prefix: str, at: datetime) -> str:
+        """A new id such as 'flv_01jz3k…' for the given time."""
+        if prefix not in PREFIXES:
+            raise ValueError(f"unknown id prefix {prefix!r}")
+        millis = int(at.timestamp() * 1000)
+        raw = millis.to_bytes(6, "big") + self._entropy()
+        return f"{prefix}_{str(ULID(raw)).lower()}"
+
+
+def has_prefix(value: str, prefix: str) -> bool:
+    """True when value looks like an id of that kind ('pool_01…')."""
+    return value.startswith(prefix + "_") and len(value) == len(prefix) + 27

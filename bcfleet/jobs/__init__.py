@@ -1,0 +1,1 @@
+"""Jobs: plain functions of (fleet, now) that APScheduler and `fleet jobs tick` call."""

@@ -1,0 +1,1 @@
+"""Capacity in SQL: guarded claims, GPU bookings and the preemption transaction."""

@@ -1,0 +1,1 @@
+"""FleetConfig: load with positions, validate, plan (pure), render, apply through the API."""

@@ -1,0 +1,117 @@
+"""Settings from fleet.toml and BCFLEET_* environment variables (the documents' vps() and betterCompute() options)."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from bcfleet.errors import InvalidInputError
+
+DEFAULT_DB_URL = "sqlite:///fleet.db"
+
+
+@dataclass(frozen=True)
+class HostReserve:
+    """What a host keeps for itself before guests: vps({ hostReserve }), document 000."""
+
+    vcpu: int = 2
+    memory_gib: int = 8
+    disk_gib: int = 100
+
+
+@dataclass(frozen=True)
+class FleetSettings:
+    db_url: str = DEFAULT_DB_URL
+    spot_notice_ms: int = 120_000  # document 003: two minutes by default
+    preemption_candidate_limit: int = 64  # document 003: at most 64 plans are compared
+    host_reserve: HostReserve = field(default_factory=HostReserve)
+    placement_strategy: str = "spread"  # spread | pack
+    spare_boot_seconds: float = 20.0  # the simulated agent's boot delay, Retry-After's basis
+    balloon_floor_percent: int = 50
+    job_intervals: dict[str, float] = field(
+        default_factory=lambda: {
+            "vps.hosts": 30.0,
+            "vps.usage": 300.0,
+            "reservations.retry": 30.0,
+            "reservations.lifecycle": 10.0,
+            "spares": 30.0,
+            "providers.reconcile": 60.0,
+        }
+    )
+    lock_ttl_seconds: float = 600.0
+    provider_delete_grace_seconds: float = 300.0
+
+
+_ENV_FIELDS: dict[str, tuple[str, type]] = {
+    "BCFLEET_DB": ("db_url", str),
+    "BCFLEET_SPOT_NOTICE_MS": ("spot_notice_ms", int),
+    "BCFLEET_PREEMPTION_CANDIDATE_LIMIT": ("preemption_candidate_limit", int),
+    "BCFLEET_PLACEMENT_STRATEGY": ("placement_strategy", str),
+    "BCFLEET_SPARE_BOOT_SECONDS": ("spare_boot_seconds", float),
+    "BCFLEET_BALLOON_FLOOR_PERCENT": ("balloon_floor_percent", int),
+    "BCFLEET_LOCK_TTL_SECONDS": ("lock_ttl_seconds", float),
+}
+
+_TOML_KEYS = {
+    "db": "db_url",
+    "spot_notice_ms": "spot_notice_ms",
+    "preemption_candidate_limit": "preemption_candidate_limit",
+    "placement_strategy": "placement_strategy",
+    "spare_boot_seconds": "spare_boot_seconds",
+    "balloon_floor_percent": "balloon_floor_percent",
+    "lock_ttl_seconds": "lock_ttl_seconds",
+    "provider_delete_grace_seconds": "provider_delete_grace_seconds",
+}
+
+
+def _convert(name: str, kind: type, raw: Any) -> Any:
+    try:
+        return kind(raw)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"setting {name} must be {kind.__name__}, got {raw!r}") from exc
+
+
+def load_settings(
+    path: Path | None = None, environ: dict[str, str] | None = None
+) -> FleetSettings:
+    """Defaults, then fleet.toml (if present), then BCFLEET_* variables, later winning."""
+    env = dict(os.environ) if environ is None else environ
+    settings = FleetSettings()
+    toml_path = path or Path(env.get("BCFLEET_CONFIG", "fleet.toml"))
+    if toml_path.is_file():
+        settings = _apply_toml(settings, toml_path)
+    updates: dict[str, Any] = {}
+    for variable, (attr, kind) in _ENV_FIELDS.items():
+        if variable in env and env[variable] != "":
+            updates[attr] = _convert(variable, kind, env[variable])
+    return replace(settings, **updates)
+
+
+def _apply_toml(settings: FleetSettings, path: Path) -> FleetSettings:
+    try:
+        document = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidInputError(f"{path}: {exc}") from exc
+    section = document.get("fleet", document)
+    known = {f.name: f for f in fields(FleetSettings)}
+    updates: dict[str, Any] = {}
+    for key, attr in _TOML_KEYS.items():
+        if key in section:
+            updates[attr] = _convert(key, type(getattr(settings, attr)), section[key])
+    reserve = section.get("host_reserve")
+    if isinstance(reserve, dict):
+        updates["host_reserve"] = HostReserve(
+            vcpu=int(reserve.get("vcpu", 2)),
+            memory_gib=int(reserve.get("memoryGiB", reserve.get("memory_gib", 8))),
+            disk_gib=int(reserve.get("diskGiB", reserve.get("disk_gib", 100))),
+        )
+    intervals = section.get("jobs")
+    if isinstance(intervals, dict):
+        merged = dict(settings.job_intervals)
+        merged.update({str(k): float(v) for k, v in intervals.items()})
+        updates["job_intervals"] = merged
+    assert set(updates) <= set(known)
+    return replace(settings, **updates)

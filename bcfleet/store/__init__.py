@@ -1,0 +1,1 @@
+"""Persistence: SQLModel tables, engines for SQLite and PostgreSQL, transactions and migrations."""

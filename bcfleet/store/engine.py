@@ -1,0 +1,63 @@
+"""Engines for SQLite (WAL, foreign keys, busy timeout, BEGIN IMMEDIATE for writers) and PostgreSQL."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.pool import NullPool
+
+WRITE_OPTION = "bcfleet_write"
+
+
+def normalize_url(url: str) -> str:
+    """Accept the short forms people type: a bare path, postgres://, postgresql://."""
+    if "://" not in url:
+        return f"sqlite:///{url}"
+    if url.startswith("postgres://"):
+        return "postgresql+psycopg://" + url[len("postgres://") :]
+    if url.startswith("postgresql://"):
+        return "postgresql+psycopg://" + url[len("postgresql://") :]
+    return url
+
+
+def is_sqlite(engine: Engine) -> bool:
+    return engine.dialect.name == "sqlite"
+
+
+def make_engine(url: str, *, echo: bool = False) -> Engine:
+    """An engine whose transactions behave the same on SQLite and PostgreSQL."""
+    url = normalize_url(url)
+    if url.startswith("sqlite"):
+        return _sqlite_engine(url, echo)
+    return create_engine(url, echo=echo, pool_pre_ping=True, pool_size=5, max_overflow=10)
+
+
+def _sqlite_engine(url: str, echo: bool) -> Engine:
+    memory = url in ("sqlite://", "sqlite:///:memory:")
+    kwargs: dict[str, Any] = {"connect_args": {"check_same_thread": False, "timeout": 30}}
+    if not memory:
+        kwargs["poolclass"] = NullPool
+    engine = create_engine(url, echo=echo, **kwargs)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Take transaction control away from the driver so BEGIN is ours (SQLAlchemy's
+        # documented recipe for pysqlite): savepoints then work, and writers can BEGIN IMMEDIATE.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        if not memory:
+            cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        # A writer takes the write lock up front: two deferred writers upgrading at once
+        # would otherwise deadlock with SQLITE_BUSY, which busy_timeout cannot wait out.
+        immediate = connection.get_execution_options().get(WRITE_OPTION, False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine

@@ -1,0 +1,24 @@
+"""Alembic environment: runs migrations on the engine bcfleet hands it (or BCFLEET_DB)."""
+
+from __future__ import annotations
+
+from alembic import context
+from sqlmodel import SQLModel
+
+import bcfleet.store.models  # noqa: F401  (registers every table)
+from bcfleet.settings import load_settings
+from bcfleet.store.engine import make_engine
+
+config = context.config
+engine = config.attributes.get("engine") or make_engine(load_settings().db_url)
+
+with engine.connect() as connection:
+    context.configure(
+        connection=connection,
+        target_metadata=SQLModel.metadata,
+        render_as_batch=connection.dialect.name == "sqlite",
+        compare_type=True,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+    connection.commit()

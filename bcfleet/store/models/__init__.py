@@ -1,0 +1,27 @@
+"""Every table of bcfleet, imported so that SQLModel.metadata knows them all."""
+
+from bcfleet.store.models.billing import BillingMeter
+from bcfleet.store.models.events import Event
+from bcfleet.store.models.instances import Instance
+from bcfleet.store.models.pools import Flavor, Host, NodeResource, Pool, PoolOffer, ProviderAccount
+from bcfleet.store.models.state import Lock, StateRevision
+from bcfleet.store.models.tenancy import ApiToken, Policy, PolicyAttachment, Principal, Tenant
+
+__all__ = [
+    "ApiToken",
+    "BillingMeter",
+    "Event",
+    "Flavor",
+    "Host",
+    "Instance",
+    "Lock",
+    "NodeResource",
+    "Policy",
+    "PolicyAttachment",
+    "Pool",
+    "PoolOffer",
+    "Principal",
+    "ProviderAccount",
+    "StateRevision",
+    "Tenant",
+]

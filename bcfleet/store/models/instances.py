@@ -1,0 +1,37 @@
+"""The instances table: a tenant's VM with the shape it was admitted with, wherever it runs."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON
+from sqlmodel import Field, SQLModel
+
+from bcfleet.store.types import UTCDateTime
+
+
+class Instance(SQLModel, table=True):
+    __tablename__ = "instances"
+
+    id: str = Field(primary_key=True)
+    tenant_id: str = Field(foreign_key="tenants.id", index=True)
+    pool_id: str = Field(foreign_key="pools.id", index=True)
+    flavor_id: str | None = Field(default=None, foreign_key="flavors.id", index=True)
+    name: str
+    # pending | running | stopped | deleted (hosted); provider instances add provisioning
+    state: str = "pending"
+    # the flavor's shape copied at admission: vcpu, memoryGiB, diskGiB, gpus, offerId, placement
+    shape: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    node_id: str | None = Field(default=None, foreign_key="hosts.id", index=True)
+    allocation_id: str | None = Field(default=None, index=True)
+    host_placement: dict[str, Any] | None = Field(default=None, sa_type=JSON)
+    conditions: list[dict[str, Any]] = Field(default_factory=list, sa_type=JSON)
+    purpose: str = "tenant"  # tenant | spare | service
+    size: str | None = None  # the instance size of a spare or service instance
+    created_at: datetime = Field(sa_type=UTCDateTime)
+    updated_at: datetime = Field(sa_type=UTCDateTime)
+    ready_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    deleted_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    provider_server_id: str | None = None
+    provider_status: str | None = None

@@ -1,0 +1,105 @@
+"""Tables of pools, the tenants they are offered to, provider accounts, hosts, node_resources and flavors."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, Index, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+from bcfleet.store.types import UTCDateTime
+
+
+class ProviderAccount(SQLModel, table=True):
+    __tablename__ = "provider_accounts"
+    __table_args__ = (UniqueConstraint("tenant_id", "name"),)
+
+    id: str = Field(primary_key=True)
+    tenant_id: str = Field(foreign_key="tenants.id", index=True)
+    name: str
+    provider: str  # hetzner | fake
+    token_env: str  # where the token lives; the token itself is never stored
+    endpoint: str | None = None
+    created_at: datetime = Field(sa_type=UTCDateTime)
+    managed: bool = False
+
+
+class Pool(SQLModel, table=True):
+    __tablename__ = "pools"
+
+    id: str = Field(primary_key=True)
+    name: str = Field(unique=True)
+    kind: str  # vps-host | provider
+    owner_tenant_id: str = Field(foreign_key="tenants.id", index=True)
+    gpu_model: str | None = None
+    overcommit: dict[str, float] = Field(default_factory=dict, sa_type=JSON)
+    host_reserve: dict[str, int] = Field(default_factory=dict, sa_type=JSON)
+    provider_account_id: str | None = Field(default=None, foreign_key="provider_accounts.id")
+    created_at: datetime = Field(sa_type=UTCDateTime)
+    version: int = 1
+    managed: bool = False
+
+
+class PoolOffer(SQLModel, table=True):
+    __tablename__ = "pool_offers"
+
+    pool_id: str = Field(foreign_key="pools.id", primary_key=True)
+    tenant_id: str = Field(foreign_key="tenants.id", primary_key=True, index=True)
+
+
+class Host(SQLModel, table=True):
+    """A node of a pool: adopted by name, reporting an inventory through its agent."""
+
+    __tablename__ = "hosts"
+
+    id: str = Field(primary_key=True)
+    name: str = Field(unique=True)
+    pool_id: str = Field(foreign_key="pools.id", index=True)
+    labels: dict[str, str] = Field(default_factory=dict, sa_type=JSON)
+    tenant_controlled: bool = False
+    state: str = "ready"  # ready | draining
+    inventory: dict[str, Any] | None = Field(default=None, sa_type=JSON)
+    inventory_reported_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    inventory_generation: int = 0
+    created_at: datetime = Field(sa_type=UTCDateTime)
+    managed: bool = False
+
+
+class NodeResource(SQLModel, table=True):
+    """One scalar of one host: a claim fits when allocated + claim <= capacity.
+
+    capacity is floor(allocatable × ratio), kept beside its inputs so the guarded
+    UPDATE and the candidate query compare integers.
+    """
+
+    __tablename__ = "node_resources"
+    __table_args__ = (Index("ix_node_resources_resource_free", "resource", "capacity", "allocated"),)
+
+    node_id: str = Field(foreign_key="hosts.id", primary_key=True)
+    resource: str = Field(primary_key=True)  # vcpu | memoryGiB | diskGiB
+    allocatable: int
+    ratio: float = 1.0
+    capacity: int
+    allocated: int = 0
+    generation: int = 0
+
+
+class Flavor(SQLModel, table=True):
+    __tablename__ = "flavors"
+    __table_args__ = (UniqueConstraint("pool_id", "name"),)
+
+    id: str = Field(primary_key=True)
+    pool_id: str = Field(foreign_key="pools.id", index=True)
+    name: str
+    vcpu: int
+    memory_gib: int
+    disk_gib: int
+    gpus: int = 0
+    offer_id: str | None = None
+    placement: dict[str, Any] | None = Field(default=None, sa_type=JSON)
+    archived: bool = False
+    version: int = 1
+    created_at: datetime = Field(sa_type=UTCDateTime)
+    updated_at: datetime = Field(sa_type=UTCDateTime)
+    managed: bool = False

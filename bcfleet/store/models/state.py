@@ -1,0 +1,33 @@
+"""Bookkeeping of the state itself: the revision counter that saved plans check, and named locks."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlmodel import Field, SQLModel
+
+from bcfleet.store.types import UTCDateTime
+
+
+class StateRevision(SQLModel, table=True):
+    """One row (id 1) whose revision every write transaction bumps."""
+
+    __tablename__ = "state_revision"
+
+    id: int = Field(default=1, primary_key=True)
+    revision: int = 0
+
+
+class Lock(SQLModel, table=True):
+    """A named lock with an expiry: the apply lock and job leases."""
+
+    __tablename__ = "locks"
+
+    name: str = Field(primary_key=True)  # apply | job:vps.usage | …
+    id: str = Field(unique=True)
+    holder: str
+    pid: int
+    hostname: str
+    operation: str
+    created_at: datetime = Field(sa_type=UTCDateTime)
+    expires_at: datetime = Field(sa_type=UTCDateTime)

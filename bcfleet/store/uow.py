@@ -1,0 +1,49 @@
+"""Units of work: one transaction per API call, the state revision bumped by every writer."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import Engine, text
+from sqlmodel import Session
+
+from bcfleet.store.engine import WRITE_OPTION, is_sqlite
+
+
+@contextmanager
+def write_session(engine: Engine, *, bump_revision: bool = True) -> Iterator[Session]:
+    """A session in one write transaction: committed on success, rolled back on any error."""
+    bound = engine.execution_options(**{WRITE_OPTION: True})
+    with Session(bound, expire_on_commit=False) as session, session.begin():
+        if bump_revision:
+            bump(session)
+        yield session
+
+
+@contextmanager
+def read_session(engine: Engine) -> Iterator[Session]:
+    """A session in one read transaction (a consistent snapshot on SQLite WAL and PostgreSQL)."""
+    with Session(engine, expire_on_commit=False) as session, session.begin():
+        yield session
+
+
+def bump(session: Session) -> None:
+    """Advance the state revision that saved plans compare against."""
+    if is_sqlite(session.get_bind().engine):  # type: ignore[union-attr]
+        updated = session.execute(
+            text("UPDATE state_revision SET revision = revision + 1 WHERE id = 1")
+        )
+        if updated.rowcount == 0:  # type: ignore[attr-defined]
+            session.execute(text("INSERT INTO state_revision (id, revision) VALUES (1, 1)"))
+    else:
+        session.execute(text("SELECT nextval('bcfleet_state_revision')"))
+
+
+def current_revision(session: Session) -> int:
+    """The state revision as of this transaction."""
+    if is_sqlite(session.get_bind().engine):  # type: ignore[union-attr]
+        value = session.execute(text("SELECT revision FROM state_revision WHERE id = 1")).scalar()
+        return int(value or 0)
+    row = session.execute(text("SELECT last_value, is_called FROM bcfleet_state_revision")).one()
+    return int(row[0]) if row[1] else 0

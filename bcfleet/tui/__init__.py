@@ -1,0 +1,1 @@
+"""The operator dashboard (`fleet tui`), reading through the API in thread workers."""
