@@ -107,7 +107,7 @@ class NoCapacityError(FleetError):
         retry_after_seconds: int | None,
         details: dict[str, Any] | None = None,
     ) -> None:
-        merged = {"reason": "fleet_no_capacity", "instance_size": instance_size}
+        merged: dict[str, Any] = {"reason": "fleet_no_capacity", "instance_size": instance_size}
         if retry_after_seconds is not None:
             merged["retry_after"] = retry_after_seconds
         merged.update(details or {})

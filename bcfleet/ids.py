@@ -11,10 +11,30 @@ from ulid import ULID
 
 PREFIXES = frozenset(
     {
-        "pool", "flv", "node", "ins", "rsv", "alloc", "pacct", "evt", "prn", "tok", "pol",
-        "bkg", "lock", "run", "svc", "idx", "env", "usg", "dlq", "plan", "whk", "srv",
+        "pool",
+        "flv",
+        "node",
+        "ins",
+        "rsv",
+        "alloc",
+        "pacct",
+        "evt",
+        "prn",
+        "tok",
+        "pol",
+        "bkg",
+        "lock",
+        "run",
+        "svc",
+        "idx",
+        "env",
+        "usg",
+        "dlq",
+        "plan",
+        "whk",
+        "srv",
     }
-)  # fmt: skip
+)
 
 
 class IdFactory:

@@ -74,9 +74,7 @@ def _convert(name: str, kind: type, raw: Any) -> Any:
         raise InvalidInputError(f"setting {name} must be {kind.__name__}, got {raw!r}") from exc
 
 
-def load_settings(
-    path: Path | None = None, environ: dict[str, str] | None = None
-) -> FleetSettings:
+def load_settings(path: Path | None = None, environ: dict[str, str] | None = None) -> FleetSettings:
     """Defaults, then fleet.toml (if present), then BCFLEET_* variables, later winning."""
     env = dict(os.environ) if environ is None else environ
     settings = FleetSettings()
@@ -105,8 +103,8 @@ def _apply_toml(settings: FleetSettings, path: Path) -> FleetSettings:
     if isinstance(reserve, dict):
         updates["host_reserve"] = HostReserve(
             vcpu=int(reserve.get("vcpu", 2)),
-            memory_gib=int(reserve.get("memoryGiB", reserve.get("memory_gib", 8))),
-            disk_gib=int(reserve.get("diskGiB", reserve.get("disk_gib", 100))),
+            memory_gib=int(reserve.get("memoryGiB", 8)),
+            disk_gib=int(reserve.get("diskGiB", 100)),
         )
     intervals = section.get("jobs")
     if isinstance(intervals, dict):

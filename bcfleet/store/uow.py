@@ -30,7 +30,7 @@ def read_session(engine: Engine) -> Iterator[Session]:
 
 def bump(session: Session) -> None:
     """Advance the state revision that saved plans compare against."""
-    if is_sqlite(session.get_bind().engine):  # type: ignore[union-attr]
+    if is_sqlite(session.get_bind().engine):
         updated = session.execute(
             text("UPDATE state_revision SET revision = revision + 1 WHERE id = 1")
         )
@@ -42,7 +42,7 @@ def bump(session: Session) -> None:
 
 def current_revision(session: Session) -> int:
     """The state revision as of this transaction."""
-    if is_sqlite(session.get_bind().engine):  # type: ignore[union-attr]
+    if is_sqlite(session.get_bind().engine):
         value = session.execute(text("SELECT revision FROM state_revision WHERE id = 1")).scalar()
         return int(value or 0)
     row = session.execute(text("SELECT last_value, is_called FROM bcfleet_state_revision")).one()

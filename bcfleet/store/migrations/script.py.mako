@@ -10,6 +10,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 import sqlmodel
 from alembic import op
+
+import bcfleet.store.types
 ${imports if imports else ""}
 
 revision: str = ${repr(up_revision)}

@@ -74,7 +74,9 @@ class NodeResource(SQLModel, table=True):
     """
 
     __tablename__ = "node_resources"
-    __table_args__ = (Index("ix_node_resources_resource_free", "resource", "capacity", "allocated"),)
+    __table_args__ = (
+        Index("ix_node_resources_resource_free", "resource", "capacity", "allocated"),
+    )
 
     node_id: str = Field(foreign_key="hosts.id", primary_key=True)
     resource: str = Field(primary_key=True)  # vcpu | memoryGiB | diskGiB

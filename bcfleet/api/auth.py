@@ -1,0 +1,152 @@
+"""Credentials to actors, and the authorization every API call makes before it touches state."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from sqlmodel import Session, select
+
+from bcfleet.domain.policy import AccessRequest, evaluate, role_statements
+from bcfleet.errors import ForbiddenError, NotFoundError, UnauthenticatedError
+from bcfleet.store.models import (
+    ApiToken,
+    Policy,
+    PolicyAttachment,
+    Pool,
+    PoolOffer,
+    Principal,
+    Tenant,
+)
+
+ROOT_TENANT = "root"
+TOKEN_PREFIX = "bcf_"
+
+
+class LocalOperator:
+    """Whoever can write the database file: the root tenant's admin (PRODUCT.md §5)."""
+
+    def __repr__(self) -> str:
+        return "LOCAL_OPERATOR"
+
+
+LOCAL_OPERATOR = LocalOperator()
+
+Credential = str | LocalOperator
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who is asking, for which tenant, with which statements."""
+
+    tenant_id: str
+    role: str
+    principal_id: str | None
+    statements: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
+    operator: bool = False
+
+    @property
+    def is_root_admin(self) -> bool:
+        return self.tenant_id == ROOT_TENANT and self.role == "admin"
+
+    def can(self, action: str, resource: str, attributes: Mapping[str, Any] | None = None) -> bool:
+        request = AccessRequest(action, resource, attributes or {})
+        return evaluate(self.statements, request).allowed
+
+    def require(
+        self, action: str, resource: str, attributes: Mapping[str, Any] | None = None
+    ) -> None:
+        """FORBIDDEN unless the policies allow the action on the resource."""
+        request = AccessRequest(action, resource, attributes or {})
+        decision = evaluate(self.statements, request)
+        if not decision.allowed:
+            raise ForbiddenError(
+                f"{action} is not allowed: {decision.reason}",
+                {"action": action, "resource": resource},
+            )
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def new_token() -> str:
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def resolve(session: Session, credential: Credential | None) -> Actor:
+    """The actor behind a credential; UNAUTHENTICATED for a missing or unknown token."""
+    if isinstance(credential, LocalOperator):
+        return Actor(ROOT_TENANT, "admin", None, tuple(role_statements(ROOT_TENANT, "admin")), True)
+    if not credential:
+        raise UnauthenticatedError("a token is required")
+    row = session.exec(
+        select(ApiToken).where(ApiToken.token_hash == hash_token(credential))
+    ).first()
+    if row is None or row.revoked_at is not None:
+        raise UnauthenticatedError("unknown or revoked token")
+    principal = session.get(Principal, row.principal_id)
+    if principal is None:
+        raise UnauthenticatedError("unknown or revoked token")
+    attached = session.exec(
+        select(Policy)
+        .join(PolicyAttachment, PolicyAttachment.policy_id == Policy.id)  # type: ignore[arg-type]
+        .where(PolicyAttachment.principal_id == principal.id)
+    ).all()
+    statements: list[Mapping[str, Any]] = list(role_statements(principal.tenant_id, principal.role))
+    for policy in attached:
+        statements.extend(policy.statements)
+    return Actor(principal.tenant_id, principal.role, principal.id, tuple(statements))
+
+
+def acting_for(session: Session, actor: Actor, tenant_id: str | None) -> Actor:
+    """The actor scoped to a tenant: root's admin may act as (and see as) any tenant."""
+    if tenant_id is None or tenant_id == actor.tenant_id:
+        return actor
+    if not actor.is_root_admin:
+        raise ForbiddenError("this credential belongs to another tenant", {"tenant": tenant_id})
+    if session.get(Tenant, tenant_id) is None:
+        raise NotFoundError(f"tenant {tenant_id!r} not found", {"tenant": tenant_id})
+    return replace(
+        actor,
+        tenant_id=tenant_id,
+        statements=tuple(role_statements(tenant_id, "admin")),
+    )
+
+
+def authenticate(session: Session, credential: Credential | None, tenant_id: str | None) -> Actor:
+    """resolve() then acting_for(): the first step of every API call."""
+    return acting_for(session, resolve(session, credential), tenant_id)
+
+
+def tenant_resource(tenant_id: str) -> str:
+    return f"tenant:{tenant_id}"
+
+
+def pool_resource(pool: Pool) -> str:
+    return f"tenant:{pool.owner_tenant_id}/pool:{pool.id}"
+
+
+def owned_resource(tenant_id: str, kind: str, object_id: str) -> str:
+    return f"tenant:{tenant_id}/{kind}:{object_id}"
+
+
+def pool_visible(session: Session, actor: Actor, pool: Pool) -> bool:
+    """The owner, the tenants it is offered to, and root's admin know a pool exists."""
+    if actor.is_root_admin or pool.owner_tenant_id == actor.tenant_id:
+        return True
+    return session.get(PoolOffer, (pool.id, actor.tenant_id)) is not None
+
+
+def visible_pool_ids(session: Session, actor: Actor) -> Sequence[str] | None:
+    """The pool ids an actor may see, or None for all of them (root's admin)."""
+    if actor.is_root_admin:
+        return None
+    owned = session.exec(select(Pool.id).where(Pool.owner_tenant_id == actor.tenant_id)).all()
+    offered = session.exec(
+        select(PoolOffer.pool_id).where(PoolOffer.tenant_id == actor.tenant_id)
+    ).all()
+    return sorted(set(owned) | set(offered))

@@ -1,0 +1,99 @@
+"""A simulated fleet for `fleet demo`: tenants, pools, hosts with inventories, flavors, through the API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bcfleet.api.auth import LOCAL_OPERATOR
+from bcfleet.fleet import Fleet
+
+PLACEMENT_LABEL = "bc.dev/cap.instance.placement"
+
+
+def demo_inventory(index: int, gpus: int) -> dict[str, Any]:
+    """A two-socket host: 64 CPUs, 2 NUMA nodes, 2 isolated CPUs per node, 1 GiB pages, GPUs split by node."""
+    cpus = [{"id": c, "numaNode": c // 32, "isolated": c % 32 in (30, 31)} for c in range(64)]
+    nodes = [
+        {
+            "id": n,
+            "memoryGiB": 128,
+            "hugepages": [{"sizeBytes": 1073741824, "total": 32, "free": 32}],
+        }
+        for n in range(2)
+    ]
+    devices = [
+        {
+            "model": "L40S",
+            "pciAddress": f"0000:{0x17 + g * 0x10:02x}:00.0",
+            "numaNode": g * 2 // max(gpus, 1),
+        }
+        for g in range(gpus)
+    ]
+    return {
+        "cpus": cpus,
+        "numaNodes": nodes,
+        "memoryGiB": 256,
+        "diskGiB": 2000,
+        "gpus": devices,
+        "agent": {"version": "simulated", "hostname": f"fra-{index:02d}"},
+    }
+
+
+def build_demo(fleet: Fleet, *, hosts: int = 50) -> dict[str, Any]:
+    """Create the demo fleet in an empty database; returns what was made."""
+    api, op = fleet.api, LOCAL_OPERATOR
+    api.tenants.create(op, "acme", name="ACME")
+    api.tenants.create(op, "globex", name="Globex")
+    gpu_pool = api.pools.create(
+        op,
+        tenant_id="root",
+        name="vps-fra",
+        kind="vps-host",
+        gpu_model="L40S",
+        overcommit={"vcpu": 2, "memoryGiB": 1.5},
+        host_reserve={"vcpu": 2},
+    )
+    cpu_pool = api.pools.create(
+        op, tenant_id="root", name="vps-ams", kind="vps-host", overcommit={"vcpu": 4}
+    )
+    for tenant in ("acme", "globex"):
+        api.pools.offer(op, tenant_id="root", pool=gpu_pool["id"], to=tenant)
+    api.pools.offer(op, tenant_id="root", pool=cpu_pool["id"], to="acme")
+    made = []
+    for i in range(1, hosts + 1):
+        pool = gpu_pool if i % 5 else cpu_pool
+        gpus = 4 if pool is gpu_pool and i % 2 else 0
+        name = f"{'fra' if pool is gpu_pool else 'ams'}-{i:02d}"
+        api.hosts.adopt(
+            op, tenant_id="root", pool=pool["id"], name=name, labels={PLACEMENT_LABEL: "true"}
+        )
+        if i % 17:  # a few hosts have not reported yet
+            api.hosts.report(op, host=name, inventory=demo_inventory(i, gpus))
+        made.append(name)
+    for pool in (gpu_pool, cpu_pool):
+        for name, vcpu, mem, disk in (
+            ("g1.small", 2, 4, 40),
+            ("g1.medium", 4, 8, 80),
+            ("g1.large", 8, 32, 160),
+        ):
+            api.flavors.create(
+                op,
+                tenant_id="root",
+                pool_id=pool["id"],
+                name=name,
+                vcpu=vcpu,
+                memory_gib=mem,
+                disk_gib=disk,
+            )
+    api.flavors.create(
+        op,
+        tenant_id="root",
+        pool_id=gpu_pool["id"],
+        name="gpu1.l40s",
+        vcpu=8,
+        memory_gib=32,
+        disk_gib=200,
+        gpus=1,
+        placement={"numaAffine": True, "pinned": True, "hugepageSizeBytes": 1073741824},
+    )
+    return {"pools": [gpu_pool["name"], cpu_pool["name"]], "hosts": len(made)}

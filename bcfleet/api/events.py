@@ -1,0 +1,69 @@
+"""The event log: emit inside the caller's transaction; list and watch one tenant's events by cursor."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlmodel import Session, col, select
+
+from bcfleet.api.auth import Credential, owned_resource
+from bcfleet.api.base import Area
+from bcfleet.api.views import event_json
+from bcfleet.errors import InvalidInputError
+from bcfleet.ids import IdFactory
+from bcfleet.store.models import Event
+
+
+def emit(
+    session: Session,
+    ids: IdFactory,
+    at: datetime,
+    event_type: str,
+    *,
+    tenant_id: str | None,
+    subject_id: str | None = None,
+    data: dict[str, Any] | None = None,
+) -> Event:
+    """Add one tenant's copy of an event to the log, in the caller's transaction."""
+    event = Event(
+        id=ids.new("evt", at),
+        type=event_type,
+        tenant_id=tenant_id,
+        subject_id=subject_id,
+        data=dict(data or {}),
+        at=at,
+    )
+    session.add(event)
+    return event
+
+
+class EventsAPI(Area):
+    """compute:events:read: a tenant reads only its own copies; root's admin reads all."""
+
+    def list(
+        self,
+        credential: Credential | None,
+        *,
+        tenant_id: str | None = None,
+        after: int | None = None,
+        types: Sequence[str] = (),
+        limit: int = 100,
+    ) -> dict[str, Any]:
+        if limit < 1 or limit > 1000:
+            raise InvalidInputError("limit must be between 1 and 1000", {"limit": limit})
+        with self.fleet.read() as session:
+            actor = self.actor(session, credential, tenant_id)
+            actor.require("compute:events:read", owned_resource(actor.tenant_id, "events", "*"))
+            query = select(Event).order_by(col(Event.seq)).limit(limit)
+            if not (actor.is_root_admin and tenant_id is None):
+                query = query.where(Event.tenant_id == actor.tenant_id)
+            if after is not None:
+                query = query.where(col(Event.seq) > after)
+            if types:
+                query = query.where(col(Event.type).in_(list(types)))
+            rows = session.exec(query).all()
+        items = [event_json(e) for e in rows]
+        cursor = items[-1]["seq"] if items else after
+        return {"items": items, "cursor": cursor}

@@ -1,0 +1,32 @@
+"""FleetAPI: `fleet.api.flavors.create(credential, …)` and every other area, on one object."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bcfleet.api.events import EventsAPI
+from bcfleet.api.flavors import FlavorsAPI
+from bcfleet.api.hosts import HostsAPI
+from bcfleet.api.iam import IamAPI
+from bcfleet.api.meters import MetersAPI
+from bcfleet.api.pools import PoolsAPI
+from bcfleet.api.provider_accounts import ProviderAccountsAPI
+from bcfleet.api.tenants import TenantsAPI
+
+if TYPE_CHECKING:
+    from bcfleet.fleet import Fleet
+
+
+class FleetAPI:
+    """The service layer of one fleet, area by area."""
+
+    def __init__(self, fleet: Fleet) -> None:
+        self.fleet = fleet
+        self.tenants = TenantsAPI(fleet)
+        self.iam = IamAPI(fleet)
+        self.pools = PoolsAPI(fleet)
+        self.provider_accounts = ProviderAccountsAPI(fleet)
+        self.hosts = HostsAPI(fleet)
+        self.flavors = FlavorsAPI(fleet)
+        self.events = EventsAPI(fleet)
+        self.meters = MetersAPI(fleet)

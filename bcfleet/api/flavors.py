@@ -1,0 +1,259 @@
+"""Flavors: named instance shapes per pool (document 000, "Define a flavor" to "Update and delete")."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, select
+
+from bcfleet.api.auth import Actor, Credential, pool_resource
+from bcfleet.api.base import Area
+from bcfleet.api.events import emit
+from bcfleet.api.lookup import find_flavor, find_pool
+from bcfleet.api.views import flavor_json
+from bcfleet.domain.flavor_rules import (
+    name_problem,
+    normalize_placement,
+    placement_problems,
+    shape_problems,
+)
+from bcfleet.errors import ConflictError, InvalidInputError
+from bcfleet.store.models import Flavor, Instance, Pool
+
+# A check of a provider pool's offer (issue of provider pools); returns warnings, raises on unknown.
+OfferCheck = Callable[[Session, Pool, str], list[str]]
+
+
+def validate_flavor_input(
+    pool: Pool,
+    *,
+    name: Any,
+    vcpu: Any,
+    memory_gib: Any,
+    disk_gib: Any,
+    gpus: Any,
+    offer_id: str | None,
+    placement: Mapping[str, Any] | None,
+) -> None:
+    """INVALID_INPUT naming every bad field: shape, name, offerId and placement rules."""
+    problems = shape_problems(vcpu, memory_gib, disk_gib, gpus)
+    problem = name_problem(name)
+    if problem:
+        problems["name"] = problem
+    problems.update(placement_problems(placement))
+    if pool.kind == "provider" and not offer_id:
+        problems["offerId"] = (
+            "a provider pool's flavor needs offerId, the provider's offer it names"
+        )
+    if pool.kind == "vps-host" and offer_id:
+        problems["offerId"] = "offerId is for provider pools; hosted pools place flavors on hosts"
+    if pool.kind == "provider" and normalize_placement(placement):
+        problems["placement"] = "placement applies to hosted pools only"
+    if problems:
+        message = "; ".join(problems.values())
+        raise InvalidInputError(f"invalid flavor: {message}", {"fields": problems})
+
+
+def _referenced(session: Session, flavor_id: str) -> bool:
+    """Whether any instance row, deleted ones included, references the flavor."""
+    return (
+        session.exec(select(Instance.id).where(Instance.flavor_id == flavor_id).limit(1)).first()
+        is not None
+    )
+
+
+class FlavorsAPI(Area):
+    offer_check: OfferCheck | None = None
+
+    def _pool_for_manage(self, session: Session, actor: Actor, pool: str) -> Pool:
+        row = find_pool(session, actor, pool)
+        actor.require("compute:flavors:manage", pool_resource(row))
+        return row
+
+    def create(
+        self,
+        credential: Credential | None,
+        *,
+        tenant_id: str,
+        pool_id: str,
+        name: str,
+        vcpu: int,
+        memory_gib: int,
+        disk_gib: int,
+        gpus: int = 0,
+        offer_id: str | None = None,
+        placement: Mapping[str, Any] | None = None,
+        managed: bool = False,
+    ) -> dict[str, Any]:
+        """compute:flavors:manage on the pool; CONFLICT for a second name in the pool."""
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            pool = self._pool_for_manage(session, actor, pool_id)
+            validate_flavor_input(
+                pool,
+                name=name,
+                vcpu=vcpu,
+                memory_gib=memory_gib,
+                disk_gib=disk_gib,
+                gpus=gpus,
+                offer_id=offer_id,
+                placement=placement,
+            )
+            warnings = (
+                self.offer_check(session, pool, offer_id) if self.offer_check and offer_id else []
+            )
+            existing = session.exec(
+                select(Flavor).where(Flavor.pool_id == pool.id, Flavor.name == name)
+            ).first()
+            if existing is not None:
+                hint = " (archived: flavors update restores it)" if existing.archived else ""
+                raise ConflictError(
+                    f"flavor {name!r} already exists in pool {pool.name!r}{hint}",
+                    {"flavor": name, "pool": pool.id, "archived": existing.archived},
+                )
+            now = self.fleet.now()
+            flavor = Flavor(
+                id=self.fleet.new_id("flv"),
+                pool_id=pool.id,
+                name=name,
+                vcpu=vcpu,
+                memory_gib=memory_gib,
+                disk_gib=disk_gib,
+                gpus=gpus,
+                offer_id=offer_id,
+                placement=normalize_placement(placement),
+                created_at=now,
+                updated_at=now,
+                managed=managed,
+            )
+            session.add(flavor)
+            pool_name = pool.name
+            try:
+                session.flush()
+            except IntegrityError as exc:  # a concurrent create of the same name won the race
+                raise ConflictError(
+                    f"flavor {name!r} already exists in pool {pool_name!r}", {"flavor": name}
+                ) from exc
+            emit(
+                session,
+                self.fleet.ids,
+                now,
+                "flavor.created",
+                tenant_id=pool.owner_tenant_id,
+                subject_id=flavor.id,
+                data={"name": name, "poolId": pool.id},
+            )
+            body = flavor_json(flavor)
+            if warnings:
+                body["warnings"] = warnings
+            return body
+
+    def list(
+        self, credential: Credential | None, *, tenant_id: str, pool_id: str
+    ) -> dict[str, Any]:
+        """compute:flavors:read: { items } sorted by name, archived ones hidden."""
+        with self.fleet.read() as session:
+            actor = self.actor(session, credential, tenant_id)
+            pool = find_pool(session, actor, pool_id)
+            actor.require("compute:flavors:read", pool_resource(pool))
+            rows = session.exec(
+                select(Flavor)
+                .where(Flavor.pool_id == pool.id, Flavor.archived == False)  # noqa: E712
+                .order_by(Flavor.name)
+            ).all()
+            return {"items": [flavor_json(f) for f in rows]}
+
+    def get(
+        self, credential: Credential | None, *, tenant_id: str, pool_id: str, name: str
+    ) -> dict[str, Any]:
+        with self.fleet.read() as session:
+            actor = self.actor(session, credential, tenant_id)
+            pool = find_pool(session, actor, pool_id)
+            actor.require("compute:flavors:read", pool_resource(pool))
+            return flavor_json(find_flavor(session, pool, name))
+
+    def update(
+        self,
+        credential: Credential | None,
+        *,
+        tenant_id: str,
+        pool_id: str,
+        name: str,
+        vcpu: int,
+        memory_gib: int,
+        disk_gib: int,
+        gpus: int | None = None,
+        offer_id: str | None = None,
+        placement: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Replace the shape: gpus falls back to 0, offerId keeps its value; restores an archived flavor."""
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            pool = self._pool_for_manage(session, actor, pool_id)
+            flavor = find_flavor(session, pool, name, include_archived=True)
+            new_offer = offer_id if offer_id is not None else flavor.offer_id
+            new_gpus = 0 if gpus is None else gpus
+            validate_flavor_input(
+                pool,
+                name=name,
+                vcpu=vcpu,
+                memory_gib=memory_gib,
+                disk_gib=disk_gib,
+                gpus=new_gpus,
+                offer_id=new_offer,
+                placement=placement,
+            )
+            warnings = (
+                self.offer_check(session, pool, new_offer)
+                if self.offer_check and new_offer and new_offer != flavor.offer_id
+                else []
+            )
+            flavor.vcpu, flavor.memory_gib, flavor.disk_gib = vcpu, memory_gib, disk_gib
+            flavor.gpus, flavor.offer_id = new_gpus, new_offer
+            flavor.placement = normalize_placement(placement)
+            flavor.archived = False
+            flavor.version += 1
+            flavor.updated_at = self.fleet.now()
+            session.add(flavor)
+            emit(
+                session,
+                self.fleet.ids,
+                flavor.updated_at,
+                "flavor.updated",
+                tenant_id=pool.owner_tenant_id,
+                subject_id=flavor.id,
+                data={"name": name, "version": flavor.version},
+            )
+            body = flavor_json(flavor)
+            if warnings:
+                body["warnings"] = warnings
+            return body
+
+    def delete(
+        self, credential: Credential | None, *, tenant_id: str, pool_id: str, name: str
+    ) -> dict[str, Any]:
+        """Delete a flavor no instance ever used; archive one that any instance row references."""
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            pool = self._pool_for_manage(session, actor, pool_id)
+            flavor = find_flavor(session, pool, name)
+            if _referenced(session, flavor.id):
+                flavor.archived = True
+                flavor.updated_at = self.fleet.now()
+                session.add(flavor)
+                result = {"deleted": False, "archived": True}
+            else:
+                session.delete(flavor)
+                result = {"deleted": True, "archived": False}
+            emit(
+                session,
+                self.fleet.ids,
+                self.fleet.now(),
+                "flavor.archived" if result["archived"] else "flavor.deleted",
+                tenant_id=pool.owner_tenant_id,
+                subject_id=flavor.id,
+                data={"name": name},
+            )
+            return result

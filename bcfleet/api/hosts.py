@@ -1,0 +1,208 @@
+"""Hosts: adopt by name into a vps-host pool, report inventory, drain, list and show."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from sqlmodel import Session, col, select
+
+from bcfleet.api.auth import Credential, pool_resource
+from bcfleet.api.base import Area
+from bcfleet.api.events import emit
+from bcfleet.api.lookup import find_host, find_pool
+from bcfleet.api.pools import validate_name
+from bcfleet.api.views import host_json
+from bcfleet.errors import ConflictError, InvalidInputError
+from bcfleet.store.models import Host, NodeResource, Pool
+
+PLACEMENT_LABEL = "bc.dev/cap.instance.placement"
+
+
+@cache
+def _inventory_validator() -> Draft202012Validator:
+    text = resources.files("bcfleet").joinpath("schemas/inventory.schema.json").read_text()
+    return Draft202012Validator(json.loads(text))
+
+
+def inventory_problems(inventory: Any) -> list[str]:
+    """Every way an inventory breaks the schema or its own references, each with its JSON path."""
+    problems = [
+        f"{error.json_path}: {error.message}"
+        for error in sorted(
+            _inventory_validator().iter_errors(inventory), key=lambda e: e.json_path
+        )
+    ]
+    if problems:
+        return problems
+    node_ids = [n["id"] for n in inventory["numaNodes"]]
+    cpu_ids = [c["id"] for c in inventory["cpus"]]
+    if len(set(cpu_ids)) != len(cpu_ids):
+        problems.append("$.cpus: CPU ids must be unique")
+    if len(set(node_ids)) != len(node_ids):
+        problems.append("$.numaNodes: NUMA node ids must be unique")
+    known = set(node_ids)
+    for i, cpu in enumerate(inventory["cpus"]):
+        if known and cpu["numaNode"] is not None and cpu["numaNode"] not in known:
+            problems.append(f"$.cpus[{i}].numaNode: no NUMA node {cpu['numaNode']}")
+    for i, gpu in enumerate(inventory["gpus"]):
+        if gpu["numaNode"] is not None and known and gpu["numaNode"] not in known:
+            problems.append(f"$.gpus[{i}].numaNode: no NUMA node {gpu['numaNode']}")
+    for i, node in enumerate(inventory["numaNodes"]):
+        for j, pages in enumerate(node["hugepages"]):
+            if pages["free"] > pages["total"]:
+                problems.append(f"$.numaNodes[{i}].hugepages[{j}].free: more than total")
+    return problems
+
+
+def validate_inventory(inventory: Any) -> None:
+    problems = inventory_problems(inventory)
+    if problems:
+        raise InvalidInputError(
+            "invalid inventory: " + "; ".join(problems[:5]) + (" …" if len(problems) > 5 else ""),
+            {"problems": problems},
+        )
+
+
+def validate_labels(labels: dict[str, str]) -> None:
+    for key, value in labels.items():
+        if not key or len(key) > 253 or not isinstance(value, str) or len(value) > 63:
+            raise InvalidInputError(f"invalid label {key!r}={value!r}", {"label": key})
+
+
+def _resources(session: Session, node_ids: list[str]) -> dict[str, list[NodeResource]]:
+    rows: dict[str, list[NodeResource]] = {n: [] for n in node_ids}
+    if node_ids:
+        for row in session.exec(
+            select(NodeResource).where(col(NodeResource.node_id).in_(node_ids))
+        ).all():
+            rows[row.node_id].append(row)
+    return rows
+
+
+class HostsAPI(Area):
+    def adopt(
+        self,
+        credential: Credential | None,
+        *,
+        tenant_id: str,
+        pool: str,
+        name: str,
+        labels: dict[str, str] | None = None,
+        tenant_controlled: bool = False,
+        managed: bool = False,
+    ) -> dict[str, Any]:
+        validate_name("host", name)
+        validate_labels(labels or {})
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            row = find_pool(session, actor, pool)
+            actor.require("compute:hosts:manage", pool_resource(row))
+            if row.kind != "vps-host":
+                raise InvalidInputError(
+                    f"pool {row.name!r} is a {row.kind} pool; hosts are adopted into vps-host pools",
+                    {"pool": row.id},
+                )
+            if session.exec(select(Host.id).where(Host.name == name)).first() is not None:
+                raise ConflictError(f"a host named {name!r} already exists", {"name": name})
+            host = Host(
+                id=self.fleet.new_id("node"),
+                name=name,
+                pool_id=row.id,
+                labels=dict(labels or {}),
+                tenant_controlled=tenant_controlled,
+                created_at=self.fleet.now(),
+                managed=managed,
+            )
+            session.add(host)
+            emit(
+                session,
+                self.fleet.ids,
+                self.fleet.now(),
+                "host.adopted",
+                tenant_id=row.owner_tenant_id,
+                subject_id=host.id,
+                data={"name": name},
+            )
+            return host_json(host, row, [])
+
+    def report(
+        self,
+        credential: Credential | None,
+        *,
+        tenant_id: str | None = None,
+        host: str,
+        inventory: Any,
+    ) -> dict[str, Any]:
+        """Store a host's applied inventory; vps.hosts derives its capacity rows from it."""
+        validate_inventory(inventory)
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            row, pool = find_host(session, actor, host)
+            actor.require("compute:hosts:report", pool_resource(pool))
+            row.inventory = inventory
+            row.inventory_reported_at = self.fleet.now()
+            row.inventory_generation += 1
+            session.add(row)
+            return host_json(row, pool, _resources(session, [row.id])[row.id])
+
+    def set_state(
+        self,
+        credential: Credential | None,
+        *,
+        tenant_id: str | None = None,
+        host: str,
+        draining: bool,
+    ) -> dict[str, Any]:
+        """Drain a host (no new placements) or return it to ready."""
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            row, pool = find_host(session, actor, host)
+            actor.require("compute:hosts:manage", pool_resource(pool))
+            row.state = "draining" if draining else "ready"
+            session.add(row)
+            emit(
+                session,
+                self.fleet.ids,
+                self.fleet.now(),
+                f"host.{row.state}",
+                tenant_id=pool.owner_tenant_id,
+                subject_id=row.id,
+                data={"name": row.name},
+            )
+            return host_json(row, pool, _resources(session, [row.id])[row.id])
+
+    def list(
+        self,
+        credential: Credential | None,
+        *,
+        tenant_id: str | None = None,
+        pool: str | None = None,
+    ) -> dict[str, Any]:
+        with self.fleet.read() as session:
+            actor = self.actor(session, credential, tenant_id)
+            query = select(Host, Pool).join(Pool, col(Pool.id) == col(Host.pool_id))
+            if pool is not None:
+                row = find_pool(session, actor, pool)
+                actor.require("compute:hosts:read", pool_resource(row))
+                query = query.where(Host.pool_id == row.id)
+            elif not actor.is_root_admin:
+                # Hosts are the owner's business: tenants a pool is offered to see flavors, not hosts.
+                query = query.where(Pool.owner_tenant_id == actor.tenant_id)
+            pairs = session.exec(query.order_by(Host.name)).all()
+            rows = _resources(session, [h.id for h, _ in pairs])
+            return {"items": [host_json(h, p, rows[h.id]) for h, p in pairs]}
+
+    def show(
+        self, credential: Credential | None, *, tenant_id: str | None = None, host: str
+    ) -> dict[str, Any]:
+        with self.fleet.read() as session:
+            actor = self.actor(session, credential, tenant_id)
+            row, pool = find_host(session, actor, host)
+            actor.require("compute:hosts:read", pool_resource(pool))
+            body = host_json(row, pool, _resources(session, [row.id])[row.id])
+            body["inventory"] = row.inventory
+            return body

@@ -1,0 +1,159 @@
+"""IAM: principals, tokens (hashed, shown once) and policies of statements attached to principals."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlmodel import Session, select
+
+from bcfleet.api.auth import Credential, hash_token, new_token, tenant_resource
+from bcfleet.api.base import Area
+from bcfleet.api.lookup import get_tenant
+from bcfleet.api.views import principal_json
+from bcfleet.clock import format_time
+from bcfleet.domain.policy import ROLES, validate_statement
+from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError
+from bcfleet.store.models import ApiToken, Policy, PolicyAttachment, Principal
+
+
+def _principal_by_name(session: Session, tenant_id: str, name: str) -> Principal | None:
+    return session.exec(
+        select(Principal).where(Principal.tenant_id == tenant_id, Principal.name == name)
+    ).first()
+
+
+class IamAPI(Area):
+    def create_principal(
+        self, credential: Credential | None, *, tenant_id: str, name: str, role: str = "member"
+    ) -> dict[str, Any]:
+        if role not in ROLES:
+            raise InvalidInputError(f"role must be one of {', '.join(ROLES)}", {"role": role})
+        if not name.strip():
+            raise InvalidInputError("a principal needs a name", {"field": "name"})
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            actor.require("compute:iam:manage", tenant_resource(tenant_id))
+            get_tenant(session, tenant_id)
+            if _principal_by_name(session, tenant_id, name) is not None:
+                raise ConflictError(f"principal {name!r} already exists", {"name": name})
+            principal = Principal(
+                id=self.fleet.new_id("prn"),
+                tenant_id=tenant_id,
+                name=name,
+                role=role,
+                created_at=self.fleet.now(),
+            )
+            session.add(principal)
+            return principal_json(principal)
+
+    def list_principals(self, credential: Credential | None, *, tenant_id: str) -> dict[str, Any]:
+        with self.fleet.read() as session:
+            actor = self.actor(session, credential, tenant_id)
+            actor.require("compute:iam:read", tenant_resource(tenant_id))
+            rows = session.exec(
+                select(Principal).where(Principal.tenant_id == tenant_id).order_by(Principal.name)
+            ).all()
+            return {"items": [principal_json(p) for p in rows]}
+
+    def create_token(
+        self, credential: Credential | None, *, tenant_id: str, name: str, role: str = "member"
+    ) -> dict[str, Any]:
+        """A token for the named principal (created with role if missing); the token is shown once."""
+        if role not in ROLES:
+            raise InvalidInputError(f"role must be one of {', '.join(ROLES)}", {"role": role})
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            actor.require("compute:iam:manage", tenant_resource(tenant_id))
+            get_tenant(session, tenant_id)
+            now = self.fleet.now()
+            principal = _principal_by_name(session, tenant_id, name)
+            if principal is None:
+                principal = Principal(
+                    id=self.fleet.new_id("prn"),
+                    tenant_id=tenant_id,
+                    name=name,
+                    role=role,
+                    created_at=now,
+                )
+                session.add(principal)
+                session.flush()
+            token = new_token()
+            row = ApiToken(
+                id=self.fleet.new_id("tok"),
+                principal_id=principal.id,
+                token_hash=hash_token(token),
+                hint=token[-4:],
+                created_at=now,
+            )
+            session.add(row)
+            return {
+                "id": row.id,
+                "token": token,
+                "principal": principal_json(principal),
+                "createdAt": format_time(now),
+            }
+
+    def revoke_token(
+        self, credential: Credential | None, *, tenant_id: str, token_id: str
+    ) -> dict[str, Any]:
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            actor.require("compute:iam:manage", tenant_resource(tenant_id))
+            row = session.get(ApiToken, token_id)
+            principal = session.get(Principal, row.principal_id) if row else None
+            if row is None or principal is None or principal.tenant_id != tenant_id:
+                raise NotFoundError(f"token {token_id!r} not found", {"token": token_id})
+            row.revoked_at = self.fleet.now()
+            session.add(row)
+            return {"id": row.id, "revoked": True}
+
+    def create_policy(
+        self,
+        credential: Credential | None,
+        *,
+        tenant_id: str,
+        name: str,
+        statements: list[dict[str, Any]],
+        attach_to: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """A policy of statements, attached to the named principals of the tenant."""
+        problems = [
+            f"statements[{i}]: {p}" for i, s in enumerate(statements) for p in validate_statement(s)
+        ]
+        if not statements:
+            problems.append("a policy needs at least one statement")
+        if problems:
+            raise InvalidInputError(
+                "invalid policy: " + "; ".join(problems), {"problems": problems}
+            )
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            actor.require("compute:iam:manage", tenant_resource(tenant_id))
+            get_tenant(session, tenant_id)
+            exists = session.exec(
+                select(Policy).where(Policy.tenant_id == tenant_id, Policy.name == name)
+            ).first()
+            if exists is not None:
+                raise ConflictError(f"policy {name!r} already exists", {"name": name})
+            policy = Policy(
+                id=self.fleet.new_id("pol"),
+                tenant_id=tenant_id,
+                name=name,
+                statements=statements,
+                created_at=self.fleet.now(),
+            )
+            session.add(policy)
+            session.flush()
+            for principal_name in attach_to or []:
+                principal = _principal_by_name(session, tenant_id, principal_name)
+                if principal is None:
+                    raise NotFoundError(
+                        f"principal {principal_name!r} not found", {"principal": principal_name}
+                    )
+                session.add(PolicyAttachment(policy_id=policy.id, principal_id=principal.id))
+            return {
+                "id": policy.id,
+                "name": name,
+                "statements": statements,
+                "attachedTo": list(attach_to or []),
+            }

@@ -1,0 +1,56 @@
+"""Finding objects by id or name, as the actor may see them: what it cannot see is NOT_FOUND."""
+
+from __future__ import annotations
+
+from sqlmodel import Session, select
+
+from bcfleet.api.auth import Actor, pool_visible
+from bcfleet.errors import NotFoundError
+from bcfleet.ids import has_prefix
+from bcfleet.store.models import Flavor, Host, Pool, Tenant
+
+
+def get_tenant(session: Session, tenant_id: str) -> Tenant:
+    tenant = session.get(Tenant, tenant_id)
+    if tenant is None:
+        raise NotFoundError(f"tenant {tenant_id!r} not found", {"tenant": tenant_id})
+    return tenant
+
+
+def find_pool(session: Session, actor: Actor, ref: str, *, lock: bool = False) -> Pool:
+    """A pool by id or name; NOT_FOUND (never FORBIDDEN) for pools the actor may not see."""
+    query = select(Pool).where(Pool.id == ref) if has_prefix(ref, "pool") else None
+    if query is None:
+        query = select(Pool).where(Pool.name == ref)
+    if lock:
+        query = query.with_for_update()
+    pool = session.exec(query).first()
+    if pool is None or not pool_visible(session, actor, pool):
+        raise NotFoundError(f"pool {ref!r} not found", {"pool": ref})
+    return pool
+
+
+def find_host(session: Session, actor: Actor, ref: str) -> tuple[Host, Pool]:
+    """A host by id or name, with its pool; NOT_FOUND when the actor may not see the pool."""
+    query = select(Host).where(Host.id == ref if has_prefix(ref, "node") else Host.name == ref)
+    host = session.exec(query).first()
+    if host is None:
+        raise NotFoundError(f"host {ref!r} not found", {"host": ref})
+    pool = session.get(Pool, host.pool_id)
+    if pool is None or not pool_visible(session, actor, pool):
+        raise NotFoundError(f"host {ref!r} not found", {"host": ref})
+    return host, pool
+
+
+def find_flavor(
+    session: Session, pool: Pool, name: str, *, include_archived: bool = False
+) -> Flavor:
+    """A flavor of a pool by name (or id); archived ones are NOT_FOUND unless asked for."""
+    column = Flavor.id if has_prefix(name, "flv") else Flavor.name
+    flavor = session.exec(select(Flavor).where(Flavor.pool_id == pool.id, column == name)).first()
+    if flavor is None or (flavor.archived and not include_archived):
+        raise NotFoundError(
+            f"flavor {name!r} not found in pool {pool.name!r}",
+            {"flavor": name, "pool": pool.id},
+        )
+    return flavor

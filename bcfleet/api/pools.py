@@ -1,0 +1,231 @@
+"""Pools: vps-host or provider, their overcommit and host reserve, and the tenants they are offered to."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from sqlmodel import Session, col, select
+
+from bcfleet.api.auth import Actor, Credential, pool_resource, tenant_resource, visible_pool_ids
+from bcfleet.api.base import Area
+from bcfleet.api.events import emit
+from bcfleet.api.lookup import find_pool, get_tenant
+from bcfleet.api.views import pool_json
+from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError
+from bcfleet.store.models import Pool, PoolOffer, ProviderAccount
+
+POOL_KINDS = ("vps-host", "provider")
+OVERCOMMIT_RESOURCES = ("vcpu", "memoryGiB", "diskGiB")
+RESERVE_RESOURCES = ("vcpu", "memoryGiB", "diskGiB")
+RATIO_MIN, RATIO_MAX = 0.1, 100.0
+NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
+
+
+def validate_name(kind: str, name: str) -> None:
+    if not NAME.match(name):
+        raise InvalidInputError(
+            f"{kind} name {name!r} must be 1-63 lower-case letters, digits, '.', '_' or '-'",
+            {"field": "name", "value": name},
+        )
+
+
+def normalize_overcommit(raw: Mapping[str, Any] | None) -> dict[str, float]:
+    """Per-resource ratios, default 1, clamped to 0.1..100 (document 000); GPUs never overcommit."""
+    result: dict[str, float] = {}
+    for key, value in (raw or {}).items():
+        if key in ("gpu", "gpus"):
+            raise InvalidInputError("GPUs are never overcommitted", {"field": f"overcommit.{key}"})
+        if key not in OVERCOMMIT_RESOURCES:
+            raise InvalidInputError(
+                f"unknown overcommit resource {key!r}; use {', '.join(OVERCOMMIT_RESOURCES)}",
+                {"field": f"overcommit.{key}"},
+            )
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise InvalidInputError(f"overcommit.{key} must be a number", {"field": key})
+        result[key] = min(max(float(value), RATIO_MIN), RATIO_MAX)
+    return result
+
+
+def normalize_reserve(raw: Mapping[str, Any] | None) -> dict[str, int]:
+    result: dict[str, int] = {}
+    for key, value in (raw or {}).items():
+        if key not in RESERVE_RESOURCES:
+            raise InvalidInputError(
+                f"unknown hostReserve resource {key!r}; use {', '.join(RESERVE_RESOURCES)}",
+                {"field": f"hostReserve.{key}"},
+            )
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise InvalidInputError(
+                f"hostReserve.{key} must be a whole number >= 0", {"field": f"hostReserve.{key}"}
+            )
+        result[key] = value
+    return result
+
+
+def offered_to(session: Session, pool_id: str) -> list[str]:
+    return sorted(
+        session.exec(select(PoolOffer.tenant_id).where(PoolOffer.pool_id == pool_id)).all()
+    )
+
+
+def offers_for(session: Session, actor: Actor, pool: Pool) -> list[str] | None:
+    """Who a pool is offered to, told only to its owner and root's admin (never to other tenants)."""
+    if actor.is_root_admin or actor.tenant_id == pool.owner_tenant_id:
+        return offered_to(session, pool.id)
+    return None
+
+
+def _provider_account(session: Session, tenant_id: str, ref: str) -> ProviderAccount:
+    account = session.exec(
+        select(ProviderAccount).where(
+            ProviderAccount.tenant_id == tenant_id,
+            (ProviderAccount.name == ref) | (ProviderAccount.id == ref),
+        )
+    ).first()
+    if account is None:
+        raise NotFoundError(f"provider account {ref!r} not found", {"providerAccount": ref})
+    return account
+
+
+class PoolsAPI(Area):
+    def create(
+        self,
+        credential: Credential | None,
+        *,
+        tenant_id: str,
+        name: str,
+        kind: str,
+        gpu_model: str | None = None,
+        overcommit: Mapping[str, Any] | None = None,
+        host_reserve: Mapping[str, Any] | None = None,
+        provider_account: str | None = None,
+        managed: bool = False,
+    ) -> dict[str, Any]:
+        validate_name("pool", name)
+        if kind not in POOL_KINDS:
+            raise InvalidInputError(
+                f"pool kind must be one of {', '.join(POOL_KINDS)}", {"kind": kind}
+            )
+        ratios, reserve = normalize_overcommit(overcommit), normalize_reserve(host_reserve)
+        if kind == "provider" and not provider_account:
+            raise InvalidInputError(
+                "a provider pool needs a provider account", {"field": "providerAccount"}
+            )
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            actor.require("compute:pools:manage", tenant_resource(tenant_id))
+            get_tenant(session, tenant_id)
+            if session.exec(select(Pool.id).where(Pool.name == name)).first() is not None:
+                raise ConflictError(f"a pool named {name!r} already exists", {"name": name})
+            account = (
+                _provider_account(session, tenant_id, provider_account)
+                if provider_account
+                else None
+            )
+            pool = Pool(
+                id=self.fleet.new_id("pool"),
+                name=name,
+                kind=kind,
+                owner_tenant_id=tenant_id,
+                gpu_model=gpu_model or None,
+                overcommit=ratios,
+                host_reserve=reserve,
+                provider_account_id=account.id if account else None,
+                created_at=self.fleet.now(),
+                managed=managed,
+            )
+            session.add(pool)
+            emit(
+                session,
+                self.fleet.ids,
+                self.fleet.now(),
+                "pool.created",
+                tenant_id=tenant_id,
+                subject_id=pool.id,
+                data={"name": name},
+            )
+            return pool_json(pool, [])
+
+    def update(
+        self,
+        credential: Credential | None,
+        *,
+        tenant_id: str,
+        pool: str,
+        gpu_model: str | None = None,
+        overcommit: Mapping[str, Any] | None = None,
+        host_reserve: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Change a pool's policy; the vps.hosts job re-derives node_resources from it."""
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            row = find_pool(session, actor, pool, lock=True)
+            actor.require("compute:pools:manage", pool_resource(row))
+            if overcommit is not None:
+                row.overcommit = normalize_overcommit(overcommit)
+            if host_reserve is not None:
+                row.host_reserve = normalize_reserve(host_reserve)
+            if gpu_model is not None:
+                row.gpu_model = gpu_model or None
+            row.version += 1
+            session.add(row)
+            return pool_json(row, offered_to(session, row.id))
+
+    def offer(
+        self,
+        credential: Credential | None,
+        *,
+        tenant_id: str,
+        pool: str,
+        to: str,
+        revoke: bool = False,
+    ) -> dict[str, Any]:
+        """Offer a pool to another tenant (or take the offer back)."""
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            row = find_pool(session, actor, pool)
+            actor.require("compute:pools:manage", pool_resource(row))
+            get_tenant(session, to)
+            existing = session.get(PoolOffer, (row.id, to))
+            if revoke and existing is not None:
+                session.delete(existing)
+            elif not revoke and existing is None and to != row.owner_tenant_id:
+                session.add(PoolOffer(pool_id=row.id, tenant_id=to))
+            session.flush()
+            return pool_json(row, offered_to(session, row.id))
+
+    def list(
+        self, credential: Credential | None, *, tenant_id: str | None = None
+    ) -> dict[str, Any]:
+        with self.fleet.read() as session:
+            actor = self.actor(session, credential, tenant_id)
+            actor.require("compute:pools:read", tenant_resource(actor.tenant_id))
+            query = select(Pool).order_by(Pool.name)
+            visible = visible_pool_ids(session, actor)
+            if visible is not None:
+                query = query.where(col(Pool.id).in_(visible))
+            pools = session.exec(query).all()
+            offers: dict[str, list[str]] = {p.id: [] for p in pools}
+            for offer in session.exec(select(PoolOffer)).all():
+                if offer.pool_id in offers:
+                    offers[offer.pool_id].append(offer.tenant_id)
+            return {
+                "items": [
+                    pool_json(
+                        p,
+                        sorted(offers[p.id]) if offers_for(session, actor, p) is not None else None,
+                    )
+                    for p in pools
+                ]
+            }
+
+    def show(
+        self, credential: Credential | None, *, tenant_id: str | None = None, pool: str
+    ) -> dict[str, Any]:
+        with self.fleet.read() as session:
+            actor = self.actor(session, credential, tenant_id)
+            row = find_pool(session, actor, pool)
+            actor.require("compute:pools:read", pool_resource(row))
+            return pool_json(row, offers_for(session, actor, row))

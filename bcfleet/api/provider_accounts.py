@@ -1,0 +1,86 @@
+"""Provider accounts: where a provider pool's servers are made; the token stays in an environment variable."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from sqlmodel import select
+
+from bcfleet.api.auth import Credential, tenant_resource
+from bcfleet.api.base import Area
+from bcfleet.api.lookup import get_tenant
+from bcfleet.clock import format_time
+from bcfleet.errors import ConflictError, InvalidInputError
+from bcfleet.store.models import ProviderAccount
+
+PROVIDERS = ("hetzner",)
+ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+
+
+def account_json(account: ProviderAccount) -> dict[str, Any]:
+    return {
+        "id": account.id,
+        "name": account.name,
+        "provider": account.provider,
+        "tokenEnv": account.token_env,
+        "endpoint": account.endpoint,
+        "createdAt": format_time(account.created_at),
+    }
+
+
+class ProviderAccountsAPI(Area):
+    def create(
+        self,
+        credential: Credential | None,
+        *,
+        tenant_id: str,
+        name: str,
+        provider: str,
+        token_env: str,
+        endpoint: str | None = None,
+        managed: bool = False,
+    ) -> dict[str, Any]:
+        if provider not in PROVIDERS:
+            raise InvalidInputError(
+                f"provider must be one of {', '.join(PROVIDERS)}", {"provider": provider}
+            )
+        if not ENV_NAME.match(token_env):
+            raise InvalidInputError(
+                "tokenEnv names the environment variable that holds the token, e.g. HCLOUD_TOKEN",
+                {"tokenEnv": token_env},
+            )
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            actor.require("compute:providers:manage", tenant_resource(tenant_id))
+            get_tenant(session, tenant_id)
+            clash = session.exec(
+                select(ProviderAccount.id).where(
+                    ProviderAccount.tenant_id == tenant_id, ProviderAccount.name == name
+                )
+            ).first()
+            if clash is not None:
+                raise ConflictError(f"provider account {name!r} already exists", {"name": name})
+            account = ProviderAccount(
+                id=self.fleet.new_id("pacct"),
+                tenant_id=tenant_id,
+                name=name,
+                provider=provider,
+                token_env=token_env,
+                endpoint=endpoint,
+                created_at=self.fleet.now(),
+                managed=managed,
+            )
+            session.add(account)
+            return account_json(account)
+
+    def list(self, credential: Credential | None, *, tenant_id: str) -> dict[str, Any]:
+        with self.fleet.read() as session:
+            actor = self.actor(session, credential, tenant_id)
+            actor.require("compute:providers:read", tenant_resource(tenant_id))
+            rows = session.exec(
+                select(ProviderAccount)
+                .where(ProviderAccount.tenant_id == tenant_id)
+                .order_by(ProviderAccount.name)
+            ).all()
+            return {"items": [account_json(a) for a in rows]}

@@ -1,0 +1,203 @@
+"""What every `fleet` command shares: --db/--json/--token, the fleet handle, output and errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import wraps
+from typing import Any, TypeVar, cast
+
+import click
+
+from bcfleet.api.auth import LOCAL_OPERATOR, Credential
+from bcfleet.errors import FleetError, exit_code_for
+from bcfleet.fleet import Fleet
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass
+class CliState:
+    """Options gathered from the root group and the command itself (the command's win)."""
+
+    db: str | None = None
+    json: bool = False
+    token: str | None = None
+    _fleet: Fleet | None = field(default=None, repr=False)
+
+    @property
+    def fleet(self) -> Fleet:
+        if self._fleet is None:
+            self._fleet = Fleet.open(self.db)
+        return self._fleet
+
+    @property
+    def credential(self) -> Credential:
+        return self.token or os.environ.get("BCFLEET_TOKEN") or LOCAL_OPERATOR
+
+
+_current: list[CliState] = [CliState()]
+
+
+def reset_state() -> CliState:
+    """A fresh CliState for one run of the CLI (main() calls it; tests that call main() twice rely on it)."""
+    _current[0] = CliState()
+    return _current[0]
+
+
+def state() -> CliState:
+    return _current[0]
+
+
+def _remember(name: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    def callback(_ctx: click.Context, _param: click.Parameter, value: Any) -> Any:
+        if value not in (None, False):
+            setattr(state(), name, value)
+        return value
+
+    return callback
+
+
+def common_options(func: F) -> F:
+    """--db, --json and --token, accepted on the root group and on every command."""
+    options = [
+        click.option(
+            "--db",
+            "db_opt",
+            envvar="BCFLEET_DB",
+            expose_value=False,
+            is_eager=True,
+            callback=_remember("db"),
+            help="Database URL (default sqlite:///fleet.db).",
+        ),
+        click.option(
+            "--json",
+            "json_opt",
+            is_flag=True,
+            expose_value=False,
+            is_eager=True,
+            callback=_remember("json"),
+            help="Print one JSON document on stdout.",
+        ),
+        click.option(
+            "--token",
+            "token_opt",
+            envvar="BCFLEET_TOKEN",
+            expose_value=False,
+            is_eager=True,
+            callback=_remember("token"),
+            help="Act as this token's principal (default: the local operator).",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def fleet_command(group: click.Group, name: str, **kwargs: Any) -> Callable[[F], F]:
+    """A command of a group with the common options and FleetError handling."""
+
+    def decorate(func: F) -> F:
+        @wraps(func)
+        def wrapper(*args: Any, **kw: Any) -> Any:
+            return func(*args, **kw)
+
+        return cast(F, group.command(name, **kwargs)(common_options(wrapper)))
+
+    return decorate
+
+
+def print_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, sort_keys=False, default=str))
+
+
+def output(data: Any, human: Callable[[Any], str] | None = None) -> None:
+    """One JSON document with --json, else the human rendering (or the JSON when there is none)."""
+    if state().json or human is None:
+        print_json(data)
+    else:
+        text = human(data)
+        if text:
+            click.echo(text)
+
+
+def table(
+    rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]], empty: str = "(none)"
+) -> str:
+    """A plain aligned table: columns are (header, key) pairs."""
+    if not rows:
+        return empty
+    cells = [[_cell(row.get(key)) for _, key in columns] for row in rows]
+    headers = [header for header, _ in columns]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    for line in cells:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip())
+    return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict):
+        return ",".join(f"{k}={v}" for k, v in value.items()) or "-"
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value) or "-"
+    return str(value)
+
+
+def render_error(error: FleetError, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(error.to_json(), indent=2, default=str))
+        return
+    click.echo(f"error: {error.code}: {error.message}", err=True)
+    for line in _detail_lines(error.details):
+        click.echo(f"  {line}", err=True)
+
+
+def _detail_lines(details: dict[str, Any]) -> Iterable[str]:
+    for key, value in details.items():
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            yield f"{key}:"
+            for item in value:
+                yield f"  - {item}"
+        elif isinstance(value, dict) and value and all(isinstance(v, str) for v in value.values()):
+            for sub, text in value.items():
+                yield f"{sub}: {text}"
+
+
+def fail(error: FleetError) -> None:
+    """Render a FleetError and exit with its code (1, 3 for LOCKED, 4 for STALE_PLAN)."""
+    render_error(error, state().json or "--json" in sys.argv)
+    sys.exit(exit_code_for(error))
+
+
+def parse_labels(values: Sequence[str]) -> dict[str, str]:
+    labels: dict[str, str] = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--label")
+        labels[key] = value
+    return labels
+
+
+def parse_pairs(text: str | None, option: str) -> dict[str, float]:
+    """'vcpu=2,memoryGiB=1.5' → {'vcpu': 2.0, 'memoryGiB': 1.5}."""
+    result: dict[str, float] = {}
+    if not text:
+        return result
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        try:
+            result[key.strip()] = float(value)
+        except ValueError:
+            raise click.BadParameter(f"{item!r} is not KEY=NUMBER", param_hint=option) from None
+        if not sep:
+            raise click.BadParameter(f"{item!r} is not KEY=NUMBER", param_hint=option)
+    return result

@@ -1,0 +1,26 @@
+"""`fleet db upgrade|revision`: apply Alembic migrations to the state database."""
+
+from __future__ import annotations
+
+import click
+
+from bcfleet.cli.common import fleet_command, output, state
+from bcfleet.settings import load_settings
+from bcfleet.store.engine import make_engine
+from bcfleet.store.schema import current_revision, upgrade
+
+
+@click.group("db")
+def group() -> None:
+    """The state database."""
+
+
+@fleet_command(group, "upgrade")
+def upgrade_() -> None:
+    """Create or migrate the schema to the newest revision."""
+    engine = make_engine(state().db or load_settings().db_url)
+    upgrade(engine)
+    output(
+        {"revision": current_revision(engine)}, lambda r: f"Database at revision {r['revision']}."
+    )
+    engine.dispose()

@@ -1,0 +1,62 @@
+"""`fleet demo`: a simulated fleet in a fresh database, for trying bcfleet out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from bcfleet.api.demo import build_demo
+from bcfleet.cli.common import common_options, output, state, table
+from bcfleet.errors import ConflictError
+
+
+@click.command("demo")
+@common_options
+@click.option("--hosts", type=click.IntRange(1, 10000), default=50, show_default=True)
+@click.option(
+    "--fresh/--keep",
+    default=True,
+    show_default=True,
+    help="Start from an empty database file (SQLite only).",
+)
+@click.option(
+    "--no-tui", is_flag=True, help="Build and print the fleet; do not open the dashboard."
+)
+def group(hosts: int, fresh: bool, no_tui: bool) -> None:
+    """Create a simulated fleet and show it."""
+    s = state()
+    db = s.db or "fleet.db"
+    if "://" not in db or db.startswith("sqlite:///"):
+        path = Path(db.removeprefix("sqlite:///"))
+        if fresh and path.exists():
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+        s.db = f"sqlite:///{path}"
+    try:
+        summary = build_demo(s.fleet, hosts=hosts)
+    except ConflictError as exc:
+        raise ConflictError(
+            "the database already holds a fleet; use --fresh or another --db"
+        ) from exc
+    hosts_page = s.fleet.api.hosts.list(s.credential)
+    pools_page = s.fleet.api.pools.list(s.credential)
+    output(
+        {"summary": summary, "pools": pools_page["items"], "hosts": hosts_page["items"]},
+        lambda d: "\n\n".join(
+            [
+                table(
+                    d["pools"],
+                    [
+                        ("POOL", "name"),
+                        ("KIND", "kind"),
+                        ("GPU", "gpuModel"),
+                        ("OFFERED TO", "offeredTo"),
+                    ],
+                ),
+                table(d["hosts"], [("HOST", "name"), ("POOL", "pool"), ("STATE", "status")]),
+                f"Demo fleet in {s.db}: {d['summary']['hosts']} hosts in {len(d['pools'])} pools.",
+            ]
+        ),
+    )
+    del no_tui

@@ -1,0 +1,120 @@
+"""`fleet hosts adopt|report|list|show|drain|undrain`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from bcfleet.cli.common import fleet_command, output, parse_labels, state, table
+from bcfleet.errors import InvalidInputError
+
+
+@click.group("hosts")
+def group() -> None:
+    """Hosts of vps-host pools."""
+
+
+def _usage(host: dict[str, Any]) -> str:
+    parts = []
+    for row in host.get("resources", []):
+        parts.append(f"{row['resource']} {row['allocated']}/{row['capacity']} (x{row['ratio']:g})")
+    return "; ".join(parts) or "-"
+
+
+def _host_text(h: dict[str, Any]) -> str:
+    lines = [
+        f"Host {h['name']} ({h['id']})",
+        f"  pool:      {h['pool']}",
+        f"  state:     {h['status']}",
+        f"  labels:    {', '.join(f'{k}={v}' for k, v in h['labels'].items()) or '-'}",
+        f"  inventory: {h['inventoryReportedAt'] or 'never reported'}",
+        f"  capacity:  {_usage(h)}",
+    ]
+    return "\n".join(lines)
+
+
+@fleet_command(group, "adopt")
+@click.option("--tenant", default="root", show_default=True)
+@click.option("--pool", required=True)
+@click.option("--name", required=True)
+@click.option("--label", "labels", multiple=True, help="KEY=VALUE, repeatable.")
+@click.option("--tenant-controlled", is_flag=True)
+def adopt(
+    tenant: str, pool: str, name: str, labels: tuple[str, ...], tenant_controlled: bool
+) -> None:
+    """Adopt a host into a vps-host pool by name."""
+    s = state()
+    result = s.fleet.api.hosts.adopt(
+        s.credential,
+        tenant_id=tenant,
+        pool=pool,
+        name=name,
+        labels=parse_labels(labels),
+        tenant_controlled=tenant_controlled,
+    )
+    output(result, _host_text)
+
+
+@fleet_command(group, "report")
+@click.option("--tenant")
+@click.option("--host", required=True)
+@click.option("--file", "path", type=click.Path(dir_okay=False, path_type=Path), required=True)
+def report(tenant: str | None, host: str, path: Path) -> None:
+    """Report a host's inventory from a JSON file (schemas/inventory.schema.json)."""
+    s = state()
+    try:
+        inventory = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(
+            f"{path}:{exc.lineno}:{exc.colno}: {exc.msg}",
+            {"file": str(path), "line": exc.lineno, "column": exc.colno},
+        ) from exc
+    except OSError as exc:
+        raise InvalidInputError(f"{path}: {exc.strerror}", {"file": str(path)}) from exc
+    output(
+        s.fleet.api.hosts.report(s.credential, tenant_id=tenant, host=host, inventory=inventory),
+        _host_text,
+    )
+
+
+@fleet_command(group, "list")
+@click.option("--tenant")
+@click.option("--pool")
+def list_(tenant: str | None, pool: str | None) -> None:
+    """List hosts."""
+    s = state()
+    data = s.fleet.api.hosts.list(s.credential, tenant_id=tenant, pool=pool)
+    for item in data["items"]:
+        item["capacityText"] = _usage(item)
+    output(
+        data,
+        lambda d: table(
+            d["items"],
+            [("NAME", "name"), ("POOL", "pool"), ("STATE", "status"), ("CAPACITY", "capacityText")],
+        ),
+    )
+
+
+@fleet_command(group, "show")
+@click.option("--tenant")
+@click.option("--host", required=True)
+def show(tenant: str | None, host: str) -> None:
+    """Show a host."""
+    s = state()
+    output(s.fleet.api.hosts.show(s.credential, tenant_id=tenant, host=host), _host_text)
+
+
+@fleet_command(group, "drain")
+@click.option("--tenant")
+@click.option("--host", required=True)
+@click.option("--undo", is_flag=True, help="Return the host to ready.")
+def drain(tenant: str | None, host: str, undo: bool) -> None:
+    """Stop placing new instances on a host."""
+    s = state()
+    output(
+        s.fleet.api.hosts.set_state(s.credential, tenant_id=tenant, host=host, draining=not undo),
+        _host_text,
+    )

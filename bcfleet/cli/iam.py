@@ -1,0 +1,110 @@
+"""`fleet iam setup|principals|tokens|policies`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from bcfleet.cli.common import fleet_command, output, state, table
+from bcfleet.errors import InvalidInputError
+
+
+@click.group("iam")
+def group() -> None:
+    """Principals, tokens and policies."""
+
+
+@click.group("principals")
+def principals() -> None:
+    """Principals of a tenant."""
+
+
+@click.group("tokens")
+def tokens() -> None:
+    """API tokens (only a hash is kept; a token is shown once)."""
+
+
+@click.group("policies")
+def policies() -> None:
+    """Policies of allow/deny statements."""
+
+
+group.add_command(principals)
+group.add_command(tokens)
+group.add_command(policies)
+
+ROLE = click.Choice(["admin", "member", "viewer"])
+
+
+@fleet_command(principals, "create")
+@click.option("--tenant", required=True)
+@click.option("--name", required=True)
+@click.option("--role", type=ROLE, default="member", show_default=True)
+def principals_create(tenant: str, name: str, role: str) -> None:
+    s = state()
+    output(
+        s.fleet.api.iam.create_principal(s.credential, tenant_id=tenant, name=name, role=role),
+        lambda p: f"Principal {p['name']} ({p['role']}) created: {p['id']}",
+    )
+
+
+@fleet_command(principals, "list")
+@click.option("--tenant", required=True)
+def principals_list(tenant: str) -> None:
+    s = state()
+    output(
+        s.fleet.api.iam.list_principals(s.credential, tenant_id=tenant),
+        lambda d: table(d["items"], [("ID", "id"), ("NAME", "name"), ("ROLE", "role")]),
+    )
+
+
+@fleet_command(tokens, "create")
+@click.option("--tenant", required=True)
+@click.option("--name", required=True, help="The principal's name (created if missing).")
+@click.option("--role", type=ROLE, default="member", show_default=True)
+def tokens_create(tenant: str, name: str, role: str) -> None:
+    """Create a token and print it once."""
+    s = state()
+    result = s.fleet.api.iam.create_token(s.credential, tenant_id=tenant, name=name, role=role)
+    output(result, lambda r: f"{r['token']}\n(shown once; store it now)")
+
+
+@fleet_command(tokens, "revoke")
+@click.option("--tenant", required=True)
+@click.argument("token_id")
+def tokens_revoke(tenant: str, token_id: str) -> None:
+    s = state()
+    output(
+        s.fleet.api.iam.revoke_token(s.credential, tenant_id=tenant, token_id=token_id),
+        lambda r: f"Token {r['id']} revoked.",
+    )
+
+
+@fleet_command(policies, "create")
+@click.option("--tenant", required=True)
+@click.option("--name", required=True)
+@click.option(
+    "--file",
+    "path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help='JSON: a list of statements or {"statements": [...]}.',
+)
+@click.option("--attach", multiple=True, help="Principal name to attach the policy to.")
+def policies_create(tenant: str, name: str, path: Path, attach: tuple[str, ...]) -> None:
+    s = state()
+    try:
+        document = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InvalidInputError(f"{path}: {exc}") from exc
+    statements = document.get("statements") if isinstance(document, dict) else document
+    if not isinstance(statements, list):
+        raise InvalidInputError(f"{path}: expected a list of statements")
+    output(
+        s.fleet.api.iam.create_policy(
+            s.credential, tenant_id=tenant, name=name, statements=statements, attach_to=list(attach)
+        ),
+        lambda p: f"Policy {p['name']} created: {p['id']}",
+    )

@@ -1,0 +1,98 @@
+"""The Fleet: one handle on a database, a clock, ids and settings, with the API on top."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from sqlalchemy import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session
+
+from bcfleet.clock import Clock, clock_from_env
+from bcfleet.ids import IdFactory
+from bcfleet.settings import FleetSettings, load_settings
+from bcfleet.store.engine import make_engine
+from bcfleet.store.schema import ensure_schema
+from bcfleet.store.uow import read_session, write_session
+
+if TYPE_CHECKING:
+    from bcfleet.api.facade import FleetAPI
+
+
+class Fleet:
+    """What every API call, job and edge is handed: state, time, ids and settings."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        clock: Clock | None = None,
+        settings: FleetSettings | None = None,
+        ids: IdFactory | None = None,
+    ) -> None:
+        self.engine = engine
+        self.clock: Clock = clock or clock_from_env()
+        self.settings = settings or load_settings()
+        self.ids = ids or IdFactory()
+
+    @classmethod
+    def open(
+        cls,
+        db_url: str | None = None,
+        *,
+        clock: Clock | None = None,
+        settings: FleetSettings | None = None,
+        ids: IdFactory | None = None,
+    ) -> Fleet:
+        """Open (and, for a fresh database, create) the fleet state at db_url."""
+        settings = settings or load_settings()
+        engine = make_engine(db_url or settings.db_url)
+        ensure_schema(engine)
+        fleet = cls(engine, clock=clock, settings=settings, ids=ids)
+        fleet.seed()
+        return fleet
+
+    def seed(self) -> None:
+        """Every fleet has the root tenant: it owns what the local operator creates."""
+        from bcfleet.store.models import Tenant
+
+        with self.read() as session:
+            if session.get(Tenant, "root") is not None:
+                return
+        try:
+            with self.write(bump_revision=False) as session:
+                if session.get(Tenant, "root") is None:
+                    session.add(Tenant(id="root", name="root", created_at=self.now()))
+        except IntegrityError:
+            pass  # another process seeded it first
+
+    def now(self) -> datetime:
+        return self.clock.now()
+
+    def new_id(self, prefix: str) -> str:
+        return self.ids.new(prefix, self.clock.now())
+
+    @contextmanager
+    def write(self, *, bump_revision: bool = True) -> Iterator[Session]:
+        """One write transaction."""
+        with write_session(self.engine, bump_revision=bump_revision) as session:
+            yield session
+
+    @contextmanager
+    def read(self) -> Iterator[Session]:
+        """One read transaction."""
+        with read_session(self.engine) as session:
+            yield session
+
+    @cached_property
+    def api(self) -> FleetAPI:
+        from bcfleet.api.facade import FleetAPI
+
+        return FleetAPI(self)
+
+    def close(self) -> None:
+        self.engine.dispose()
