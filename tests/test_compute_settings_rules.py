@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+from datetime import UTC, datetime
+
 import pytest
 
 from bcfleet.domain.compute_settings import (
@@ -23,6 +26,11 @@ from bcfleet.domain.compute_settings import (
     effective_service_size,
     is_default_locked,
     users_of_size,
+)
+from bcfleet.domain.retry_after import (
+    no_capacity_error,
+    retry_after_seconds,
+    seconds_until_next_tick,
 )
 from bcfleet.errors import InvalidInputError, SizeInUseError
 
@@ -448,3 +456,68 @@ def test_change_towards_the_same_state_is_empty() -> None:
     diff = change_towards(current, current)
     assert dict(diff.sizes) == {}
     assert diff.default_size is None and not diff.clear_default
+
+
+# ---------------------------------------------------------------------------
+# No free instance: NO_CAPACITY and Retry-After
+
+
+def test_retry_after_is_about_boot_plus_time_to_next_spares_tick() -> None:
+    for seed in range(50):
+        seconds = retry_after_seconds(
+            boot_seconds=20, seconds_to_next_tick=10, rng=random.Random(seed)
+        )
+        assert 30 <= seconds <= 36
+
+
+def test_retry_after_is_jittered_by_the_injected_random() -> None:
+    values = {
+        retry_after_seconds(boot_seconds=20, seconds_to_next_tick=10, rng=random.Random(seed))
+        for seed in range(50)
+    }
+    assert len(values) > 1
+    same = [
+        retry_after_seconds(boot_seconds=20, seconds_to_next_tick=10, rng=random.Random(7))
+        for _ in range(2)
+    ]
+    assert same[0] == same[1]
+
+
+@pytest.mark.parametrize(
+    ("boot", "tick"),
+    [
+        pytest.param(0, 0, id="instant-boot-tick-due-is-still-1"),
+        pytest.param(0.2, 0, id="fractions-round-up"),
+        pytest.param(20, 30, id="a-whole-tick-away"),
+    ],
+)
+def test_retry_after_is_always_a_positive_int(boot: float, tick: float) -> None:
+    seconds = retry_after_seconds(
+        boot_seconds=boot, seconds_to_next_tick=tick, rng=random.Random(1)
+    )
+    assert isinstance(seconds, int)
+    assert seconds >= max(1, boot + tick)
+
+
+def test_retry_after_without_jitter_is_the_ready_time_rounded_up() -> None:
+    rng = random.Random(3)
+    assert retry_after_seconds(boot_seconds=20, seconds_to_next_tick=4.5, rng=rng, jitter=0) == 25
+
+
+def test_seconds_until_next_tick() -> None:
+    now = datetime(2025, 6, 2, 10, 0, 20, tzinfo=UTC)
+    last = datetime(2025, 6, 2, 10, 0, 0, tzinfo=UTC)
+    assert seconds_until_next_tick(now, last, 30) == 10
+    assert seconds_until_next_tick(now, last, 15) == 0
+    assert seconds_until_next_tick(now, None, 30) == 0
+
+
+def test_no_capacity_error_names_the_size_and_who_can_add_capacity() -> None:
+    error = no_capacity_error("large", 27)
+    assert error.code == "NO_CAPACITY"
+    assert error.http_status == 503
+    assert error.details["reason"] == "fleet_no_capacity"
+    assert error.details["instance_size"] == "large"
+    assert error.retry_after_seconds == 27
+    assert "Large" in error.message
+    assert "ask your admin to add capacity" in error.message

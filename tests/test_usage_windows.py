@@ -194,7 +194,7 @@ def test_reservation_meters(spot: bool, meter: str) -> None:
 
 def test_spares_bill_one_credit_per_instance_hour() -> None:
     (rate,) = meters_for_spare()
-    assert (rate.meter, rate.per_hour) == ("credits", 1)
+    assert (rate.meter, rate.per_hour) == ("credits", Fraction(1))
     records = usage_records("ins_spare", meters_for_spare(), at(10, 0), at(11, 0), until=at(12, 0))
     assert len(records) == 12
     assert sum(r.quantity for r in records) == Decimal("1.000000")
