@@ -296,7 +296,12 @@ class ComputeChange:
 
 
 def change_towards(current: ComputeSettings, desired: ComputeSettings) -> ComputeChange:
-    """The change that turns `current` into `desired` (a submitted form, a FleetConfig section)."""
+    """The change that turns `current` into `desired` (a submitted form, a FleetConfig section).
+
+    A desired `serverless_pool` of None keeps the current pool. Input that may
+    ask for more than 10 spares can't be a ComputeSettings; build a
+    ComputeChange naming every size instead, so the save gives the cap's notice.
+    """
     sizes = {
         d.size: SizeChange(
             enabled=None if d.enabled == c.enabled else d.enabled,
