@@ -90,7 +90,7 @@ def _node_references(doc: Mapping[str, Any], node_ids: set[int]) -> Iterator[Inv
     for key, what in (("cpus", "CPU"), ("gpus", "GPU")):
         for index, item in _entries(doc, key):
             node = _int(item.get("numaNode"))
-            if node is not None and node not in node_ids:
+            if node is not None and node >= 0 and node not in node_ids:
                 yield InventoryProblem(
                     json_path([key, index, "numaNode"]),
                     f"{what} names NUMA node {node}, which is not listed (listed: {listed})",
