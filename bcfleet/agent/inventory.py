@@ -78,8 +78,9 @@ def parse_cpulist(text: str) -> list[int]:
     for part in text.strip().split(","):
         if not part:
             continue
-        first, _, last = part.partition("-")
-        start, end = int(first), int(last or first)
+        first, dash, last = part.partition("-")
+        start = int(first)
+        end = int(last) if dash else start
         if end < start:
             raise ValueError(f"bad cpulist range {part!r}")
         cpus.update(range(start, end + 1))
