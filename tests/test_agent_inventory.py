@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -136,20 +137,15 @@ def two_numa_machine(host: FakeHost) -> FakeHost:
     return host
 
 
+ISOLATED_2_3_ON_NODE_0 = [cpu(0, 0), cpu(1, 0), cpu(2, 0, True), cpu(3, 0, True)]
+ISOLATED_6_7_ON_NODE_1 = [cpu(4, 1), cpu(5, 1), cpu(6, 1, True), cpu(7, 1, True)]
+
+
 def test_two_numa_nodes_with_isolated_cpus_huge_pages_disks_and_gpus(host: FakeHost) -> None:
     inventory = read_inventory(two_numa_machine(host).root)
 
     assert inventory == {
-        "cpus": [
-            cpu(0, 0),
-            cpu(1, 0),
-            cpu(2, 0, isolated=True),
-            cpu(3, 0, isolated=True),
-            cpu(4, 1),
-            cpu(5, 1),
-            cpu(6, 1, isolated=True),
-            cpu(7, 1, isolated=True),
-        ],
+        "cpus": [*ISOLATED_2_3_ON_NODE_0, *ISOLATED_6_7_ON_NODE_1],
         "numaNodes": [
             {
                 "id": 0,
@@ -315,102 +311,75 @@ def test_valid_inventory_has_no_problems() -> None:
     validate_inventory(valid_inventory(), SCHEMA)
 
 
-def _set(path: list[Any], value: Any) -> Any:
-    def change(doc: dict[str, Any]) -> None:
-        target: Any = doc
-        for part in path[:-1]:
-            target = target[part]
-        target[path[-1]] = value
-
-    return change
+DELETE = object()
 
 
-def _append(path: list[Any], value: Any) -> Any:
-    def change(doc: dict[str, Any]) -> None:
-        target: Any = doc
-        for part in path:
-            target = target[part]
+def change_at(doc: dict[str, Any], path: str, value: Any) -> None:
+    """Set, delete or append (at the next index) the value at a JSON path like ``$.cpus[1].id``."""
+    parts: list[Any] = [
+        int(index) if index else key for key, index in re.findall(r"\.(\w+)|\[(\d+)\]", path)
+    ]
+    target: Any = doc
+    for part in parts[:-1]:
+        target = target[part]
+    last = parts[-1]
+    if value is DELETE:
+        del target[last]
+    elif isinstance(last, int) and last == len(target):
         target.append(value)
+    else:
+        target[last] = value
 
-    return change
+
+def problem(ident: str, path: str, value: Any, words: str, at: str | None = None) -> Any:
+    return pytest.param(path, value, words, at or path, id=ident)
 
 
-def _delete(key: str) -> Any:
-    return lambda doc: doc.pop(key)
+NODE_1 = {"id": 1, "memoryGiB": 1, "hugepages": []}
+PAGE_1G = {"sizeBytes": 1 << 30, "total": 0, "free": 0}
 
 
 @pytest.mark.parametrize(
-    ("change", "path", "words"),
+    ("path", "value", "words", "at"),
     [
-        pytest.param(_delete("diskGiB"), "$", "'diskGiB' is a required", id="missing-field"),
-        pytest.param(_set(["extra"], 1), "$", "'extra' was unexpected", id="unknown-field"),
-        pytest.param(_set(["cpus"], []), "$.cpus", "should be non-empty", id="no-cpus"),
-        pytest.param(
-            _set(["cpus", 1, "isolated"], "yes"),
-            "$.cpus[1].isolated",
-            "boolean",
-            id="isolated-not-bool",
+        problem("missing-field", "$.diskGiB", DELETE, "'diskGiB' is a required", at="$"),
+        problem("unknown-field", "$.extra", 1, "'extra' was unexpected", at="$"),
+        problem("no-cpus", "$.cpus", [], "should be non-empty"),
+        problem("isolated-not-bool", "$.cpus[1].isolated", "yes", "is not of type 'boolean'"),
+        problem("negative-memory", "$.memoryGiB", -1, "less than the minimum of 0"),
+        problem("tiny-page", "$.numaNodes[0].hugepages[0].sizeBytes", 512, "minimum of 4096"),
+        problem("short-pci-address", "$.gpus[0].pciAddress", "17:00.0", "does not match"),
+        problem("gpu-node-minus-one", "$.gpus[0].numaNode", -1, "less than the minimum of 0"),
+        problem("duplicate-cpu", "$.cpus[2].id", 0, "duplicate CPU id 0 (also at $.cpus[0])"),
+        problem(
+            "duplicate-node",
+            "$.numaNodes[2]",
+            NODE_1,
+            "duplicate NUMA node id 1",
+            at="$.numaNodes[2].id",
         ),
-        pytest.param(_set(["memoryGiB"], -1), "$.memoryGiB", "minimum", id="negative-memory"),
-        pytest.param(
-            _set(["numaNodes", 0, "hugepages", 0, "sizeBytes"], 512),
-            "$.numaNodes[0].hugepages[0].sizeBytes",
-            "minimum",
-            id="tiny-page",
-        ),
-        pytest.param(
-            _set(["gpus", 0, "pciAddress"], "17:00.0"),
-            "$.gpus[0].pciAddress",
-            "does not match",
-            id="short-pci-address",
-        ),
-        pytest.param(
-            _set(["gpus", 0, "numaNode"], -1),
-            "$.gpus[0].numaNode",
-            "minimum",
-            id="gpu-node-minus-one",
-        ),
-        pytest.param(
-            _set(["cpus", 2, "id"], 0),
-            "$.cpus[2].id",
-            "duplicate CPU id 0 (also at $.cpus[0])",
-            id="duplicate-cpu",
-        ),
-        pytest.param(
-            _append(["numaNodes"], {"id": 1, "memoryGiB": 1, "hugepages": []}),
-            "$.numaNodes[2].id",
-            "duplicate NUMA node id 1 (also at $.numaNodes[1])",
-            id="duplicate-node",
-        ),
-        pytest.param(
-            _set(["cpus", 3, "numaNode"], 7),
-            "$.cpus[3].numaNode",
-            "NUMA node 7, which is not listed",
-            id="cpu-unlisted-node",
-        ),
-        pytest.param(
-            _set(["gpus", 1, "numaNode"], 2),
-            "$.gpus[1].numaNode",
-            "NUMA node 2, which is not listed",
-            id="gpu-unlisted-node",
-        ),
-        pytest.param(
-            _set(["numaNodes", 0, "hugepages", 0, "free"], 9),
+        problem("cpu-unlisted-node", "$.cpus[3].numaNode", 7, "NUMA node 7, which is not listed"),
+        problem("gpu-unlisted-node", "$.gpus[1].numaNode", 2, "NUMA node 2, which is not listed"),
+        problem(
+            "more-free-than-total",
             "$.numaNodes[0].hugepages[0].free",
+            9,
             "9 free huge pages but only 8",
-            id="more-free-than-total",
         ),
-        pytest.param(
-            _append(["numaNodes", 0, "hugepages"], {"sizeBytes": 1 << 30, "total": 0, "free": 0}),
-            "$.numaNodes[0].hugepages[1].sizeBytes",
-            "listed twice",
-            id="page-size-twice",
+        problem(
+            "page-size-twice",
+            "$.numaNodes[0].hugepages[1]",
+            PAGE_1G,
+            "huge page size 1073741824 listed twice",
+            at="$.numaNodes[0].hugepages[1].sizeBytes",
         ),
     ],
 )
-def test_each_problem_is_reported_at_its_json_path(change: Any, path: str, words: str) -> None:
+def test_each_problem_is_reported_at_its_json_path(
+    path: str, value: Any, words: str, at: str
+) -> None:
     doc = valid_inventory()
-    change(doc)
+    change_at(doc, path, value)
 
     with pytest.raises(InvalidInputError) as caught:
         validate_inventory(doc, SCHEMA)
@@ -418,10 +387,10 @@ def test_each_problem_is_reported_at_its_json_path(change: Any, path: str, words
     error = caught.value
     assert error.code == "INVALID_INPUT"
     assert len(error.details["problems"]) == 1, error.details
-    [problem] = error.details["problems"]
-    assert problem["path"] == path
-    assert words in problem["message"]
-    assert f"{path}: " in error.message
+    [found] = error.details["problems"]
+    assert found["path"] == at
+    assert words in found["message"]
+    assert f"{at}: " in error.message
 
 
 def test_every_problem_is_listed_at_once() -> None:
