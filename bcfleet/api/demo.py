@@ -5,38 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from bcfleet.api.auth import LOCAL_OPERATOR
+from bcfleet.domain.simulated_inventory import two_socket_host
 from bcfleet.fleet import Fleet
 
 PLACEMENT_LABEL = "bc.dev/cap.instance.placement"
-
-
-def demo_inventory(index: int, gpus: int) -> dict[str, Any]:
-    """A two-socket host: 64 CPUs, 2 NUMA nodes, 2 isolated CPUs per node, 1 GiB pages, GPUs split by node."""
-    cpus = [{"id": c, "numaNode": c // 32, "isolated": c % 32 in (30, 31)} for c in range(64)]
-    nodes = [
-        {
-            "id": n,
-            "memoryGiB": 128,
-            "hugepages": [{"sizeBytes": 1073741824, "total": 32, "free": 32}],
-        }
-        for n in range(2)
-    ]
-    devices = [
-        {
-            "model": "L40S",
-            "pciAddress": f"0000:{0x17 + g * 0x10:02x}:00.0",
-            "numaNode": g * 2 // max(gpus, 1),
-        }
-        for g in range(gpus)
-    ]
-    return {
-        "cpus": cpus,
-        "numaNodes": nodes,
-        "memoryGiB": 256,
-        "diskGiB": 2000,
-        "gpus": devices,
-        "agent": {"version": "simulated", "hostname": f"fra-{index:02d}"},
-    }
 
 
 def build_demo(fleet: Fleet, *, hosts: int = 50) -> dict[str, Any]:
@@ -68,7 +40,8 @@ def build_demo(fleet: Fleet, *, hosts: int = 50) -> dict[str, Any]:
             op, tenant_id="root", pool=pool["id"], name=name, labels={PLACEMENT_LABEL: "true"}
         )
         if i % 17:  # a few hosts have not reported yet
-            api.hosts.report(op, host=name, inventory=demo_inventory(i, gpus))
+            inventory = two_socket_host(seed=i, gpus=gpus, hostname=name)
+            api.hosts.report(op, host=name, inventory=inventory)
         made.append(name)
     for pool in (gpu_pool, cpu_pool):
         for name, vcpu, mem, disk in (

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import json
-from functools import cache
-from importlib import resources
 from typing import Any
 
-from jsonschema import Draft202012Validator
 from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Credential, pool_resource
@@ -16,55 +12,12 @@ from bcfleet.api.events import emit
 from bcfleet.api.lookup import find_host, find_pool
 from bcfleet.api.pools import validate_name
 from bcfleet.api.views import host_json
+from bcfleet.domain.inventory import validate_inventory
 from bcfleet.errors import ConflictError, InvalidInputError
+from bcfleet.schemas import load_schema
 from bcfleet.store.models import Host, NodeResource, Pool
 
 PLACEMENT_LABEL = "bc.dev/cap.instance.placement"
-
-
-@cache
-def _inventory_validator() -> Draft202012Validator:
-    text = resources.files("bcfleet").joinpath("schemas/inventory.schema.json").read_text()
-    return Draft202012Validator(json.loads(text))
-
-
-def inventory_problems(inventory: Any) -> list[str]:
-    """Every way an inventory breaks the schema or its own references, each with its JSON path."""
-    problems = [
-        f"{error.json_path}: {error.message}"
-        for error in sorted(
-            _inventory_validator().iter_errors(inventory), key=lambda e: e.json_path
-        )
-    ]
-    if problems:
-        return problems
-    node_ids = [n["id"] for n in inventory["numaNodes"]]
-    cpu_ids = [c["id"] for c in inventory["cpus"]]
-    if len(set(cpu_ids)) != len(cpu_ids):
-        problems.append("$.cpus: CPU ids must be unique")
-    if len(set(node_ids)) != len(node_ids):
-        problems.append("$.numaNodes: NUMA node ids must be unique")
-    known = set(node_ids)
-    for i, cpu in enumerate(inventory["cpus"]):
-        if known and cpu["numaNode"] is not None and cpu["numaNode"] not in known:
-            problems.append(f"$.cpus[{i}].numaNode: no NUMA node {cpu['numaNode']}")
-    for i, gpu in enumerate(inventory["gpus"]):
-        if gpu["numaNode"] is not None and known and gpu["numaNode"] not in known:
-            problems.append(f"$.gpus[{i}].numaNode: no NUMA node {gpu['numaNode']}")
-    for i, node in enumerate(inventory["numaNodes"]):
-        for j, pages in enumerate(node["hugepages"]):
-            if pages["free"] > pages["total"]:
-                problems.append(f"$.numaNodes[{i}].hugepages[{j}].free: more than total")
-    return problems
-
-
-def validate_inventory(inventory: Any) -> None:
-    problems = inventory_problems(inventory)
-    if problems:
-        raise InvalidInputError(
-            "invalid inventory: " + "; ".join(problems[:5]) + (" …" if len(problems) > 5 else ""),
-            {"problems": problems},
-        )
 
 
 def validate_labels(labels: dict[str, str]) -> None:
@@ -138,7 +91,7 @@ class HostsAPI(Area):
         inventory: Any,
     ) -> dict[str, Any]:
         """Store a host's applied inventory; vps.hosts derives its capacity rows from it."""
-        validate_inventory(inventory)
+        validate_inventory(inventory, load_schema("inventory"))
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
             row, pool = find_host(session, actor, host)
