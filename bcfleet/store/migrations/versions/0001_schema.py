@@ -1,8 +1,7 @@
-"""core tables
+"""schema
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-30 11:41:14.777202
 """
 
 from collections.abc import Sequence
@@ -205,6 +204,86 @@ def upgrade() -> None:
     with op.batch_alter_table('pool_offers', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_pool_offers_tenant_id'), ['tenant_id'], unique=False)
 
+    op.create_table('quotas',
+    sa.Column('tenant_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('pool_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('resource', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('limit', sa.Integer(), nullable=True),
+    sa.Column('used', sa.Integer(), nullable=False),
+    sa.Column('managed', sa.Boolean(), nullable=False),
+    sa.ForeignKeyConstraint(['pool_id'], ['pools.id'], ),
+    sa.ForeignKeyConstraint(['tenant_id'], ['tenants.id'], ),
+    sa.PrimaryKeyConstraint('tenant_id', 'pool_id', 'resource')
+    )
+    op.create_table('reservations',
+    sa.Column('id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('tenant_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('pool_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('gpus', sa.Integer(), nullable=False),
+    sa.Column('nodes', sa.Integer(), nullable=False),
+    sa.Column('binding', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('spot', sa.Boolean(), nullable=False),
+    sa.Column('state', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('requested_start', bcfleet.store.types.UTCDateTime(), nullable=False),
+    sa.Column('duration_seconds', sa.Integer(), nullable=False),
+    sa.Column('starts_at', bcfleet.store.types.UTCDateTime(), nullable=True),
+    sa.Column('ends_at', bcfleet.store.types.UTCDateTime(), nullable=True),
+    sa.Column('deadline', bcfleet.store.types.UTCDateTime(), nullable=True),
+    sa.Column('idempotency_key', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
+    sa.Column('input_hash', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
+    sa.Column('conditions', sa.JSON(), nullable=False),
+    sa.Column('release_reason', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
+    sa.Column('quota_charged', sa.Boolean(), nullable=False),
+    sa.Column('created_at', bcfleet.store.types.UTCDateTime(), nullable=False),
+    sa.Column('updated_at', bcfleet.store.types.UTCDateTime(), nullable=False),
+    sa.Column('activated_at', bcfleet.store.types.UTCDateTime(), nullable=True),
+    sa.Column('released_at', bcfleet.store.types.UTCDateTime(), nullable=True),
+    sa.ForeignKeyConstraint(['pool_id'], ['pools.id'], ),
+    sa.ForeignKeyConstraint(['tenant_id'], ['tenants.id'], ),
+    sa.PrimaryKeyConstraint('id'),
+    sa.UniqueConstraint('tenant_id', 'idempotency_key')
+    )
+    with op.batch_alter_table('reservations', schema=None) as batch_op:
+        batch_op.create_index('ix_reservations_pool_state', ['pool_id', 'state'], unique=False)
+        batch_op.create_index(batch_op.f('ix_reservations_tenant_id'), ['tenant_id'], unique=False)
+
+    op.create_table('allocations',
+    sa.Column('id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('node_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('consumer_kind', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('consumer_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('tenant_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('pool_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('claims', sa.JSON(), nullable=False),
+    sa.Column('starts_at', bcfleet.store.types.UTCDateTime(), nullable=False),
+    sa.Column('ends_at', bcfleet.store.types.UTCDateTime(), nullable=True),
+    sa.Column('released_at', bcfleet.store.types.UTCDateTime(), nullable=True),
+    sa.Column('release_reason', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
+    sa.ForeignKeyConstraint(['node_id'], ['hosts.id'], ),
+    sa.ForeignKeyConstraint(['pool_id'], ['pools.id'], ),
+    sa.ForeignKeyConstraint(['tenant_id'], ['tenants.id'], ),
+    sa.PrimaryKeyConstraint('id')
+    )
+    with op.batch_alter_table('allocations', schema=None) as batch_op:
+        batch_op.create_index('ix_allocations_consumer', ['consumer_id'], unique=False)
+        batch_op.create_index('ix_allocations_node_live', ['node_id', 'released_at'], unique=False)
+        batch_op.create_index(batch_op.f('ix_allocations_tenant_id'), ['tenant_id'], unique=False)
+
+    op.create_table('gpu_atoms',
+    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('node_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('index', sa.Integer(), nullable=False),
+    sa.Column('model', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('pci_address', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('numa_node', sa.Integer(), nullable=True),
+    sa.Column('present', sa.Boolean(), nullable=False),
+    sa.ForeignKeyConstraint(['node_id'], ['hosts.id'], ),
+    sa.PrimaryKeyConstraint('id'),
+    sa.UniqueConstraint('node_id', 'index')
+    )
+    with op.batch_alter_table('gpu_atoms', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_gpu_atoms_node_id'), ['node_id'], unique=False)
+
     op.create_table('instances',
     sa.Column('id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.Column('tenant_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
@@ -252,6 +331,27 @@ def upgrade() -> None:
     with op.batch_alter_table('node_resources', schema=None) as batch_op:
         batch_op.create_index('ix_node_resources_resource_free', ['resource', 'capacity', 'allocated'], unique=False)
 
+    op.create_table('bookings',
+    sa.Column('id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('atom_id', sa.Integer(), nullable=False),
+    sa.Column('node_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('consumer_kind', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('consumer_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('tenant_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('spot', sa.Boolean(), nullable=False),
+    sa.Column('starts_at', bcfleet.store.types.UTCDateTime(), nullable=False),
+    sa.Column('ends_at', bcfleet.store.types.UTCDateTime(), nullable=True),
+    sa.Column('released_at', bcfleet.store.types.UTCDateTime(), nullable=True),
+    sa.ForeignKeyConstraint(['atom_id'], ['gpu_atoms.id'], ),
+    sa.ForeignKeyConstraint(['node_id'], ['hosts.id'], ),
+    sa.ForeignKeyConstraint(['tenant_id'], ['tenants.id'], ),
+    sa.PrimaryKeyConstraint('id')
+    )
+    with op.batch_alter_table('bookings', schema=None) as batch_op:
+        batch_op.create_index('ix_bookings_atom_live', ['atom_id', 'released_at'], unique=False)
+        batch_op.create_index('ix_bookings_consumer', ['consumer_id'], unique=False)
+        batch_op.create_index('ix_bookings_node_live', ['node_id', 'released_at'], unique=False)
+
     # ### end Alembic commands ###
 
 
@@ -259,6 +359,12 @@ def downgrade() -> None:
     if op.get_bind().dialect.name == "postgresql":
         op.execute("DROP SEQUENCE IF EXISTS bcfleet_state_revision")
     # ### commands auto generated by Alembic - please adjust! ###
+    with op.batch_alter_table('bookings', schema=None) as batch_op:
+        batch_op.drop_index('ix_bookings_node_live')
+        batch_op.drop_index('ix_bookings_consumer')
+        batch_op.drop_index('ix_bookings_atom_live')
+
+    op.drop_table('bookings')
     with op.batch_alter_table('node_resources', schema=None) as batch_op:
         batch_op.drop_index('ix_node_resources_resource_free')
 
@@ -271,6 +377,22 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f('ix_instances_allocation_id'))
 
     op.drop_table('instances')
+    with op.batch_alter_table('gpu_atoms', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_gpu_atoms_node_id'))
+
+    op.drop_table('gpu_atoms')
+    with op.batch_alter_table('allocations', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_allocations_tenant_id'))
+        batch_op.drop_index('ix_allocations_node_live')
+        batch_op.drop_index('ix_allocations_consumer')
+
+    op.drop_table('allocations')
+    with op.batch_alter_table('reservations', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_reservations_tenant_id'))
+        batch_op.drop_index('ix_reservations_pool_state')
+
+    op.drop_table('reservations')
+    op.drop_table('quotas')
     with op.batch_alter_table('pool_offers', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_pool_offers_tenant_id'))
 
