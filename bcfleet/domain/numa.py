@@ -16,11 +16,11 @@ Rules (document 000, "Placement"):
   (of the chosen node when numaAffine is honoured), so libvirt can express it. A host whose
   guest CPUs are all pinned is no candidate (NoGuestCpus).
 - numaAffine keeps CPUs and memory on one NUMA node: the GPUs' node for a GPU guest, otherwise
-  the fitting node with the fewest free CPUs, then the least free memory, then the lowest id
-  (best fit, leaving roomier nodes to bigger guests). A node fits when it has ``vcpu`` free
-  CPUs and the guest's memory free: for ordinary memory, (node memory − its huge page pools)
-  × the pool's memory ratio − what NUMA-bound guests hold there; for huge pages, enough
-  bookable pages on the node.
+  the fitting node where a pinned guest gets the most isolated CPUs, then the one with the
+  fewest free CPUs, then the least free memory, then the lowest id (best fit, leaving roomier
+  nodes to bigger guests). A node fits when it has ``vcpu`` free CPUs and the guest's memory
+  free: for ordinary memory, (node memory − its huge page pools) × the pool's memory ratio −
+  what NUMA-bound guests hold there; for huge pages, enough bookable pages on the node.
 - When numaAffine or pinned cannot be honoured the guest runs floating with exactly one degraded
   reason, the first that applies:
 
@@ -290,8 +290,16 @@ def _affine_node(
     fitting = [n for n in big if _node_fits(host, n, shape, policy)]
     if not fitting:
         return DegradedReason.NO_NUMA_NODE_FITS
-    best = min(fitting, key=lambda n: (len(host.free_cpus(n.id)), host.free_memory_gib(n), n.id))
-    return best.id
+    return min(fitting, key=lambda n: _node_rank(host, n, shape, policy)).id
+
+
+def _node_rank(
+    host: _HostView, node: NumaNode, shape: Shape, policy: PlacementPolicy
+) -> tuple[int, int, float, int]:
+    """Lower is better: isolated CPUs a pinned guest would get, then best fit, then node id."""
+    free = host.free_cpus(node.id)
+    isolated = sum(1 for c in free[: shape.vcpu] if c.isolated) if policy.pinned else 0
+    return (-isolated, len(free), host.free_memory_gib(node), node.id)
 
 
 @dataclass(frozen=True)
