@@ -242,7 +242,11 @@ def _group_labels(reasons: Sequence[NoFit], by_kind: bool) -> list[str]:
 
 
 def explain_no_fit(reasons: Iterable[NoFit | str], *, by_kind: bool = False) -> str:
-    """The counted message of an instance that fits nowhere, one reason per host considered."""
+    """The counted message of an instance that fits nowhere, one reason per host considered.
+
+    Reasons come from check_fit, and from numa.NotCandidate.no_fit() for a host the chooser
+    refused (``0 of 16 1GiB huge pages free``); plain strings group as their own kind.
+    """
     items = [_as_no_fit(r) for r in reasons]
     noun = "host" if len(items) == 1 else "hosts"
     head = f"no host fits ({len(items)} {noun})"

@@ -252,7 +252,7 @@ def _book_anywhere(host: _HostView, size: int, needed: int) -> dict[int, int]:
 
 
 def _gpu_nodes(host: _HostView, gpus: Sequence[Gpu]) -> tuple[NumaNode, ...] | DegradedReason:
-    """The nodes a numaAffine guest may use: its GPUs' one node, or any node without GPUs."""
+    """The nodes a numaAffine guest may use: its GPUs' one node, or any node if it has none."""
     if not gpus:
         return host.inventory.numa_nodes
     nodes = {g.numa_node for g in gpus}
