@@ -1,0 +1,297 @@
+"""Capacity math for hosted pools: node_resources rows, the host fit check, reasons, weighers.
+
+The vps.hosts job calls derive_allocatable and next_row to keep each host's rows; the placement
+layer runs check_fit over host snapshots to explain a "no" with explain_no_fit, and orders its
+candidates with a weigher. The SQL guard and these functions compute the same thing:
+a claim fits a row when allocated + claim <= capacity, capacity = floor(allocatable × ratio).
+
+Reasons are grouped by their exact text, most frequent first, ties by text:
+``no host fits (12 hosts): 7 × vcpu 30 of 32 allocated, 3 × 0 of 1 gpu free, 2 × no inventory``.
+Exact texts keep the numbers a user needs on a small pool; on a large one every host has its
+own numbers, so ``explain_no_fit(..., by_kind=True)`` groups by kind instead: a kind whose
+texts all agree keeps its text, one whose texts differ is named by its summary
+(``7 × not enough vcpu``), as kube-scheduler's ``Insufficient cpu`` does.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from bcfleet.domain.shapes import SCALARS, Inventory, PlacementPolicy, Shape
+
+MIN_RATIO = 0.1
+MAX_RATIO = 100.0
+PLACEMENT_CAPABILITY_LABEL = "bc.dev/cap.instance.placement"
+
+
+def clamp_ratio(ratio: float | None) -> float:
+    """A pool's overcommit for one resource: default 1, clamped to 0.1..100 (document 000)."""
+    if ratio is None or math.isnan(ratio):
+        return 1.0
+    return min(MAX_RATIO, max(MIN_RATIO, float(ratio)))
+
+
+def capacity(allocatable: int, ratio: float | None) -> int:
+    """floor(allocatable × ratio) with the ratio clamped, computed on the ratio as written.
+
+    Decimal arithmetic keeps 100 × 0.29 at 29 where binary floating point gives 28.999….
+    """
+    exact = Decimal(allocatable) * Decimal(repr(clamp_ratio(ratio)))
+    return math.floor(exact)
+
+
+def min_allocatable(allocated: int, ratio: float | None) -> int:
+    """The smallest allocatable whose capacity still holds what is allocated."""
+    if allocated <= 0:
+        return 0
+    guess = math.ceil(Decimal(allocated) / Decimal(repr(clamp_ratio(ratio))))
+    while capacity(guess, ratio) < allocated:
+        guess += 1
+    while guess > 0 and capacity(guess - 1, ratio) >= allocated:
+        guess -= 1
+    return guess
+
+
+@dataclass(frozen=True)
+class HostReserve:
+    """What a host keeps for itself before guests: 2 vCPU, 8 GiB and 100 GiB by default."""
+
+    vcpu: int = 2
+    memory_gib: int = 8
+    disk_gib: int = 100
+
+    def with_overrides(self, doc: Mapping[str, Any] | None) -> HostReserve:
+        """This reserve with a pool's policy.hostReserve (camelCase keys) laid over it."""
+        doc = doc or {}
+        return HostReserve(
+            vcpu=int(doc.get("vcpu", self.vcpu)),
+            memory_gib=int(doc.get("memoryGiB", self.memory_gib)),
+            disk_gib=int(doc.get("diskGiB", self.disk_gib)),
+        )
+
+    def of(self, resource: str) -> int:
+        return {"vcpu": self.vcpu, "memoryGiB": self.memory_gib, "diskGiB": self.disk_gib}[resource]
+
+
+DEFAULT_RESERVE = HostReserve()
+
+
+def derive_allocatable(
+    inventory: Inventory | None, reserve: HostReserve = DEFAULT_RESERVE
+) -> dict[str, int] | None:
+    """Inventory − reserve per scalar, never below 0; None for a host that has not reported."""
+    if inventory is None:
+        return None
+    total = {
+        "vcpu": inventory.vcpu,
+        "memoryGiB": math.floor(inventory.memory_gib),
+        "diskGiB": math.floor(inventory.disk_gib),
+    }
+    return {resource: max(0, total[resource] - reserve.of(resource)) for resource in SCALARS}
+
+
+@dataclass(frozen=True)
+class ResourceRow:
+    """One scalar of one host, as the node_resources table keeps it."""
+
+    resource: str
+    allocatable: int
+    ratio: float
+    capacity: int
+    allocated: int = 0
+
+    def fits(self, claim: int) -> bool:
+        return self.allocated + claim <= self.capacity
+
+
+def next_row(
+    resource: str,
+    old: ResourceRow | None,
+    inventory: Inventory | None,
+    reserve: HostReserve = DEFAULT_RESERVE,
+    ratio: float | None = None,
+) -> ResourceRow | None:
+    """The row to write for one scalar of one host, or None when there is nothing to write.
+
+    None means the row is unchanged, or the host has no inventory (and so no rows). A shrinking
+    host or a lowered ratio never takes capacity below what is allocated: allocatable stays at
+    the least that still holds it (with ratio 1, never below allocated), and follows the
+    inventory again as guests leave.
+    """
+    derived = derive_allocatable(inventory, reserve)
+    if derived is None:
+        return None
+    clamped = clamp_ratio(ratio)
+    allocated = old.allocated if old is not None else 0
+    allocatable = max(derived[resource], min_allocatable(allocated, clamped))
+    row = ResourceRow(resource, allocatable, clamped, capacity(allocatable, clamped), allocated)
+    return None if row == old else row
+
+
+def rows_to_write(
+    old_rows: Mapping[str, ResourceRow],
+    inventory: Inventory | None,
+    reserve: HostReserve,
+    overcommit: Mapping[str, float],
+) -> list[ResourceRow]:
+    """The changed rows of one host, in SCALARS order; empty when nothing changed."""
+    rows = (next_row(r, old_rows.get(r), inventory, reserve, overcommit.get(r)) for r in SCALARS)
+    return [row for row in rows if row is not None]
+
+
+def resize_conflict(rows: Mapping[str, ResourceRow], growth: Mapping[str, int]) -> str | None:
+    """The first resource whose growth does not fit its row (details.resource), or None."""
+    for resource in SCALARS:
+        amount = growth.get(resource, 0)
+        row = rows.get(resource)
+        if amount > 0 and (row is None or not row.fits(amount)):
+            return resource
+    return None
+
+
+@dataclass(frozen=True)
+class HostSnapshot:
+    """What the fit check and weighers see of one host; no rows means no inventory."""
+
+    node_id: str
+    rows: Mapping[str, ResourceRow] = field(default_factory=dict)
+    gpus_total: int = 0
+    gpus_free: int = 0
+    draining: bool = False
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def applies_placement(self) -> bool:
+        """Whether the host carries bc.dev/cap.instance.placement (any value but "false")."""
+        value = self.labels.get(PLACEMENT_CAPABILITY_LABEL)
+        return value is not None and value.lower() != "false"
+
+
+@dataclass(frozen=True)
+class NoFit:
+    """Why one host does not fit: kind groups reasons, text is what the user reads."""
+
+    kind: str
+    text: str
+
+
+NO_INVENTORY = NoFit("noInventory", "no inventory")
+DRAINING = NoFit("draining", "draining")
+NO_PLACEMENT_CAPABILITY = NoFit("noPlacementCapability", "no placement capability")
+
+KIND_SUMMARIES = {
+    "vcpu": "not enough vcpu",
+    "memoryGiB": "not enough memoryGiB",
+    "diskGiB": "not enough diskGiB",
+    "gpu": "not enough gpu free",
+    "hugepages": "not enough huge pages free",
+}
+
+
+def check_fit(
+    host: HostSnapshot, shape: Shape, placement: PlacementPolicy | None = None
+) -> NoFit | None:
+    """None when the shape fits the host, else the first reason it does not, in this order:
+
+    no inventory, draining, no placement capability (only for a flavor with a placement), a
+    missing row (``no diskGiB inventory``) or a full one (``vcpu 30 of 32 allocated``: allocated
+    of capacity) per scalar, then GPUs (``0 of 1 gpu free``: free of the host's atoms; never
+    overcommitted).
+    """
+    if not host.rows:
+        return NO_INVENTORY
+    if host.draining:
+        return DRAINING
+    if placement is not None and not host.applies_placement:
+        return NO_PLACEMENT_CAPABILITY
+    for resource, claim in shape.claims().items():
+        if claim == 0:
+            continue
+        row = host.rows.get(resource)
+        if row is None:
+            return NoFit(resource, f"no {resource} inventory")
+        if not row.fits(claim):
+            return NoFit(resource, f"{resource} {row.allocated} of {row.capacity} allocated")
+    if shape.gpus > host.gpus_free:
+        return NoFit("gpu", f"{host.gpus_free} of {host.gpus_total} gpu free")
+    return None
+
+
+def _as_no_fit(reason: NoFit | str) -> NoFit:
+    return reason if isinstance(reason, NoFit) else NoFit(reason, reason)
+
+
+def _group_labels(reasons: Sequence[NoFit], by_kind: bool) -> list[str]:
+    if not by_kind:
+        return [r.text for r in reasons]
+    texts_by_kind: dict[str, set[str]] = {}
+    for reason in reasons:
+        texts_by_kind.setdefault(reason.kind, set()).add(reason.text)
+    labels = []
+    for reason in reasons:
+        texts = texts_by_kind[reason.kind]
+        labels.append(
+            reason.text if len(texts) == 1 else KIND_SUMMARIES.get(reason.kind, reason.kind)
+        )
+    return labels
+
+
+def explain_no_fit(reasons: Iterable[NoFit | str], *, by_kind: bool = False) -> str:
+    """The counted message of an instance that fits nowhere, one reason per host considered.
+
+    Reasons come from check_fit, and from numa.NotCandidate.no_fit() for a host the chooser
+    refused (``0 of 16 1GiB huge pages free``); plain strings group as their own kind.
+    """
+    items = [_as_no_fit(r) for r in reasons]
+    noun = "host" if len(items) == 1 else "hosts"
+    head = f"no host fits ({len(items)} {noun})"
+    counts = Counter(_group_labels(items, by_kind))
+    if not counts:
+        return head
+    ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return head + ": " + ", ".join(f"{count} × {label}" for label, count in ordered)
+
+
+Weigher = Callable[[HostSnapshot], float]
+"""Scores a host; higher goes first. Any function of a snapshot plugs in, like Nova's weighers."""
+
+
+def free_fraction(host: HostSnapshot) -> float:
+    """The mean free share of the host's scalar rows: 1.0 empty, 0.0 full or without rows."""
+    shares = [
+        max(0, row.capacity - row.allocated) / row.capacity
+        for resource in SCALARS
+        if (row := host.rows.get(resource)) is not None and row.capacity > 0
+    ]
+    return sum(shares) / len(shares) if shares else 0.0
+
+
+def spread(host: HostSnapshot) -> float:
+    """Most free first: guests spread over the pool."""
+    return free_fraction(host)
+
+
+def pack(host: HostSnapshot) -> float:
+    """Least free first: guests fill one host before the next, keeping whole hosts empty."""
+    return -free_fraction(host)
+
+
+WEIGHERS: Mapping[str, Weigher] = {"spread": spread, "pack": pack}
+
+
+def weigher(name: str) -> Weigher:
+    """The weigher of a placement_strategy setting."""
+    try:
+        return WEIGHERS[name]
+    except KeyError:
+        raise ValueError(f"unknown placement strategy {name!r}; use spread or pack") from None
+
+
+def rank(hosts: Iterable[HostSnapshot], by: Weigher) -> list[HostSnapshot]:
+    """Hosts best first by the weigher; equal scores in node id order, so ranking is stable."""
+    return sorted(hosts, key=lambda host: (-by(host), host.node_id))

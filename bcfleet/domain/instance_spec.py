@@ -1,0 +1,184 @@
+"""The InstanceSpec a host agent receives, and the libvirt domain XML it maps to.
+
+The instances API builds the spec with instance_spec() from an instance's shape and stored
+host placement; the agent (and ``fleet instances spec ID --format libvirt``) renders it with
+render_libvirt_domain(). The spec is a JSON document in the documents' camelCase:
+
+    {"id", "name", "state", "shape": {vcpu, memoryGiB, diskGiB, gpus},
+     "placement": {"cpus", "cpuset", "mems", "hugepageSizeBytes"},
+     "balloon": {"enabled", "floorPercent"}, "gpus": [{"pciAddress"}]}
+
+placement.cpus is the pinned CPU of each vCPU, or null for a floating guest; placement.cpuset
+is where the vCPUs may run (never the host's reserved CPUs); mems the host NUMA nodes the
+memory comes from, or null. An agent that does not know a field drops it harmlessly.
+
+In the XML, huge pages need a guest NUMA topology for ``<page nodeset>`` (which names guest
+nodes): a huge-page guest gets one guest cell holding all its vCPUs and memory, and that cell
+is bound to the host nodes in ``<numatune>``.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from bcfleet.domain.numa import HostPlacement
+from bcfleet.domain.shapes import Shape
+
+METADATA_NAMESPACE = "https://bcfleet.dev/xmlns/libvirt/instance/1"
+DEFAULT_BALLOON_FLOOR_PERCENT = 50
+_PCI_ADDRESS = re.compile(
+    r"^(?P<domain>[0-9a-fA-F]{4}):(?P<bus>[0-9a-fA-F]{2}):(?P<slot>[0-9a-fA-F]{2})\.(?P<function>[0-7])$"
+)
+
+
+def instance_spec(
+    *,
+    instance_id: str,
+    name: str,
+    state: str,
+    shape: Shape,
+    placement: HostPlacement,
+    gpu_pci_addresses: Sequence[str] = (),
+    balloon_floor_percent: int = DEFAULT_BALLOON_FLOOR_PERCENT,
+) -> dict[str, Any]:
+    """The InstanceSpec of one hosted instance, as its host's agent pulls it."""
+    return {
+        "id": instance_id,
+        "name": name,
+        "state": state,
+        "shape": shape.to_json(),
+        "placement": {
+            "cpus": None if placement.cpus is None else list(placement.cpus),
+            "cpuset": list(placement.cpuset),
+            "mems": None if placement.mems is None else list(placement.mems),
+            "hugepageSizeBytes": placement.hugepage_size_bytes,
+        },
+        "balloon": {"enabled": placement.balloon, "floorPercent": balloon_floor_percent},
+        "gpus": [{"pciAddress": address} for address in gpu_pci_addresses],
+    }
+
+
+def format_cpuset(ids: Iterable[int]) -> str:
+    """libvirt's list syntax: (0, 1, 2, 5, 7, 8) → "0-2,5,7-8"."""
+    runs: list[list[int]] = []
+    for cpu in sorted(set(ids)):
+        if runs and runs[-1][1] == cpu - 1:
+            runs[-1][1] = cpu
+        else:
+            runs.append([cpu, cpu])
+    return ",".join(str(low) if low == high else f"{low}-{high}" for low, high in runs)
+
+
+def parse_cpuset(text: str) -> tuple[int, ...]:
+    """The inverse of format_cpuset: "0-2,5" → (0, 1, 2, 5)."""
+    ids: set[int] = set()
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        low, _, high = part.partition("-")
+        ids.update(range(int(low), int(high or low) + 1))
+    return tuple(sorted(ids))
+
+
+def _kib(gib: int) -> str:
+    return str(gib * 1024 * 1024)
+
+
+def _metadata(domain: ET.Element, spec: Mapping[str, Any]) -> None:
+    metadata = ET.SubElement(domain, "metadata")
+    ET.SubElement(
+        metadata,
+        "fleet:instance",
+        {
+            "xmlns:fleet": METADATA_NAMESPACE,
+            "id": str(spec["id"]),
+            "state": str(spec.get("state", "")),
+            "balloonFloorPercent": str(spec.get("balloon", {}).get("floorPercent", "")),
+        },
+    )
+
+
+def _cpus(domain: ET.Element, vcpu: int, placement: Mapping[str, Any]) -> None:
+    element = ET.SubElement(domain, "vcpu", placement="static")
+    element.text = str(vcpu)
+    if placement.get("cpuset"):
+        element.set("cpuset", format_cpuset(placement["cpuset"]))
+    pinned = placement.get("cpus")
+    if pinned:
+        cputune = ET.SubElement(domain, "cputune")
+        for index, cpu in enumerate(pinned):
+            ET.SubElement(cputune, "vcpupin", vcpu=str(index), cpuset=str(cpu))
+
+
+def _memory(domain: ET.Element, shape: Mapping[str, Any], placement: Mapping[str, Any]) -> None:
+    ET.SubElement(domain, "memory", unit="KiB").text = _kib(shape["memoryGiB"])
+    ET.SubElement(domain, "currentMemory", unit="KiB").text = _kib(shape["memoryGiB"])
+    size = placement.get("hugepageSizeBytes")
+    if size:
+        backing = ET.SubElement(ET.SubElement(domain, "memoryBacking"), "hugepages")
+        ET.SubElement(backing, "page", size=str(size // 1024), unit="KiB", nodeset="0")
+
+
+def _numatune(domain: ET.Element, placement: Mapping[str, Any]) -> None:
+    if placement.get("mems"):
+        numatune = ET.SubElement(domain, "numatune")
+        nodeset = format_cpuset(placement["mems"])
+        ET.SubElement(numatune, "memory", mode="strict", nodeset=nodeset)
+
+
+def _guest_cpu(domain: ET.Element, shape: Mapping[str, Any], placement: Mapping[str, Any]) -> None:
+    os_element = ET.SubElement(domain, "os")
+    ET.SubElement(os_element, "type").text = "hvm"
+    ET.SubElement(os_element, "boot", dev="hd")
+    ET.SubElement(ET.SubElement(domain, "features"), "acpi")
+    cpu = ET.SubElement(domain, "cpu", mode="host-passthrough")
+    if placement.get("hugepageSizeBytes"):
+        cell = {
+            "id": "0",
+            "cpus": format_cpuset(range(shape["vcpu"])),
+            "memory": _kib(shape["memoryGiB"]),
+            "unit": "KiB",
+        }
+        ET.SubElement(ET.SubElement(cpu, "numa"), "cell", cell)
+
+
+def _hostdev(devices: ET.Element, pci_address: str) -> None:
+    match = _PCI_ADDRESS.match(pci_address)
+    if match is None:
+        raise ValueError(f"not a PCI address: {pci_address!r}")
+    hostdev = ET.SubElement(devices, "hostdev", mode="subsystem", type="pci", managed="yes")
+    address = {key: f"0x{value.lower()}" for key, value in match.groupdict().items()}
+    ET.SubElement(ET.SubElement(hostdev, "source"), "address", address)
+
+
+def _devices(domain: ET.Element, spec: Mapping[str, Any], storage_pool: str) -> None:
+    devices = ET.SubElement(domain, "devices")
+    disk = ET.SubElement(devices, "disk", type="volume", device="disk")
+    ET.SubElement(disk, "driver", name="qemu", type="qcow2")
+    ET.SubElement(disk, "source", pool=storage_pool, volume=f"{spec['id']}.qcow2")
+    ET.SubElement(disk, "target", dev="vda", bus="virtio")
+    for gpu in spec.get("gpus") or ():
+        _hostdev(devices, gpu["pciAddress"])
+    if (spec.get("balloon") or {}).get("enabled"):
+        balloon = ET.SubElement(devices, "memballoon", model="virtio")
+        ET.SubElement(balloon, "stats", period="10")
+    else:
+        ET.SubElement(devices, "memballoon", model="none")
+
+
+def render_libvirt_domain(spec: Mapping[str, Any], *, storage_pool: str = "bcfleet") -> str:
+    """The libvirt-kvm domain XML of an InstanceSpec; the disk is a volume named after the id."""
+    shape = spec["shape"]
+    placement = spec.get("placement") or {}
+    domain = ET.Element("domain", type="kvm")
+    ET.SubElement(domain, "name").text = str(spec["id"])
+    ET.SubElement(domain, "title").text = str(spec.get("name", spec["id"]))
+    _metadata(domain, spec)
+    _memory(domain, shape, placement)
+    _cpus(domain, shape["vcpu"], placement)
+    _numatune(domain, placement)
+    _guest_cpu(domain, shape, placement)
+    _devices(domain, spec, storage_pool)
+    ET.indent(domain)
+    return ET.tostring(domain, encoding="unicode") + "\n"
