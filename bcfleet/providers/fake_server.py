@@ -11,7 +11,7 @@ admin API on loopback::
                              "delaySeconds": 0.5, "hangAfterCreate": {"times": 1, "seconds": 5},
                              "fail": {"times": 2, "status": 503, "code": "unavailable",
                                       "method": "GET", "path": "/servers"},
-                             "rateLimit": 3600}
+                             "rateLimit": 3600, "rateLimitRemaining": 10}
     POST /__fake__/reset    {"keepServers": false}
     GET  /__fake__/state    servers, request count and faults
 
@@ -49,13 +49,30 @@ class _BadJson:
 
 def create_app(state_of: Callable[[], FakeState], stopping: threading.Event) -> Starlette:
     """The Starlette app; ``state_of()`` returns the current FakeState (it changes on restart)."""
+    handlers = _Handlers(state_of, stopping)
+    return Starlette(
+        routes=[
+            Route("/v1/{path:path}", handlers.api, methods=["GET", "POST", "PUT", "DELETE"]),
+            Route("/__fake__/faults", handlers.faults, methods=["POST"]),
+            Route("/__fake__/reset", handlers.reset, methods=["POST"]),
+            Route("/__fake__/state", handlers.inspect, methods=["GET"]),
+        ]
+    )
 
-    async def api(request: Request) -> Response:
-        state: FakeState = state_of()
+
+class _Handlers:
+    """The HTTP endpoints: the Hetzner API under /v1 and the admin API under /__fake__."""
+
+    def __init__(self, state_of: Callable[[], FakeState], stopping: threading.Event) -> None:
+        self.state_of = state_of
+        self.stopping = stopping
+
+    async def api(self, request: Request) -> Response:
+        state = self.state_of()
         with state.lock:
             delay = state.faults.delay_seconds
         if delay > 0:
-            await _pause(delay, stopping)
+            await _pause(delay, self.stopping)
         reply = state.handle(
             request.method,
             "/" + request.path_params["path"].strip("/"),
@@ -64,24 +81,24 @@ def create_app(state_of: Callable[[], FakeState], stopping: threading.Event) -> 
             request.headers.get("authorization"),
         )
         if reply.hang_seconds > 0:
-            await _pause(reply.hang_seconds, stopping)
+            await _pause(reply.hang_seconds, self.stopping)
         return JSONResponse(reply.body, status_code=reply.status, headers=reply.headers)
 
-    async def faults(request: Request) -> Response:
+    async def faults(self, request: Request) -> Response:
         document = await _body(request)
         if not isinstance(document, dict):
             return JSONResponse({"error": "expected a JSON object"}, status_code=400)
-        apply_faults(state_of(), document)
-        return JSONResponse(_faults_json(state_of()))
+        apply_faults(self.state_of(), document)
+        return JSONResponse(_faults_json(self.state_of()))
 
-    async def reset(request: Request) -> Response:
+    async def reset(self, request: Request) -> Response:
         document = await _body(request)
         keep = bool(document.get("keepServers")) if isinstance(document, dict) else False
-        state_of().reset(keep_servers=keep)
+        self.state_of().reset(keep_servers=keep)
         return JSONResponse({"reset": True, "keptServers": keep})
 
-    async def inspect(_: Request) -> Response:
-        state: FakeState = state_of()
+    async def inspect(self, _: Request) -> Response:
+        state = self.state_of()
         return JSONResponse(
             {
                 "servers": state.server_json(),
@@ -89,15 +106,6 @@ def create_app(state_of: Callable[[], FakeState], stopping: threading.Event) -> 
                 "faults": _faults_json(state),
             }
         )
-
-    return Starlette(
-        routes=[
-            Route("/v1/{path:path}", api, methods=["GET", "POST", "PUT", "DELETE"]),
-            Route("/__fake__/faults", faults, methods=["POST"]),
-            Route("/__fake__/reset", reset, methods=["POST"]),
-            Route("/__fake__/state", inspect, methods=["GET"]),
-        ]
-    )
 
 
 def apply_faults(state: FakeState, document: dict[str, Any]) -> None:
@@ -119,7 +127,8 @@ def apply_faults(state: FakeState, document: dict[str, Any]) -> None:
         if "fail" in document:
             _set_failure(state, document["fail"])
         if "rateLimit" in document:
-            state.set_rate_limit(int(document["rateLimit"]))
+            remaining = document.get("rateLimitRemaining")
+            state.set_rate_limit(int(document["rateLimit"]), remaining)
 
 
 def _set_failure(state: FakeState, fail: dict[str, Any]) -> None:
@@ -134,7 +143,7 @@ def _set_failure(state: FakeState, fail: dict[str, Any]) -> None:
 def _faults_json(state: FakeState) -> dict[str, Any]:
     with state.lock:
         raw = dataclasses.asdict(state.faults)
-    raw["sold_out"] = sorted([list(pair) for pair in state.faults.sold_out])
+        raw["sold_out"] = sorted([list(pair) for pair in state.faults.sold_out])
     return raw
 
 

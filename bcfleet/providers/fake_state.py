@@ -105,11 +105,12 @@ class FakeState:
 
     # ----- knobs -------------------------------------------------------------------------
 
-    def set_rate_limit(self, limit: int) -> None:
-        """A full bucket of ``limit`` requests per hour."""
+    def set_rate_limit(self, limit: int, remaining: int | None = None) -> None:
+        """A bucket of ``limit`` requests per hour, full or holding ``remaining`` of them."""
         with self.lock:
             self.rate_limit = max(1, int(limit))
-            self._tokens = float(self.rate_limit)
+            level = self.rate_limit if remaining is None else min(remaining, self.rate_limit)
+            self._tokens = float(max(0, level))
             self._refilled_at = self._now_ts()
 
     def reset(self, keep_servers: bool = False) -> None:

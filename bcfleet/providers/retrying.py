@@ -135,6 +135,7 @@ class JsonApi:
         code, message = _error_of(response)
         if not step.last and code in REJECTED_RETRYABLE:
             self._clock.sleep(self._delay_after_refusal(code, response, step.number))
+            self._remaining = None  # that wait already honoured the reset
             return
         if code in SERVER_FAULTS or response.status_code >= 500:
             if not idempotent:
