@@ -405,6 +405,26 @@ def test_a_lost_create_never_adopts_a_server_without_our_labels(
     assert fake.server_names() == ["ins-taken"]
 
 
+def test_a_lost_create_whose_lookup_fails_reports_an_unknown_outcome(
+    connect: Callable[..., HetznerProvider], fake: FakeHetzner
+) -> None:
+    provider = connect(timeout=0.5)
+    fake.hang_after_create(times=1, seconds=10)
+    fake.fail_next("unavailable", 503, times=50, method="GET")
+    with pytest.raises(ProviderUnavailableError) as caught:
+        provider.create_server("ins-unsure", "cx23", "ubuntu-24.04", "fsn1", OURS)
+    details = caught.value.details
+    assert (details["outcome"], details["providerCode"], details["name"]) == (
+        "unknown",
+        "timeout",
+        "ins-unsure",
+    )
+    fake.state.reset(keep_servers=True)
+    found = provider.get_server_by_name("ins-unsure")
+    assert found is not None and dict(found.labels) == OURS
+    assert fake.server_names() == ["ins-unsure"]
+
+
 def test_a_taken_name_is_a_conflict(provider: HetznerProvider, fake: FakeHetzner) -> None:
     fake.add_server("ins-dup", "cx23", "fsn1", OURS)
     with pytest.raises(ConflictError) as caught:

@@ -83,7 +83,8 @@ class ProviderImpl(Protocol):
 
     Server names are unique per provider project and serve as the idempotency
     key: ``create_server`` never leaves two servers behind for one name, and
-    ``get_server_by_name`` finds the one a lost response created.
+    ``get_server_by_name`` finds the one a lost response created. ``close``
+    releases connections.
     """
 
     def offers(self, kind: str | None = None, min_vcpu: int | None = None) -> list[Offer]: ...
@@ -102,6 +103,8 @@ class ProviderImpl(Protocol):
     def list_servers(self, label_selector: Mapping[str, str]) -> list[ProviderServer]: ...
 
     def get_server_by_name(self, name: str) -> ProviderServer | None: ...
+
+    def close(self) -> None: ...
 
 
 def filter_offers(

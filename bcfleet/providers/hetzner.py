@@ -148,26 +148,23 @@ class HetznerProvider:
             "start_after_create": True,
         }
         context = {"name": name, "offerId": offer_id, "region": location}
-        ambiguous = False
+        lost: AmbiguousOutcome | None = None
         for attempt in range(self._policy.max_attempts):
             try:
                 payload = self._api.call(
                     "POST", "servers", body=body, idempotent=False, context=context
                 )
                 return _server_of(payload["server"])
-            except AmbiguousOutcome:
-                ambiguous = True
+            except AmbiguousOutcome as exc:
+                lost = exc
             except ConflictError as exc:
-                if not (ambiguous and exc.details.get("providerCode") == "uniqueness_error"):
+                if lost is None or exc.details.get("providerCode") != "uniqueness_error":
                     raise
-            adopted = self._adopt(name, labels)
+            adopted = self._adopt(name, labels, lost.reason)
             if adopted is not None:
                 return adopted
             self._clock.sleep(self._policy.backoff(attempt, self._rng))
-        raise ProviderUnavailableError(
-            f"{PROVIDER}: creating server {name!r} had no certain outcome; look it up by name",
-            {"provider": PROVIDER, "providerCode": "timeout", "name": name, "retryable": True},
-        )
+        raise _unknown_outcome(name, lost.reason if lost else "timeout")
 
     def delete_server(self, server_id: str) -> None:
         """Delete the server; NOT_FOUND if it was not there (after a lost answer: done)."""
@@ -192,9 +189,12 @@ class HetznerProvider:
         servers = [raw for raw in payload.get("servers", []) if raw.get("name") == name]
         return _server_of(servers[0]) if servers else None
 
-    def _adopt(self, name: str, labels: Mapping[str, str]) -> ProviderServer | None:
+    def _adopt(self, name: str, labels: Mapping[str, str], reason: str) -> ProviderServer | None:
         """The server a lost create made, if it is there and carries our labels."""
-        found = self.get_server_by_name(name)
+        try:
+            found = self.get_server_by_name(name)
+        except ProviderUnavailableError as exc:
+            raise _unknown_outcome(name, reason) from exc
         if found is None:
             return None
         if any(found.labels.get(key) != value for key, value in labels.items()):
@@ -234,6 +234,20 @@ def label_selector_text(labels: Mapping[str, str]) -> str:
             )
         parts.append(f"{key}={value}")
     return ",".join(parts)
+
+
+def _unknown_outcome(name: str, reason: str) -> ProviderUnavailableError:
+    return ProviderUnavailableError(
+        f"{PROVIDER}: creating server {name!r} may or may not have succeeded ({reason}); "
+        "look it up by name before creating it again",
+        {
+            "provider": PROVIDER,
+            "providerCode": reason,
+            "name": name,
+            "outcome": "unknown",
+            "retryable": True,
+        },
+    )
 
 
 def _next_page(payload: dict[str, Any], current: int) -> int | None:
