@@ -23,7 +23,12 @@ from bcfleet.errors import (
 from bcfleet.providers.base import ProviderImpl
 from bcfleet.providers.errors import ProviderRateLimitedError, ProviderUnavailableError
 from bcfleet.providers.fake_server import FakeHetzner
-from bcfleet.providers.hetzner import HetznerProvider, label_selector_text
+from bcfleet.providers.hetzner import (
+    HetznerProvider,
+    _offers_of,
+    _stock_by_location,
+    label_selector_text,
+)
 from bcfleet.providers.retrying import RetryPolicy
 
 START = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
@@ -168,6 +173,23 @@ def test_offers_follow_every_page(
     assert len({o.id for o in offers}) == 9
     assert fake.count("GET", "/server_types") == 5
     assert fake.count("GET", "/datacenters") == 3
+
+
+def test_offers_stay_available_when_datacenters_report_no_stock() -> None:
+    server_type = {
+        "id": 114,
+        "name": "cx23",
+        "cores": 2,
+        "memory": 4.0,
+        "disk": 40,
+        "deprecation": None,
+        "prices": [{"location": "fsn1", "price_hourly": {"net": "0.0048", "gross": "0.0057"}}],
+    }
+    stock = _stock_by_location([{"id": 4, "location": {"name": "fsn1"}}])
+    assert stock is None
+    [offer] = _offers_of(server_type, stock, START, "EUR")
+    assert offer.available and not offer.deprecated
+    assert offer.price_per_hour == 0.0057
 
 
 # ----- servers -----------------------------------------------------------------------------

@@ -6,10 +6,10 @@ name. ``pricePerHour`` is the gross ``price_hourly`` (VAT included, as the
 project is billed; document 000's 0.0071 EUR for cx22 is that figure).
 ``deprecated`` is true when the type or that location carries a
 ``deprecation``; ``available`` is false when no datacenter of the location
-has the type in ``server_types.available`` (sold out or not sold there), when
-the type's ``locations`` list leaves the location out, or after the
-deprecation's ``unavailable_after``. Hetzner Cloud only sells virtual servers,
-so every offer has kind ``vps``.
+has the type in ``server_types.available`` (sold out or not sold there; skipped
+when no datacenter reports ``server_types``), when the type's ``locations``
+list leaves the location out, or after the deprecation's ``unavailable_after``.
+Hetzner Cloud only sells virtual servers, so every offer has kind ``vps``.
 
 The API token is read from the environment variable the account names
 (``token_env``) on every request and put on that request only; it is never
@@ -20,6 +20,9 @@ name up, adopts the server when it carries the requested labels, and only then
 creates again (a second create of the same name fails with uniqueness_error,
 which again leads to the lookup). ``delete_server`` treats "not found" on a
 retry as done, since the first attempt deleted the server.
+
+One instance may serve several threads: httpx.Client is thread-safe, and the
+remembered rate-limit budget is only advice for the next request.
 """
 
 from __future__ import annotations
@@ -282,8 +285,10 @@ def _server_of(raw: dict[str, Any]) -> ProviderServer:
     )
 
 
-def _stock_by_location(datacenters: list[dict[str, Any]]) -> dict[str, set[int]]:
-    """Location name → ids of server types some datacenter there can create now."""
+def _stock_by_location(datacenters: list[dict[str, Any]]) -> dict[str, set[int]] | None:
+    """Location name → ids of server types some datacenter there can create now (None: unknown)."""
+    if not any("server_types" in datacenter for datacenter in datacenters):
+        return None
     stock: dict[str, set[int]] = {}
     for datacenter in datacenters:
         location = (datacenter.get("location") or {}).get("name")
@@ -294,7 +299,10 @@ def _stock_by_location(datacenters: list[dict[str, Any]]) -> dict[str, set[int]]
 
 
 def _offers_of(
-    server_type: dict[str, Any], stocked: dict[str, set[int]], now: datetime, currency: str
+    server_type: dict[str, Any],
+    stocked: dict[str, set[int]] | None,
+    now: datetime,
+    currency: str,
 ) -> list[Offer]:
     per_location = _location_entries(server_type)
     type_deprecation = server_type.get("deprecation")
@@ -304,7 +312,7 @@ def _offers_of(
         entry = per_location.get(region, {}) if per_location is not None else {}
         deprecation = entry.get("deprecation") or type_deprecation
         available = (
-            server_type["id"] in stocked.get(region, set())
+            (stocked is None or server_type["id"] in stocked.get(region, set()))
             and (per_location is None or region in per_location)
             and not _past(deprecation, now)
         )
