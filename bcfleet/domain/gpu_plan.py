@@ -21,18 +21,20 @@ Rules:
   frequent first: `no node fits (2 nodes): 2 × fits: 0 of 4 gpu free`, and for
   gangs `only 1 of 2 nodes fit (3 nodes): 2 × fits: 0 of 4 gpu free`.
 
-Speed: bookings are indexed by node once, as integer bitmasks per atom, with
-each node's earliest/latest start and end so that windows that overlap all or
-none of a node's bookings cost O(1); a plan is one pass over the nodes.
+Speed: bookings are indexed by node once, atoms as bits of an integer mask,
+spans sorted by end with prefix masks (see NodeIndex), so a window costs one
+bisection per node unless a booking starts after the window ends; a plan is
+one pass over the nodes.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from bcfleet.errors import InvalidInputError
@@ -147,18 +149,22 @@ Span = tuple[float, float, int, bool, Booking]
 
 @dataclass(slots=True)
 class NodeIndex:
-    """A node's bookings as spans (start, end, atom bit, freeable, booking), sorted by start."""
+    """A node's bookings as spans (start, end, atom bit, freeable, booking), latest end first.
+
+    For the first k spans (the k latest-ending), prefix_hard/prefix_soft hold the
+    OR of their atom bits and prefix_start the latest start among them, so a
+    window that every one of them overlaps is answered with one bisection.
+    """
 
     node: GpuNode
     position: int
     full: int
     spans: tuple[Span, ...]
+    neg_ends: list[float] = field(default_factory=list)
+    prefix_hard: list[int] = field(default_factory=list)
+    prefix_soft: list[int] = field(default_factory=list)
+    prefix_start: list[float] = field(default_factory=list)
     min_start: float = math.inf
-    max_start: float = -math.inf
-    min_end: float = math.inf
-    max_end: float = -math.inf
-    all_hard: int = 0
-    all_soft: int = 0
 
     @property
     def total(self) -> int:
@@ -166,19 +172,45 @@ class NodeIndex:
 
 
 def _index_node(node: GpuNode, position: int, spans: list[Span]) -> NodeIndex:
-    spans.sort(key=lambda span: span[0])
+    spans.sort(key=lambda span: -span[1])
     index = NodeIndex(node, position, (1 << len(node.atoms)) - 1, tuple(spans))
+    hard = soft = 0
+    latest = -math.inf
     for start, end, bit, freeable, _booking in spans:
-        index.min_start = min(index.min_start, start)
-        index.max_start = max(index.max_start, start)
-        index.min_end = min(index.min_end, end)
-        index.max_end = max(index.max_end, end)
         if freeable:
-            index.all_soft |= bit
+            soft |= bit
         else:
-            index.all_hard |= bit
-    index.all_soft &= ~index.all_hard
+            hard |= bit
+        latest = max(latest, start)
+        index.neg_ends.append(-end)
+        index.prefix_hard.append(hard)
+        index.prefix_soft.append(soft & ~hard)
+        index.prefix_start.append(latest)
+        index.min_start = min(index.min_start, start)
     return index
+
+
+def _group(
+    bookings: Iterable[Booking], atom_at: dict[str, tuple[int, int]], nodes: int
+) -> tuple[list[list[Span]], int]:
+    """Bookings as spans per node position; how many name atoms outside the snapshot."""
+    grouped: list[list[Span]] = [[] for _ in range(nodes)]
+    stamps: dict[datetime | None, float] = {None: math.inf}
+    ignored = 0
+    for booking in bookings:
+        where = atom_at.get(booking.atom_id)
+        if where is None:
+            ignored += 1
+            continue
+        start = stamps.get(booking.start)
+        if start is None:
+            start = stamps[booking.start] = _ts(booking.start)
+        end = stamps.get(booking.end)
+        if end is None:
+            end = stamps[booking.end] = _ts_end(booking.end)
+        freeable = booking.spot and booking.state in LIVE_STATES
+        grouped[where[0]].append((start, end, where[1], freeable, booking))
+    return grouped, ignored
 
 
 class GpuSnapshot:
@@ -194,15 +226,7 @@ class GpuSnapshot:
                 if atom in atom_at:
                     raise ValueError(f"atom {atom!r} listed twice")
                 atom_at[atom] = (position, 1 << bit_index)
-        grouped: list[list[Span]] = [[] for _ in ordered]
-        ignored = 0
-        for booking in bookings:
-            where = atom_at.get(booking.atom_id)
-            if where is None:
-                ignored += 1
-                continue
-            span = (_ts(booking.start), _ts_end(booking.end), where[1], booking.freeable, booking)
-            grouped[where[0]].append(span)
+        grouped, ignored = _group(bookings, atom_at, len(ordered))
         self._index = tuple(
             _index_node(node, position, grouped[position]) for position, node in enumerate(ordered)
         )
@@ -227,15 +251,21 @@ class GpuSnapshot:
 
 def window_masks(index: NodeIndex, start: float, end: float) -> tuple[int, int]:
     """(hard, soft) atom masks busy in [start, end): soft = held only by live spot bookings."""
-    if index.min_start >= end or index.max_end <= start:
+    neg_ends = index.neg_ends
+    if not neg_ends or index.min_start >= end:
         return 0, 0
-    if index.max_start < end and index.min_end > start:
-        return index.all_hard, index.all_soft
+    if -neg_ends[-1] > start:
+        ending_after = len(neg_ends)
+    else:
+        ending_after = bisect_left(neg_ends, -start)
+        if ending_after == 0:
+            return 0, 0
+    last = ending_after - 1
+    if index.prefix_start[last] < end:
+        return index.prefix_hard[last], index.prefix_soft[last]
     hard = soft = 0
-    for span_start, span_end, bit, freeable, _booking in index.spans:
-        if span_start >= end:
-            break
-        if span_end > start:
+    for span_start, _end, bit, freeable, _booking in index.spans[:ending_after]:
+        if span_start < end:
             if freeable:
                 soft |= bit
             else:
@@ -247,14 +277,14 @@ def spot_holders(index: NodeIndex, start: float, end: float) -> dict[str, tuple[
     """Live spot reservations booked on a node in [start, end): atom mask and earliest start."""
     holders: dict[str, tuple[int, datetime]] = {}
     for span_start, span_end, bit, freeable, booking in index.spans:
-        if span_start >= end:
+        if span_end <= start:
             break
-        if freeable and span_end > start:
+        if freeable and span_start < end:
+            booked = as_utc(booking.start)
             known = holders.get(booking.holder_id)
-            if known is None:
-                holders[booking.holder_id] = (bit, as_utc(booking.start))
-            else:
-                holders[booking.holder_id] = (known[0] | bit, known[1])
+            if known is not None:
+                bit, booked = bit | known[0], min(booked, known[1])
+            holders[booking.holder_id] = (bit, booked)
     return holders
 
 
