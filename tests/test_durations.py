@@ -1,4 +1,4 @@
-"""Reservation durations: what parses, what is refused with INVALID_INPUT, and the canonical spelling."""
+"""Reservation durations: what parses, what is INVALID_INPUT, and the canonical spelling."""
 
 from __future__ import annotations
 
