@@ -245,9 +245,9 @@ def _best_gang(
             break
         gang = _grow(seed, pool, size, count)
         key = _gang_key(gang)
-        if len(gang) < size or key[2] in seen:
+        if len(gang) < size:
             continue
-        seen.add(key[2])
+        seen.add(key[2])  # the same nodes grown from another seed may share victims better
         if best_key is None or key < best_key:
             best, best_key = gang, key
     return (best, len(seen)) if best is not None else None
