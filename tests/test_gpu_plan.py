@@ -52,7 +52,7 @@ def atoms_of(result_plan: object) -> list[tuple[str, tuple[str, ...]]]:
 
 def test_a_free_node_takes_its_first_atoms() -> None:
     result = plan_placement(GpuSnapshot([node("a", 8)], []), request(2))
-    assert result.fits and result.reason is None
+    assert result.fits and result.reason is None and result.best == result.plans[0]
     assert atoms_of(result.plans[0]) == [("node_a", ("a-gpu0", "a-gpu1"))]
     assert result.plans[0].score == 6
 
@@ -98,6 +98,18 @@ def test_free_spot_never_frees_regular_bookings() -> None:
     bookings = booked("a", range(2), "rsv_s", spot=True) + booked("a", range(2, 4), "rsv_r")
     result = plan_placement(GpuSnapshot([node("a")], bookings), request(4), free_spot=True)
     assert result.reason == "no node fits (1 node): 1 × fits: 2 of 4 gpu free"
+
+
+def test_the_snapshot_knows_each_atoms_node() -> None:
+    snapshot = GpuSnapshot([node("b"), node("a")], [])
+    assert [n.id for n in snapshot.nodes] == ["node_a", "node_b"]
+    assert snapshot.node_of_atom("b-gpu3") == node("b")
+    assert snapshot.node_of_atom("zz-gpu0") is None
+
+
+def test_an_atom_on_two_nodes_is_a_bug() -> None:
+    with pytest.raises(ValueError, match="listed twice"):
+        GpuSnapshot([node("a"), GpuNode("node_x", "x", ("a-gpu0",))], [])
 
 
 def test_bookings_of_other_pools_atoms_are_ignored() -> None:

@@ -166,10 +166,6 @@ class NodeIndex:
     prefix_start: list[float] = field(default_factory=list)
     min_start: float = math.inf
 
-    @property
-    def total(self) -> int:
-        return len(self.node.atoms)
-
 
 def _index_node(node: GpuNode, position: int, spans: list[Span]) -> NodeIndex:
     spans.sort(key=lambda span: -span[1])
@@ -420,22 +416,3 @@ def plan_placement(
         picks = tuple(pick(fit.index, fit.mask) for fit in gang)
         plans.append(Plan(picks, sum(fit.leftover for fit in gang)))
     return PlanResult(True, tuple(plans), None, len(fits))
-
-
-__all__ = [
-    "BINDINGS",
-    "LIVE_STATES",
-    "Booking",
-    "GpuNode",
-    "GpuRequest",
-    "GpuSnapshot",
-    "NodeFit",
-    "NodeIndex",
-    "NodePick",
-    "Plan",
-    "PlanResult",
-    "as_utc",
-    "explain",
-    "plan_placement",
-    "window_masks",
-]
