@@ -6,10 +6,18 @@ pending, then locks the victims and books the plan inside one savepoint.
 1. deadline = max(request start, now + notice).
 2. The request is planned for [deadline, deadline + its duration) as if the
    bookings of every live spot reservation overlapping that window were free.
-3. Nodes are examined in id order; the first `limit` fitting candidates (whole
-   gangs for nodes > 1) are compared, and the one preempting the fewest
-   distinct spot reservations wins, then the lowest score (idle GPUs left on
-   its nodes, as in gpu_plan), then the lowest node ids.
+3. Nodes are examined in id order and the search stops at the first `limit`
+   nodes that would fit (`limit + nodes - 1` for a gang, which then compares at
+   most `limit` whole candidate gangs, one grown from each of the best-ranked
+   nodes). The plan preempting the fewest distinct spot reservations wins, then
+   the lowest score (idle GPUs left on its nodes, as in gpu_plan), then the
+   lowest node ids. Like kube-scheduler's DefaultPreemption, a bounded search
+   may miss a cheaper node further down the pool; that is the price of a
+   planner that stays fast on thousands of nodes.
+
+Callers try plan_placement first: a plan without victims (spot work ending
+before the deadline) is still a plan, starting at the deadline.
+
 On a node, the victims are the smallest set of spot reservations whose
 eviction frees enough atoms (exact search up to EXACT_HOLDERS reservations on
 the node, largest-first greedy beyond), preferring the set that frees the
@@ -149,7 +157,11 @@ def _candidate(
     prefreed: frozenset[str] = frozenset(),
 ) -> _Candidate | None:
     """The node's cheapest way to free `count` atoms, victims in `prefreed` costing nothing."""
-    masks = {name: held[0] & available for name, held in holders.items() if name not in prefreed}
+    masks = {
+        name: held[0] & available
+        for name, held in holders.items()
+        if name not in prefreed and held[0] & available
+    }
     chosen = _choose(available, masks, count)
     if chosen is None:
         return None
