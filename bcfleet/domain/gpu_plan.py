@@ -170,19 +170,24 @@ class NodeIndex:
 def _index_node(node: GpuNode, position: int, spans: list[Span]) -> NodeIndex:
     spans.sort(key=lambda span: -span[1])
     index = NodeIndex(node, position, (1 << len(node.atoms)) - 1, tuple(spans))
+    neg_ends, prefix_hard = index.neg_ends, index.prefix_hard
+    prefix_soft, prefix_start = index.prefix_soft, index.prefix_start
     hard = soft = 0
-    latest = -math.inf
+    latest = earliest = spans[0][0] if spans else math.inf
     for start, end, bit, freeable, _booking in spans:
         if freeable:
             soft |= bit
         else:
             hard |= bit
-        latest = max(latest, start)
-        index.neg_ends.append(-end)
-        index.prefix_hard.append(hard)
-        index.prefix_soft.append(soft & ~hard)
-        index.prefix_start.append(latest)
-        index.min_start = min(index.min_start, start)
+        if start > latest:
+            latest = start
+        elif start < earliest:
+            earliest = start
+        neg_ends.append(-end)
+        prefix_hard.append(hard)
+        prefix_soft.append(soft & ~hard)
+        prefix_start.append(latest)
+    index.min_start = earliest
     return index
 
 
