@@ -112,6 +112,31 @@ def test_an_atom_on_two_nodes_is_a_bug() -> None:
         GpuSnapshot([node("a"), GpuNode("node_x", "x", ("a-gpu0",))], [])
 
 
+def test_replacing_one_nodes_bookings_matches_a_fresh_snapshot() -> None:
+    nodes = [node("a"), node("b"), node("c")]
+    before = booked("a", range(4), "i1") + booked("b", [0, 1], "i2") + booked("c", [3], "i3")
+    after = booked("a", range(4), "i1") + booked("b", range(4), "i4") + booked("c", [3], "i3")
+    updated = GpuSnapshot(nodes, before).with_bookings(["node_b"], booked("b", range(4), "i4"))
+    fresh = GpuSnapshot(nodes, after)
+    assert plan_placement(updated, request(1)) == plan_placement(fresh, request(1))
+    assert plan_placement(updated, request(4)).reason == plan_placement(fresh, request(4)).reason
+
+
+@pytest.mark.parametrize(
+    ("node_ids", "bookings", "message"),
+    [
+        pytest.param(["node_x"], [], "does not have", id="unknown-node"),
+        pytest.param(["node_a"], booked("b", [0], "i"), "not listed", id="booking-elsewhere"),
+    ],
+)
+def test_replacing_bookings_refuses_mistakes(
+    node_ids: list[str], bookings: list[Booking], message: str
+) -> None:
+    snapshot = GpuSnapshot([node("a"), node("b")], [])
+    with pytest.raises(ValueError, match=message):
+        snapshot.with_bookings(node_ids, bookings)
+
+
 def test_bookings_of_other_pools_atoms_are_ignored() -> None:
     snapshot = GpuSnapshot([node("a")], booked("zz", range(4), "ins_9"))
     assert snapshot.bookings_ignored == 4

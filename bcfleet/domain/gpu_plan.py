@@ -192,10 +192,14 @@ def _index_node(node: GpuNode, position: int, spans: list[Span]) -> NodeIndex:
 
 
 def _group(
-    bookings: Iterable[Booking], atom_at: dict[str, tuple[int, int]], nodes: int
-) -> tuple[list[list[Span]], int]:
-    """Bookings as spans per node position; how many name atoms outside the snapshot."""
-    grouped: list[list[Span]] = [[] for _ in range(nodes)]
+    bookings: Iterable[Booking],
+    atom_at: dict[str, tuple[int, int]],
+    grouped: list[list[Span]] | dict[int, list[Span]],
+) -> int:
+    """Append bookings as spans to their node position's list; count those of unknown atoms.
+
+    A position missing from a dict `grouped` raises KeyError.
+    """
     stamps: dict[datetime | None, float] = {None: math.inf}
     ignored = 0
     for booking in bookings:
@@ -211,7 +215,7 @@ def _group(
             end = stamps[booking.end] = _ts_end(booking.end)
         freeable = booking.spot and booking.state in LIVE_STATES
         grouped[where[0]].append((start, end, where[1], freeable, booking))
-    return grouped, ignored
+    return ignored
 
 
 class GpuSnapshot:
@@ -227,7 +231,8 @@ class GpuSnapshot:
                 if atom in atom_at:
                     raise ValueError(f"atom {atom!r} listed twice")
                 atom_at[atom] = (position, 1 << bit_index)
-        grouped, ignored = _group(bookings, atom_at, len(ordered))
+        grouped: list[list[Span]] = [[] for _ in ordered]
+        ignored = _group(bookings, atom_at, grouped)
         self._index = tuple(
             _index_node(node, position, grouped[position]) for position, node in enumerate(ordered)
         )
@@ -248,6 +253,31 @@ class GpuSnapshot:
     def node_of_atom(self, atom_id: str) -> GpuNode | None:
         where = self._atom_at.get(atom_id)
         return None if where is None else self._index[where[0]].node
+
+    def with_bookings(self, node_ids: Iterable[str], bookings: Iterable[Booking]) -> GpuSnapshot:
+        """A new snapshot whose listed nodes carry exactly `bookings`; other nodes are shared.
+
+        For a caller that keeps a pool's snapshot and reloads only the nodes a
+        write touched: O(touched bookings) instead of a whole-pool rebuild. Node
+        changes (added, removed, draining) need a new snapshot.
+        """
+        positions = {index.node.id: index.position for index in self._index}
+        replaced = {positions.get(node_id, -1) for node_id in node_ids}
+        if -1 in replaced:
+            raise ValueError("with_bookings lists a node the snapshot does not have")
+        grouped: dict[int, list[Span]] = {position: [] for position in replaced}
+        try:
+            ignored = _group(bookings, self._atom_at, grouped)
+        except KeyError as exc:
+            raise ValueError("with_bookings got a booking on a node not listed") from exc
+        index = list(self._index)
+        for position, spans in grouped.items():
+            index[position] = _index_node(index[position].node, position, spans)
+        fresh = object.__new__(GpuSnapshot)
+        fresh._index = tuple(index)
+        fresh._atom_at = self._atom_at
+        fresh.bookings_ignored = self.bookings_ignored + ignored
+        return fresh
 
 
 def window_masks(index: NodeIndex, start: float, end: float) -> tuple[int, int]:
