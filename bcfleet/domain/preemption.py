@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from itertools import combinations
-from typing import Any
+from typing import Any, Literal
 
 from bcfleet.domain.gpu_plan import (
     GpuRequest,
@@ -52,8 +52,9 @@ from bcfleet.domain.gpu_plan import (
 DEFAULT_NOTICE = timedelta(minutes=2)
 DEFAULT_LIMIT = 64
 EXACT_HOLDERS = 8
-CUT_BACK = "cut-back"
-REQUEUE = "requeue"
+Action = Literal["cut-back", "requeue"]
+CUT_BACK: Action = "cut-back"
+REQUEUE: Action = "requeue"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -72,7 +73,7 @@ class Victim:
     """A spot reservation the plan preempts, and what happens to it."""
 
     reservation_id: str
-    action: str  # CUT_BACK or REQUEUE
+    action: Action
     start: datetime
     new_end: datetime | None  # the deadline when cut back; None when requeued
 
