@@ -1,0 +1,33 @@
+"""`fleet tui [--read-only] [--refresh SECONDS] [--tenant T]`: the operator dashboard."""
+
+from __future__ import annotations
+
+import click
+
+from bcfleet.cli.common import common_options, state
+
+
+def run_dashboard(*, read_only: bool, refresh: float, tenant: str | None) -> None:
+    """Open the dashboard on the CLI's fleet (its --db, --token) until the operator quits."""
+    from bcfleet.tui.app import FleetApp
+    from bcfleet.tui.source import LocalSource
+
+    s = state()
+    source = LocalSource(s.fleet, s.credential)
+    FleetApp(source, read_only=read_only, refresh_seconds=refresh, tenant=tenant).run()
+
+
+@click.command("tui")
+@common_options
+@click.option("--read-only", is_flag=True, help="Show everything; change nothing.")
+@click.option(
+    "--refresh",
+    type=click.FloatRange(min=0),
+    default=2.0,
+    show_default=True,
+    help="Seconds between refreshes (0: only when you press r).",
+)
+@click.option("--tenant", help="The tenant the compute settings and preview start on.")
+def group(read_only: bool, refresh: float, tenant: str | None) -> None:
+    """The operator dashboard: hosts, reservations, previews, compute settings, usage, events."""
+    run_dashboard(read_only=read_only, refresh=refresh, tenant=tenant)

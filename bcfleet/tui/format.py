@@ -1,0 +1,115 @@
+"""How the dashboard writes numbers, ages and countdowns; pure, shared by every view.
+
+State is never told by colour alone: a cell that is over its capacity says
+"over" in words, a disconnected source says DISCONNECTED, and colours only
+repeat what the text already says (NO_COLOR loses nothing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from rich.text import Text
+
+from bcfleet.clock import parse_time
+from bcfleet.domain.instance_spec import format_cpuset
+
+DASH = "-"
+
+
+def ratio_text(ratio: float) -> str:
+    """A ratio as written: 2.0 → '2', 1.5 → '1.5'."""
+    return f"{ratio:g}"
+
+
+def usage_cell(row: Mapping[str, Any] | None, *, narrow: bool = False) -> tuple[Text, float]:
+    """'30/128 ×2' for allocated of floor(allocatable × ratio), and the fraction used for sorting.
+
+    At or above 90 % the cell is marked as getting full; above 100 % (a host whose
+    allocatable shrank under what it holds) it reads 'over' as well as turning red.
+    Narrow tables leave out a ratio of 1 (no overcommit).
+    """
+    if row is None:
+        return Text(DASH, style="dim"), -1.0
+    allocated, capacity = int(row["allocated"]), int(row["capacity"])
+    fraction = allocated / capacity if capacity else (0.0 if allocated == 0 else float("inf"))
+    ratio = float(row["ratio"])
+    shown = "" if narrow and ratio == 1 else f" ×{ratio_text(ratio)}"
+    text = Text(f"{allocated}/{capacity}{shown}")
+    if fraction > 1:
+        text.append(" over", style="bold")
+        text.stylize("bold red")
+    elif fraction >= 0.9:
+        text.stylize("yellow")
+    return text, fraction
+
+
+def count_of(used: int | None, total: int | None) -> tuple[Text, float]:
+    """'2/4' for used of total (GPUs), '-' when unknown."""
+    if used is None or total is None:
+        return Text(DASH, style="dim"), -1.0
+    return Text(f"{used}/{total}"), (used / total if total else -1.0)
+
+
+def duration_text(seconds: float, *, short: bool = False) -> str:
+    """A duration: 42s, 5m 10s, 3h 20m, 2d 4h; short keeps the larger unit only (5m, 3h, 2d)."""
+    total = int(max(seconds, 0))
+    if total < 60:
+        return f"{total}s"
+    minutes, secs = divmod(total, 60)
+    if short:
+        hours, days = minutes // 60, minutes // 1440
+        return f"{days}d" if days else f"{hours}h" if hours else f"{minutes}m"
+    if minutes < 60:
+        return f"{minutes}m {secs}s" if secs and minutes < 10 else f"{minutes}m"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours}h {minutes}m" if minutes else f"{hours}h"
+    days, hours = divmod(hours, 24)
+    return f"{days}d {hours}h" if hours else f"{days}d"
+
+
+def age(when: str | None, now: datetime, *, short: bool = False) -> tuple[str, float]:
+    """How long ago an RFC 3339 time was ('12s', '3h 5m'), and the seconds for sorting."""
+    if not when:
+        return DASH, float("inf")
+    seconds = (now - parse_time(when)).total_seconds()
+    return duration_text(seconds, short=short), seconds
+
+
+def countdown(when: str | None, now: datetime) -> tuple[Text, float]:
+    """Time left until an RFC 3339 time: 'in 1m 50s', or 'passed' once it is behind us."""
+    if not when:
+        return Text(DASH, style="dim"), float("inf")
+    seconds = (parse_time(when) - now).total_seconds()
+    if seconds <= 0:
+        return Text("passed", style="dim"), seconds
+    text = Text(f"in {duration_text(seconds)}")
+    if seconds < 60:
+        text.stylize("bold red")
+    elif seconds < 300:
+        text.stylize("yellow")
+    return text, seconds
+
+
+def clock_time(when: datetime) -> str:
+    """The time of day of a stamp, UTC: '10:00:02'."""
+    return when.strftime("%H:%M:%S")
+
+
+def short_time(when: str | None) -> str:
+    """An RFC 3339 time as 'MM-DD HH:MM' (UTC), '-' when absent."""
+    if not when:
+        return DASH
+    return parse_time(when).strftime("%m-%d %H:%M")
+
+
+def cpulist(ids: Iterable[int]) -> str:
+    """CPU ids as Linux and libvirt write them: [0, 1, 2, 5] → '0-2,5'; '-' when empty."""
+    return format_cpuset(ids) or DASH
+
+
+def plain(value: Text | str) -> str:
+    return value.plain if isinstance(value, Text) else value

@@ -1,0 +1,268 @@
+"""The base of every view: title bar, body, prompt, status line, footer, and the refresh loop.
+
+A view fetches in a thread worker (`fetch`, never on the UI thread) and shows
+the result on the UI thread (`show`). Fetches never overlap: a tick that finds
+one still running is skipped. When the source's revision has not moved since
+the last fetch, nothing is fetched and the view only redraws what depends on
+the clock (ages, countdowns), so an idle dashboard costs next to nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, ClassVar, cast
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Static
+
+from bcfleet.errors import FleetError
+from bcfleet.tui.source import FleetSource, NotAvailable
+from bcfleet.tui.widgets.bars import Freshness, StatusLine, TitleBar
+from bcfleet.tui.widgets.prompt import Prompt
+
+if TYPE_CHECKING:
+    from bcfleet.tui.app import FleetApp
+
+
+class ViewScreen(Screen[None]):
+    """One view of the dashboard; subclasses give `compose_body`, `fetch` and `show`."""
+
+    TITLE: ClassVar[str] = ""
+    ABOUT: ClassVar[str] = ""
+    AUTO_REFRESH: ClassVar[bool] = True
+    CLOCK_DEPENDENT: ClassVar[bool] = True
+    MUTATING: ClassVar[frozenset[str]] = frozenset()
+    """Actions that change state; --read-only removes them (keys, footer, palette)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("r", "reload", "Refresh"),
+        Binding("escape", "back", "Back (a filter is cleared first)", show=False),
+        Binding("colon", "command", "Switch view by name (Tab completes)", show=False),
+    ]
+
+    class Loaded(Message):
+        def __init__(self, data: Any, revision: int | None, at: datetime) -> None:
+            super().__init__()
+            self.data, self.revision, self.at = data, revision, at
+
+    class Unchanged(Message):
+        def __init__(self, at: datetime) -> None:
+            super().__init__()
+            self.at = at
+
+    class Failed(Message):
+        def __init__(self, error: Exception, *, disconnected: bool, area: str | None = None):
+            super().__init__()
+            self.error, self.disconnected, self.area = error, disconnected, area
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.data: Any = None
+        self.now: datetime | None = None
+        self.freshness = Freshness()
+        self._revision: int | None = None
+        self._busy = False
+        self._last_ok = 0.0
+
+    # -- layout -------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield TitleBar(id="title")
+        with Vertical(id="body"):
+            yield from self.compose_body()
+            yield Static(id="notice", classes="notice")
+        yield Prompt(self.fleet_app.view_names())
+        yield StatusLine(id="status")
+        yield Footer(compact=True)
+
+    def compose_body(self) -> ComposeResult:
+        yield from ()
+
+    def crumbs(self) -> list[str]:
+        return [self.TITLE]
+
+    def summary(self) -> Text:
+        return Text("")
+
+    def on_mount(self) -> None:
+        self.query_one(Prompt).close()
+        self.query_one("#notice", Static).display = False
+        self.update_title()
+        self.update_status()
+
+    def update_title(self) -> None:
+        for bar in self.query(TitleBar):
+            bar.show(self.crumbs(), self.source.describe(), self.fleet_app.read_only)
+
+    @property
+    def fleet_app(self) -> FleetApp:
+        return cast("FleetApp", self.app)
+
+    @property
+    def source(self) -> FleetSource:
+        return self.fleet_app.source
+
+    def check_action(self, action: str, _parameters: tuple[object, ...]) -> bool | None:
+        return not (action in self.MUTATING and self.fleet_app.read_only)
+
+    # -- the refresh loop ----------------------------------------------------------------------
+
+    def on_screen_resume(self) -> None:
+        if self.reload_on_resume():
+            self.request_refresh()
+
+    def reload_on_resume(self) -> bool:
+        """Whether coming back to the view fetches again (a form with edits says no)."""
+        return True
+
+    def tick(self) -> None:
+        """Called by the app's timer while this view is on top."""
+        if self.AUTO_REFRESH:
+            self.request_refresh()
+        self._check_stale()
+
+    def request_refresh(self, *, force: bool = False) -> None:
+        if self._busy:
+            return
+        self._busy = True
+        self.freshness.loading = True
+        self.update_status()
+        self._fetch_in_thread(force or self.data is None)
+
+    @work(thread=True, exclusive=True, group="fetch", exit_on_error=False)
+    def _fetch_in_thread(self, force: bool) -> None:
+        source = self.source
+        try:
+            revision = source.revision()
+            if not force and revision is not None and revision == self._revision:
+                self.post_message(self.Unchanged(source.now()))
+                return
+            data = self.fetch()
+            self.post_message(self.Loaded(data, revision, source.now()))
+        except NotAvailable as exc:
+            self.post_message(self.Failed(exc, disconnected=False, area=exc.area))
+        except FleetError as exc:
+            self.post_message(self.Failed(exc, disconnected=False))
+        except Exception as exc:  # noqa: BLE001 - the database or the network went away
+            self.post_message(self.Failed(exc, disconnected=True))
+
+    def on_view_screen_loaded(self, message: Loaded) -> None:
+        self._busy = False
+        self._revision, self.data, self.now = message.revision, message.data, message.at
+        self._good(message.at)
+        self.set_notice(None)
+        self.show(message.data)
+        self.update_status()
+
+    def on_view_screen_unchanged(self, message: Unchanged) -> None:
+        self._busy = False
+        self._good(message.at)
+        if self.CLOCK_DEPENDENT and self.data is not None:
+            self.now = message.at
+            self.show(self.data)
+        self.update_status()
+
+    def on_view_screen_failed(self, message: Failed) -> None:
+        self._busy = False
+        self.freshness.loading = False
+        self.show_failure(message.error, disconnected=message.disconnected, area=message.area)
+        self.update_status()
+
+    def show_failure(self, error: Exception, *, disconnected: bool, area: str | None) -> None:
+        """Not available in this build, disconnected (rows kept, marked), or an API error."""
+        if area is not None:
+            self.set_notice(f"{area}: not available in this build.")
+            self.freshness = Freshness(unavailable=True)
+        elif disconnected:
+            self.freshness.disconnected = True
+            self.freshness.problem = _one_line(error)
+        else:
+            self.freshness.disconnected = False
+            self.set_notice(f"{getattr(error, 'code', 'ERROR')}: {error}")
+
+    def _good(self, at: datetime) -> None:
+        self._last_ok = time.monotonic()
+        self.freshness = Freshness(updated=at)
+
+    def _check_stale(self) -> None:
+        interval = self.fleet_app.refresh_seconds
+        if self.freshness.updated is None or interval <= 0:
+            return
+        stale = time.monotonic() - self._last_ok > max(3 * interval, 10.0)
+        if stale != self.freshness.stale:
+            self.freshness.stale = stale
+            self.update_status()
+
+    # -- what subclasses give ------------------------------------------------------------------
+
+    def fetch(self) -> Any:
+        """Read what the view shows; runs in a worker thread."""
+        return None
+
+    def show(self, data: Any) -> None:
+        """Show fetched data; runs on the UI thread."""
+
+    def set_notice(self, text: str | None) -> None:
+        """A message in place of the body (not available, an error), or None to show the body."""
+        notice = self.query_one("#notice", Static)
+        notice.update(text or "")
+        notice.display = text is not None
+        for child in self.query_one("#body").children:
+            if child is not notice and text is not None:
+                child.display = False
+            elif child is not notice:
+                child.display = True
+
+    def update_status(self) -> None:
+        for line in self.query(StatusLine):
+            line.show(self.summary(), self.freshness)
+
+    def commands(self) -> Iterable[SystemCommand]:
+        """Command palette entries of this view (the app adds the views themselves)."""
+        yield SystemCommand("Refresh", "Fetch this view again now (r)", self.action_reload)
+
+    # -- keys -----------------------------------------------------------------------------------
+
+    def action_reload(self) -> None:
+        self.request_refresh(force=True)
+
+    def action_command(self) -> None:
+        self.query_one(Prompt).open("command")
+
+    def action_back(self) -> None:
+        if len(self.app.screen_stack) > 1:
+            self.app.pop_screen()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if not isinstance(event.input, Prompt) or event.input.mode != "command":
+            return
+        event.stop()
+        prompt = event.input
+        prompt.close()
+        name = event.value.strip().lstrip(":").lower()
+        if name in ("q", "quit"):
+            self.app.exit()
+        elif name:
+            self.fleet_app.open_view(name)
+        self.focus_body()
+
+    def on_prompt_cancelled(self, _event: Prompt.Cancelled) -> None:
+        self.query_one(Prompt).close()
+        self.focus_body()
+
+    def focus_body(self) -> None:
+        """Give the focus back to the view's main widget."""
+        self.focus_next()
+
+
+def _one_line(error: Exception) -> str:
+    text = str(error).strip().splitlines()
+    return (text[0] if text else type(error).__name__)[:120]

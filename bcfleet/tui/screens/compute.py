@@ -1,0 +1,322 @@
+"""Compute settings: document 004's Compute tab for one tenant, drawn from compute_model's Evaluation.
+
+Loaded when the view opens (the list of what uses each size refreshes only
+then, as the document says) and never by the timer, so edits are not lost.
+Credits per month and the Total follow every keystroke before saving; Save
+changes answers "Your compute settings are saved." or names what still uses a
+size. --read-only shows the settings without Save and with the controls off.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Grid, Horizontal, Vertical
+from textual.message import Message
+from textual.widgets import Button, Input, Label, Select, Static
+
+from bcfleet.domain.sizes import SIZE_NAMES, label
+from bcfleet.errors import FleetError
+from bcfleet.tui.compute_model import Evaluation, Form, evaluate
+from bcfleet.tui.screens.base import ViewScreen
+from bcfleet.tui.source import ComputeSnapshot, SaveOutcome
+from bcfleet.tui.widgets.onoff import OnOff
+
+NO_DEFAULT = "None chosen (Medium)"
+
+
+class ComputeView(ViewScreen):
+    TITLE = "Compute settings"
+    ABOUT = (
+        "A tenant's Compute tab: which instance sizes it can use (Enabled), how many spare "
+        "instances to keep ready for each (0 to 10), what they cost in credits per month "
+        "(spares × 720, updated as you type) and the default size for new services. The "
+        "default's Enabled switch is locked. A size something still uses cannot be turned "
+        "off: the warning names each service and environment. Tab moves between fields, "
+        "Space flips a switch."
+    )
+    AUTO_REFRESH = False
+    CLOCK_DEPENDENT = False
+    MUTATING = frozenset({"save"})
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+s", "save", "Save changes"),
+        Binding("ctrl+t", "next_tenant", "Next tenant"),
+    ]
+
+    class Saved(Message):
+        def __init__(self, outcome: SaveOutcome) -> None:
+            super().__init__()
+            self.outcome = outcome
+
+    class SaveFailed(Message):
+        def __init__(self, error: Exception) -> None:
+            super().__init__()
+            self.error = error
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tenant: str | None = None
+        self.tenants: list[str] = []
+        self.snapshot: ComputeSnapshot | None = None
+        self.form: Form | None = None
+        self.evaluation: Evaluation | None = None
+
+    # -- layout -------------------------------------------------------------------------------
+
+    def compose_body(self) -> ComposeResult:
+        with Vertical(id="compute"):
+            with Horizontal(classes="field-row"):
+                yield Label("Tenant", classes="field-label")
+                yield Select[str]([], id="tenant", allow_blank=True, prompt="-", compact=True)
+            with Grid(id="sizes"):
+                for heading in ("Size", "Enabled", "Spare instances", "Credits per month"):
+                    yield Label(heading, classes="heading")
+                for size in SIZE_NAMES:
+                    yield Static(id=f"label-{size}", classes="size-label")
+                    yield OnOff(id=f"enabled-{size}")
+                    yield Input(id=f"spares-{size}", restrict=r"[0-9]*", max_length=3, compact=True)
+                    yield Static(id=f"credits-{size}", classes="credits")
+                yield Static("")
+                yield Static("")
+                yield Label("Total", classes="heading")
+                yield Static(id="total", classes="credits")
+            with Horizontal(classes="field-row"):
+                yield Label("Default size", classes="field-label")
+                yield Select[str](
+                    [], id="default", allow_blank=True, prompt=NO_DEFAULT, compact=True
+                )
+            with Horizontal(id="actions"):
+                yield Button("Save changes", id="save", variant="primary", compact=True)
+                yield Static(id="message")
+            yield Static(id="warnings")
+        with Vertical(id="load-failed"):
+            yield Static(id="load-error")
+            yield Button("Retry", id="retry", compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#load-failed").display = False
+        self.query_one("#compute").display = False
+        if self.fleet_app.read_only:
+            self.query_one("#save", Button).display = False
+
+    def crumbs(self) -> list[str]:
+        return [self.TITLE] + ([self.tenant] if self.tenant else [])
+
+    def summary(self) -> Text:
+        ev = self.evaluation
+        if ev is None:
+            return Text("")
+        text = Text(f"tenant {self.tenant} · total {ev.total} credits/month")
+        if ev.dirty:
+            text.append(" · unsaved changes", style="bold")
+        return text
+
+    # -- loading --------------------------------------------------------------------------------
+
+    def reload_on_resume(self) -> bool:
+        return self.evaluation is None or not self.evaluation.dirty
+
+    def fetch(self) -> Any:
+        tenants = [t["id"] for t in self.source.tenants()]
+        tenant = self.tenant or self.fleet_app.tenant or _first_tenant(tenants)
+        return tenants, self.source.compute_settings(tenant)
+
+    def show(self, data: Any) -> None:
+        tenants, snapshot = data
+        self.tenants, self.tenant, self.snapshot = tenants, snapshot.tenant, snapshot
+        self.form = Form.of(snapshot.settings)
+        self.query_one("#load-failed").display = False
+        self.query_one("#compute").display = True
+        with self.prevent(Select.Changed, Input.Changed, OnOff.Changed):
+            select = self.query_one("#tenant", Select)
+            select.set_options((t, t) for t in tenants)
+            select.value = snapshot.tenant
+            for size in SIZE_NAMES:
+                self.query_one(f"#spares-{size}", Input).value = self.form.spares[size]
+        self._message("")
+        self.redraw(load=True)
+        self.update_title()
+        self.query_one(f"#enabled-{SIZE_NAMES[0]}", OnOff).focus()
+
+    def show_failure(self, error: Exception, *, disconnected: bool, area: str | None) -> None:
+        if area is not None:
+            super().show_failure(error, disconnected=disconnected, area=area)
+            return
+        self.query_one("#compute").display = False
+        self.query_one("#load-failed").display = True
+        self.query_one("#load-error", Static).update(
+            Text(f"Couldn't load the compute settings: {error}", style="bold")
+        )
+        self.query_one("#retry", Button).focus()
+
+    # -- drawing ----------------------------------------------------------------------------------
+
+    def redraw(self, *, load: bool = False) -> None:
+        if self.snapshot is None or self.form is None:
+            return
+        ev = self.evaluation = evaluate(self.snapshot, self.form)
+        read_only = self.fleet_app.read_only
+        with self.prevent(Select.Changed, Input.Changed, OnOff.Changed):
+            for line in ev.lines:
+                size_text = Text(line.label, style="bold")
+                size_text.append(f"\n{line.shapes}", style="dim")
+                self.query_one(f"#label-{line.size}", Static).update(size_text)
+                switch = self.query_one(f"#enabled-{line.size}", OnOff)
+                switch.value, switch.locked, switch.disabled = line.enabled, line.locked, read_only
+                self.query_one(f"#spares-{line.size}", Input).disabled = read_only
+                self.query_one(f"#credits-{line.size}", Static).update(line.credits)
+            self.query_one("#total", Static).update(Text(ev.total, style="bold"))
+            self._default_select(ev, load)
+        self.query_one("#save", Button).disabled = not ev.can_save
+        self.query_one("#warnings", Static).update(_warnings(ev))
+        self.update_title()
+        self.update_status()
+
+    def _default_select(self, ev: Evaluation, load: bool) -> None:
+        select: Select[str] = self.query_one("#default", Select)
+        select.disabled = self.fleet_app.read_only
+        choices = list(ev.default_choices)
+        if load or getattr(select, "_choices", None) != choices:
+            select.set_options((text, name) for name, text in choices)
+            select._choices = choices  # type: ignore[attr-defined]
+        wanted = self.form.default if self.form is not None else None
+        if wanted is not None and any(name == wanted for name, _ in choices):
+            select.value = wanted
+        else:
+            select.clear()
+        select.prompt = "Choose a size" if ev.default_problem else NO_DEFAULT
+
+    def _message(self, text: str | Text) -> None:
+        self.query_one("#message", Static).update(text)
+
+    # -- editing --------------------------------------------------------------------------------
+
+    def on_on_off_changed(self, event: OnOff.Changed) -> None:
+        if self.form is not None and event.switch.id:
+            self.form = self.form.with_enabled(
+                event.switch.id.removeprefix("enabled-"), event.value
+            )
+            self._message("")
+            self.redraw()
+
+    def on_on_off_refused(self, event: OnOff.Refused) -> None:
+        if self.fleet_app.read_only:
+            self._message(Text("Read-only: settings can't be changed here.", style="bold"))
+            return
+        size = (event.switch.id or "").removeprefix("enabled-")
+        self._message(
+            Text(
+                f"The Enabled switch for the default size {label(size)} is locked. "
+                f"To turn {label(size)} off, first choose a different default size.",
+                style="bold",
+            )
+        )
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        input_id = event.input.id or ""
+        if self.form is not None and input_id.startswith("spares-"):
+            event.stop()
+            self.form = self.form.with_spares(input_id.removeprefix("spares-"), event.value)
+            self._message("")
+            self.redraw()
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        event.stop()
+        if event.select.id == "tenant":
+            if isinstance(event.value, str) and event.value != self.tenant:
+                self.tenant = event.value
+                self.request_refresh(force=True)
+        elif event.select.id == "default" and self.form is not None:
+            value = event.value if isinstance(event.value, str) else None
+            if value != self.form.default:
+                self.form = self.form.with_default(value)
+                self._message("")
+                self.redraw()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "save":
+            self.action_save()
+        elif event.button.id == "retry":
+            self.request_refresh(force=True)
+
+    def action_next_tenant(self) -> None:
+        if self.tenants and self.tenant in self.tenants:
+            index = (self.tenants.index(self.tenant) + 1) % len(self.tenants)
+            self.tenant = self.tenants[index]
+            self.request_refresh(force=True)
+
+    # -- saving ---------------------------------------------------------------------------------
+
+    def action_save(self) -> None:
+        ev = self.evaluation
+        if self.snapshot is None or ev is None or self.fleet_app.read_only:
+            return
+        if not ev.can_save or ev.change is None:
+            reason = (ev.in_use + ev.problems)[:1] or ("Nothing to save: no changes.",)
+            self._message(Text(reason[0], style="bold"))
+            return
+        self._message("Saving…")
+        self.query_one("#save", Button).disabled = True
+        self._save(self.snapshot, ev)
+
+    @work(thread=True, exclusive=True, group="save", exit_on_error=False)
+    def _save(self, snapshot: ComputeSnapshot, ev: Evaluation) -> None:
+        assert ev.change is not None
+        try:
+            outcome = self.source.save_compute_settings(
+                snapshot.tenant, snapshot.settings, ev.change
+            )
+        except Exception as exc:  # noqa: BLE001 - shown in the form; nothing was changed
+            self.post_message(self.SaveFailed(exc))
+        else:
+            self.post_message(self.Saved(outcome))
+
+    def on_compute_view_saved(self, message: Saved) -> None:
+        if self.snapshot is None:
+            return
+        outcome = message.outcome
+        self.snapshot = ComputeSnapshot(self.snapshot.tenant, outcome.settings, self.snapshot.users)
+        self.form = Form.of(outcome.settings)
+        with self.prevent(Input.Changed):
+            for size in SIZE_NAMES:
+                self.query_one(f"#spares-{size}", Input).value = self.form.spares[size]
+        self.redraw()
+        text = Text(outcome.message, style="bold")
+        for notice in outcome.notices:
+            text.append(f"\n{notice}")
+        self._message(text)
+
+    def on_compute_view_save_failed(self, message: SaveFailed) -> None:
+        error = message.error
+        code = error.code if isinstance(error, FleetError) else "ERROR"
+        text = Text(f"Not saved ({code}): ", style="bold")
+        text.append(str(error))
+        text.append("\nYour settings stay as they were.")
+        self._message(text)
+        if self.evaluation is not None:
+            self.query_one("#save", Button).disabled = not self.evaluation.can_save
+
+
+def _first_tenant(tenants: list[str]) -> str:
+    return next((t for t in tenants if t != "root"), tenants[0] if tenants else "root")
+
+
+def _warnings(ev: Evaluation) -> Text:
+    text = Text()
+    for line in ev.in_use:
+        text.append("In use: ", style="bold red")
+        text.append(line + "\n")
+    for line in ev.problems:
+        text.append("Can't save: ", style="bold yellow")
+        text.append(line + "\n")
+    for line in ev.notices:
+        text.append("Note: ", style="bold")
+        text.append(line + "\n")
+    text.rstrip()
+    return text

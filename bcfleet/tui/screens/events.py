@@ -1,0 +1,116 @@
+"""Events: the event log as a live tail, newest first, filtered by type with `t` (or `/type:…`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.app import SystemCommand
+from textual.binding import Binding, BindingType
+
+from bcfleet.clock import parse_time
+from bcfleet.tui.format import DASH
+from bcfleet.tui.screens.table import TableView
+from bcfleet.tui.widgets.keyed_table import Column, Row
+from bcfleet.tui.widgets.prompt import Prompt
+
+COLUMNS = (
+    Column("seq", "SEQ"),
+    Column("at", "AT"),
+    Column("type", "TYPE"),
+    Column("subject", "SUBJECT"),
+    Column("data", "DATA"),
+)
+KEEP = 1000
+"""Events kept in the tail; older ones scroll out."""
+PAGE = 1000
+
+
+def data_text(data: Mapping[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in data.items()) or DASH
+
+
+def type_style(event_type: str) -> str:
+    if event_type.endswith((".preempting", ".preempted")):
+        return "bold red"
+    if event_type.endswith((".failed", ".draining")):
+        return "yellow"
+    return ""
+
+
+def event_row(event: Mapping[str, Any]) -> Row:
+    at = parse_time(event["at"]).strftime("%m-%d %H:%M:%S")
+    kind = Text(event["type"], style=type_style(event["type"]))
+    return Row(
+        key=str(event["seq"]),
+        cells=(
+            str(event["seq"]),
+            at,
+            kind,
+            event.get("subjectId") or DASH,
+            data_text(event.get("data") or {}),
+        ),
+        sort=(event["seq"], event["at"], event["type"], event.get("subjectId") or "", ""),
+    )
+
+
+class EventsView(TableView):
+    TITLE = "Events"
+    ABOUT = (
+        "The event log, newest first, following new events as they are written "
+        "(host.adopted, reservation.placed, reservation.preempting, …). t filters by type; "
+        "/ filters by any words."
+    )
+    COLUMNS = COLUMNS
+    NOUN = ("event", "events")
+    CLOCK_DEPENDENT = False
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("t", "filter_type", "By type")]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tail: dict[int, Mapping[str, Any]] = {}
+        self.cursor: int | None = None
+
+    def fetch(self) -> Any:
+        """Every event after the cursor (the whole log on the first fetch), oldest first."""
+        items: list[Mapping[str, Any]] = []
+        cursor = self.cursor
+        while True:
+            page = self.source.events(cursor, limit=PAGE)
+            items.extend(page["items"])
+            items = items[-KEEP:]
+            if len(page["items"]) < PAGE or page["cursor"] == cursor:
+                return items, page["cursor"]
+            cursor = page["cursor"]
+
+    def show(self, data: Any) -> None:
+        items, cursor = data
+        for event in items:
+            self.tail[int(event["seq"])] = event
+        if len(self.tail) > KEEP:
+            for seq in sorted(self.tail)[: len(self.tail) - KEEP]:
+                del self.tail[seq]
+        self.cursor = cursor if cursor is not None else self.cursor
+        follow = self.table.cursor_row == 0
+        super().show(data)
+        if follow and self.table.row_count:
+            self.table.move_cursor(row=0, scroll=True)
+
+    def rows(self, _data: Any) -> Iterable[Row]:
+        return (event_row(self.tail[seq]) for seq in sorted(self.tail, reverse=True))
+
+    def action_filter_type(self) -> None:
+        current = self.table.filter_text
+        self.query_one(Prompt).open("filter", current if current.startswith("type:") else "type:")
+
+    def commands(self) -> Iterable[SystemCommand]:
+        yield from super().commands()
+        seen = sorted({str(e["type"]) for e in self.tail.values()})
+        for event_type in seen:
+            yield SystemCommand(
+                f"Events of type {event_type}",
+                "Filter the tail by this type",
+                lambda t=event_type: self.table.set_filter(f"type:{t}"),
+            )

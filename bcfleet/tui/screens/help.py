@@ -1,0 +1,87 @@
+"""`?`: the keys of the view underneath, what the view shows, and the views' names and numbers."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Static
+
+if TYPE_CHECKING:
+    from bcfleet.tui.views import ViewSpec
+
+KEY_NAMES = {
+    "question_mark": "?",
+    "slash": "/",
+    "colon": ":",
+    "escape": "Esc",
+    "enter": "Enter",
+    "ctrl+p": "Ctrl+P",
+    "ctrl+c": "Ctrl+C",
+    "space": "Space",
+    "plus": "+",
+    "minus": "-",
+}
+
+
+def key_label(key: str) -> str:
+    return ", ".join(KEY_NAMES.get(k.strip(), k.strip()) for k in key.split(","))
+
+
+def keys_table(screen: Screen[Any]) -> Table:
+    """Every enabled binding of the screen (its own, its focused widget's and the app's)."""
+    table = Table(box=None, show_header=False, padding=(0, 2, 0, 0))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column()
+    seen: set[tuple[str, str]] = set()
+    for key, active in screen.active_bindings.items():
+        binding = active.binding
+        own = active.node is screen or active.node is screen.app or binding.show
+        if not own or not binding.description or not active.enabled:
+            continue
+        label = key_label(binding.key_display or key)
+        if (label, binding.description) in seen or binding.action.startswith("view("):
+            continue
+        seen.add((label, binding.description))
+        table.add_row(label, binding.description)
+    table.add_row("↑ ↓ PgUp PgDn", "Move")
+    table.add_row("Enter", "Open the row (drill down) or run the form")
+    table.add_row("Ctrl+P", "Command palette: every view and action")
+    return table
+
+
+def views_table(views: tuple[ViewSpec, ...]) -> Table:
+    table = Table(box=None, show_header=False, padding=(0, 2, 0, 0))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(no_wrap=True)
+    table.add_column()
+    for view in views:
+        table.add_row(view.key, f":{view.name}", view.title)
+    return table
+
+
+class HelpScreen(ModalScreen[None]):
+    """A panel over the view; any of Esc, q or ? closes it."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,question_mark", "dismiss(None)", "Close"),
+    ]
+
+    def __init__(self, title: str, about: str, keys: Table, views: Table) -> None:
+        super().__init__()
+        self.title_text, self.about, self.keys, self.views = title, about, keys, views
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help"):
+            yield Static(Text(f"{self.title_text}: keys", style="bold"))
+            if self.about:
+                yield Static(self.about, classes="about")
+            yield Static(self.keys)
+            yield Static(Text("Views", style="bold"), classes="heading")
+            yield Static(self.views)
+            yield Static(Text("Esc, q or ? closes this panel.", style="dim"), classes="heading")

@@ -1,0 +1,124 @@
+"""The list views' common screen: a KeyedTable with `/` filter, sort keys and Enter to drill down."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.widgets import DataTable, Input
+
+from bcfleet.tui.screens.base import ViewScreen
+from bcfleet.tui.widgets.keyed_table import Column, KeyedTable, Row
+from bcfleet.tui.widgets.prompt import Prompt
+
+
+class TableView(ViewScreen):
+    """A view whose body is one keyed table; subclasses give COLUMNS, `fetch` and `rows`."""
+
+    COLUMNS: ClassVar[Sequence[Column]] = ()
+    NOUN: ClassVar[tuple[str, str]] = ("row", "rows")
+    DRILLS: ClassVar[bool] = False
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "filter", "Filter"),
+        Binding("s", "sort_next", "Sort"),
+        Binding("S", "sort_reverse", "Reverse", show=False),
+    ]
+
+    def compose_body(self) -> ComposeResult:
+        yield KeyedTable(self.COLUMNS, id="table")
+
+    @property
+    def table(self) -> KeyedTable:
+        return self.query_one(KeyedTable)
+
+    def rows(self, _data: Any) -> Iterable[Row]:
+        """The table's rows for fetched data (self.now is the fleet's time of the fetch)."""
+        return ()
+
+    def show(self, data: Any) -> None:
+        self.table.set_rows(self.rows(data))
+
+    def open_row(self, key: str) -> None:
+        """Enter on a row: drill down (views that can say DRILLS = True)."""
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        if event.row_key.value is not None:
+            self.open_row(event.row_key.value)
+
+    def on_keyed_table_changed(self, _event: KeyedTable.Changed) -> None:
+        self.update_status()
+
+    def summary(self) -> Text:
+        tables = self.query(KeyedTable)
+        if not tables:
+            return Text("")
+        table = tables.first()
+        if self.freshness.unavailable:
+            return Text("")
+        one, many = self.NOUN
+        total, shown = len(table.all_rows), table.shown_count
+        noun = one if total == 1 else many
+        text = Text(f"{total} {noun}" if shown == total else f"{shown} of {total} {noun}")
+        if table.filter_text:
+            text.append(" · filter ")
+            text.append(table.filter_text, style="bold")
+        if table.sort_index is not None:
+            column = self.COLUMNS[table.sort_index].label
+            text.append(f" · sort {column} {'▼' if table.sort_reverse else '▲'}")
+        return text
+
+    def focus_body(self) -> None:
+        table = self.table
+        if table.display:
+            table.focus()
+
+    def commands(self) -> Iterable[SystemCommand]:
+        yield from super().commands()
+        yield SystemCommand("Filter", "Filter the rows of this view (/)", self.action_filter)
+        for index, column in enumerate(self.COLUMNS):
+            yield SystemCommand(
+                f"Sort by {column.label}",
+                f"Order {self.TITLE} by {column.label}; again to reverse",
+                lambda i=index: self.table.sort_by(i),
+            )
+
+    # -- keys -------------------------------------------------------------------------------------
+
+    def action_filter(self) -> None:
+        self.query_one(Prompt).open("filter", self.table.filter_text)
+
+    def action_sort_next(self) -> None:
+        self.table.sort_next()
+
+    def action_sort_reverse(self) -> None:
+        table = self.table
+        table.sort_by(table.sort_index, reverse=not table.sort_reverse)
+
+    def action_back(self) -> None:
+        if self.table.filter_text:
+            self.table.set_filter("")
+            self.update_status()
+            return
+        super().action_back()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if isinstance(event.input, Prompt) and event.input.mode == "filter":
+            event.stop()
+            self.table.set_filter(event.value)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if isinstance(event.input, Prompt) and event.input.mode == "filter":
+            event.stop()
+            event.input.close()
+            self.table.set_filter(event.value)
+            self.focus_body()
+
+    def on_prompt_cancelled(self, event: Prompt.Cancelled) -> None:
+        # The base screen's handler runs after this one and closes the prompt.
+        if event.mode == "filter":
+            self.table.set_filter("")

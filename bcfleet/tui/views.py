@@ -1,0 +1,49 @@
+"""The dashboard's views: name (for `:name`), number key, title and screen; the app builds its modes here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bcfleet.tui.screens.base import ViewScreen
+from bcfleet.tui.screens.compute import ComputeView
+from bcfleet.tui.screens.degraded import DegradedView
+from bcfleet.tui.screens.events import EventsView
+from bcfleet.tui.screens.hosts import HostsView
+from bcfleet.tui.screens.jobs import JobsView
+from bcfleet.tui.screens.preview import PreviewView
+from bcfleet.tui.screens.reservations import ReservationsView
+from bcfleet.tui.screens.usage import UsageView
+
+
+@dataclass(frozen=True)
+class ViewSpec:
+    name: str
+    key: str
+    title: str
+    screen: Callable[[], ViewScreen]
+    aliases: tuple[str, ...] = ()
+
+
+VIEWS: tuple[ViewSpec, ...] = (
+    ViewSpec("hosts", "1", "Hosts", HostsView, ("host", "nodes", "no")),
+    ViewSpec("degraded", "2", "Degraded placements", DegradedView, ("deg",)),
+    ViewSpec("reservations", "3", "Reservations", ReservationsView, ("rsv", "res")),
+    ViewSpec("preview", "4", "Preemption preview", PreviewView, ("pre",)),
+    ViewSpec("compute", "5", "Compute settings", ComputeView, ("settings",)),
+    ViewSpec("usage", "6", "Usage and credits", UsageView, ("credits",)),
+    ViewSpec("events", "7", "Events", EventsView, ("ev",)),
+    ViewSpec("jobs", "8", "Jobs", JobsView, ()),
+)
+
+
+def find_view(text: str) -> ViewSpec | None:
+    """The view a `:` command names: its name, an alias, its number, or a unique prefix."""
+    word = text.strip().lstrip(":").lower()
+    if not word:
+        return None
+    for view in VIEWS:
+        if word in (view.name, view.key, *view.aliases):
+            return view
+    starting = [v for v in VIEWS if v.name.startswith(word)]
+    return starting[0] if len(starting) == 1 else None

@@ -1,0 +1,246 @@
+"""A DataTable of keyed rows updated in place, with a text filter and a sort by any column.
+
+Views hand it every row they have (`set_rows`); it shows the ones the filter
+keeps, in the chosen order, touching only the cells that changed, so the
+cursor stays on the same row (by key) and the scroll where it was, as
+Dolphie's process list does. The filter is words, all of which must match
+somewhere in the row; `column:word` matches one column (`pool:fra`,
+`state:draining`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.text import Text
+from textual._two_way_dict import TwoWayDict
+from textual.message import Message
+from textual.widgets import DataTable
+from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowKey
+
+Cell = Text | str
+REBUILD_ABOVE = 64
+"""Removing more rows than this rebuilds the table (remove_row is linear in the row count)."""
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    label: str
+    width: int | None = None
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row: what it shows, one sort value per column, and the text the filter searches."""
+
+    key: str
+    cells: tuple[Cell, ...]
+    sort: tuple[Any, ...] = ()
+    search: tuple[str, ...] = field(default=(), compare=False)
+
+    def sort_value(self, index: int) -> Any:
+        if index < len(self.sort):
+            return self.sort[index]
+        cell = self.cells[index]
+        return cell.plain if isinstance(cell, Text) else cell
+
+    def searchable(self) -> tuple[str, ...]:
+        if self.search:
+            return self.search
+        texts = tuple((c.plain if isinstance(c, Text) else c).lower() for c in self.cells)
+        object.__setattr__(self, "search", texts)
+        return texts
+
+
+def parse_filter(text: str, columns: Sequence[Column]) -> list[tuple[int | None, str]]:
+    """'pool:fra ready' → [(index of pool, 'fra'), (None, 'ready')]; unknown columns match anywhere."""
+    names = {c.key.lower(): i for i, c in enumerate(columns)}
+    names.update({c.label.lower(): i for i, c in enumerate(columns)})
+    terms: list[tuple[int | None, str]] = []
+    for word in text.lower().split():
+        name, sep, value = word.partition(":")
+        if sep and name in names:
+            terms.append((names[name], value))
+        else:
+            terms.append((None, word))
+    return terms
+
+
+def matches(row: Row, terms: Sequence[tuple[int | None, str]]) -> bool:
+    texts = row.searchable()
+    for index, word in terms:
+        if index is None:
+            if not any(word in t for t in texts):
+                return False
+        elif word not in texts[index]:
+            return False
+    return True
+
+
+def _sort_key(value: Any) -> tuple[int, Any]:
+    """Numbers before text, None last, so a mixed column still sorts."""
+    if value is None:
+        return (2, 0)
+    if isinstance(value, int | float):
+        return (0, value)
+    return (1, str(value).lower())
+
+
+class SteadyTable(DataTable[Cell]):
+    """A DataTable that redraws once it has measured rows added since the last frame."""
+
+    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+        # DataTable measures new rows when idle; lines drawn before that keep the old
+        # column widths in its caches, so a table filled once (and not touched again)
+        # could stay truncated. Drop the caches whenever the widths moved.
+        before = [c.content_width for c in self.columns.values()]
+        super()._update_dimensions(new_rows)
+        if [c.content_width for c in self.columns.values()] != before:
+            self._clear_caches()
+            self.refresh()
+
+
+class KeyedTable(SteadyTable):
+    """The table of every list view."""
+
+    class Changed(Message):
+        """The shown rows, filter or sort changed (the status line counts them)."""
+
+        def __init__(self, table: KeyedTable) -> None:
+            super().__init__()
+            self.table = table
+
+    def __init__(self, columns: Sequence[Column], **kwargs: Any) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
+        self.spec = tuple(columns)
+        self.all_rows: dict[str, Row] = {}
+        self.filter_text = ""
+        self.sort_index: int | None = None
+        self.sort_reverse = False
+        self._shown: list[str] = []
+
+    def on_mount(self) -> None:
+        for column in self.spec:
+            self.add_column(column.label, width=column.width, key=column.key)
+
+    # -- what the view calls ------------------------------------------------------------------
+
+    def set_rows(self, rows: Iterable[Row]) -> None:
+        """Replace the data: rows are matched by key and only changed cells are redrawn."""
+        self.all_rows = {row.key: row for row in rows}
+        self._sync()
+
+    def set_filter(self, text: str) -> None:
+        if text != self.filter_text:
+            self.filter_text = text
+            self._sync()
+
+    def sort_by(self, index: int | None, reverse: bool | None = None) -> None:
+        """Sort by a column (None: the order the view gave); same column again flips the order."""
+        if reverse is None:
+            reverse = not self.sort_reverse if index == self.sort_index else False
+        self.sort_index, self.sort_reverse = index, reverse
+        self._relabel()
+        self._sync()
+
+    def sort_next(self) -> None:
+        """Sort by the next column to the right (wrapping back to the view's own order)."""
+        nxt = 0 if self.sort_index is None else self.sort_index + 1
+        self.sort_by(nxt if nxt < len(self.spec) else None, reverse=False)
+
+    @property
+    def cursor_key(self) -> str | None:
+        if not self.row_count:
+            return None
+        try:
+            key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key
+        except CellDoesNotExist:
+            return None
+        return key.value
+
+    def move_to_key(self, key: str) -> bool:
+        try:
+            index = self.get_row_index(key)
+        except Exception:  # noqa: BLE001 - RowDoesNotExist and friends
+            return False
+        self.move_cursor(row=index, scroll=True)
+        return True
+
+    @property
+    def shown_count(self) -> int:
+        return len(self._shown)
+
+    # -- keeping the DataTable in step -----------------------------------------------------------
+
+    def _visible(self) -> list[str]:
+        terms = parse_filter(self.filter_text, self.spec)
+        rows = [r for r in self.all_rows.values() if not terms or matches(r, terms)]
+        if self.sort_index is not None:
+            index = self.sort_index
+            rows.sort(key=lambda r: _sort_key(r.sort_value(index)), reverse=self.sort_reverse)
+        return [r.key for r in rows]
+
+    def _sync(self) -> None:
+        if not self.is_mounted or len(self.columns) != len(self.spec):
+            return
+        wanted = self._visible()
+        cursor = self.cursor_key
+        wanted_set = set(wanted)
+        gone = [k for k in self._shown if k not in wanted_set]
+        if len(gone) > REBUILD_ABOVE:
+            self._rebuild(wanted)
+        else:
+            for key in gone:
+                self.remove_row(key)
+            self._update_and_add(wanted)
+            if list(self._ordered_keys()) != wanted:
+                self._reorder(wanted)
+        self._shown = wanted
+        if cursor is not None and cursor in wanted_set:
+            index = self.get_row_index(cursor)
+            if index != self.cursor_row:
+                self.move_cursor(row=index, scroll=False)
+        self.post_message(self.Changed(self))
+
+    def _ordered_keys(self) -> Iterable[str]:
+        return (str(row.key.value) for row in self.ordered_rows)
+
+    def _update_and_add(self, wanted: Sequence[str]) -> None:
+        present = set(self.rows)
+        keys = [c.key for c in self.spec]
+        for key in wanted:
+            row = self.all_rows[key]
+            if RowKey(key) not in present:
+                self.add_row(*row.cells, key=key)
+                continue
+            old = self.get_row(key)
+            for column, before, after in zip(keys, old, row.cells, strict=False):
+                if before != after:
+                    self.update_cell(key, column, after, update_width=True)
+
+    def _rebuild(self, wanted: Sequence[str]) -> None:
+        self.clear()
+        for key in wanted:
+            self.add_row(*self.all_rows[key].cells, key=key)
+
+    def _reorder(self, wanted: Sequence[str]) -> None:
+        """Put the rows in the wanted order without re-adding them (DataTable.sort does the same)."""
+        self._row_locations = TwoWayDict({RowKey(k): i for i, k in enumerate(wanted)})
+        self._update_count += 1
+        self.refresh()
+
+    def _relabel(self) -> None:
+        for index, column in enumerate(self.spec):
+            label = column.label
+            if index == self.sort_index:
+                label += " ▼" if self.sort_reverse else " ▲"
+            self.columns[ColumnKey(column.key)].label = Text(label)
+        self._require_update_dimensions = True
+        self.refresh()
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        event.stop()
+        self.sort_by(event.column_index)
