@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -23,8 +24,12 @@ from bcfleet.errors import ConflictError
 @click.option(
     "--no-tui", is_flag=True, help="Build and print the fleet; do not open the dashboard."
 )
-def group(hosts: int, fresh: bool, no_tui: bool) -> None:
-    """Create a simulated fleet and show it."""
+@click.option("--read-only", is_flag=True, help="Open the dashboard without state changes.")
+def group(hosts: int, fresh: bool, no_tui: bool, read_only: bool) -> None:
+    """Create a simulated fleet and open the dashboard on it (--no-tui prints it instead).
+
+    Without a terminal on stdout (a pipe, a script) or with --json it prints, as --no-tui does.
+    """
     s = state()
     db = s.db or "fleet.db"
     if "://" not in db or db.startswith("sqlite:///"):
@@ -39,6 +44,11 @@ def group(hosts: int, fresh: bool, no_tui: bool) -> None:
         raise ConflictError(
             "the database already holds a fleet; use --fresh or another --db"
         ) from exc
+    if not (no_tui or s.json or not sys.stdout.isatty()):
+        from bcfleet.cli.tui import run_dashboard
+
+        run_dashboard(read_only=read_only, refresh=2.0, tenant=None)
+        return
     hosts_page = s.fleet.api.hosts.list(s.credential)
     pools_page = s.fleet.api.pools.list(s.credential)
     output(
@@ -59,4 +69,3 @@ def group(hosts: int, fresh: bool, no_tui: bool) -> None:
             ]
         ),
     )
-    del no_tui

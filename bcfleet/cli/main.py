@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "quotas",
     "doctor",
     "demo",
+    "tui",
 )
 
 

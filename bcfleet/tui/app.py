@@ -36,8 +36,10 @@ class FleetApp(App[None]):
         refresh_seconds: float = 2.0,
         tenant: str | None = None,
         start: str = "hosts",
+        cursor_blink: bool = True,
     ) -> None:
         super().__init__()
+        self.cursor_blink = cursor_blink
         self.source = source
         self.read_only = read_only
         self.refresh_seconds = refresh_seconds

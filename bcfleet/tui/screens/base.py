@@ -49,9 +49,11 @@ class ViewScreen(Screen[None]):
     ]
 
     class Loaded(Message):
-        def __init__(self, data: Any, revision: int | None, at: datetime) -> None:
+        def __init__(
+            self, data: Any, revision: int | None, at: datetime, *, partial: bool = False
+        ) -> None:
             super().__init__()
-            self.data, self.revision, self.at = data, revision, at
+            self.data, self.revision, self.at, self.partial = data, revision, at, partial
 
     class Unchanged(Message):
         def __init__(self, at: datetime) -> None:
@@ -93,6 +95,8 @@ class ViewScreen(Screen[None]):
         return Text("")
 
     def on_mount(self) -> None:
+        for field in self.query(Input):
+            field.cursor_blink = self.fleet_app.cursor_blink
         self.query_one(Prompt).close()
         self.query_one("#notice", Static).display = False
         self.update_title()
@@ -154,10 +158,17 @@ class ViewScreen(Screen[None]):
         except Exception as exc:  # noqa: BLE001 - the database or the network went away
             self.post_message(self.Failed(exc, disconnected=True))
 
+    def deliver(self, data: Any) -> None:
+        """From inside `fetch`: show what is already fetched while the rest is still coming."""
+        self.post_message(self.Loaded(data, None, self.source.now(), partial=True))
+
     def on_view_screen_loaded(self, message: Loaded) -> None:
-        self._busy = False
-        self._revision, self.data, self.now = message.revision, message.data, message.at
+        if not message.partial:
+            self._busy = False
+            self._revision = message.revision
+        self.data, self.now = message.data, message.at
         self._good(message.at)
+        self.freshness.loading = message.partial
         self.set_notice(None)
         self.show(message.data)
         self.update_status()

@@ -21,12 +21,16 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from bcfleet.domain.sizes import SIZE_NAMES, label
 from bcfleet.errors import FleetError
-from bcfleet.tui.compute_model import Evaluation, Form, evaluate
+from bcfleet.tui.compute_model import Evaluation, Form, evaluate, shapes_text
 from bcfleet.tui.screens.base import ViewScreen
 from bcfleet.tui.source import ComputeSnapshot, SaveOutcome
 from bcfleet.tui.widgets.onoff import OnOff
 
 NO_DEFAULT = "None chosen (Medium)"
+HEADINGS = ("Size", "Enabled", "Spare instances", "Credits per month")
+NARROW_HEADINGS = ("Size", "Enabled", "Spares", "Credits/mo")
+NARROW_BELOW = 100
+"""Terminal widths under this get short headings and shapes, so the tab fits 80×24."""
 
 
 class ComputeView(ViewScreen):
@@ -74,8 +78,8 @@ class ComputeView(ViewScreen):
                 yield Label("Tenant", classes="field-label")
                 yield Select[str]([], id="tenant", allow_blank=True, prompt="-", compact=True)
             with Grid(id="sizes"):
-                for heading in ("Size", "Enabled", "Spare instances", "Credits per month"):
-                    yield Label(heading, classes="heading")
+                for index, heading in enumerate(HEADINGS):
+                    yield Label(heading, id=f"heading-{index}", classes="heading")
                 for size in SIZE_NAMES:
                     yield Static(id=f"label-{size}", classes="size-label")
                     yield OnOff(id=f"enabled-{size}")
@@ -156,15 +160,22 @@ class ComputeView(ViewScreen):
 
     # -- drawing ----------------------------------------------------------------------------------
 
+    def on_resize(self) -> None:
+        self.redraw()
+
     def redraw(self, *, load: bool = False) -> None:
         if self.snapshot is None or self.form is None:
             return
         ev = self.evaluation = evaluate(self.snapshot, self.form)
         read_only = self.fleet_app.read_only
+        narrow = self.app.size.width < NARROW_BELOW
+        self.set_class(narrow, "-narrow")
+        for index, heading in enumerate(NARROW_HEADINGS if narrow else HEADINGS):
+            self.query_one(f"#heading-{index}", Label).update(heading)
         with self.prevent(Select.Changed, Input.Changed, OnOff.Changed):
             for line in ev.lines:
                 size_text = Text(line.label, style="bold")
-                size_text.append(f"\n{line.shapes}", style="dim")
+                size_text.append(f"\n{shapes_text(line.size, short=narrow)}", style="dim")
                 self.query_one(f"#label-{line.size}", Static).update(size_text)
                 switch = self.query_one(f"#enabled-{line.size}", OnOff)
                 switch.value, switch.locked, switch.disabled = line.enabled, line.locked, read_only

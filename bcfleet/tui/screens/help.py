@@ -33,16 +33,29 @@ def key_label(key: str) -> str:
     return ", ".join(KEY_NAMES.get(k.strip(), k.strip()) for k in key.split(","))
 
 
+def _declared(*nodes: object) -> set[tuple[str, str]]:
+    """(key, action) of the bindings bcfleet's own classes declare (not Textual's defaults)."""
+    found: set[tuple[str, str]] = set()
+    for node in nodes:
+        for cls in type(node).__mro__:
+            if not cls.__module__.startswith("bcfleet."):
+                continue
+            for binding in cls.__dict__.get("BINDINGS", []):
+                if isinstance(binding, Binding):
+                    found.update((key.strip(), binding.action) for key in binding.key.split(","))
+    return found
+
+
 def keys_table(screen: Screen[Any]) -> Table:
-    """Every enabled binding of the screen (its own, its focused widget's and the app's)."""
+    """The enabled keys of the view: its own and the dashboard's (read-only hides some)."""
     table = Table(box=None, show_header=False, padding=(0, 2, 0, 0))
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
+    ours = _declared(screen, screen.app)
     seen: set[tuple[str, str]] = set()
     for key, active in screen.active_bindings.items():
         binding = active.binding
-        own = active.node is screen or active.node is screen.app or binding.show
-        if not own or not binding.description or not active.enabled:
+        if (key, binding.action) not in ours or not binding.description or not active.enabled:
             continue
         label = key_label(binding.key_display or key)
         if (label, binding.description) in seen or binding.action.startswith("view("):

@@ -2,9 +2,9 @@
 
 The reserved CPUs are worked out as the placement chooser does (the lowest
 non-isolated CPUs, as many as the pool's hostReserve.vcpu, default 2); huge
-pages free are what the host's agent last reported per node. Which CPUs each
-guest is pinned to and which GPU is booked by whom come from the host's guests
-and bookings when this build's API reports them.
+pages free per node are the node's pool less what the guests booked there.
+Guests come from the host's InstanceSpecs (pinned CPUs, NUMA nodes, GPUs) and
+their instances (flavor, huge pages, degraded reason).
 """
 
 from __future__ import annotations
@@ -19,8 +19,10 @@ from textual.widgets import DataTable, Static
 
 from bcfleet.domain.numa import reserved_cpus, size_label
 from bcfleet.domain.shapes import Inventory
-from bcfleet.tui.format import DASH, age, cpulist, ratio_text, short_time
+from bcfleet.tui.format import DASH, age, cpulist, ratio_text
 from bcfleet.tui.screens.base import ViewScreen
+from bcfleet.tui.source import NotAvailable
+from bcfleet.tui.widgets.keyed_table import SteadyTable
 
 DEFAULT_RESERVE_VCPU = 2
 RESOURCE_LABELS = {"vcpu": "vCPU", "memoryGiB": "memory GiB", "diskGiB": "disk GiB"}
@@ -31,15 +33,37 @@ def reserve_of(pool: Mapping[str, Any] | None) -> int:
     return int((policy.get("hostReserve") or {}).get("vcpu", DEFAULT_RESERVE_VCPU))
 
 
-def numa_rows(inventory: Mapping[str, Any], reserve_vcpu: int) -> list[tuple[str, ...]]:
-    """Per NUMA node: CPUs, isolated, reserved, memory, huge pages free/total per size."""
+def pages_booked(guests: Sequence[Mapping[str, Any]]) -> dict[tuple[int, int], int]:
+    """Huge pages the guests hold, per (NUMA node, page size)."""
+    booked: dict[tuple[int, int], int] = {}
+    for guest in guests:
+        placement = guest.get("hostPlacement") or {}
+        size = placement.get("hugepageSizeBytes")
+        for node, count in (placement.get("hugepagesByNode") or {}).items():
+            if size:
+                key = (int(node), int(size))
+                booked[key] = booked.get(key, 0) + int(count)
+    return booked
+
+
+def numa_rows(
+    inventory: Mapping[str, Any], reserve_vcpu: int, guests: Sequence[Mapping[str, Any]] = ()
+) -> list[tuple[str, ...]]:
+    """Per NUMA node: CPUs, isolated, reserved, memory, huge pages free of total per size.
+
+    Free is the pool's total less what the guests booked on that node.
+    """
     parsed = Inventory.from_json(inventory)
     reserved = reserved_cpus(parsed, reserve_vcpu)
+    booked = pages_booked(guests)
     rows: list[tuple[str, ...]] = []
     for node in parsed.numa_nodes:
         cpus = [c for c in parsed.cpus if c.numa_node == node.id]
         pages = [
-            f"{size_label(p.size_bytes)} {p.free}/{p.total}" for p in node.hugepages if p.total
+            f"{size_label(p.size_bytes)} {p.total - booked.get((node.id, p.size_bytes), 0)}"
+            f" of {p.total}"
+            for p in node.hugepages
+            if p.total
         ]
         rows.append(
             (
@@ -55,49 +79,48 @@ def numa_rows(inventory: Mapping[str, Any], reserve_vcpu: int) -> list[tuple[str
 
 
 def gpu_rows(
-    inventory: Mapping[str, Any], bookings: Sequence[Mapping[str, Any]] | None
+    inventory: Mapping[str, Any], guests: Sequence[Mapping[str, Any]] | None
 ) -> list[tuple[str, ...]]:
-    """Per GPU: PCI address, model, NUMA node, and who has it booked (when known)."""
+    """Per GPU: PCI address, model, NUMA node, and the guest holding it ('-' when unknown)."""
     by_pci: dict[str, list[str]] = {}
-    for booking in bookings or ():
-        by_pci.setdefault(str(booking.get("pciAddress")), []).append(_booking_text(booking))
+    for guest in guests or ():
+        for gpu in guest.get("gpus") or ():
+            by_pci.setdefault(str(gpu.get("pciAddress")), []).append(guest_name(guest))
     rows: list[tuple[str, ...]] = []
     for gpu in inventory.get("gpus") or []:
         node = gpu.get("numaNode")
-        booked = "; ".join(by_pci.get(gpu["pciAddress"], [])) or ("free" if bookings else "-")
+        holder = ", ".join(by_pci.get(gpu["pciAddress"], []))
+        booked = holder or ("free" if guests is not None else DASH)
         rows.append(
             (gpu["pciAddress"], gpu["model"], "unknown" if node is None else str(node), booked)
         )
     return rows
 
 
-def _booking_text(booking: Mapping[str, Any]) -> str:
-    who = str(booking.get("consumerId", "?"))
-    if booking.get("spot"):
-        who += " (spot)"
-    until = booking.get("endsAt")
-    return who + (f" until {short_time(until)}" if until else "")
+def guest_name(guest: Mapping[str, Any]) -> str:
+    return str(guest.get("name") or guest["id"])
 
 
 def guest_rows(guests: Sequence[Mapping[str, Any]]) -> list[tuple[str, ...]]:
-    """Per guest: instance, flavor, pinned CPUs (or the floating cpuset), NUMA nodes, degraded."""
+    """Per guest: name, flavor, pinned CPUs (or the floating cpuset), NUMA nodes, degraded reason."""
     rows: list[tuple[str, ...]] = []
-    for guest in guests:
+    for guest in sorted(guests, key=guest_name):
         placement = guest.get("hostPlacement") or {}
         cpus = placement.get("cpus")
-        pinned = (
+        where = (
             f"pinned {cpulist(cpus)}"
             if cpus
             else f"floating {cpulist(placement.get('cpuset') or [])}"
         )
         mems = placement.get("mems")
+        reason = placement.get("degradedReason")
         rows.append(
             (
-                guest.get("name") or guest["id"],
+                guest_name(guest),
                 str(guest.get("flavor") or DASH),
-                pinned,
+                where,
                 cpulist(mems) if mems else DASH,
-                str(placement.get("degradedReason") or DASH),
+                f"degraded: {reason}" if reason else "no",
             )
         )
     return rows
@@ -105,7 +128,10 @@ def guest_rows(guests: Sequence[Mapping[str, Any]]) -> list[tuple[str, ...]]:
 
 def capacity_text(resources: Iterable[Mapping[str, Any]]) -> str:
     parts = []
-    for row in resources:
+    order = list(RESOURCE_LABELS)
+    for row in sorted(
+        resources, key=lambda r: order.index(r["resource"]) if r["resource"] in order else 9
+    ):
         name = RESOURCE_LABELS.get(row["resource"], row["resource"])
         parts.append(
             f"{name} {row['allocated']}/{row['capacity']} "
@@ -135,17 +161,18 @@ class HostDetail(ViewScreen):
         with VerticalScroll(id="detail"):
             yield Static(id="facts")
             yield Static(Text("NUMA nodes", style="bold"), classes="heading")
-            yield DataTable(id="numa", cursor_type="none", show_cursor=False)
+            yield SteadyTable(id="numa", cursor_type="none", show_cursor=False)
             yield Static(Text("GPUs", style="bold"), classes="heading")
-            yield DataTable(id="gpus", cursor_type="none", show_cursor=False)
+            yield SteadyTable(id="gpus", cursor_type="none", show_cursor=False)
+            yield Static(id="gpus-note", classes="note")
             yield Static(Text("Guests", style="bold"), classes="heading")
-            yield DataTable(id="guests", cursor_type="none", show_cursor=False)
+            yield SteadyTable(id="guests", cursor_type="none", show_cursor=False)
             yield Static(id="guests-note", classes="note")
 
     def on_mount(self) -> None:
         for table_id, columns in (
-            ("#numa", ("NODE", "CPUS", "ISOLATED", "RESERVED", "MEM GiB", "HUGE PAGES free/total")),
-            ("#gpus", ("PCI", "MODEL", "NODE", "BOOKED BY")),
+            ("#numa", ("NODE", "CPUS", "ISOLATED", "RESERVED", "MEM GiB", "HUGE PAGES FREE")),
+            ("#gpus", ("PCI", "MODEL", "NODE", "HELD BY")),
             ("#guests", ("GUEST", "FLAVOR", "CPUS", "NODES", "DEGRADED")),
         ):
             self.query_one(table_id, DataTable).add_columns(*columns)
@@ -153,10 +180,16 @@ class HostDetail(ViewScreen):
     def fetch(self) -> Any:
         host = self.source.host(self.host_id)
         pool = next((p for p in self.source.pools() if p["id"] == host["poolId"]), None)
-        return host, pool
+        guests: list[dict[str, Any]] | None
+        try:
+            specs = self.source.host_guests(self.host_id)
+            guests = [{**self.source.instance(s["id"]), "gpus": s.get("gpus")} for s in specs]
+        except NotAvailable:
+            guests = None
+        return host, pool, guests
 
     def show(self, data: Any) -> None:
-        host, pool = data
+        host, pool, guests = data
         now = self.now or self.source.now()
         inventory = host.get("inventory")
         reported, _ = age(host.get("inventoryReportedAt"), now)
@@ -175,21 +208,24 @@ class HostDetail(ViewScreen):
                 f"isolated {cpulist(c.id for c in parsed.cpus if c.isolated)}"
             )
         self.query_one("#facts", Static).update(facts)
-        self._fill("#numa", numa_rows(inventory, reserve_of(pool)) if inventory else [])
-        self._fill("#gpus", gpu_rows(inventory, host.get("bookings")) if inventory else [])
-        guests = host.get("guests")
-        self._fill("#guests", guest_rows(guests) if guests is not None else [])
-        note = self.query_one("#guests-note", Static)
-        note.update(
-            "Guests and GPU bookings: not available in this build." if guests is None else ""
+        self._fill(
+            "#numa", numa_rows(inventory, reserve_of(pool), guests or []) if inventory else []
         )
-        note.display = guests is None
+        self._fill("#gpus", gpu_rows(inventory, guests) if inventory else [], "#gpus-note", "none")
+        self._fill("#guests", guest_rows(guests or []), "#guests-note", "none")
+        if guests is None:
+            self.query_one("#guests-note", Static).update("not available in this build")
 
-    def _fill(self, selector: str, rows: list[tuple[str, ...]]) -> None:
+    def _fill(
+        self, selector: str, rows: list[tuple[str, ...]], note: str = "", empty: str = ""
+    ) -> None:
         table = self.query_one(selector, DataTable)
         table.clear()
         table.add_rows(rows)
         table.display = bool(rows)
+        if note:
+            self.query_one(note, Static).update(empty)
+            self.query_one(note, Static).display = not rows
 
     def focus_body(self) -> None:
         self.query_one("#detail").focus()

@@ -193,8 +193,9 @@ class PreviewView(ViewScreen):
 
 def _gpu_pool(pools: list[dict[str, Any]]) -> str | None:
     """The pool the form starts on: the first with GPUs, else the first."""
-    with_gpus = [p["name"] for p in pools if p.get("gpuModel")]
-    return (with_gpus or [p["name"] for p in pools] or [None])[0]
+    names: list[str] = [p["name"] for p in pools if p.get("gpuModel")]
+    names += [p["name"] for p in pools]
+    return names[0] if names else None
 
 
 def _pool_label(pool: Mapping[str, Any]) -> str:

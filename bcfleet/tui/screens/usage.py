@@ -16,6 +16,7 @@ from bcfleet.domain.compute_settings import credits_table
 from bcfleet.domain.sizes import SIZE_NAMES, format_credits, label
 from bcfleet.tui.screens.base import ViewScreen
 from bcfleet.tui.source import ComputeSnapshot, NotAvailable
+from bcfleet.tui.widgets.keyed_table import SteadyTable
 
 HOURS = 24
 
@@ -64,7 +65,7 @@ class UsageView(ViewScreen):
             yield Static(
                 Text("Credits per month (spares · credits)", style="bold"), classes="heading"
             )
-            yield DataTable(id="credits", cursor_type="row")
+            yield SteadyTable(id="credits", cursor_type="row")
             yield Static(id="credits-note", classes="note")
             yield Static(
                 Text(f"Usage by meter, last {HOURS} hours", style="bold"), classes="heading"
