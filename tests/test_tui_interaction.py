@@ -1,0 +1,232 @@
+"""Driving the dashboard as an operator does: filter, sort, drill down, switch views, read-only, refresh."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bcfleet.api.auth import LOCAL_OPERATOR as OP
+from bcfleet.tui.screens.base import ViewScreen
+from bcfleet.tui.screens.confirm import Confirm
+from bcfleet.tui.screens.host_detail import HostDetail
+from bcfleet.tui.screens.hosts import HostsView
+from bcfleet.tui.source import LocalSource
+from bcfleet.tui.widgets.bars import StatusLine
+from bcfleet.tui.widgets.keyed_table import KeyedTable
+from tests.test_tui_support import build_fleet, local_app, make_app, open_test_fleet, settle
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def fleet_db(tmp_path: Path) -> Path:
+    return build_fleet(tmp_path)
+
+
+def table(app: Any) -> KeyedTable:
+    return app.screen.query_one(KeyedTable)
+
+
+def names(app: Any) -> list[str]:
+    """The NAME column as shown, top to bottom."""
+    t = table(app)
+    return [str(t.get_row_at(i)[0]) for i in range(t.row_count)]
+
+
+def status(app: Any) -> str:
+    line = app.screen.query_one(StatusLine)
+    summary, freshness = line._last
+    return f"{summary} | {freshness.text().plain}"
+
+
+async def test_slash_filters_by_words_and_by_column(fleet_db: Path) -> None:
+    app, _ = local_app(fleet_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"state:draining", "enter")
+        assert names(app) == ["fra-07"]
+        assert status(app).startswith("1 of 52 hosts · filter state:draining")
+        await pilot.press("escape")  # clears the filter
+        assert len(names(app)) == 52
+        await pilot.press("slash", *"lab", "enter")
+        assert names(app) == ["lab-01", "lab-02"]
+
+
+async def test_escape_in_the_filter_prompt_drops_the_filter(fleet_db: Path) -> None:
+    app, _ = local_app(fleet_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"ams")
+        assert len(names(app)) == 10
+        await pilot.press("escape")
+        assert len(names(app)) == 52
+        assert table(app).has_focus
+
+
+async def test_sort_by_any_column_and_reverse(fleet_db: Path) -> None:
+    app, _ = local_app(fleet_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("s", "s", "s", "s")  # NAME, POOL, STATE, VCPU
+        assert table(app).sort_index == 3
+        await pilot.press("S")  # fullest first
+        top = names(app)[0]
+        assert top == "lab-01"  # the small no-NUMA host the pinned guests filled
+        assert "sort VCPU ▼" in status(app)
+        assert str(table(app).columns[table(app).ordered_columns[3].key].label) == "VCPU ▼"
+
+
+async def test_enter_opens_the_host_and_escape_comes_back_to_the_same_row(fleet_db: Path) -> None:
+    app, _ = local_app(fleet_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"fra-01", "enter", "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, HostDetail)
+        detail = app.screen
+        assert detail.crumbs() == ["Hosts", "fra-01"]
+        guests = detail.query_one("#guests")
+        assert guests.get_row_at(0)[0] == "train-1"
+        assert "pinned" in guests.get_row_at(0)[2]
+        await pilot.press("escape")
+        assert isinstance(app.screen, HostsView)
+        assert table(app).cursor_key == detail.host_id
+
+
+async def test_refresh_keeps_the_cursor_on_its_row_when_rows_appear_above(fleet_db: Path) -> None:
+    app, fleet = local_app(fleet_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        t = table(app)
+        t.move_cursor(row=20)
+        key, index = t.cursor_key, t.cursor_row
+        pool = fleet.api.pools.show(OP, pool="vps-ams")["id"]
+        fleet.api.hosts.adopt(OP, tenant_id="root", pool=pool, name="aaa-00")
+        await pilot.press("r")
+        await settle(pilot)
+        assert names(app)[0] == "aaa-00"
+        assert t.cursor_key == key
+        assert t.cursor_row == index + 1
+
+
+async def test_colon_switches_view_with_completion_and_number_keys_too(fleet_db: Path) -> None:
+    app, _ = local_app(fleet_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("colon", "e", "v", "tab", "enter")
+        await settle(pilot)
+        assert app.current_mode == "events"
+        await pilot.press("2")
+        await settle(pilot)
+        assert app.current_mode == "degraded"
+        assert {str(table(app).get_row_at(i)[4]) for i in range(table(app).row_count)} == {
+            "GpuNumaUnknown",
+            "NoNumaTopology",
+        }
+        await pilot.press("colon", *"nonsense", "enter")
+        assert app.current_mode == "degraded"
+
+
+async def test_views_without_an_api_say_so(fleet_db: Path) -> None:
+    app, _ = local_app(fleet_db, start="jobs")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        notice = app.screen.query_one("#notice")
+        assert notice.display
+        assert "Jobs: not available in this build." in str(notice.render())
+        assert "not available in this build" in status(app)
+
+
+async def test_drain_asks_first_and_read_only_has_no_drain(fleet_db: Path) -> None:
+    app, fleet = local_app(fleet_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"fra-01", "enter", "d")
+        assert isinstance(app.screen, Confirm)
+        await pilot.press("y")
+        await settle(pilot)
+        assert fleet.api.hosts.show(OP, host="fra-01")["state"] == "draining"
+        assert "draining" in str(table(app).get_row_at(0)[2])
+
+    app, fleet = local_app(fleet_db, read_only=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"fra-02", "enter", "d")
+        assert isinstance(app.screen, HostsView)
+        commands = [c.title for c in app.get_system_commands(app.screen)]
+        assert not [c for c in commands if "rain" in c]
+        assert fleet.api.hosts.show(OP, host="fra-02")["state"] == "ready"
+
+
+async def test_the_palette_reaches_every_view_and_the_actions_of_this_one(fleet_db: Path) -> None:
+    app, _ = local_app(fleet_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for view in ("Hosts", "Degraded placements", "Reservations", "Preemption preview",
+                     "Compute settings", "Usage and credits", "Events", "Jobs"):  # fmt: skip
+            assert f"View: {view}" in titles
+        assert {
+            "Refresh",
+            "Filter",
+            "Sort by VCPU",
+            "Open host ams-05",
+            "Drain host ams-05",
+        } <= set(titles)
+
+
+class FlakySource(LocalSource):
+    """The fleet, until the database goes away."""
+
+    broken = False
+
+    def revision(self) -> int | None:
+        if self.broken:
+            raise OSError("database is locked")
+        return super().revision()
+
+
+async def test_a_failing_source_shows_disconnected_and_keeps_the_rows(fleet_db: Path) -> None:
+    source = FlakySource(open_test_fleet(fleet_db), label="sqlite:///fleet.db")
+    app = make_app(source)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        source.broken = True
+        await pilot.press("r")
+        await settle(pilot)
+        assert len(names(app)) == 52
+        assert "DISCONNECTED" in status(app)
+        assert "database is locked" in status(app)
+        assert "updated 10:05:40" in status(app)
+        source.broken = False
+        await pilot.press("r")
+        await settle(pilot)
+        assert "DISCONNECTED" not in status(app)
+
+
+async def test_an_unchanged_fleet_is_not_fetched_again(fleet_db: Path) -> None:
+    fetched: list[str] = []
+
+    class Counting(LocalSource):
+        def hosts(self) -> list[dict[str, Any]]:
+            fetched.append("hosts")
+            return super().hosts()
+
+    app = make_app(Counting(open_test_fleet(fleet_db), label="x"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ViewScreen)
+        screen.tick()
+        await settle(pilot)
+        assert fetched == ["hosts"]
+        await pilot.press("r")  # r always fetches
+        await settle(pilot)
+        assert fetched == ["hosts", "hosts"]
