@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from rich.text import Text
@@ -17,6 +18,13 @@ from bcfleet.clock import parse_time
 from bcfleet.domain.instance_spec import format_cpuset
 
 DASH = "-"
+DIM_DASH = Text(DASH, style="dim")
+"""Shared and never changed: cells are built thousands of times a refresh."""
+
+Cell = Text | str
+
+parse_stamp = lru_cache(maxsize=1 << 16)(parse_time)
+"""parse_time for stamps that repeat refresh after refresh (inventory reports, conditions)."""
 
 
 def ratio_text(ratio: float) -> str:
@@ -24,7 +32,7 @@ def ratio_text(ratio: float) -> str:
     return f"{ratio:g}"
 
 
-def usage_cell(row: Mapping[str, Any] | None, *, narrow: bool = False) -> tuple[Text, float]:
+def usage_cell(row: Mapping[str, Any] | None, *, narrow: bool = False) -> tuple[Cell, float]:
     """'30/128 ×2' for allocated of floor(allocatable × ratio), and the fraction used for sorting.
 
     At or above 90 % the cell is marked as getting full; above 100 % (a host whose
@@ -32,11 +40,13 @@ def usage_cell(row: Mapping[str, Any] | None, *, narrow: bool = False) -> tuple[
     Narrow tables leave out a ratio of 1 (no overcommit).
     """
     if row is None:
-        return Text(DASH, style="dim"), -1.0
+        return DIM_DASH, -1.0
     allocated, capacity = int(row["allocated"]), int(row["capacity"])
     fraction = allocated / capacity if capacity else (0.0 if allocated == 0 else float("inf"))
     ratio = float(row["ratio"])
     shown = "" if narrow and ratio == 1 else f" ×{ratio_text(ratio)}"
+    if fraction < 0.9:
+        return f"{allocated}/{capacity}{shown}", fraction
     text = Text(f"{allocated}/{capacity}{shown}")
     if fraction > 1:
         text.append(" over", style="bold")
@@ -46,11 +56,11 @@ def usage_cell(row: Mapping[str, Any] | None, *, narrow: bool = False) -> tuple[
     return text, fraction
 
 
-def count_of(used: int | None, total: int | None) -> tuple[Text, float]:
+def count_of(used: int | None, total: int | None) -> tuple[Cell, float]:
     """'2/4' for used of total (GPUs), '-' when unknown."""
     if used is None or total is None:
-        return Text(DASH, style="dim"), -1.0
-    return Text(f"{used}/{total}"), (used / total if total else -1.0)
+        return DIM_DASH, -1.0
+    return f"{used}/{total}", (used / total if total else -1.0)
 
 
 def duration_text(seconds: float, *, short: bool = False) -> str:
@@ -75,7 +85,7 @@ def age(when: str | None, now: datetime, *, short: bool = False) -> tuple[str, f
     """How long ago an RFC 3339 time was ('12s', '3h 5m'), and the seconds for sorting."""
     if not when:
         return DASH, float("inf")
-    seconds = (now - parse_time(when)).total_seconds()
+    seconds = (now - parse_stamp(when)).total_seconds()
     return duration_text(seconds, short=short), seconds
 
 
@@ -83,7 +93,7 @@ def countdown(when: str | None, now: datetime) -> tuple[Text, float]:
     """Time left until an RFC 3339 time: 'in 1m 50s', or 'passed' once it is behind us."""
     if not when:
         return Text(DASH, style="dim"), float("inf")
-    seconds = (parse_time(when) - now).total_seconds()
+    seconds = (parse_stamp(when) - now).total_seconds()
     if seconds <= 0:
         return Text("passed", style="dim"), seconds
     text = Text(f"in {duration_text(seconds)}")
@@ -111,5 +121,5 @@ def cpulist(ids: Iterable[int]) -> str:
     return format_cpuset(ids) or DASH
 
 
-def plain(value: Text | str) -> str:
+def plain(value: Cell) -> str:
     return value.plain if isinstance(value, Text) else value

@@ -31,6 +31,9 @@ from bcfleet.tui.widgets.prompt import Prompt
 if TYPE_CHECKING:
     from bcfleet.tui.app import FleetApp
 
+SPACING = 4.0
+"""The timer waits this many times the last fetch's duration before fetching again."""
+
 
 class ViewScreen(Screen[None]):
     """One view of the dashboard; subclasses give `compose_body`, `fetch` and `show`."""
@@ -73,6 +76,10 @@ class ViewScreen(Screen[None]):
         self._revision: int | None = None
         self._busy = False
         self._last_ok = 0.0
+        self._fetch_seconds = 0.0
+        self._fetched_at = 0.0
+        self.forced = False
+        """Inside `fetch`: whether this fetch was asked for (r, first load) rather than timed."""
 
     # -- layout -------------------------------------------------------------------------------
 
@@ -128,8 +135,13 @@ class ViewScreen(Screen[None]):
         return True
 
     def tick(self) -> None:
-        """Called by the app's timer while this view is on top."""
-        if self.AUTO_REFRESH:
+        """Called by the app's timer while this view is on top.
+
+        A view whose last fetch took T seconds waits SPACING × T after it before the
+        timer fetches again, so a slow API never keeps the dashboard busy all the time.
+        """
+        spaced = time.monotonic() - self._fetched_at >= SPACING * self._fetch_seconds
+        if self.AUTO_REFRESH and spaced:
             self.request_refresh()
         self._check_stale()
 
@@ -144,12 +156,16 @@ class ViewScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="fetch", exit_on_error=False)
     def _fetch_in_thread(self, force: bool) -> None:
         source = self.source
+        started = time.monotonic()
         try:
             revision = source.revision()
             if not force and revision is not None and revision == self._revision:
                 self.post_message(self.Unchanged(source.now()))
                 return
+            self.forced = force
             data = self.fetch()
+            self._fetch_seconds = time.monotonic() - started
+            self._fetched_at = time.monotonic()
             self.post_message(self.Loaded(data, revision, source.now()))
         except NotAvailable as exc:
             self.post_message(self.Failed(exc, disconnected=False, area=exc.area))
@@ -178,7 +194,7 @@ class ViewScreen(Screen[None]):
         self._good(message.at)
         if self.CLOCK_DEPENDENT and self.data is not None:
             self.now = message.at
-            self.show(self.data)
+            self.clock_tick()
         self.update_status()
 
     def on_view_screen_failed(self, message: Failed) -> None:
@@ -220,6 +236,10 @@ class ViewScreen(Screen[None]):
 
     def show(self, data: Any) -> None:
         """Show fetched data; runs on the UI thread."""
+
+    def clock_tick(self) -> None:
+        """The state has not changed but time has: redraw what depends on the clock."""
+        self.show(self.data)
 
     def set_notice(self, text: str | None) -> None:
         """A message in place of the body (not available, an error), or None to show the body."""

@@ -1,143 +1,43 @@
-"""The Hosts view: every host with its pool, state, capacity used against overcommit, and age."""
+"""The Hosts view: every host with its pool, state, capacity used against overcommit, GPUs and age.
+
+A refresh reads hosts.list and paints it, then (at most every USE_EVERY
+seconds, or on r) the live instances for the GPUs held and degraded guests per
+host. How many GPUs a host has is only in its inventory (hosts.show), so it is
+read for the rows on screen (and a page around them) as they scroll into view,
+not for the whole fleet at once.
+"""
 
 from __future__ import annotations
 
-from collections import Counter
+import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from rich.text import Text
+from textual import work
 from textual.app import SystemCommand
 from textual.binding import Binding, BindingType
+from textual.message import Message
 
-from bcfleet.tui.format import DASH, age, count_of, usage_cell
+from bcfleet.tui.host_rows import COLUMNS, NodeUse, host_row, node_use, with_age
 from bcfleet.tui.screens.confirm import Confirm
 from bcfleet.tui.screens.table import TableView
-from bcfleet.tui.source import is_degraded
-from bcfleet.tui.widgets.keyed_table import Column, Row
+from bcfleet.tui.widgets.keyed_table import Row
 
 NARROW_BELOW = 100
 """Terminal widths under this get the compact cells that fit 80 columns."""
-GPU_COUNT_BATCH = 250
-"""Hosts whose GPU count is read (hosts.show) before the table is updated again."""
-
-COLUMNS = (
-    Column("name", "NAME"),
-    Column("pool", "POOL"),
-    Column("state", "STATE"),
-    Column("vcpu", "VCPU"),
-    Column("memory", "MEM GiB"),
-    Column("disk", "DISK GiB"),
-    Column("gpu", "GPU"),
-    Column("degraded", "DEGR"),
-    Column("age", "AGE"),
-)
-
-
-def state_cell(host: Mapping[str, Any], *, narrow: bool = False) -> Text:
-    """ready, draining or no inventory (both when a draining host never reported)."""
-    words = []
-    if host["state"] == "draining":
-        words.append("draining")
-    if not host.get("inventoryReportedAt"):
-        words.append("no inv." if narrow else "no inventory")
-    if not words:
-        return Text("ready", style="green")
-    return Text(", ".join(words), style="yellow" if "draining" in words else "dim")
+UNKNOWN = -1
+"""A GPU count that could not be read this time."""
+USE_EVERY = 10.0
+"""Seconds between reads of every live instance (at least five times as long as one read)."""
 
 
 @dataclass(frozen=True)
-class NodeUse:
-    """What the live instances on one host hold: GPUs, and how many run degraded."""
-
-    gpus: int = 0
-    degraded: int = 0
-
-
-@dataclass(frozen=True)
-class HostsData:
-    """The hosts, then (when fetched) what their guests use and how many GPUs each host has."""
+class HostsFetch:
+    """One refresh: the hosts, and the guests' use per host when it was read this time."""
 
     hosts: list[dict[str, Any]]
-    use: Mapping[str, NodeUse] | None = None
-    gpu_totals: Mapping[str, tuple[str | None, int]] = field(default_factory=dict)
-
-
-def node_use(instances: Iterable[Mapping[str, Any]]) -> dict[str, NodeUse]:
-    """GPUs held and degraded guests per host, from the live instances."""
-    gpus: Counter[str] = Counter()
-    degraded: Counter[str] = Counter()
-    for instance in instances:
-        node = instance.get("nodeId")
-        if not node or instance.get("state") == "deleted":
-            continue
-        gpus[node] += int((instance.get("shape") or {}).get("gpus") or 0)
-        degraded[node] += is_degraded(instance)
-    return {n: NodeUse(gpus[n], degraded[n]) for n in set(gpus) | set(degraded)}
-
-
-def gpu_cell(host: Mapping[str, Any], used: int | None, total: int | None) -> tuple[Text, float]:
-    gpus = host.get("gpus")
-    if isinstance(gpus, Mapping):
-        used, total = int(gpus.get("used", 0)), int(gpus.get("total", 0))
-    if used is None or not host.get("inventoryReportedAt"):
-        return count_of(None, None)
-    if total == 0 and used == 0:
-        return Text("0/0", style="dim"), -1.0
-    if total is None:
-        return Text(f"{used}/?"), -1.0
-    return count_of(used, total)
-
-
-def degraded_cell(host: Mapping[str, Any], known: int | None) -> tuple[Text, int]:
-    count = host.get("degradedGuests", known)
-    if count is None:
-        return Text(DASH, style="dim"), -1
-    text = Text(str(count))
-    if count:
-        text.append(" !", style="bold")
-        text.stylize("bold yellow")
-    return text, int(count)
-
-
-def host_row(
-    host: Mapping[str, Any],
-    now: datetime,
-    use: NodeUse | None = None,
-    gpu_total: int | None = None,
-    *,
-    narrow: bool = False,
-) -> Row:
-    """One host as the table shows it; sort values are fractions used, not the text.
-
-    Narrow (under 100 columns) says "no inv." and leaves out ratios of 1, so the
-    table fits 80 columns.
-    """
-    resources = {r["resource"]: r for r in host.get("resources") or []}
-    vcpu, vcpu_used = usage_cell(resources.get("vcpu"), narrow=narrow)
-    memory, memory_used = usage_cell(resources.get("memoryGiB"), narrow=narrow)
-    disk, disk_used = usage_cell(resources.get("diskGiB"), narrow=narrow)
-    gpu, gpu_used = gpu_cell(host, use.gpus if use else None, gpu_total)
-    degraded, degraded_count = degraded_cell(host, use.degraded if use else None)
-    inventory_age, seconds = age(host.get("inventoryReportedAt"), now, short=True)
-    state = state_cell(host, narrow=narrow)
-    return Row(
-        key=host["id"],
-        cells=(host["name"], host["pool"], state, vcpu, memory, disk, gpu, degraded, inventory_age),
-        sort=(
-            host["name"],
-            host["pool"],
-            state.plain,
-            vcpu_used,
-            memory_used,
-            disk_used,
-            gpu_used,
-            degraded_count,
-            seconds,
-        ),
-    )
+    use: dict[str, NodeUse] | None = None
 
 
 class HostsView(TableView):
@@ -150,11 +50,10 @@ class HostsView(TableView):
         "used of total; guests whose placement is degraded (DEGR); and how long ago the host "
         "last reported its inventory (AGE). A resource above its capacity reads 'over'. "
         "Under 100 columns a ratio of 1 is left out and 'no inv.' means no inventory. "
-        "Enter opens the host."
+        "GPU totals are read as rows come into view ('1/?' until then). Enter opens the host."
     )
     COLUMNS = COLUMNS
     NOUN = ("host", "hosts")
-    _drawn_narrow = False
     MUTATING = frozenset({"drain"})
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -162,60 +61,122 @@ class HostsView(TableView):
         Binding("d", "drain", "Drain/undrain"),
     ]
 
+    class TotalsRead(Message):
+        def __init__(self, totals: dict[str, tuple[str | None, int]]) -> None:
+            super().__init__()
+            self.totals = totals
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hosts: dict[str, dict[str, Any]] = {}
+        self.use: dict[str, NodeUse] | None = None
+        self.totals: dict[str, tuple[str | None, int]] = {}
+        self._use_read_at = 0.0
+        self._use_seconds = 0.0
+        self._reading_totals = False
+        self._drawn_narrow = False
+
+    def on_mount(self) -> None:
+        self.watch(self.table, "scroll_y", self._scrolled, init=False)
+
+    # -- fetching (worker thread) ---------------------------------------------------------------
+
     def fetch(self) -> Any:
-        """Hosts first (painted at once), then their guests' use, then GPU counts not yet known."""
+        """Hosts first (painted at once), then, when due, what their guests use."""
         hosts = self.source.hosts()
-        if hosts and "gpus" in hosts[0] and "degradedGuests" in hosts[0]:
-            return HostsData(hosts)
-        totals = dict(self.data.gpu_totals) if isinstance(self.data, HostsData) else {}
-        use = self.data.use if isinstance(self.data, HostsData) else None
-        self.deliver(HostsData(hosts, use, totals))
+        counted = bool(hosts) and "gpus" in hosts[0] and "degradedGuests" in hosts[0]
+        due = time.monotonic() - self._use_read_at >= max(USE_EVERY, 5 * self._use_seconds)
+        if counted or not (due or self.forced or self.use is None):
+            return HostsFetch(hosts)
+        self.deliver(HostsFetch(hosts))
+        started = time.monotonic()
         use = node_use(self.source.instances())
-        self.deliver(HostsData(hosts, use, dict(totals)))
-        stale = [
-            h
-            for h in hosts
-            if h["id"] not in totals or totals[h["id"]][0] != h["inventoryReportedAt"]
-        ]
-        for start in range(0, len(stale), GPU_COUNT_BATCH):
-            for host in stale[start : start + GPU_COUNT_BATCH]:
-                totals[host["id"]] = (host["inventoryReportedAt"], self._gpu_total(host))
-            if start + GPU_COUNT_BATCH < len(stale):
-                self.deliver(HostsData(hosts, use, dict(totals)))
-        return HostsData(hosts, use, totals)
+        self._use_read_at = time.monotonic()
+        self._use_seconds = self._use_read_at - started
+        return HostsFetch(hosts, use)
 
-    def _gpu_total(self, host: Mapping[str, Any]) -> int:
-        if not host["inventoryReportedAt"]:
-            return 0
-        inventory = self.source.host(host["id"]).get("inventory") or {}
-        return len(inventory.get("gpus") or [])
+    @work(thread=True, exclusive=True, group="gpu-totals", exit_on_error=False)
+    def _read_totals(self, hosts: list[dict[str, Any]]) -> None:
+        totals: dict[str, tuple[str | None, int]] = {}
+        for host in hosts:
+            try:
+                inventory = self.source.host(host["id"]).get("inventory") or {}
+            except Exception:  # noqa: BLE001 - unknown for now ('?'), read again next refresh
+                totals[host["id"]] = (host["inventoryReportedAt"], UNKNOWN)
+            else:
+                totals[host["id"]] = (host["inventoryReportedAt"], len(inventory.get("gpus") or []))
+        self.post_message(self.TotalsRead(totals))
 
-    def rows(self, data: Any) -> Iterable[Row]:
+    # -- showing (UI thread) ----------------------------------------------------------------------
+
+    def show(self, data: Any) -> None:
+        self._drawn_narrow = self.narrow
+        self.hosts = {h["id"]: h for h in data.hosts}
+        self.totals = {k: v for k, v in self.totals.items() if v[1] != UNKNOWN}
+        if data.use is not None:
+            self.use = data.use
+        self.table.set_rows(self._row(h) for h in data.hosts)
+        self._want_totals()
+
+    def clock_tick(self) -> None:
+        """Only the AGE cells move with the clock; patch the rows whose text changed."""
         now = self.now or self.source.now()
-        use = data.use
-        totals = data.gpu_totals
-        for host in data.hosts:
-            node = host["id"]
-            known = use.get(node, NodeUse()) if use is not None else None
-            total = totals[node][1] if node in totals else None
-            yield host_row(host, now, known, total, narrow=self.narrow)
+        table = self.table
+        changed = [
+            row
+            for key, old in table.all_rows.items()
+            if key in self.hosts and (row := with_age(old, self.hosts[key], now)) is not None
+        ]
+        if changed:
+            table.patch(changed)
+
+    def _row(self, host: Mapping[str, Any]) -> Row:
+        node = host["id"]
+        use = self.use.get(node, NodeUse()) if self.use is not None else None
+        total = self.totals.get(node)
+        current = total is not None and total[0] == host["inventoryReportedAt"]
+        known = total[1] if total is not None and current and total[1] != UNKNOWN else None
+        return host_row(host, self.now or self.source.now(), use, known, narrow=self.narrow)
+
+    def _scrolled(self, _value: float) -> None:
+        self._want_totals()
+
+    def _want_totals(self) -> None:
+        """Read the GPU count of the rows on screen (and a page around) that lack one."""
+        table = self.table
+        if self._reading_totals or not table.row_count:
+            return
+        page = max(table.size.height, 10)
+        first = max(0, int(table.scroll_y) - page)
+        keys = [r.key.value for r in table.ordered_rows[first : int(table.scroll_y) + 2 * page]]
+        missing = [
+            self.hosts[k]
+            for k in keys
+            if k in self.hosts
+            and self.hosts[k]["inventoryReportedAt"]
+            and self.totals.get(k, (None, 0))[0] != self.hosts[k]["inventoryReportedAt"]
+        ]
+        if missing:
+            self._reading_totals = True
+            self._read_totals(missing)
+
+    def on_hosts_view_totals_read(self, message: TotalsRead) -> None:
+        self._reading_totals = False
+        self.totals.update(message.totals)
+        self.table.patch(self._row(self.hosts[k]) for k in message.totals if k in self.hosts)
+        self._want_totals()
 
     @property
     def narrow(self) -> bool:
         return self.app.size.width < NARROW_BELOW
 
     def on_resize(self) -> None:
-        if self.data is not None and self._drawn_narrow != self.narrow:
-            self.show(self.data)
-
-    def show(self, data: Any) -> None:
-        self._drawn_narrow = self.narrow
-        super().show(data)
+        if self.hosts and self._drawn_narrow != self.narrow:
+            self._drawn_narrow = self.narrow
+            self.table.set_rows(self._row(h) for h in self.hosts.values())
 
     def _host(self, key: str | None) -> Mapping[str, Any] | None:
-        if key is None or not isinstance(self.data, HostsData):
-            return None
-        return next((h for h in self.data.hosts if h["id"] == key), None)
+        return self.hosts.get(key) if key is not None else None
 
     def open_row(self, key: str) -> None:
         host = self._host(key)

@@ -14,10 +14,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual._two_way_dict import TwoWayDict
 from textual.message import Message
 from textual.widgets import DataTable
+from textual.widgets._data_table import Row as TableRow
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowKey
 
 Cell = Text | str
@@ -121,6 +123,7 @@ class KeyedTable(SteadyTable):
         self.sort_index: int | None = None
         self.sort_reverse = False
         self._shown: list[str] = []
+        self._widened = False
 
     def on_mount(self) -> None:
         for column in self.spec:
@@ -132,6 +135,16 @@ class KeyedTable(SteadyTable):
         """Replace the data: rows are matched by key and only changed cells are redrawn."""
         self.all_rows = {row.key: row for row in rows}
         self._sync()
+
+    def patch(self, rows: Iterable[Row]) -> None:
+        """Replace some rows (by key), leaving the others as they are."""
+        changed = False
+        for row in rows:
+            if row.key in self.all_rows and self.all_rows[row.key] != row:
+                self.all_rows[row.key] = row
+                changed = True
+        if changed:
+            self._sync()
 
     def set_filter(self, text: str) -> None:
         if text != self.filter_text:
@@ -211,20 +224,73 @@ class KeyedTable(SteadyTable):
     def _update_and_add(self, wanted: Sequence[str]) -> None:
         present = set(self.rows)
         keys = [c.key for c in self.spec]
+        new = []
         for key in wanted:
             row = self.all_rows[key]
             if RowKey(key) not in present:
-                self.add_row(*row.cells, key=key)
+                new.append(key)
                 continue
             old = self.get_row(key)
             for column, before, after in zip(keys, old, row.cells, strict=False):
                 if before != after:
-                    self.update_cell(key, column, after, update_width=True)
+                    self.update_cell(key, column, after)
+                    self._widen(column, after)
+        self._append(new)
+        if self._widened:
+            self._widened = False
+            self._clear_caches()
+            self._require_update_dimensions = True
+            self.check_idle()
+
+    def _widen(self, column_key: str, cell: Cell) -> None:
+        """Columns grow to fit a wider cell and never shrink on updates.
+
+        DataTable's update_width re-measures the whole column whenever a cell gets
+        narrower, once per updated cell: for 5,000 rows that took seconds.
+        """
+        width = cell.cell_len if isinstance(cell, Text) else cell_len(cell)
+        column = self.columns[ColumnKey(column_key)]
+        if width > column.content_width:
+            column.content_width = width
+            self._widened = True
 
     def _rebuild(self, wanted: Sequence[str]) -> None:
         self.clear()
-        for key in wanted:
-            self.add_row(*self.all_rows[key].cells, key=key)
+        self._append(wanted)
+
+    def _append(self, keys: Sequence[str]) -> None:
+        """add_row for many rows at once: the same bookkeeping, without its per-row cursor work.
+
+        DataTable.add_row re-sets the cursor and re-reads the column order for every row,
+        and measures every cell with Rich when idle; 5,000 hosts made that most of the
+        time of a first paint. Cells here are one-line text, measured by their length.
+        """
+        if not keys:
+            return
+        was_empty = not self.row_count
+        columns = [column.key for column in self.ordered_columns]
+        widths = [column.content_width for column in self.ordered_columns]
+        index = len(self._row_locations)
+        for key in keys:
+            row_key = RowKey(key)
+            cells = self.all_rows[key].cells
+            self._row_locations[row_key] = index
+            self._data[row_key] = dict(zip(columns, cells, strict=False))
+            self.rows[row_key] = TableRow(row_key, 1)
+            for i, cell in enumerate(cells):
+                width = cell.cell_len if isinstance(cell, Text) else cell_len(cell)
+                if width > widths[i]:
+                    widths[i] = width
+            index += 1
+        for column, width in zip(self.ordered_columns, widths, strict=True):
+            column.content_width = width
+        self._clear_caches()
+        self._require_update_dimensions = True
+        self.cursor_coordinate = self.cursor_coordinate
+        self._update_count += 1
+        self.check_idle()
+        if was_empty and self.show_cursor and self.cursor_type != "none":
+            self._highlight_cursor()
 
     def _reorder(self, wanted: Sequence[str]) -> None:
         """Put the rows in the wanted order without re-adding them (DataTable.sort does the same)."""
