@@ -1,0 +1,236 @@
+"""Benchmark of the dashboard on 5,000 hosts and 50,000 instances: first paint, refresh, idle CPU.
+
+Run from the repository root: `python bench/bench_tui.py [--hosts N] [--instances M] [--idle S]`.
+The fleet is written straight into a fresh SQLite file (the API would take minutes
+to seed it): one vps-host pool with overcommit, every host with the simulated
+two-socket inventory (4 GPUs) and its node_resources rows, and the instances spread
+over the hosts, one in fifty with a PlacementDegraded condition. Then, headless at
+120×40:
+
+- first_paint_s: from starting the app to the Hosts table showing its rows (and its CPU);
+- full_load_s: until the guests' GPUs and degraded counts are in, then with the GPU
+  counts of the rows on screen;
+- refresh_s: `r` (a forced refetch of hosts and instances), median of --runs, and its CPU;
+- refresh_after_change_s: the timer's refresh after a write (hosts.list only: the guests'
+  use is read at most every 10 s);
+- refresh_unchanged_s: a timer tick when the state revision has not moved (no refetch);
+- tui_*: the dashboard's own share on the fetched rows: fill the table, apply the same rows
+  again (a refresh where nothing moved), sort by VCPU, filter;
+- idle_cpu_percent: CPU of the process over --idle seconds with the 2 s refresh running;
+- api_*: the API calls behind those numbers, timed on their own.
+The last line is one JSON document.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bcfleet.api.auth import LOCAL_OPERATOR  # noqa: E402
+from bcfleet.clock import FakeClock  # noqa: E402
+from bcfleet.domain.simulated_inventory import two_socket_host  # noqa: E402
+from bcfleet.fleet import Fleet  # noqa: E402
+from bcfleet.ids import IdFactory  # noqa: E402
+from bcfleet.tui.app import FleetApp  # noqa: E402
+from bcfleet.tui.screens.hosts import HostsView  # noqa: E402
+from bcfleet.tui.source import LocalSource  # noqa: E402
+
+NOW = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
+STAMP = "2026-11-30 10:00:00.000000"
+DEGRADED = json.dumps(
+    [{"type": "PlacementDegraded", "status": "True", "reason": "NoNumaNodeFits",
+      "message": "no single NUMA node has the free CPUs and memory; the guest runs floating",
+      "lastTransitionTime": "2026-11-30T10:00:00Z"}]
+)  # fmt: skip
+
+
+def seed(path: Path, hosts: int, instances: int) -> dict[str, float]:
+    """The fleet, mostly in raw SQL: schema and pool through Fleet, rows with executemany."""
+    started = time.perf_counter()
+    fleet = Fleet.open(f"sqlite:///{path}", clock=FakeClock(NOW), ids=IdFactory(seed=1))
+    pool = fleet.api.pools.create(LOCAL_OPERATOR, tenant_id="root", name="vps-big",
+                                  kind="vps-host", gpu_model="L40S",
+                                  overcommit={"vcpu": 2, "memoryGiB": 1.5})  # fmt: skip
+    fleet.close()
+    inventory = json.dumps(two_socket_host(seed=1, gpus=4, hostname="big"))
+    placement = json.dumps({"cpus": None, "cpuset": list(range(2, 64)), "mems": None,
+                            "hugepageSizeBytes": None, "hugepagesByNode": {},
+                            "memoryByNode": {}, "degradedReason": None, "balloon": True})  # fmt: skip
+    shape = json.dumps({"vcpu": 2, "memoryGiB": 4, "diskGiB": 40, "gpus": 0})
+    per_host = max(1, instances // hosts)
+    con = sqlite3.connect(path)
+    con.executemany(
+        "INSERT INTO hosts (id, name, pool_id, labels, tenant_controlled, state, inventory,"
+        " inventory_reported_at, inventory_generation, created_at, managed)"
+        " VALUES (?, ?, ?, '{}', 0, 'ready', ?, ?, 1, ?, 0)",
+        (
+            (f"node_{i:026d}", f"big-{i:05d}", pool["id"], inventory, STAMP, STAMP)
+            for i in range(hosts)
+        ),
+    )
+    rows = []
+    for i in range(hosts):
+        for resource_name, allocatable, ratio, claim in (
+            ("vcpu", 62, 2.0, 2), ("memoryGiB", 245, 1.5, 4), ("diskGiB", 1763, 1.0, 40)
+        ):  # fmt: skip
+            rows.append((f"node_{i:026d}", resource_name, allocatable, ratio,
+                         int(allocatable * ratio), claim * per_host))  # fmt: skip
+    con.executemany(
+        "INSERT INTO node_resources (node_id, resource, allocatable, ratio, capacity, allocated,"
+        " generation) VALUES (?, ?, ?, ?, ?, ?, 1)",
+        rows,
+    )
+    con.executemany(
+        "INSERT INTO instances (id, tenant_id, pool_id, name, state, shape, node_id, host_placement,"
+        " conditions, purpose, created_at, updated_at)"
+        " VALUES (?, 'root', ?, ?, 'running', ?, ?, ?, ?, 'tenant', ?, ?)",
+        ((f"ins_{n:026d}", pool["id"], f"vm-{n:06d}", shape, f"node_{n % hosts:026d}", placement,
+          DEGRADED if n % 50 == 0 else "[]", STAMP, STAMP) for n in range(instances)),
+    )  # fmt: skip
+    con.commit()
+    con.close()
+    return {"seed_s": round(time.perf_counter() - started, 2)}
+
+
+def timed(call: Callable[[], Any], runs: int = 3) -> float:
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - started)
+    return round(statistics.median(times), 4)
+
+
+def api_times(source: LocalSource) -> dict[str, float]:
+    host = source.hosts()[0]["id"]
+    return {
+        "api_hosts_list_s": timed(source.hosts),
+        "api_instances_list_s": timed(source.instances, runs=2),
+        "api_host_show_ms": round(timed(lambda: source.host(host), runs=20) * 1000, 2),
+        "api_revision_ms": round(timed(source.revision, runs=20) * 1000, 3),
+    }
+
+
+async def wait_for(condition: Callable[[], bool], limit: float = 600) -> float:
+    """Poll on the app's own loop (not Pilot.pause, which also waits for the CPU to go idle)."""
+    started = time.perf_counter()
+    while not condition():
+        if time.perf_counter() - started > limit:
+            raise TimeoutError("the dashboard did not get there in time")
+        await asyncio.sleep(0.005)
+    return time.perf_counter() - started
+
+
+def table_times(view: HostsView) -> dict[str, float]:
+    """The dashboard's own share, without the API: fill, sort and filter the 5,000 rows."""
+    table = view.table
+    out = {}
+    started = time.perf_counter()
+    table.set_rows([])
+    view.show(view.data)
+    out["tui_fill_s"] = round(time.perf_counter() - started, 3)
+    started = time.perf_counter()
+    view.show(view.data)
+    out["tui_same_rows_s"] = round(time.perf_counter() - started, 3)
+    started = time.perf_counter()
+    table.sort_by(3, reverse=True)
+    out["tui_sort_s"] = round(time.perf_counter() - started, 3)
+    started = time.perf_counter()
+    table.set_filter("big-01")
+    out["tui_filter_s"] = round(time.perf_counter() - started, 3)
+    table.set_filter("")
+    table.sort_by(None)
+    return out
+
+
+async def drive(source: LocalSource, runs: int, idle: float) -> dict[str, float]:
+    app = FleetApp(source, refresh_seconds=2.0)
+    app.animation_level = "none"
+    out: dict[str, float] = {}
+    started, cpu_started = time.perf_counter(), time.process_time()
+    async with app.run_test(size=(120, 40)) as pilot:
+
+        def hosts() -> HostsView | None:
+            return app.screen if isinstance(app.screen, HostsView) else None
+
+        def shown() -> bool:
+            view = hosts()
+            return view is not None and view.is_mounted and view.table.row_count > 0
+
+        await wait_for(shown)
+        out["first_paint_s"] = round(time.perf_counter() - started, 3)
+        out["first_paint_cpu_s"] = round(time.process_time() - cpu_started, 3)
+        await wait_for(lambda: hosts() is not None and not hosts()._busy)  # type: ignore[union-attr]
+        out["full_load_s"] = round(time.perf_counter() - started, 3)
+        await app.workers.wait_for_complete()
+        out["full_load_with_gpu_counts_s"] = round(time.perf_counter() - started, 3)
+        view = hosts()
+        assert view is not None
+        refreshes, cpu = [], []
+        for _ in range(runs):
+            begun, cpu_begun = time.perf_counter(), time.process_time()
+            await pilot.press("r")
+            await wait_for(lambda: not view._busy)
+            await pilot.pause()
+            refreshes.append(time.perf_counter() - begun)
+            cpu.append(time.process_time() - cpu_begun)
+        out["refresh_s"] = round(statistics.median(refreshes), 3)
+        out["refresh_cpu_s"] = round(statistics.median(cpu), 3)
+        out.update(table_times(view))
+        source.set_draining("big-00001", True)  # a change: the next timed refresh refetches
+        begun = time.perf_counter()
+        view.request_refresh()
+        await wait_for(lambda: not view._busy)
+        await pilot.pause()
+        out["refresh_after_change_s"] = round(time.perf_counter() - begun, 3)
+        begun = time.perf_counter()
+        view.tick()
+        await wait_for(lambda: not view._busy)
+        await pilot.pause()
+        out["refresh_unchanged_s"] = round(time.perf_counter() - begun, 3)
+        cpu, wall = time.process_time(), time.perf_counter()
+        await asyncio.sleep(idle)
+        used = time.process_time() - cpu
+        out["idle_cpu_percent"] = round(100 * used / (time.perf_counter() - wall), 2)
+        out["rows"] = view.table.row_count
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hosts", type=int, default=5000)
+    parser.add_argument("--instances", type=int, default=50000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--idle", type=float, default=10.0)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "fleet.db"
+        result: dict[str, Any] = {"hosts": args.hosts, "instances": args.instances}
+        result.update(seed(path, args.hosts, args.instances))
+        fleet = Fleet.open(f"sqlite:///{path}", clock=FakeClock(NOW))
+        source = LocalSource(fleet)
+        result.update(api_times(source))
+        result.update(asyncio.run(drive(source, args.runs, args.idle)))
+        result["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        result["targets"] = {"first_paint_s": 1.0, "refresh_s": 0.2, "idle_cpu_percent": "≈0"}
+        fleet.close()
+    for key, value in result.items():
+        print(f"{key:>24}: {value}")
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
