@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from bcfleet.api.capacity import CapacityAPI
 from bcfleet.api.doctor import DoctorAPI
 from bcfleet.api.events import EventsAPI
 from bcfleet.api.flavors import FlavorsAPI
@@ -14,6 +15,7 @@ from bcfleet.api.meters import MetersAPI
 from bcfleet.api.pools import PoolsAPI
 from bcfleet.api.provider_accounts import ProviderAccountsAPI
 from bcfleet.api.quotas import QuotasAPI
+from bcfleet.api.reservations import ReservationsAPI
 from bcfleet.api.tenants import TenantsAPI
 
 if TYPE_CHECKING:
@@ -36,3 +38,5 @@ class FleetAPI:
         self.instances = InstancesAPI(fleet)
         self.quotas = QuotasAPI(fleet)
         self.doctor = DoctorAPI(fleet)
+        self.reservations = ReservationsAPI(fleet)
+        self.capacity = CapacityAPI(fleet)
