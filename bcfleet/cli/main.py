@@ -27,6 +27,8 @@ COMMAND_MODULES = (
     "quotas",
     "doctor",
     "demo",
+    "reservations",
+    "capacity",
 )
 
 
