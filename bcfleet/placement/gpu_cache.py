@@ -72,14 +72,14 @@ def pool_snapshot(
         rebuild
         or cached is None
         or cached.fingerprint != fingerprint
-        or cached.token != token
+        or (cached.token is not None and cached.token != token)
         or cached.version > version
     )
     if stale:
         view = _build(session, pool_id, now, fingerprint, token, version)
     else:
         assert cached is not None
-        view = _refresh(session, cached, pool_id, now, version)
+        view = _refresh(session, cached, pool_id, now, token, version)
     with _LOCK:
         current = _CACHE.get(key)
         if current is None or stale or current.version <= view.version:
@@ -98,23 +98,24 @@ def _fingerprint(session: Session, pool_id: str) -> tuple[Any, ...]:
             func.count(draining),
             func.min(draining),
             func.max(draining),
+            select(func.max(GpuAtom.id)).scalar_subquery(),
         ).where(col(Host.pool_id) == pool_id, col(Host.tenant_controlled).is_(False))
     ).one()
-    atoms = session.execute(select(func.max(GpuAtom.id))).scalar()
-    return (*tuple(hosts), atoms)
+    return tuple(hosts)
 
 
 def _refresh(
-    session: Session, cached: PoolView, pool_id: str, now: datetime, version: int
+    session: Session, cached: PoolView, pool_id: str, now: datetime, token: str | None, version: int
 ) -> PoolView:
+    """Reload the nodes changed since the cached version (all since 0 when versions began after)."""
     if version == cached.version:
         return cached
     changed = [n for n in changed_since(session, pool_id, cached.version) if n in cached.node_ids]
     if len(changed) > REBUILD_SHARE * max(len(cached.node_ids), 1):
-        return _build(session, pool_id, now, cached.fingerprint, cached.token, version)
+        return _build(session, pool_id, now, cached.fingerprint, token, version)
     bookings = load_bookings(session, now, node_ids=changed)
     snapshot = cached.snapshot.with_bookings(changed, bookings)
-    return PoolView(snapshot, cached.node_ids, cached.fingerprint, cached.token, version)
+    return PoolView(snapshot, cached.node_ids, cached.fingerprint, token, version)
 
 
 def _build(

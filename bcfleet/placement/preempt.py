@@ -97,7 +97,7 @@ def _apply(
             _requeue(session, fleet, row, preemptor, plan.start, now)
     if not guarded_book(session, fleet, rsv, plan.picks, plan.start, plan.end):
         raise _Off
-    touch_nodes(session, touched)
+    touch_nodes(session, touched - set(rsv.node_ids))  # booking touched the planned nodes
     record_event(session, fleet.ids, now, "reservation.placed", rsv, placed_data(rsv))
 
 
