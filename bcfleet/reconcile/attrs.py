@@ -230,6 +230,18 @@ def _join(prefix: str, key: str) -> str:
     return f"{prefix}[{json.dumps(key)}]"
 
 
+def leaves(attrs: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """Every leaf of an object, nested maps flattened to paths like ``policy.overcommit.vcpu``."""
+    result: list[tuple[str, Any]] = []
+    for key, value in attrs.items():
+        path = _join(prefix, key)
+        if isinstance(value, Mapping) and value:
+            result.extend(leaves(value, path))
+        else:
+            result.append((path, value))
+    return result
+
+
 def diff(
     before: Mapping[str, Any], after: Mapping[str, Any], prefix: str = ""
 ) -> list[FieldChange]:
