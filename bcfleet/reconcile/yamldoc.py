@@ -120,9 +120,11 @@ def _mark_position(mark: Any) -> Position:
     return Position(int(mark.line) + 1, int(mark.column) + 1)
 
 
-def _syntax_problem(exc: yaml.MarkedYAMLError) -> Problem:
+def _syntax_problem(exc: yaml.MarkedYAMLError, text: str) -> Problem:
     mark = exc.problem_mark or exc.context_mark
     problem, context = exc.problem or "", exc.context or ""
+    if mark is not None and text[mark.index : mark.index + 1] == "\t":
+        problem = f"{problem}: a tab (YAML indents with spaces)"
     if problem.startswith("but ") and context:
         message = f"{context}, {problem}"
     elif context and exc.context_mark is not None:
@@ -143,7 +145,7 @@ def _compose(text: str) -> Node | None:
     try:
         node: Node | None = yaml.compose(text, Loader=_LOADER)
     except yaml.MarkedYAMLError as exc:
-        raise YamlProblems([_syntax_problem(exc)]) from exc
+        raise YamlProblems([_syntax_problem(exc, text)]) from exc
     except yaml.reader.ReaderError as exc:
         where = position_in_text(text, exc.position)
         raise YamlProblems(
