@@ -43,8 +43,8 @@ def pool_capacity(
     after: PoolSpec, hosts: Sequence[HostCapacity]
 ) -> tuple[tuple[CapacityChange, ...], list[PlanMessage]]:
     """The pool's capacity per resource before and after ``after``'s policy, and host warnings."""
-    before_sum: dict[str, int] = dict.fromkeys(RESOURCES, 0)
-    after_sum: dict[str, int] = dict.fromkeys(RESOURCES, 0)
+    before_sum: dict[str, int] = {}
+    after_sum: dict[str, int] = {}
     warnings: list[PlanMessage] = []
     for host in sorted(hosts, key=lambda h: h.host):
         over: dict[str, dict[str, int]] = {}
@@ -56,9 +56,9 @@ def pool_capacity(
                 over[row.resource] = {"allocated": row.allocated, "capacity": capacity}
         if over:
             warnings.append(_over_capacity(host, after.name, over))
-    if not any(host.rows for host in hosts):
-        return (), warnings
-    changes = tuple(CapacityChange(r, before_sum[r], after_sum[r]) for r in before_sum)
+    changes = tuple(
+        CapacityChange(r, before_sum[r], after_sum[r]) for r in RESOURCES if r in before_sum
+    )
     return changes, warnings
 
 
@@ -156,7 +156,8 @@ def _size_in_use(tenant: str, size: str, found: _Users) -> PlanMessage:
         code="SIZE_IN_USE",
         message=(
             f"cannot turn off {size} for tenant {tenant}: still used by {', '.join(named)}; "
-            "move them to another size or undeploy the services first"
+            "move them to another size, undeploy those services or reset those indexes "
+            "to the default pod size first"
         ),
         address=f"compute.{tenant}",
         details=freeze(
@@ -182,7 +183,7 @@ def blocked_removals(removed: set[str], survivors: Iterable[Entry]) -> list[Plan
     return [
         PlanMessage(
             code="CONFLICT",
-            message=f"{address} cannot be deleted: {', '.join(sorted(names))} still refer to it",
+            message=f"{address} cannot be deleted: still referenced by {', '.join(sorted(names))}",
             address=address,
             details=freeze({"referencedBy": sorted(names)}),
         )

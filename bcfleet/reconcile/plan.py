@@ -243,15 +243,22 @@ def _check_removals(
 ) -> None:
     deleted = {action.address for action in actions if "delete" in action.actions}
     survivors = [
-        want.get(key) or entry for key, entry in have.items() if entry.address not in deleted
+        want.get(key) or entry
+        for key, entry in have.items()
+        if entry.address not in deleted and not _goes_with_tenant(entry, context)
     ]
     survivors += [entry for key, entry in want.items() if key not in have]
     context.errors.extend(blocked_removals(deleted, survivors))
     for action in actions:
-        allocated = context.allocations.get(action.address.removeprefix("host."))
+        name = action.address.removeprefix("host.")
+        allocated = context.allocations.get(name)
         if action.type == "host" and "delete" in action.actions and allocated:
-            name = action.address.removeprefix("host.")
             context.errors.append(host_busy(action.address, name, allocated, "removed"))
+
+
+def _goes_with_tenant(entry: Entry, context: _Context) -> bool:
+    """Compute settings are part of their tenant: deleting the tenant removes them."""
+    return entry.type == "compute" and entry.key[0] in context.deleted_tenants
 
 
 def _check_prune(

@@ -92,7 +92,7 @@ def _legend(changes: tuple[Action, ...]) -> list[str]:
 def _block(action: Action) -> list[str]:
     headline = _HEADLINES.get(action.actions, "will change")
     lines = [f"  # {action.address} {headline}"]
-    if action.reason and (action.is_removal or "adopt" in action.actions):
+    if action.reason:
         lines.append(f"  # ({action.reason})")
     symbol = _SYMBOLS[action.actions[0]]
     body = _body(action)
