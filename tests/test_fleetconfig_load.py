@@ -261,6 +261,21 @@ BROKEN = [
             """\
             tenants: [{id: acme}]
             compute:
+              - tenant: acme
+                sizes: {medium: {enabled: false}}
+            """
+        ),
+        6,
+        31,
+        "$.compute[0].sizes.medium.enabled",
+        "medium is off and no defaultSize is set",
+        id="medium-off-without-default",
+    ),
+    pytest.param(
+        doc(
+            """\
+            tenants: [{id: acme}]
+            compute:
               - {tenant: acme, sizes: {small: {}, huge: {}}}
             """
         ),
@@ -451,7 +466,7 @@ MINIMAL = doc(
     pools: [{name: p, kind: vps-host}]
     hosts: [{name: h, pool: p}]
     flavors: [{pool: p, name: a, vcpu: 2, memoryGiB: 4, diskGiB: 40}]
-    compute: [{tenant: acme, sizes: {medium: {}}}]
+    compute: [{tenant: acme, sizes: {xlarge: {enabled: false}}}]
     """
 )
 EXPLICIT = doc(
@@ -472,9 +487,10 @@ EXPLICIT = doc(
     compute:
       - tenant: acme
         sizes:
-          small: {enabled: false}
+          small: {enabled: true}
           medium: {enabled: true, spares: 0}
-          large: {enabled: false, spares: 0}
+          large: {}
+          xlarge: {enabled: false, spares: 0}
     """
 )
 
@@ -492,8 +508,14 @@ def test_defaults_are_filled_in() -> None:
     assert fleet.flavors[0].gpus == 0 and fleet.flavors[0].placement is None
     assert fleet.tenants[0].name == "acme"
     sizes = fleet.compute[0].sizes
-    assert sizes.medium == SizeSetting(enabled=True, spares=0)
-    assert sizes.small == sizes.large == sizes.xlarge == SizeSetting(enabled=False, spares=0)
+    assert sizes.small == sizes.medium == sizes.large == SizeSetting(enabled=True, spares=0)
+    assert sizes.xlarge == SizeSetting(enabled=False, spares=0)
+
+
+def test_compute_settings_without_sizes_keep_every_size_on() -> None:
+    fleet = load_fleetconfig_text(doc("tenants: [{id: acme}]\ncompute: [{tenant: acme}]\n"))
+    assert all(setting == SizeSetting() for _, setting in fleet.compute[0].sizes.items())
+    assert SizeSetting() == SizeSetting(enabled=True, spares=0)
 
 
 def test_the_host_reserve_default_can_come_from_settings() -> None:
@@ -523,7 +545,7 @@ def test_overcommit_is_clamped_with_a_warning(given: float, kept: float) -> None
         assert (warning.line, warning.column) == (4, 59)
 
 
-def test_spares_above_ten_keep_ten_and_a_size_that_is_off_keeps_none() -> None:
+def test_spares_above_ten_keep_ten_and_spares_of_a_size_that_is_off_are_not_kept_ready() -> None:
     fleet = load_fleetconfig_text(
         doc(
             """\
@@ -538,7 +560,8 @@ def test_spares_above_ten_keep_ten_and_a_size_that_is_off_keeps_none() -> None:
     )
     sizes = fleet.compute[0].sizes
     assert sizes.medium == SizeSetting(enabled=True, spares=10)
-    assert sizes.large == SizeSetting(enabled=False, spares=0)
+    assert sizes.large == SizeSetting(enabled=False, spares=3)
+    assert sizes.large.credits_per_month == 0
     assert sorted(w.path for w in fleet.warnings) == [
         "$.compute[0].sizes.large.spares",
         "$.compute[0].sizes.medium.spares",

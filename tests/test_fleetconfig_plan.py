@@ -362,6 +362,14 @@ def test_compute_settings_left_out_stay_as_they_are() -> None:
     assert [w.code for w in result.warnings] == ["COMPUTE_NOT_DECLARED"]
 
 
+def test_compute_without_serverless_pool_keeps_the_state_pool() -> None:
+    fleet = edited("    serverlessPool: vps-fra\n", "")
+    assert fleet.compute[0].serverless_pool is None
+    assert not plan(fleet, observed_from(desired())).has_changes
+    (created,) = plan(fleet, dataclasses.replace(observed_from(desired()), compute=())).changes
+    assert created.after is not None and created.after["serverlessPool"] is None
+
+
 def test_a_pool_kind_cannot_change() -> None:
     fleet = desired()
     state = observed_from(fleet)
@@ -530,6 +538,11 @@ USERS = [
         SizeUsers("other", environments=(EnvironmentUse("staging", "large"),)),
         False,
         id="another-tenant-users-do-not-count",
+    ),
+    pytest.param(
+        SizeUsers("acme", services=(ServiceUse("prod", "legacy", "serverless", True, None),)),
+        True,
+        id="service-from-before-sizes-runs-on-large",
     ),
 ]
 

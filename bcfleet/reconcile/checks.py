@@ -221,12 +221,12 @@ def _check_compute(data: Mapping[str, Any], names: _Names, found: Findings) -> N
 
 def _check_sizes(at: PathKey, settings: Item, found: Findings) -> None:
     sizes: Mapping[str, Item] = settings.get("sizes") or {}
-    enabled = {size for size in SIZES if size in sizes and sizes[size].get("enabled", True)}
+    enabled = {size for size in SIZES if (sizes.get(size) or {}).get("enabled", True)}
     for size, setting in sizes.items():
         spares = setting.get("spares", 0)
         path: PathKey = (*at, "sizes", size, "spares")
         if size not in enabled and spares > 0:
-            found.warn(path, f"{size} is off, so its {spares} spare instances are not kept")
+            found.warn(path, f"{size} is off, so its {spares} spare instances are not kept ready")
         elif spares > MAX_SPARES:
             found.warn(path, f"{spares} spares of {size} keeps {MAX_SPARES}, the maximum per size")
     default = settings.get("defaultSize")
@@ -238,8 +238,7 @@ def _check_sizes(at: PathKey, settings: Item, found: Findings) -> None:
         )
     elif default is None and "medium" not in enabled:
         found.error(
-            at,
+            (*at, "sizes", "medium", "enabled"),
             "medium is off and no defaultSize is set: without a default everything runs on "
-            "medium, so choose an enabled size as defaultSize"
-            + ("" if enabled else " (no size is on: list the sizes to turn on under sizes)"),
+            "medium, so choose an enabled size as defaultSize",
         )

@@ -23,6 +23,7 @@ from bcfleet.reconcile.actions import (
 )
 from bcfleet.reconcile.attrs import Entry
 from bcfleet.reconcile.model import (
+    LEGACY_SERVICE_SIZE,
     RESOURCES,
     SIZES,
     HostCapacity,
@@ -108,9 +109,9 @@ def users_of(size: str, users: SizeUsers) -> _Users:
     environment_sizes = {env.name: env.size for env in users.environments}
     services = []
     for service in users.services:
-        runs_on = service.size
+        runs_on = service.size or LEGACY_SERVICE_SIZE
         if service.environment is not None:
-            runs_on = environment_sizes.get(service.environment, service.size)
+            runs_on = environment_sizes.get(service.environment, runs_on)
         if service.deployed and service.hosting == "serverless" and runs_on == size:
             services.append({"workspace": service.workspace, "name": service.name})
     return _Users(
@@ -136,7 +137,7 @@ def sizes_in_use(
 ) -> list[PlanMessage]:
     """SIZE_IN_USE for each size turned off while something uses it.
 
-    A size already off never blocks; without known settings every size counts as on."""
+    A size already off never blocks; without saved settings every size is on, the default."""
     errors = []
     for size in SIZES:
         was_on = before is None or before.get(size).enabled

@@ -24,6 +24,7 @@ ROOT_TENANT = "root"
 OVERCOMMIT_MIN = 0.1
 OVERCOMMIT_MAX = 100.0
 MAX_SPARES = 10  # document 004: "Maximum is 10 spare instances per size"
+LEGACY_SERVICE_SIZE = "large"  # document 004: services from before sizes ran with 8 GiB, Large
 HOURS_PER_MONTH = 720  # document 004: a month counts as 30 days of always-on spares
 CREDITS_PER_SPARE_HOUR = 1  # document 004: every size uses 1 credit per instance per hour
 
@@ -153,8 +154,10 @@ class QuotaSpec:
 
 @dataclass(frozen=True)
 class SizeSetting:
-    enabled: bool = False
-    spares: int = 0  # 0..10, and 0 when the size is off
+    """One size of a tenant's compute settings; the default is that of a tenant that never saved."""
+
+    enabled: bool = True
+    spares: int = 0  # 0..10; a size that is off keeps none running, whatever is stored
 
     @property
     def credits_per_month(self) -> int:
@@ -316,7 +319,8 @@ class ObservedCompute:
 
 @dataclass(frozen=True)
 class ServiceUse:
-    """A service of a tenant; ``size`` is the size it asks for, ``environment`` where it runs."""
+    """A service of a tenant: ``size`` is its own size (None: deployed before sizes existed,
+    so Large), ``environment`` the environment it runs in, whose size it then runs on."""
 
     workspace: str
     name: str
@@ -450,15 +454,12 @@ def normalize_placement(raw: Mapping[str, object] | None) -> Placement | None:
 
 
 def normalize_size_setting(raw: Mapping[str, object] | None) -> SizeSetting:
-    """A listed size is on unless it says otherwise; a size left out is off.
-
-    Spares clamp to 10 (document 004) and are 0 for a size that is off, which keeps none.
-    """
+    """A size as declared; what is left out keeps its default (on, 0 spares), spares clamp to 10."""
     if raw is None:
         return SizeSetting()
     enabled = bool(raw.get("enabled", True))
     count = min(_whole(raw.get("spares", 0)), MAX_SPARES)
-    return SizeSetting(enabled=enabled, spares=max(count, 0) if enabled else 0)
+    return SizeSetting(enabled=enabled, spares=max(count, 0))
 
 
 def normalize_sizes(raw: Mapping[str, Mapping[str, object]] | None) -> SizeSettings:

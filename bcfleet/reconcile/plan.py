@@ -7,7 +7,8 @@ are never touched. A removed flavor that instance rows reference is archived.
 Like Argo CD, a plan that would delete every managed object is an error unless
 ``allow_empty``. Actions are ordered so creations follow dependencies
 (tenants, provider accounts, pools, offers, hosts, flavors, quotas, compute) and
-deletions run afterwards in reverse.
+deletions run afterwards in reverse. A compute section that leaves out
+``serverlessPool`` keeps the state's pool, as the compute settings API does.
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ class _Context:
 
 def plan(desired: DesiredFleet, observed: ObservedFleet, *, allow_empty: bool = False) -> Plan:
     """Compare the declared fleet with the state; never raises for a problem, it lists it."""
+    desired = _keep_unset_serverless_pools(desired, observed)
     want: dict[Key, Entry] = {(e.type, e.key): e for e in desired_entries(desired)}
     have: dict[Key, Entry] = {(e.type, e.key): e for e in observed_entries(observed)}
     context = _Context.of(observed)
@@ -108,6 +110,18 @@ def plan(desired: DesiredFleet, observed: ObservedFleet, *, allow_empty: bool = 
         state_revision=observed.revision,
         config_digest=desired.digest,
     )
+
+
+def _keep_unset_serverless_pools(desired: DesiredFleet, observed: ObservedFleet) -> DesiredFleet:
+    """A compute section without serverlessPool keeps the state's pool; the API cannot unset it."""
+    current = {c.spec.tenant: c.spec.serverless_pool for c in observed.compute}
+    compute = tuple(
+        replace(spec, serverless_pool=current.get(spec.tenant))
+        if spec.serverless_pool is None and current.get(spec.tenant)
+        else spec
+        for spec in desired.compute
+    )
+    return replace(desired, compute=compute)
 
 
 def _order(key: Key) -> tuple[int, tuple[str, ...]]:
