@@ -341,7 +341,7 @@ BROKEN = [
         3,
         16,
         "$.tenants[0].id",
-        "'Acme_Corp' is not allowed here: use lowercase letters",
+        "'Acme_Corp' is not allowed here: use 1-63 lower-case letters, digits or '-'",
         id="bad-tenant-id",
     ),
     pytest.param(
@@ -362,6 +362,29 @@ BROKEN = [
         "$.pools[0].policy.overcommit.vcpu",
         "less than or equal to the minimum of 0",
         id="overcommit-must-be-positive",
+    ),
+    pytest.param(
+        doc(
+            """\
+            pools: [{name: p, kind: vps-host}]
+            flavors:
+              - {pool: p, name: a, vcpu: 2, memoryGiB: 4, diskGiB: 1,
+                 placement: {hugepageSizeBytes: 3000000}}
+            """
+        ),
+        6,
+        37,
+        "$.flavors[0].placement.hugepageSizeBytes",
+        "3000000 is not a power of two",
+        id="huge-page-size-not-a-power-of-two",
+    ),
+    pytest.param(
+        doc("pools: [{name: Vps_Fra, kind: vps-host}]\n"),
+        3,
+        16,
+        "$.pools[0].name",
+        "'Vps_Fra' is not allowed here: use 1-63 lower-case letters",
+        id="pool-name-is-lower-case",
     ),
     pytest.param(
         doc("tenants: [{id: 2024-01-01}]\n"),

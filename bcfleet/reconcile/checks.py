@@ -157,6 +157,12 @@ def _check_hosts(data: Mapping[str, Any], names: _Names, found: Findings) -> Non
 def _check_flavors(data: Mapping[str, Any], names: _Names, found: Findings) -> None:
     for index, flavor in enumerate(_section(data, "flavors")):
         at: PathKey = ("flavors", index)
+        hugepages = (flavor.get("placement") or {}).get("hugepageSizeBytes")
+        if hugepages is not None and int(hugepages) & (int(hugepages) - 1):
+            found.error(
+                (*at, "placement", "hugepageSizeBytes"),
+                f"{hugepages} is not a power of two (2 MiB is 2097152, 1 GiB is 1073741824)",
+            )
         if not _reference(found, (*at, "pool"), "pool", flavor["pool"], names.pools):
             continue
         pool = names.pools[flavor["pool"]]
