@@ -35,7 +35,22 @@ def fleetconfig_schema() -> dict[str, Any]:
 
 @cache
 def _validator() -> Draft202012Validator:
-    return Draft202012Validator(fleetconfig_schema())
+    """A validator of the schema with its local ``$ref``s inlined: the same rules, checked
+    several times faster on large documents because no reference is resolved per value."""
+    schema = fleetconfig_schema()
+    return Draft202012Validator(_inline_refs(schema, schema.get("$defs", {})))
+
+
+def _inline_refs(node: Any, defs: Mapping[str, Any]) -> Any:
+    if isinstance(node, Mapping):
+        if "$ref" in node:
+            target = _inline_refs(defs[str(node["$ref"]).rsplit("/", 1)[-1]], defs)
+            siblings = {k: _inline_refs(v, defs) for k, v in node.items() if k != "$ref"}
+            return {**siblings, **target}
+        return {k: _inline_refs(v, defs) for k, v in node.items() if k != "$defs"}
+    if isinstance(node, list):
+        return [_inline_refs(item, defs) for item in node]
+    return node
 
 
 def suggest(word: str, candidates: Sequence[str]) -> str:

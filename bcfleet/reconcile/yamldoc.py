@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -24,6 +24,8 @@ _MAX_NODES = 2_000_000  # aliases can make a small text expand without bound
 _MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_STR_TAG = "tag:yaml.org,2002:str"
+_INT_TAG = "tag:yaml.org,2002:int"
 _SCALAR_TAGS = frozenset(
     f"tag:yaml.org,2002:{name}"
     for name in ("null", "bool", "int", "float", "str", "timestamp", "binary")
@@ -60,20 +62,35 @@ class YamlProblems(Exception):
 
 @dataclass
 class ParsedDocument:
+    """Plain data, and the node graph it came from, so positions are looked up only when needed."""
+
     data: Any
-    values: dict[PathKey, Position] = field(default_factory=dict)
-    keys: dict[PathKey, Position] = field(default_factory=dict)
+    root: Node | None = None
 
     def locate(self, path: PathKey, *, at_key: bool = False) -> Position:
-        """Where ``path`` is written, or its nearest written ancestor."""
-        if at_key and path in self.keys:
-            return self.keys[path]
-        probe = path
-        while probe:
-            if probe in self.values:
-                return self.values[probe]
-            probe = probe[:-1]
-        return self.values.get((), START)
+        """Where ``path`` is written (its key when ``at_key``), or its nearest written ancestor."""
+        if self.root is None:
+            return START
+        node, key_node = self.root, None
+        for part in path:
+            child, key_node = _child(node, part)
+            if child is None:
+                return _mark_position(node.start_mark)
+            node = child
+        if at_key and key_node is not None:
+            return _mark_position(key_node.start_mark)
+        return _mark_position(node.start_mark)
+
+
+def _child(node: Node, part: str | int) -> tuple[Node | None, Node | None]:
+    """The value node under ``part`` and, in a mapping, its key node."""
+    if isinstance(node, MappingNode) and isinstance(part, str):
+        for key_node, value_node in node.value:
+            if isinstance(key_node, ScalarNode) and key_node.value == part:
+                return value_node, key_node
+    if isinstance(node, SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
+        return node.value[part], None
+    return None, None
 
 
 def json_path(path: PathKey) -> str:
@@ -157,76 +174,100 @@ def _compose(text: str) -> Node | None:
 
 
 class _Converter:
-    """Turns a node graph into dicts, lists and scalars, filling a ParsedDocument's positions."""
+    """Turns a node graph into dicts, lists and scalars, collecting problems with their paths.
 
-    def __init__(self, document: ParsedDocument) -> None:
-        self.document = document
+    The current path is one list pushed and popped as the walk goes, so a large
+    document costs no per-node path objects.
+    """
+
+    def __init__(self) -> None:
         self.problems: list[Problem] = []
         self.constructor = SafeConstructor()
-        self.nodes = 0
+        self.budget = _MAX_NODES
+        self.path: list[str | int] = []
 
-    def problem(self, node: Node, path: PathKey, message: str) -> None:
-        self.problems.append(Problem(path, message, position=_mark_position(node.start_mark)))
+    def problem(self, node: Node, message: str, *extra: str) -> None:
+        where = _mark_position(node.start_mark)
+        self.problems.append(Problem((*self.path, *extra), message, position=where))
 
-    def convert(self, node: Node, path: PathKey) -> Any:
-        self.nodes += 1
-        if self.nodes > _MAX_NODES:
-            raise YamlProblems([Problem(path, "the document expands too far (aliases)")])
-        if len(path) > _MAX_DEPTH:
-            raise YamlProblems([Problem(path, "the document nests too deeply")])
-        self.document.values[path] = _mark_position(node.start_mark)
+    def convert(self, node: Node) -> Any:
+        self.budget -= 1
+        if self.budget < 0 or len(self.path) > _MAX_DEPTH:
+            message = (
+                "the document expands too far (aliases)"
+                if self.budget < 0
+                else "it nests too deeply"
+            )
+            where = _mark_position(node.start_mark)
+            raise YamlProblems([Problem(tuple(self.path), message, position=where)])
         if isinstance(node, MappingNode):
-            return self.mapping(node, path)
+            return self.mapping(node)
         if isinstance(node, SequenceNode):
-            if node.tag != _SEQ_TAG:
-                self.problem(node, path, f"unsupported YAML tag {node.tag}")
-            return [self.convert(item, (*path, index)) for index, item in enumerate(node.value)]
-        return self.scalar(node, path)
+            return self.sequence(node)
+        return self.scalar(node)
 
-    def scalar(self, node: Node, path: PathKey) -> Any:
-        if node.tag not in _SCALAR_TAGS:
-            self.problem(node, path, f"unsupported YAML tag {node.tag}")
-            return None
-        construct = SafeConstructor.yaml_constructors[node.tag]
-        try:
-            return construct(self.constructor, node)
-        except (yaml.YAMLError, ValueError, OverflowError) as exc:
-            self.problem(node, path, f"cannot read this {node.tag.rsplit(':', 1)[-1]}: {exc}")
-            return None
-
-    def mapping(self, node: MappingNode, path: PathKey) -> dict[str, Any]:
-        if node.tag != _MAP_TAG:
-            self.problem(node, path, f"unsupported YAML tag {node.tag}")
-        result: dict[str, Any] = {}
-        for key_node, value_node in node.value:
-            key = self.key(key_node, path)
-            if key is None:
-                continue
-            key_path = (*path, key)
-            if key in result:
-                first = self.document.keys[key_path]
-                self.problem(
-                    key_node,
-                    key_path,
-                    f"duplicate key {key!r} (first written at line {first.line}, "
-                    f"column {first.column})",
-                )
-                continue
-            self.document.keys[key_path] = _mark_position(key_node.start_mark)
-            result[key] = self.convert(value_node, key_path)
+    def sequence(self, node: SequenceNode) -> list[Any]:
+        if node.tag != _SEQ_TAG:
+            self.problem(node, f"unsupported YAML tag {node.tag}")
+        result = []
+        path = self.path
+        for index, item in enumerate(node.value):
+            path.append(index)
+            result.append(self.convert(item))
+            path.pop()
         return result
 
-    def key(self, node: Node, path: PathKey) -> str | None:
+    def scalar(self, node: Node) -> Any:
+        tag, text = node.tag, node.value
+        if tag == _STR_TAG:
+            return text
+        if tag == _INT_TAG and text.isdigit() and text[0] != "0":
+            return int(text)
+        if tag not in _SCALAR_TAGS:
+            self.problem(node, f"unsupported YAML tag {tag}")
+            return None
+        try:
+            return SafeConstructor.yaml_constructors[tag](self.constructor, node)
+        except (yaml.YAMLError, ValueError, OverflowError) as exc:
+            self.problem(node, f"cannot read this {tag.rsplit(':', 1)[-1]}: {exc}")
+            return None
+
+    def mapping(self, node: MappingNode) -> dict[str, Any]:
+        if node.tag != _MAP_TAG:
+            self.problem(node, f"unsupported YAML tag {node.tag}")
+        result: dict[str, Any] = {}
+        first: dict[str, Node] = {}
+        path = self.path
+        for key_node, value_node in node.value:
+            key = self.key(key_node)
+            if key is None:
+                continue
+            if key in first:
+                where = _mark_position(first[key].start_mark)
+                message = (
+                    f"duplicate key {key!r} (first written at line {where.line}, "
+                    f"column {where.column})"
+                )
+                self.problem(key_node, message, key)
+                continue
+            first[key] = key_node
+            path.append(key)
+            result[key] = self.convert(value_node)
+            path.pop()
+        return result
+
+    def key(self, node: Node) -> str | None:
         if node.tag == _MERGE_TAG:
-            self.problem(node, path, "merge keys (<<) are not supported; write the fields out")
+            self.problem(node, "merge keys (<<) are not supported; write the fields out")
             return None
         if not isinstance(node, ScalarNode):
-            self.problem(node, path, "a key must be a string, not a collection")
+            self.problem(node, "a key must be a string, not a collection")
             return None
-        value = self.scalar(node, path)
+        reported = len(self.problems)
+        value = self.scalar(node)
         if not isinstance(value, str):
-            if value is not None or node.tag in _SCALAR_TAGS:
-                self.problem(node, path, f"a key must be a string, got {describe(value)}")
+            if len(self.problems) == reported:
+                self.problem(node, f"a key must be a string, got {describe(value)}")
             return None
         return value
 
@@ -234,12 +275,11 @@ class _Converter:
 def parse_yaml(text: str) -> ParsedDocument:
     """Parse one YAML document; raises YamlProblems listing every problem found."""
     root = _compose(text)
-    document = ParsedDocument(data=None)
     if root is None:
         raise YamlProblems([Problem((), "the document is empty", position=START)])
-    converter = _Converter(document)
+    converter = _Converter()
     try:
-        document.data = converter.convert(root, ())
+        document = ParsedDocument(converter.convert(root), root)
     except RecursionError as exc:
         raise YamlProblems([Problem((), "the document nests too deeply", position=START)]) from exc
     if converter.problems:
