@@ -22,7 +22,7 @@ from bcfleet.reconcile.model import (
     Placement,
     SizeSetting,
 )
-from bcfleet.reconcile.schema import fleetconfig_schema
+from bcfleet.reconcile.schema import _validator, fleetconfig_schema
 from bcfleet.reconcile.yamldoc import json_path
 from bcfleet.settings import HostReserve
 
@@ -414,6 +414,22 @@ def test_a_broken_document_points_at_the_problem(
     assert matching, errors
     assert (matching[0]["line"], matching[0]["column"]) == (line, column), matching[0]
     assert matching[0]["file"] == "fleet.yaml"
+
+
+def test_the_loader_validates_exactly_what_the_shipped_schema_says() -> None:
+    """The loader checks an inlined copy of the schema for speed; it must agree with the file."""
+    shipped = Draft202012Validator(fleetconfig_schema())
+    for text in [EXAMPLE.read_text(), *(p.values[0] for p in BROKEN)]:
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError:
+            continue
+
+        def found(validator: Draft202012Validator, data: Any = data) -> list[tuple[str, str]]:
+            errors = validator.iter_errors(data)
+            return sorted((json_path(tuple(e.absolute_path)), str(e.validator)) for e in errors)
+
+        assert found(_validator()) == found(shipped), text
 
 
 def test_every_error_is_reported_at_once_in_document_order() -> None:
