@@ -336,6 +336,13 @@ def test_removals_say_why() -> None:
     assert delete.after is None
 
 
+def test_reshaping_a_used_flavor_says_instances_keep_their_shape() -> None:
+    state = with_flavor(observed_from(desired()), "g1.small", referenced=True)
+    (update,) = plan(edited("name: g1.small, vcpu: 2", "name: g1.small, vcpu: 4"), state).changes
+    assert update.reason == "instances already using it keep the shape they were admitted with"
+    assert [(c.path, c.before, c.after) for c in update.changes] == [("vcpu", 2, 4)]
+
+
 def test_removing_every_managed_object_needs_allow_empty() -> None:
     empty = desired("apiVersion: bcfleet.dev/v1\nkind: FleetConfig\n")
     state = observed_from(desired())

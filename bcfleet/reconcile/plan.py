@@ -56,12 +56,12 @@ REASON_ARCHIVE = (
     "archived instead of deleted; instances using it keep running"
 )
 REASON_RESTORE = "archived in the state: the update restores it"
+REASON_RESHAPE = "instances already using it keep the shape they were admitted with"
 _RANK = {kind: rank for rank, kind in enumerate(RESOURCE_TYPES)}
 
 
 @dataclass
 class _Context:
-    observed: ObservedFleet
     capacity_by_pool: dict[str, list[HostCapacity]] = field(default_factory=dict)
     allocations: dict[str, dict[str, int]] = field(default_factory=dict)
     users: dict[str, SizeUsers] = field(default_factory=dict)
@@ -75,7 +75,6 @@ class _Context:
         for host in observed.capacity:
             by_pool[host.pool].append(host)
         return cls(
-            observed=observed,
             capacity_by_pool=dict(by_pool),
             allocations={k: dict(v) for k, v in host_allocations(observed.capacity).items()},
             users={users.tenant: users for users in observed.size_users},
@@ -162,6 +161,8 @@ def _compare(want: Entry, have: Entry) -> Action:
     elif changes:
         kinds = ("update",)
         reason = REASON_RESTORE if have.archived else ""
+        if have.referenced and any(change.path != "archived" for change in changes):
+            reason = f"{reason}; {REASON_RESHAPE}" if reason else REASON_RESHAPE
     else:
         kinds = ("no-op",)
     action = _action(want, kinds, have.attrs, want.attrs, reason)
