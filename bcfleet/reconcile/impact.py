@@ -86,15 +86,15 @@ def credits_change(before: SizeSettings | None, after: SizeSettings) -> Credits 
         CreditsLine(size, old.get(size).credits_per_month, after.get(size).credits_per_month)
         for size in SIZES
     )
-    if all(line.before == line.after for line in lines) and before is not None:
-        return None
-    if before is None and after.credits_per_month == 0:
+    if all(line.before == line.after for line in lines):
         return None
     return Credits(lines, old.credits_per_month, after.credits_per_month)
 
 
 @dataclass(frozen=True)
-class _Users:
+class SizeHolders:
+    """What keeps one size from being turned off, as JSON-ready names."""
+
     services: list[dict[str, str]]
     environments: list[dict[str, str]]
     indexes: list[dict[str, str]]
@@ -103,7 +103,7 @@ class _Users:
         return bool(self.services or self.environments or self.indexes)
 
 
-def users_of(size: str, users: SizeUsers) -> _Users:
+def users_of(size: str, users: SizeUsers) -> SizeHolders:
     """What holds ``size``: deployed serverless services (on their environment's size when in one),
     indexes with that pod size, deployed or not, and environments of that size, empty or not."""
     environment_sizes = {env.name: env.size for env in users.environments}
@@ -114,7 +114,7 @@ def users_of(size: str, users: SizeUsers) -> _Users:
             runs_on = environment_sizes.get(service.environment, runs_on)
         if service.deployed and service.hosting == "serverless" and runs_on == size:
             services.append({"workspace": service.workspace, "name": service.name})
-    return _Users(
+    return SizeHolders(
         services=sorted(services, key=lambda s: (s["workspace"], s["name"])),
         environments=[
             {"name": e.name}
@@ -149,7 +149,7 @@ def sizes_in_use(
     return errors
 
 
-def _size_in_use(tenant: str, size: str, found: _Users) -> PlanMessage:
+def _size_in_use(tenant: str, size: str, found: SizeHolders) -> PlanMessage:
     named = [f"service {s['name']} (workspace {s['workspace']})" for s in found.services]
     named += [f"environment {e['name']}" for e in found.environments]
     named += [f"index {i['name']} (workspace {i['workspace']})" for i in found.indexes]
