@@ -268,11 +268,9 @@ def choose_placement(
     instance_id: str,
 ) -> HostPlacement:
     """The NUMA chooser over this host's inventory and its other guests' placements."""
-    host = session.get(Host, node_id)
-    assert host is not None and host.inventory is not None
     reserve = pool.host_reserve.get("vcpu", fleet.settings.host_reserve.vcpu)
     return choose_host_placement(
-        Inventory.from_json(host.inventory),
+        host_inventory(session, node_id),
         shape,
         policy,
         gpus=[Gpu(a.model, a.pci_address, a.numa_node) for a in atoms],
@@ -280,6 +278,27 @@ def choose_placement(
         reserve_vcpu=int(reserve),
         memory_ratio=pool.overcommit.get("memoryGiB", 1.0),
     )
+
+
+_inventories: dict[str, tuple[int, Inventory]] = {}
+_INVENTORY_CACHE_MAX = 20_000
+
+
+def host_inventory(session: Session, node_id: str) -> Inventory:
+    """The host's parsed inventory, cached by its generation (parsing dominated small placements)."""
+    generation = session.execute(
+        text("SELECT inventory_generation FROM hosts WHERE id = :n"), {"n": node_id}
+    ).scalar_one()
+    cached = _inventories.get(node_id)
+    if cached is not None and cached[0] == generation:
+        return cached[1]
+    document = session.execute(select(Host.inventory).where(col(Host.id) == node_id)).scalar_one()
+    assert document is not None
+    inventory = Inventory.from_json(document)
+    if len(_inventories) >= _INVENTORY_CACHE_MAX:
+        _inventories.clear()
+    _inventories[node_id] = (int(generation), inventory)
+    return inventory
 
 
 def _record_placement(
