@@ -23,18 +23,12 @@ from bcfleet.store.models import Host, NodeResource
 PAGE = 32
 
 _cursor_lock = threading.Lock()
-_cursors: dict[str, str] = {}
 
 
-def _next_cursor(pool_id: str) -> str:
+def advance_cursor(cursors: dict[str, str], pool_id: str, node_id: str) -> None:
+    """Start the pool's next search after the host just used (cursors live on the Fleet)."""
     with _cursor_lock:
-        return _cursors.get(pool_id, "")
-
-
-def advance_cursor(pool_id: str, node_id: str) -> None:
-    """Start the next search after the host just used."""
-    with _cursor_lock:
-        _cursors[pool_id] = node_id
+        cursors[pool_id] = node_id
 
 
 _COLUMNS = ", ".join(
@@ -62,9 +56,15 @@ def _feasible_page(
     before: str | None,
     limit: int,
 ) -> list[Any]:
-    params = {"pool": pool_id, "after": after, "before": before or MAX_ID, "limit": limit,
-              "vcpu": int(claims.get("vcpu", 0)), "mem": int(claims.get("memoryGiB", 0)),
-              "disk": int(claims.get("diskGiB", 0))}  # fmt: skip
+    params = {
+        "pool": pool_id,
+        "after": after,
+        "before": before or MAX_ID,
+        "limit": limit,
+        "vcpu": int(claims.get("vcpu", 0)),
+        "mem": int(claims.get("memoryGiB", 0)),
+        "disk": int(claims.get("diskGiB", 0)),
+    }
     return list(session.execute(FEASIBLE_PAGE, params).all())
 
 
@@ -75,8 +75,14 @@ def _snapshot(row: Any, gpus: tuple[int, int]) -> HostSnapshot:
     for i, resource in enumerate(SCALARS):
         allocatable, ratio, capacity, allocated = values[2 + 4 * i : 6 + 4 * i]
         resources[resource] = ResourceRow(resource, allocatable, ratio, capacity, allocated)
-    return HostSnapshot(node_id=node_id, rows=resources, gpus_total=gpus[1], gpus_free=gpus[0],
-                        draining=False, labels=dict(labels or {}))  # fmt: skip
+    return HostSnapshot(
+        node_id=node_id,
+        rows=resources,
+        gpus_total=gpus[1],
+        gpus_free=gpus[0],
+        draining=False,
+        labels=dict(labels or {}),
+    )
 
 
 def feasible_hosts(
@@ -88,9 +94,11 @@ def feasible_hosts(
     needs_label: bool,
     want: int,
     now: Any,
+    cursors: dict[str, str],
 ) -> list[HostSnapshot]:
     """Up to `want` hosts of the pool where the claims and GPUs fit now, from the rotating cursor."""
-    cursor = _next_cursor(pool_id)
+    with _cursor_lock:
+        cursor = cursors.get(pool_id, "")
     found: list[HostSnapshot] = []
     for after, before in ((cursor, None), ("", cursor or None)):
         last = after
@@ -138,6 +146,6 @@ def pool_snapshots(session: Session, pool_id: str, now: Any) -> list[HostSnapsho
             gpus_free=counts.get(node_id, (0, 0))[0],
             draining=state != "ready",
             labels=dict(labels or {}),
-        )  # fmt: skip
+        )
         for node_id, labels, state in hosts
     ]
