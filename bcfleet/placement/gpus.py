@@ -100,10 +100,19 @@ def book(
 ) -> list[Booking]:
     """Book locked, re-checked atoms for the window; the caller locked them with lock_atoms first."""
     rows = [
-        Booking(id=ids.new("bkg", at), atom_id=a.id, node_id=a.node_id, consumer_kind=consumer_kind,
-                consumer_id=consumer_id, tenant_id=tenant_id, spot=spot, starts_at=start, ends_at=end)
+        Booking(
+            id=ids.new("bkg", at),
+            atom_id=a.id,
+            node_id=a.node_id,
+            consumer_kind=consumer_kind,
+            consumer_id=consumer_id,
+            tenant_id=tenant_id,
+            spot=spot,
+            starts_at=start,
+            ends_at=end,
+        )
         for a in atoms
-    ]  # fmt: skip
+    ]
     session.add_all(rows)
     touch_nodes(session, (a.node_id for a in atoms))  # last: the version row is the final lock
     return rows
