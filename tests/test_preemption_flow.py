@@ -176,3 +176,17 @@ def test_the_notice_comes_from_the_environment() -> None:
 
     assert load_settings(environ={"BCFLEET_SPOT_NOTICE_MS": "300000"}).spot_notice_ms == 300_000
     assert load_settings(environ={}).spot_notice_ms == 120_000
+
+
+def test_the_victims_node_sees_the_new_end(fleet: Fleet) -> None:
+    pool = gpu_pool(fleet)
+    spot = active_spot(fleet, pool)
+    before = fleet.api.reservations.for_host(OP, "h1")
+    assert [i["end"] for i in before["items"]] == [format_time(T0 + timedelta(hours=12))]
+    regular = reserve(fleet, pool)
+    after = fleet.api.reservations.for_host(OP, "h1")
+    assert after["generation"] > before["generation"]
+    ends = {i["reservationId"]: (i["start"], i["end"]) for i in after["items"]}
+    assert ends[spot["id"]][1] == format_time(T0 + TWO_MINUTES)
+    assert ends[regular["id"]][0] == format_time(T0 + TWO_MINUTES)
+    assert len(after["items"][0]["gpus"]) == 4

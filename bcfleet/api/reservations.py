@@ -21,13 +21,14 @@ from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Actor, Credential, owned_resource, pool_resource
 from bcfleet.api.base import Area
-from bcfleet.api.lookup import find_pool
+from bcfleet.api.lookup import find_host, find_pool
 from bcfleet.clock import format_time, parse_time
 from bcfleet.domain.durations import format_duration, parse_duration
 from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError
 from bcfleet.placement.placer import place
 from bcfleet.placement.reservations import admit, during_json, record_event, release
-from bcfleet.store.models import Pool, Reservation
+from bcfleet.store.models import Booking, GpuAtom, Pool, Reservation
+from bcfleet.store.models.reservations import GpuNodeVersion
 
 BINDINGS = ("pool", "node")
 MAX_GPUS = 1024
@@ -268,3 +269,29 @@ class ReservationsAPI(Area):
             if rsv.state != "released":
                 release(session, self.fleet, rsv, "cancelled", self.fleet.now())
             return reservation_json(rsv)
+
+    def for_host(self, credential: Credential | None, host: str) -> dict[str, Any]:
+        """A node's desired GPU state: the reservations booked on it, their GPUs and windows.
+
+        Derived from the bookings, so a cut-back victim shows its deadline as the end the
+        moment it is preempted; `generation` changes whenever the node's bookings change.
+        """
+        with self.fleet.read() as session:
+            actor = self.actor(session, credential, None)
+            row, pool = find_host(session, actor, host)
+            actor.require("compute:hosts:report", pool_resource(pool))
+            version = session.get(GpuNodeVersion, row.id)
+            items: dict[str, dict[str, Any]] = {}
+            for rsv, pci, start, end in session.execute(
+                select(Reservation, GpuAtom.pci_address, Booking.starts_at, Booking.ends_at)
+                .join(Booking, col(Booking.consumer_id) == col(Reservation.id))
+                .join(GpuAtom, col(GpuAtom.id) == col(Booking.atom_id))
+                .where(col(Booking.node_id) == row.id, col(Booking.released_at).is_(None))
+                .order_by(col(Booking.starts_at), col(GpuAtom.index))
+            ).all():
+                item = items.setdefault(rsv.id, {"reservationId": rsv.id, "tenantId": rsv.tenant_id,
+                                                 "state": rsv.state, "spot": rsv.spot, "gpus": [],
+                                                 "start": format_time(start), "end": format_time(end)})  # fmt: skip
+                item["gpus"].append(pci)
+            return {"host": row.name, "generation": version.version if version else 0,
+                    "items": list(items.values())}  # fmt: skip
