@@ -161,3 +161,42 @@ def test_a_gang_preempts_on_whole_candidate_nodes(any_fleet: Fleet) -> None:
     cut = [e for t in ("acme", "beta") for e in events(any_fleet, t, "reservation.preempting")]
     assert len(cut) == 2
     invariants_ok(any_fleet)
+
+
+def test_instances_and_reservations_racing_keep_every_invariant(any_fleet: Fleet) -> None:
+    """GPU instances, spot and regular reservations, cancels and lifecycle ticks at once: no deadlock, no overbooking."""
+    import random
+
+    from bcfleet.errors import FleetError
+    from tests.builders import flavor
+    from tests.capacity_builders import create
+
+    pool = gpu_pool(any_fleet, hosts=3)
+    flavor(any_fleet, pool["id"], "gpu1", vcpu=1, memory_gib=1, disk_gib=1, gpus=1)
+
+    def worker(seed: int) -> int:
+        rng = random.Random(seed)
+        mine: list[str] = []
+        done = 0
+        for _ in range(10):
+            try:
+                choice = rng.choice(["spot", "spot", "regular", "instance", "cancel", "tick"])
+                if choice == "instance":
+                    create(any_fleet, pool, "gpu1")
+                elif choice == "cancel" and mine:
+                    any_fleet.api.reservations.cancel(OP, mine.pop(rng.randrange(len(mine))))
+                elif choice == "tick":
+                    run_lifecycle(any_fleet, any_fleet.now())
+                    run_retry(any_fleet, any_fleet.now())
+                else:
+                    made = reserve(any_fleet, pool, rng.choice(["acme", "beta"]),
+                                   gpus=rng.choice([1, 2, 4]), spot=choice == "spot")  # fmt: skip
+                    mine.append(made["id"])
+                done += 1
+            except FleetError:
+                pass  # refusals are fine; corruption and deadlocks are not
+        return done
+
+    with ThreadPoolExecutor(max_workers=4) as executor:
+        assert sum(executor.map(worker, range(4))) > 0
+    invariants_ok(any_fleet)

@@ -22,11 +22,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import case, func, or_
+from sqlalchemy import case, func, or_, type_coerce
 from sqlalchemy import select as sql_select
+from sqlalchemy.types import NullType
 from sqlmodel import Session, col, select
 
 from bcfleet.domain.gpu_plan import Booking as PlanBooking
@@ -133,14 +134,15 @@ def _build(
 
 def load_nodes(session: Session, pool_id: str) -> list[GpuNode]:
     """The pool's hosts (not tenant-controlled) with their present GPU atoms in index order."""
-    hosts = session.execute(
-        select(Host.id, Host.name, Host.state).where(
+    connection = session.connection()
+    hosts = connection.execute(
+        sql_select(col(Host.id), col(Host.name), col(Host.state)).where(
             col(Host.pool_id) == pool_id, col(Host.tenant_controlled).is_(False)
         )
     ).all()
     atoms: dict[str, list[str]] = {host_id: [] for host_id, _, _ in hosts}
-    for atom_id, node_id in session.execute(
-        select(GpuAtom.id, GpuAtom.node_id)
+    for atom_id, node_id in connection.execute(
+        sql_select(col(GpuAtom.id), col(GpuAtom.node_id))
         .join(Host, col(Host.id) == col(GpuAtom.node_id))
         .where(col(Host.pool_id) == pool_id, col(GpuAtom.present).is_(True))
         .order_by(col(GpuAtom.node_id), col(GpuAtom.index))
@@ -165,15 +167,16 @@ def load_bookings(
     A spot booking is freeable while its reservation is placed, binding or active and has not
     been preempted already (a cut-back victim is never cut twice).
     """
+    raw = NullType()  # times are converted below, once per distinct value, not once per row
     query = (
         sql_select(
             col(Booking.atom_id),
             col(Booking.consumer_id),
-            col(Booking.starts_at),
-            col(Booking.ends_at),
+            type_coerce(col(Booking.starts_at), raw),
+            type_coerce(col(Booking.ends_at), raw),
             col(Booking.spot),
             col(Reservation.state),
-            col(Reservation.deadline),
+            type_coerce(col(Reservation.deadline), raw),
         )
         .join(Reservation, col(Reservation.id) == col(Booking.consumer_id), isouter=True)
         .where(
@@ -189,13 +192,27 @@ def load_bookings(
         if not node_ids:
             return []
         query = query.where(col(Booking.node_id).in_(list(node_ids)))
-    return list(_plan_bookings(session.execute(query).all()))
+    return list(_plan_bookings(session.connection().execute(query).all()))
 
 
 def _plan_bookings(rows: Iterable[Any]) -> Iterable[PlanBooking]:
+    times: dict[Any, datetime | None] = {None: None}
     for atom_id, holder, start, end, spot, state, preempted_at in rows:
         if state is None:
             state = "active"  # an instance's booking
         elif preempted_at is not None:
             state = "preempted"
-        yield PlanBooking(str(atom_id), holder, start, end, bool(spot), state)
+        for value in (start, end):
+            if value not in times:
+                times[value] = _utc(value)
+        begins = times[start]
+        assert begins is not None
+        yield PlanBooking(str(atom_id), holder, begins, times[end], bool(spot), state)
+
+
+def _utc(value: Any) -> datetime:
+    """A stored time as aware UTC: SQLite gives text, PostgreSQL a naive datetime (both UTC)."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    assert isinstance(value, datetime)
+    return value.replace(tzinfo=UTC)
