@@ -190,3 +190,32 @@ def test_the_victims_node_sees_the_new_end(fleet: Fleet) -> None:
     assert ends[spot["id"]][1] == format_time(T0 + TWO_MINUTES)
     assert ends[regular["id"]][0] == format_time(T0 + TWO_MINUTES)
     assert len(after["items"][0]["gpus"]) == 4
+
+
+def test_a_pool_lease_batch_preempts_for_its_regular_requests(any_fleet: Fleet) -> None:
+    pool = gpu_pool(any_fleet, hosts=2)
+    spot = active_spot(any_fleet, pool, "beta")
+    batch = any_fleet.api.reservations.create_batch(
+        OP, tenant_id="acme", pool_id=pool["id"],
+        requests=[{"gpus": 4, "duration": "12h"}, {"gpus": 4, "duration": "12h"},
+                  {"gpus": 2, "duration": "1h", "spot": True}],
+    )  # fmt: skip
+    first, second, spot_request = batch["items"]
+    assert first["during"]["start"] == format_time(T0)  # fits on the free node
+    assert second["during"]["start"] == format_time(T0 + TWO_MINUTES)  # preempts the spot work
+    assert spot_request["state"] == "pending"  # spot never preempts
+    assert get(any_fleet, spot)["during"]["end"] == format_time(T0 + TWO_MINUTES)
+    invariants_ok(any_fleet)
+
+
+def test_a_batch_is_all_or_nothing(fleet: Fleet) -> None:
+    from bcfleet.errors import InvalidInputError
+
+    pool = gpu_pool(fleet)
+    with pytest.raises(InvalidInputError):
+        fleet.api.reservations.create_batch(
+            OP, tenant_id="acme", pool_id=pool["id"],
+            requests=[{"gpus": 1, "duration": "1h"}, {"gpus": 1, "duration": "1h", "spot": True,
+                                                      "binding": "node"}],
+        )  # fmt: skip
+    assert fleet.api.reservations.list(OP)["items"] == []

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -33,6 +34,7 @@ from bcfleet.store.models.reservations import GpuNodeVersion
 BINDINGS = ("pool", "node")
 MAX_GPUS = 1024
 MAX_NODES = 1024
+MAX_BATCH = 100
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,25 @@ class Ask:
                 "spot": self.spot, "seconds": int(self.duration.total_seconds()),
                 "start": format_time(self.start)}  # fmt: skip
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+BATCH_FIELDS = frozenset(
+    {"gpus", "duration", "start", "spot", "binding", "nodes", "idempotency_key"}
+)
+
+
+def _batch_item(position: int, fields: Mapping[str, Any]) -> tuple[Ask, str | None]:
+    unknown = sorted(set(fields) - BATCH_FIELDS)
+    if unknown:
+        raise InvalidInputError(f"requests[{position}]: unknown fields {', '.join(unknown)}",
+                                {"field": f"requests[{position}]"})  # fmt: skip
+    missing = sorted({"gpus", "duration"} - set(fields))
+    if missing:
+        raise InvalidInputError(f"requests[{position}]: {', '.join(missing)} required",
+                                {"field": f"requests[{position}]"})  # fmt: skip
+    key = fields.get("idempotency_key")
+    values = {k: v for k, v in fields.items() if k != "idempotency_key"}
+    return parse_ask(**values), key
 
 
 def _whole(value: Any, field: str, most: int) -> int:
@@ -180,29 +201,58 @@ class ReservationsAPI(Area):
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
             pool = vps_pool(session, actor, pool_ref)
-            actor.require("compute:reservations:create", pool_resource(pool), ask.attributes())
-            digest = ask.digest(pool.id)
-            if key is not None:
-                replay = self._replay(session, actor.tenant_id, key, digest)
-                if replay is not None:
-                    return replay
-            now = self.fleet.now()
-            if ask.start is not None and ask.start < now:
-                raise InvalidInputError("start is in the past", {"field": "start",
-                                        "start": format_time(ask.start), "now": format_time(now)})  # fmt: skip
-            rsv = Reservation(
-                id=self.fleet.new_id("rsv"), tenant_id=actor.tenant_id, pool_id=pool.id, gpus=ask.gpus,
-                nodes=ask.nodes, binding=ask.binding, spot=ask.spot, requested_start=ask.start or now,
-                duration_seconds=int(ask.duration.total_seconds()), idempotency_key=key,
-                input_hash=digest, created_at=now, updated_at=now,
-            )  # fmt: skip
-            session.add(rsv)
-            session.flush()
-            admit(session, rsv)
-            if not place(session, self.fleet, rsv):
-                record_event(session, self.fleet.ids, now, "reservation.pending", rsv,
-                             {"state": "pending", "conditions": list(rsv.conditions)})  # fmt: skip
-            return reservation_json(rsv)
+            return self._admit(session, actor, pool, ask, key)
+
+    def create_batch(
+        self,
+        credential: Credential | None,
+        *,
+        tenant_id: str,
+        pool_id: str,
+        requests: Sequence[Mapping[str, Any]],
+    ) -> dict[str, Any]:
+        """A pool-lease batch: reservations admitted in order in one transaction, all or none.
+
+        Each request takes create's fields (gpus, duration, start, spot, binding, nodes,
+        idempotency_key); a regular one that would go pending preempts as at admission.
+        """
+        if not 0 < len(requests) <= MAX_BATCH:
+            raise InvalidInputError(
+                f"a batch holds 1 to {MAX_BATCH} requests", {"field": "requests"}
+            )
+        asks = [_batch_item(i, fields) for i, fields in enumerate(requests)]
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            pool = vps_pool(session, actor, pool_id)
+            return {"items": [self._admit(session, actor, pool, ask, key) for ask, key in asks]}
+
+    def _admit(
+        self, session: Session, actor: Actor, pool: Pool, ask: Ask, key: str | None
+    ) -> dict[str, Any]:
+        """Authorize, replay or admit and place one reservation in the caller's transaction."""
+        actor.require("compute:reservations:create", pool_resource(pool), ask.attributes())
+        digest = ask.digest(pool.id)
+        if key is not None:
+            replay = self._replay(session, actor.tenant_id, key, digest)
+            if replay is not None:
+                return replay
+        now = self.fleet.now()
+        if ask.start is not None and ask.start < now:
+            raise InvalidInputError("start is in the past", {"field": "start",
+                                    "start": format_time(ask.start), "now": format_time(now)})  # fmt: skip
+        rsv = Reservation(
+            id=self.fleet.new_id("rsv"), tenant_id=actor.tenant_id, pool_id=pool.id, gpus=ask.gpus,
+            nodes=ask.nodes, binding=ask.binding, spot=ask.spot, requested_start=ask.start or now,
+            duration_seconds=int(ask.duration.total_seconds()), idempotency_key=key,
+            input_hash=digest, created_at=now, updated_at=now,
+        )  # fmt: skip
+        session.add(rsv)
+        session.flush()
+        admit(session, rsv)
+        if not place(session, self.fleet, rsv):
+            record_event(session, self.fleet.ids, now, "reservation.pending", rsv,
+                         {"state": "pending", "conditions": list(rsv.conditions)})  # fmt: skip
+        return reservation_json(rsv)
 
     def _replay(
         self, session: Session, tenant_id: str, key: str, digest: str

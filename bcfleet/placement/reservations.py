@@ -5,6 +5,11 @@ call these; the API and the reservation jobs call the placer and the lifecycle s
 Lock order, as everywhere: reservation rows, quota rows, node rows, GPU atoms by id,
 and last the pool's booking version (gpu_versions). Events are written here, in the
 caller's transaction, each row one tenant's copy.
+
+States: pending → placed → active → released. `binding` is a live state the planners
+honour, but no stop of its own yet: nothing acknowledges device binding on a node, so
+the lifecycle job moves placed → active at the start (activated_at is what metering
+bills from). A reservation that releases never active (cancelled, requeued) bills nothing.
 """
 
 from __future__ import annotations
