@@ -24,13 +24,17 @@ def capacity_host(
 ) -> dict[str, Any]:
     """A host with an inventory and node_resources rows of exactly that capacity (ratio 1)."""
     made = host(
-        fleet, pool, name, inventory(cpus=vcpu + 2, memory_gib=memory_gib + 8, disk_gib=disk_gib + 100)
+        fleet,
+        pool,
+        name,
+        inventory(cpus=vcpu + 2, memory_gib=memory_gib + 8, disk_gib=disk_gib + 100),
     )
     with fleet.write() as session:
         for resource, amount in (("vcpu", vcpu), ("memoryGiB", memory_gib), ("diskGiB", disk_gib)):
             session.merge(
-                NodeResource(node_id=made["id"], resource=resource, allocatable=amount,
-                             capacity=amount)  # fmt: skip
+                NodeResource(
+                    node_id=made["id"], resource=resource, allocatable=amount, capacity=amount
+                )  # fmt: skip
             )
     return made
 

@@ -234,7 +234,9 @@ BLOCKS = [
     pytest.param(_service("large", deployed=True), "large", True, id="deployed-serverless-service"),
     pytest.param(_service("large"), "large", False, id="undeployed-service-does-not-count"),
     pytest.param(
-        _service("large", deployed=True, hosting="managed"), "large", False,
+        _service("large", deployed=True, hosting="managed"),
+        "large",
+        False,
         id="managed-service-does-not-count",
     ),  # fmt: skip
     pytest.param(_index("large", True), "large", True, id="deployed-index-with-pod-size"),
@@ -242,10 +244,14 @@ BLOCKS = [
     pytest.param(_index(None, True), "small", False, id="index-on-default-pod-size-never-blocks"),
     pytest.param(
         lambda f: f.api.environments.create(OP, tenant_id="acme", name="qa", size="large"),
-        "large", True, id="empty-environment-set-to-it",
+        "large",
+        True,
+        id="empty-environment-set-to-it",
     ),  # fmt: skip
     pytest.param(
-        _environment_with_service("xlarge"), "xlarge", True,
+        _environment_with_service("xlarge"),
+        "xlarge",
+        True,
         id="service-runs-on-its-environments-size",
     ),  # fmt: skip
     pytest.param(_legacy(True), "large", True, id="service-from-before-sizes-is-large"),
@@ -271,7 +277,9 @@ def test_turning_off_a_size_a_deployed_service_uses_fails_then_succeeds_once_und
     fleet: Fleet,
 ) -> None:
     serverless_tenant(fleet, spares={"large": 1})
-    svc = fleet.api.services.create(OP, tenant_id="acme", workspace="prod", name="web", size="large")
+    svc = fleet.api.services.create(
+        OP, tenant_id="acme", workspace="prod", name="web", size="large"
+    )
     fleet.api.services.start(OP, svc["id"])
     before = show(fleet)
 
@@ -301,7 +309,9 @@ def test_the_error_lists_each_environment_service_with_workspace_and_index(fleet
             OP, tenant_id="acme", workspace=workspace, name=name, size="large"
         )
         fleet.api.services.start(OP, svc["id"])
-    fleet.api.indexes.create(OP, tenant_id="acme", workspace="search", name="docs", pod_size="large")
+    fleet.api.indexes.create(
+        OP, tenant_id="acme", workspace="search", name="docs", pod_size="large"
+    )
     with pytest.raises(SizeInUseError) as refused:
         save(fleet, disable=["large"])
     assert refused.value.message == (
@@ -330,8 +340,15 @@ def test_a_size_that_was_already_off_never_blocks_a_save(fleet: Fleet) -> None:
     with fleet.write() as session:  # an index that got Extra large before it was turned off
         now = fleet.now()
         session.add(
-            PipelineIndex(id=fleet.new_id("idx"), tenant_id="acme", workspace="s", name="i",
-                          pod_size="xlarge", created_at=now, updated_at=now)  # fmt: skip
+            PipelineIndex(
+                id=fleet.new_id("idx"),
+                tenant_id="acme",
+                workspace="s",
+                name="i",
+                pod_size="xlarge",
+                created_at=now,
+                updated_at=now,
+            )  # fmt: skip
         )
     body = save(fleet, disable=["xlarge"], spares={"small": 2})
     assert body["message"] == SAVED
@@ -390,9 +407,10 @@ def test_only_organization_admins_view_and_change_compute_settings(fleet: Fleet,
     fleet.api.tenants.create(OP, "acme")
     admin = token(fleet, "acme", "ada", "admin")
     other = token(fleet, "acme", "max", role)
-    assert fleet.api.settings.compute_set(admin, tenant_id="acme", spares={"large": 1})[
-        "message"
-    ] == SAVED
+    assert (
+        fleet.api.settings.compute_set(admin, tenant_id="acme", spares={"large": 1})["message"]
+        == SAVED
+    )
     assert fleet.api.settings.compute_show(admin, tenant_id="acme")["sizes"]["large"]["spares"] == 1
     with pytest.raises(ForbiddenError):
         fleet.api.settings.compute_set(other, tenant_id="acme", spares={"large": 3})

@@ -289,13 +289,19 @@ class ServicesAPI(Area):
         body = self.start(credential, service_id)
         yield {"phase": "starting", "service": body, "waitedSeconds": 0.0}
         waited = 0.0
-        while body["instanceState"] != "ready" and body["status"] != "deployed":
+        while body["status"] != "deployed":
             if waited >= timeout_seconds:
                 raise self._timed_out(body, waited)
             self.fleet.clock.sleep(poll_seconds)
             waited += poll_seconds
             body = self.show(credential, service_id)  # a pending one is placed by the vps.hosts job
-            yield {"phase": "waiting", "service": body, "waitedSeconds": waited}
+            if body["status"] == "undeployed":
+                raise ConflictError(
+                    f"service {body['name']} was undeployed while its instance was starting",
+                    {"serviceId": service_id},
+                )
+            if body["status"] != "deployed":
+                yield {"phase": "waiting", "service": body, "waitedSeconds": waited}
         yield {"phase": "ready", "service": body, "waitedSeconds": waited}
 
     def _timed_out(self, body: dict[str, Any], waited: float) -> NoCapacityError:
