@@ -24,6 +24,10 @@ COMMAND_MODULES = (
     "billing",
     "db",
     "demo",
+    "settings",
+    "services",
+    "indexes",
+    "environments",
 )
 
 
