@@ -12,9 +12,9 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import and_, select
+from sqlalchemy import and_
 from sqlalchemy.orm import aliased
-from sqlmodel import Session, col
+from sqlmodel import Session, col, select
 
 from bcfleet.domain.fit import HostSnapshot, ResourceRow
 from bcfleet.domain.shapes import SCALARS
@@ -39,7 +39,12 @@ def advance_cursor(pool_id: str, node_id: str) -> None:
 
 
 def _feasible_page(
-    session: Session, pool_id: str, claims: Mapping[str, int], after: str, before: str | None, limit: int
+    session: Session,
+    pool_id: str,
+    claims: Mapping[str, int],
+    after: str,
+    before: str | None,
+    limit: int,
 ) -> list[Any]:
     rows = {r: aliased(NodeResource, name=f"nr_{r}") for r in SCALARS}
     columns: list[Any] = [Host.id, Host.labels]
@@ -49,11 +54,13 @@ def _feasible_page(
     query = select(*columns).select_from(Host)
     for resource in SCALARS:
         alias = rows[resource]
-        query = query.join(alias, and_(alias.node_id == Host.id, alias.resource == resource))
+        query = query.join(
+            alias, and_(col(alias.node_id) == col(Host.id), col(alias.resource) == resource)
+        )
         amount = int(claims.get(resource, 0))
         if amount > 0:
-            query = query.where(alias.allocated + amount <= alias.capacity)
-    query = query.where(Host.pool_id == pool_id, Host.state == "ready", col(Host.id) > after)
+            query = query.where(col(alias.allocated) + amount <= col(alias.capacity))
+    query = query.where(Host.pool_id == pool_id, col(Host.state) == "ready", col(Host.id) > after)
     if before is not None:
         query = query.where(col(Host.id) <= before)
     return list(session.execute(query.order_by(col(Host.id)).limit(limit)).all())
@@ -108,18 +115,27 @@ def feasible_hosts(
 def pool_snapshots(session: Session, pool_id: str, now: Any) -> list[HostSnapshot]:
     """Every host of the pool as the fit check sees it (for the counted explanation of a failure)."""
     hosts = session.execute(
-        select(Host.id, Host.labels, Host.state).where(Host.pool_id == pool_id).order_by(col(Host.id))
+        select(Host.id, Host.labels, Host.state)
+        .where(Host.pool_id == pool_id)
+        .order_by(col(Host.id))
     ).all()
     node_ids = [h[0] for h in hosts]
     rows: dict[str, dict[str, ResourceRow]] = {n: {} for n in node_ids}
-    for row in session.scalars(select(NodeResource).where(col(NodeResource.node_id).in_(node_ids))).all():
+    for row in session.scalars(
+        select(NodeResource).where(col(NodeResource.node_id).in_(node_ids))
+    ).all():
         rows[row.node_id][row.resource] = ResourceRow(
             row.resource, row.allocatable, row.ratio, row.capacity, row.allocated
         )
     counts = free_counts(session, node_ids, now)
     return [
-        HostSnapshot(node_id=node_id, rows=rows[node_id], gpus_total=counts.get(node_id, (0, 0))[1],
-                     gpus_free=counts.get(node_id, (0, 0))[0], draining=state != "ready",
-                     labels=dict(labels or {}))  # fmt: skip
+        HostSnapshot(
+            node_id=node_id,
+            rows=rows[node_id],
+            gpus_total=counts.get(node_id, (0, 0))[1],
+            gpus_free=counts.get(node_id, (0, 0))[0],
+            draining=state != "ready",
+            labels=dict(labels or {}),
+        )  # fmt: skip
         for node_id, labels, state in hosts
     ]

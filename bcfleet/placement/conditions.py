@@ -14,7 +14,11 @@ def set_condition(
     """A new list with the condition of that type set (its transition time kept if unchanged)."""
     kept = [c for c in conditions if c.get("type") != kind]
     previous = next((c for c in conditions if c.get("type") == kind), None)
-    since = previous.get("lastTransitionTime") if previous and previous.get("reason") == reason else None
+    since = (
+        previous.get("lastTransitionTime")
+        if previous and previous.get("reason") == reason
+        else None
+    )
     kept.append({"type": kind, "status": "True", "reason": reason, "message": message,
                  "lastTransitionTime": since or format_time(at)})  # fmt: skip
     return kept

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import and_, func, or_, select
-from sqlmodel import Session, col
+from sqlalchemy import and_, func, or_
+from sqlmodel import Session, col, select
 
 from bcfleet.ids import IdFactory
 from bcfleet.store.engine import is_sqlite
@@ -40,7 +40,11 @@ def free_atoms(
     busy = select(Booking.atom_id).where(Booking.node_id == node_id, overlapping(start, end))
     query = (
         select(GpuAtom)
-        .where(GpuAtom.node_id == node_id, col(GpuAtom.present).is_(True), col(GpuAtom.id).not_in(busy))
+        .where(
+            col(GpuAtom.node_id) == node_id,
+            col(GpuAtom.present).is_(True),
+            col(GpuAtom.id).not_in(busy),
+        )
         .order_by(col(GpuAtom.index))
     )
     if lock and not is_sqlite(session.get_bind().engine):
@@ -48,7 +52,9 @@ def free_atoms(
     return [_ref(a) for a in session.scalars(query).all()]
 
 
-def free_counts(session: Session, node_ids: Sequence[str], start: datetime) -> dict[str, tuple[int, int]]:
+def free_counts(
+    session: Session, node_ids: Sequence[str], start: datetime
+) -> dict[str, tuple[int, int]]:
     """node → (free, total) present atoms from start on, for the candidates of an open-ended claim."""
     if not node_ids:
         return {}
@@ -58,7 +64,7 @@ def free_counts(session: Session, node_ids: Sequence[str], start: datetime) -> d
         .group_by(GpuAtom.node_id)
     ).all()
     busy = dict(
-        session.execute(  # type: ignore[arg-type]
+        session.execute(
             select(Booking.node_id, func.count(func.distinct(Booking.atom_id)))
             .where(col(Booking.node_id).in_(node_ids), overlapping(start, None))
             .group_by(Booking.node_id)
@@ -71,7 +77,10 @@ def lock_atoms(session: Session, atom_ids: Sequence[int]) -> None:
     """Lock atom rows in id order (PostgreSQL) so that a re-check after it sees every committed booking."""
     if atom_ids and not is_sqlite(session.get_bind().engine):
         session.execute(
-            select(GpuAtom.id).where(col(GpuAtom.id).in_(sorted(atom_ids))).order_by(col(GpuAtom.id)).with_for_update()
+            select(GpuAtom.id)
+            .where(col(GpuAtom.id).in_(sorted(atom_ids)))
+            .order_by(col(GpuAtom.id))
+            .with_for_update()
         )
 
 
@@ -98,10 +107,14 @@ def book(
     return rows
 
 
-def still_free(session: Session, atom_ids: Sequence[int], start: datetime, end: datetime | None) -> bool:
+def still_free(
+    session: Session, atom_ids: Sequence[int], start: datetime, end: datetime | None
+) -> bool:
     """After locking: no live booking overlaps the window on any of these atoms."""
     clash = session.execute(
-        select(func.count()).select_from(Booking).where(col(Booking.atom_id).in_(atom_ids), overlapping(start, end))
+        select(func.count())
+        .select_from(Booking)
+        .where(col(Booking.atom_id).in_(atom_ids), overlapping(start, end))
     ).scalar_one()
     return int(clash) == 0
 
@@ -109,7 +122,9 @@ def still_free(session: Session, atom_ids: Sequence[int], start: datetime, end: 
 def release_bookings(session: Session, consumer_id: str, at: datetime) -> int:
     """End a consumer's live bookings at `at` (open-ended ones get that end)."""
     rows = session.scalars(
-        select(Booking).where(Booking.consumer_id == consumer_id, col(Booking.released_at).is_(None))
+        select(Booking).where(
+            col(Booking.consumer_id) == consumer_id, col(Booking.released_at).is_(None)
+        )
     ).all()
     for row in rows:
         row.released_at = at

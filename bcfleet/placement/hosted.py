@@ -10,16 +10,29 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select, text
-from sqlmodel import Session, col
+from sqlalchemy import text
+from sqlmodel import Session, col, select
 
 from bcfleet.domain.fit import HostSnapshot, NoFit, check_fit, explain_no_fit, rank, weigher
-from bcfleet.domain.numa import HostPlacement, NotCandidate, choose_host_placement, degraded_condition
-from bcfleet.domain.shapes import SCALARS, Gpu, Inventory, PlacementPolicy, Shape, placement_from_json
+from bcfleet.domain.numa import (
+    HostPlacement,
+    NotCandidate,
+    choose_host_placement,
+    degraded_condition,
+)
+from bcfleet.domain.shapes import (
+    SCALARS,
+    Gpu,
+    Inventory,
+    PlacementPolicy,
+    Shape,
+    placement_from_json,
+)
 from bcfleet.placement import gpus as gpu_atoms
 from bcfleet.placement.candidates import advance_cursor, feasible_hosts, pool_snapshots
 from bcfleet.placement.conditions import clear_condition, set_condition
 from bcfleet.placement.quotas import charge, quota_charge_of, refund
+from bcfleet.store.engine import is_sqlite
 from bcfleet.store.models import Allocation, Host, Instance, Pool
 
 if TYPE_CHECKING:
@@ -67,8 +80,15 @@ def try_place(session: Session, fleet: Fleet, instance: Instance, pool: Pool) ->
     for want in (CANDIDATES_TO_SCORE, 100_000):
         candidates = [
             h
-            for h in feasible_hosts(session, pool.id, shape.claims(), gpus=shape.gpus,
-                                    needs_label=policy is not None, want=want, now=now)  # fmt: skip
+            for h in feasible_hosts(
+                session,
+                pool.id,
+                shape.claims(),
+                gpus=shape.gpus,
+                needs_label=policy is not None,
+                want=want,
+                now=now,
+            )  # fmt: skip
             if h.node_id not in tried
         ]
         for host in rank(candidates, strategy):
@@ -126,6 +146,19 @@ def claim_scalars(session: Session, node_id: str, claims: Mapping[str, int]) -> 
     return None
 
 
+def lock_node_rows(session: Session, node_id: str) -> None:
+    """Lock a node's rows in the order claims take them (PostgreSQL; SQLite writers are serialized)."""
+    if is_sqlite(session.get_bind().engine):
+        return
+    for resource in SCALARS:
+        session.execute(
+            text(
+                "SELECT allocated FROM node_resources WHERE node_id = :n AND resource = :r FOR UPDATE"
+            ),
+            {"n": node_id, "r": resource},
+        )
+
+
 def return_scalars(session: Session, node_id: str, claims: Mapping[str, int]) -> None:
     """Give claims back to a node's rows (never below zero)."""
     for resource in SCALARS:
@@ -161,7 +194,9 @@ def _claim_on(
         savepoint.rollback()
         return NoFit("gpu", f"0 of {shape.gpus} gpu free")
     try:
-        placement = choose_placement(session, fleet, pool, host.node_id, shape, policy, atoms, instance.id)
+        placement = choose_placement(
+            session, fleet, pool, host.node_id, shape, policy, atoms, instance.id
+        )
     except NotCandidate as refused:
         savepoint.rollback()
         return refused.no_fit()
@@ -213,9 +248,9 @@ def others_on(session: Session, node_id: str, exclude: str) -> list[HostPlacemen
     """The placements of the host's other live guests (read after the vcpu row was claimed)."""
     docs = session.scalars(
         select(Instance.host_placement).where(
-            Instance.node_id == node_id,
+            col(Instance.node_id) == node_id,
             col(Instance.state).in_(LIVE_STATES),
-            Instance.id != exclude,
+            col(Instance.id) != exclude,
             col(Instance.host_placement).is_not(None),
         )
     ).all()
@@ -269,6 +304,8 @@ def _record_placement(
 def release_instance(session: Session, fleet: Fleet, instance: Instance, *, reason: str) -> None:
     """Release the allocation and GPU atoms, refund quota, mark the instance deleted (times kept for metering)."""
     now = fleet.now()
+    if instance.state != "deleted":  # quota rows before node rows: the one lock order
+        refund(session, instance.tenant_id, instance.pool_id, quota_charge_of(instance.shape))
     if instance.allocation_id is not None:
         allocation = session.get(Allocation, instance.allocation_id)
         if allocation is not None and allocation.released_at is None:
@@ -278,8 +315,6 @@ def release_instance(session: Session, fleet: Fleet, instance: Instance, *, reas
             allocation.release_reason = reason
             session.add(allocation)
     gpu_atoms.release_bookings(session, instance.id, now)
-    if instance.state != "deleted":
-        refund(session, instance.tenant_id, instance.pool_id, quota_charge_of(instance.shape))
     instance.state = "deleted"
     instance.deleted_at = now
     instance.updated_at = now

@@ -45,6 +45,21 @@ def charge(session: Session, tenant_id: str, pool_id: str, amounts: Mapping[str,
             )
 
 
+def lock_quotas(session: Session, tenant_id: str, pool_id: str) -> None:
+    """Lock all of a tenant's quota rows in a pool, in resource order (PostgreSQL).
+
+    The lock order of every writer is: quota rows (sorted), then node rows (vcpu, memoryGiB,
+    diskGiB), then GPU atoms (by id). A caller that both charges and refunds takes them all first.
+    """
+    if not is_sqlite(session.get_bind().engine):
+        session.execute(
+            text(
+                "SELECT resource FROM quotas WHERE tenant_id = :t AND pool_id = :p ORDER BY resource FOR UPDATE"
+            ),
+            {"t": tenant_id, "p": pool_id},
+        )
+
+
 def refund(session: Session, tenant_id: str, pool_id: str, amounts: Mapping[str, int]) -> None:
     """Give back what a charge took (never below zero)."""
     for resource in sorted(amounts):
