@@ -8,7 +8,7 @@ from bcfleet.agent.simulate import boot_instances
 from bcfleet.clock import FakeClock
 from bcfleet.fleet import Fleet
 from bcfleet.jobs.spares import run_spares
-from bcfleet.store.models import NodeResource
+from bcfleet.jobs.vps_hosts import run_vps_hosts
 from bcfleet.store.models.compute import Service
 from tests.builders import OP, host, hosted_pool, inventory
 
@@ -22,20 +22,13 @@ def capacity_host(
     memory_gib: int = 128,
     disk_gib: int = 1000,
 ) -> dict[str, Any]:
-    """A host with an inventory and node_resources rows of exactly that capacity (ratio 1)."""
-    made = host(
-        fleet,
-        pool,
-        name,
-        inventory(cpus=vcpu + 2, memory_gib=memory_gib + 8, disk_gib=disk_gib + 100),
-    )
-    with fleet.write() as session:
-        for resource, amount in (("vcpu", vcpu), ("memoryGiB", memory_gib), ("diskGiB", disk_gib)):
-            session.merge(
-                NodeResource(
-                    node_id=made["id"], resource=resource, allocatable=amount, capacity=amount
-                )  # fmt: skip
-            )
+    """A host whose allocatable capacity is exactly this (its inventory adds the host reserve).
+
+    The vps.hosts job derives its node_resources rows: 2 vCPU, 8 GiB and 100 GiB are reserved.
+    """
+    inv = inventory(cpus=vcpu + 2, memory_gib=memory_gib + 8, disk_gib=disk_gib + 100)
+    made = host(fleet, pool, name, inv)
+    run_vps_hosts(fleet, fleet.now())
     return made
 
 

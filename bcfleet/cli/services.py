@@ -104,7 +104,9 @@ def _progress(event: dict[str, Any]) -> str:
         return f"{event['message'].split('.')[0]}: starting one; keep this run open."
     svc = event["service"]
     if phase == "starting":
-        return f"Starting a {svc['sizeLabel']} instance for {svc['name']} ({svc['instanceId']})…"
+        return (
+            f"Starting an instance of {svc['sizeLabel']} for {svc['name']} ({svc['instanceId']})…"
+        )
     if phase == "waiting":
         state_ = svc["instanceState"] or "-"
         return (
