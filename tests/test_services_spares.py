@@ -464,3 +464,26 @@ def test_a_streaming_run_needs_a_serverless_pool(fleet: Fleet) -> None:
     web = service(fleet, "web")
     with pytest.raises(InvalidInputError, match="no serverless pool"):
         list(fleet.api.services.deploy_stream(OP, web))
+
+
+def test_two_deploys_of_one_service_at_once_take_one_instance(
+    any_fleet: Fleet, clock: FakeClock
+) -> None:
+    fleet = any_fleet
+    serverless_tenant(fleet, spares={"large": 2})
+    make_spares_ready(fleet, clock)
+    web = service(fleet, "web")
+    barrier = threading.Barrier(2)
+    results: list[Any] = []
+
+    def deploy() -> None:
+        barrier.wait()
+        results.append(fleet.api.services.deploy(OP, web)["instanceId"])
+
+    threads = [threading.Thread(target=deploy) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert len(results) == 2 and results[0] == results[1]
+    assert len(spares(fleet)) == 1

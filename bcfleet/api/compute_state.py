@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
+from sqlalchemy.exc import InvalidRequestError
 from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Actor, acting_for
@@ -23,6 +24,7 @@ from bcfleet.domain.compute_settings import (
 from bcfleet.domain.sizes import label, parse_size, size_of_legacy_service
 from bcfleet.errors import InvalidInputError, NotFoundError
 from bcfleet.ids import has_prefix
+from bcfleet.placement.tenant_compute import lock_compute
 from bcfleet.store.models.compute import (
     ComputeSettingsRow,
     FleetEnvironment,
@@ -127,6 +129,20 @@ def find_owned(
     if row is None or (row.tenant_id != actor.tenant_id and not actor.is_root_admin):
         raise NotFoundError(f"{what} {object_id!r} not found", {what: object_id})
     return acting_for(session, actor, row.tenant_id), row
+
+
+def lock_and_refresh(session: Session, row: Owned) -> Owned:
+    """Lock the tenant's compute changes, then read the object again as of the lock.
+
+    On PostgreSQL another transaction may have changed it between the first
+    read and the lock (two deploys of one service); NOT_FOUND if it was deleted.
+    """
+    lock_compute(session, row.tenant_id)
+    try:
+        session.refresh(row)
+    except InvalidRequestError as exc:
+        raise NotFoundError(f"{row.id!r} not found", {"id": row.id}) from exc
+    return row
 
 
 def find_environment(session: Session, tenant_id: str, ref: str) -> FleetEnvironment:

@@ -11,7 +11,7 @@ from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Actor, Credential, owned_resource, tenant_resource
 from bcfleet.api.base import Area
-from bcfleet.api.compute_state import find_owned, require_usable
+from bcfleet.api.compute_state import find_owned, lock_and_refresh, require_usable
 from bcfleet.api.compute_views import environment_json
 from bcfleet.api.events import emit
 from bcfleet.api.pools import validate_name
@@ -59,6 +59,8 @@ class EnvironmentsAPI(Area):
             "environment",
         )
         actor.require(action, owned_resource(env.tenant_id, "environment", env.id))
+        if action == MANAGE:
+            lock_and_refresh(session, env)
         return actor, env
 
     def _event(self, session: Session, env: FleetEnvironment, kind: str) -> None:
@@ -104,7 +106,6 @@ class EnvironmentsAPI(Area):
         """
         with self.fleet.write() as session:
             _, env = self._environment(session, credential, environment_id, MANAGE)
-            lock_compute(session, env.tenant_id)
             _, settings = load_settings(session, env.tenant_id)
             new = require_usable(settings, size, current=env.size)
             services = _services_in(session, env.id)

@@ -16,7 +16,7 @@ from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Actor, Credential, owned_resource, tenant_resource
 from bcfleet.api.base import Area
-from bcfleet.api.compute_state import find_owned, require_usable
+from bcfleet.api.compute_state import find_owned, lock_and_refresh, require_usable
 from bcfleet.api.compute_views import index_json
 from bcfleet.api.events import emit
 from bcfleet.api.services import validate_names
@@ -42,6 +42,8 @@ class IndexesAPI(Area):
             session, self.actor(session, credential, tenant_id), PipelineIndex, index_id, "index"
         )
         actor.require(action, owned_resource(index.tenant_id, "index", index.id))
+        if action == MANAGE:
+            lock_and_refresh(session, index)
         return actor, index
 
     def _event(self, session: Session, index: PipelineIndex, kind: str) -> None:
@@ -106,7 +108,6 @@ class IndexesAPI(Area):
             )
         with self.fleet.write() as session:
             _, index = self._index(session, credential, index_id, MANAGE)
-            lock_compute(session, index.tenant_id)
             if pod_size is not None:
                 _, settings = load_settings(session, index.tenant_id)
                 index.pod_size = require_usable(settings, pod_size, current=index.pod_size)

@@ -21,7 +21,13 @@ from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Actor, Credential, owned_resource, tenant_resource
 from bcfleet.api.base import Area
-from bcfleet.api.compute_state import effective_size, find_environment, find_owned, require_usable
+from bcfleet.api.compute_state import (
+    effective_size,
+    find_environment,
+    find_owned,
+    lock_and_refresh,
+    require_usable,
+)
 from bcfleet.api.compute_views import service_json
 from bcfleet.api.events import emit
 from bcfleet.api.serverless_ops import attach, detach, rehome, take_or_fail
@@ -84,6 +90,8 @@ class ServicesAPI(Area):
             session, self.actor(session, credential, tenant_id), Service, service_id, "service"
         )
         actor.require(action, owned_resource(service.tenant_id, "service", service.id))
+        if action == MANAGE:
+            lock_and_refresh(session, service)
         return actor, service
 
     def _json(self, session: Session, service: Service) -> dict[str, Any]:
@@ -194,7 +202,6 @@ class ServicesAPI(Area):
         """
         with self.fleet.write() as session:
             _, service = self._service(session, credential, service_id, MANAGE)
-            lock_compute(session, service.tenant_id)
             if service.deployed:
                 return self._json(session, service)
             size = self._deployable_size(session, service)
@@ -229,7 +236,6 @@ class ServicesAPI(Area):
         """
         with self.fleet.write() as session:
             _, service = self._service(session, credential, service_id, MANAGE)
-            lock_compute(session, service.tenant_id)
             if service.deployed:
                 return self._json(session, service)
             size = self._deployable_size(session, service)
@@ -319,7 +325,6 @@ class ServicesAPI(Area):
         """Undeploy: the instance serving it is released; the service no longer holds its size."""
         with self.fleet.write() as session:
             _, service = self._service(session, credential, service_id, MANAGE)
-            lock_compute(session, service.tenant_id)
             if not service.deployed:
                 return self._json(session, service)
             detach(session, self.fleet, service, reason="service undeployed")
@@ -338,7 +343,6 @@ class ServicesAPI(Area):
         """
         with self.fleet.write() as session:
             _, service = self._service(session, credential, service_id, MANAGE)
-            lock_compute(session, service.tenant_id)
             if service.environment_id is not None:
                 raise InvalidInputError(
                     "this service runs on its environment's size: change the environment's size",
@@ -362,7 +366,6 @@ class ServicesAPI(Area):
         """Delete a service; a deployed one is undeployed first (its instance released)."""
         with self.fleet.write() as session:
             _, service = self._service(session, credential, service_id, MANAGE)
-            lock_compute(session, service.tenant_id)
             detach(session, self.fleet, service, reason="service deleted")
             self._event(session, service, "deleted")
             session.delete(service)

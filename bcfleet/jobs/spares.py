@@ -4,9 +4,11 @@
 tenant with compute settings it runs one transaction: lock the tenant's compute
 changes (so a deploy taking a spare and this job never pass each other), load
 its live spares, ask the pure `plan_spares` what to delete and how many to
-place, then delete (releasing host capacity and quota) and place through
-hosted placement with the size's service shape. It records when it looked at
-the tenant, which is what NO_CAPACITY's Retry-After counts from. A placement
+place, take the quota rows it will touch (placement's one lock order: quota
+rows, then node rows, then GPU atoms), then delete (releasing host capacity
+and quota) and place through hosted placement with the size's service shape.
+It records when it looked at the tenant, which is what NO_CAPACITY's
+Retry-After counts from. A placement
 refused by quota is rolled back alone (a savepoint) and counted; a spare no
 host fits stays pending with its Unschedulable reason, counts as kept, and is
 placed by hosted placement's retry of pending instances.
@@ -22,6 +24,7 @@ from sqlmodel import Session, col, select
 
 from bcfleet.domain.spares_plan import SpareView, plan_spares
 from bcfleet.errors import QuotaExceededError
+from bcfleet.placement.quotas import lock_quotas
 from bcfleet.placement.serverless import is_ready, live_spares, place_spare, release
 from bcfleet.placement.tenant_compute import load_settings, lock_compute
 from bcfleet.store.models import Instance, Pool
@@ -65,6 +68,11 @@ def tend_tenant(session: Session, fleet: Fleet, tenant_id: str, now: datetime) -
     row, settings = load_settings(session, tenant_id)
     spares = {s.id: s for s in live_spares(session, tenant_id)}
     plan = plan_spares(settings, [_view(s) for s in spares.values()])
+    pools = {spares[spare_id].pool_id for spare_id, _ in plan.release}
+    if plan.place and settings.serverless_pool:
+        pools.add(settings.serverless_pool)
+    for pool_id in sorted(pools):  # refunds and charges both: quota rows first, all of them
+        lock_quotas(session, tenant_id, pool_id)
     counts: Counter[str] = Counter()
     for spare_id, reason in plan.release:
         release(session, fleet, spares[spare_id], reason=f"spare: {reason}")
