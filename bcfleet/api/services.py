@@ -69,6 +69,20 @@ def memory_notice(old: str, new: str, legacy: bool) -> str | None:
     )
 
 
+def _size_of_new_service(
+    session: Session, tenant_id: str, size: str | None, env: FleetEnvironment | None
+) -> str:
+    """The size asked for, else the environment's, else Medium; it must be enabled."""
+    chosen = size_for_api_service(size if env is None else size or env.size)
+    if env is not None and chosen != env.size:
+        raise InvalidInputError(
+            f"services in environment {env.name} run on its size, {label(env.size)}",
+            {"field": "size", "environment": env.id, "size": env.size},
+        )
+    _, settings = load_settings(session, tenant_id)
+    return require_usable(settings, chosen)
+
+
 class ServicesAPI(Area):
     """`fleet.api.services`: the services that use instance sizes."""
 
@@ -142,15 +156,8 @@ class ServicesAPI(Area):
             actor = self.actor(session, credential, tenant_id)
             actor.require(MANAGE, tenant_resource(tenant_id))
             lock_compute(session, tenant_id)
-            _, settings = load_settings(session, tenant_id)
             env = find_environment(session, tenant_id, environment) if environment else None
-            chosen = size_for_api_service(size if env is None else size or env.size)
-            if env is not None and chosen != env.size:
-                raise InvalidInputError(
-                    f"services in environment {env.name} run on its size, {label(env.size)}",
-                    {"field": "size", "environment": env.id, "size": env.size},
-                )
-            require_usable(settings, chosen)
+            chosen = _size_of_new_service(session, tenant_id, size, env)
             now = self.fleet.now()
             service = Service(
                 id=self.fleet.new_id("svc"), tenant_id=tenant_id, workspace=workspace, name=name,
