@@ -487,3 +487,41 @@ def test_two_deploys_of_one_service_at_once_take_one_instance(
         thread.join(timeout=60)
     assert len(results) == 2 and results[0] == results[1]
     assert len(spares(fleet)) == 1
+
+
+def test_a_save_and_a_deploy_at_once_never_both_win(any_fleet: Fleet, clock: FakeClock) -> None:
+    fleet = any_fleet
+    serverless_tenant(fleet, spares={"xlarge": 1})
+    make_spares_ready(fleet, clock)
+    web = service(fleet, "web", size="xlarge")
+    barrier = threading.Barrier(2)
+    outcomes: dict[str, Any] = {}
+
+    def attempt(name: str, call: Any) -> None:
+        barrier.wait()
+        try:
+            outcomes[name] = call()
+        except Exception as error:  # noqa: BLE001 - the loser's error is the point
+            outcomes[name] = error
+
+    threads = [
+        threading.Thread(
+            target=attempt, args=("deploy", lambda: fleet.api.services.deploy(OP, web))
+        ),
+        threading.Thread(
+            target=attempt,
+            args=(
+                "save",
+                lambda: fleet.api.settings.compute_set(OP, tenant_id="acme", disable=["xlarge"]),
+            ),
+        ),  # fmt: skip
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    deployed = isinstance(outcomes["deploy"], dict)
+    saved = isinstance(outcomes["save"], dict)
+    assert deployed != saved, outcomes
+    loser = outcomes["save"] if deployed else outcomes["deploy"]
+    assert isinstance(loser, SizeInUseError if deployed else InvalidInputError)
