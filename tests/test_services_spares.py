@@ -525,3 +525,24 @@ def test_a_save_and_a_deploy_at_once_never_both_win(any_fleet: Fleet, clock: Fak
     assert deployed != saved, outcomes
     loser = outcomes["save"] if deployed else outcomes["deploy"]
     assert isinstance(loser, SizeInUseError if deployed else InvalidInputError)
+
+
+def test_moving_each_user_to_another_size_frees_the_size(fleet: Fleet, clock: FakeClock) -> None:
+    serverless_tenant(fleet, spares={"large": 1, "medium": 1})
+    make_spares_ready(fleet, clock)
+    web = service(fleet, "web")
+    fleet.api.services.deploy(OP, web)
+    env = fleet.api.environments.create(OP, tenant_id="acme", name="qa", size="large")
+    index = fleet.api.indexes.create(
+        OP, tenant_id="acme", workspace="search", name="docs", pod_size="large"
+    )
+    with pytest.raises(SizeInUseError) as refused:
+        fleet.api.settings.compute_set(OP, tenant_id="acme", disable=["large"])
+    assert [u["kind"] for u in refused.value.details["sizes"][0]["users"]] == [
+        "service", "environment", "index",
+    ]  # fmt: skip
+    fleet.api.services.set_size(OP, web, "medium")
+    fleet.api.environments.update(OP, env["id"], size="small")
+    fleet.api.indexes.update(OP, index["id"], pod_size="xlarge")
+    saved = fleet.api.settings.compute_set(OP, tenant_id="acme", disable=["large"])
+    assert saved["sizes"]["large"]["enabled"] is False
