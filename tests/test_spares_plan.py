@@ -18,9 +18,15 @@ def settings(pool: str | None = POOL, **sizes: tuple[bool, int]) -> ComputeSetti
 
 
 def spare(
-    n: int, size: str = "large", *, ready: bool = True, placed: bool = True, pool: str = POOL
+    n: int,
+    size: str = "large",
+    *,
+    ready: bool = True,
+    placed: bool = True,
+    pool: str = POOL,
+    stopped: bool = False,
 ) -> SpareView:
-    return SpareView(f"ins_{n}", size, pool, placed, ready and placed, f"{n:04d}")
+    return SpareView(f"ins_{n}", size, pool, placed, ready and placed, f"{n:04d}", stopped)
 
 
 CASES = [
@@ -86,6 +92,13 @@ CASES = [
         [("ins_1", "serverless pool changed")],
         {},
         id="no-serverless-pool-keeps-nothing",
+    ),  # fmt: skip
+    pytest.param(
+        settings(large=(True, 2)),
+        [spare(1), spare(2, stopped=True)],
+        [("ins_2", "stopped")],
+        {"large": 1},
+        id="a-stopped-spare-is-replaced",
     ),  # fmt: skip
     pytest.param(
         settings(small=(True, 1), xlarge=(True, 3)),

@@ -4,7 +4,7 @@ For every enabled size the tenant keeps `spares` placed, unassigned instances
 in its serverless pool. Spares of a size turned off, spares in another pool
 than the serverless pool (it changed), and spares above the count (it was
 lowered) are deleted: those that found no host yet first, then those still
-booting, then the newest. A spare that found no host counts as kept: it is
+booting, then the newest. A spare someone stopped is deleted and replaced. A spare that found no host counts as kept: it is
 pending, and hosted placement places it when a host frees up. Without a
 serverless pool nothing is kept.
 """
@@ -29,6 +29,7 @@ class SpareView:
     placed: bool
     ready: bool
     order: str
+    stopped: bool = False  # stopped by hand through the instances API: never taken, so replaced
 
 
 @dataclass(frozen=True)
@@ -66,8 +67,14 @@ def plan_spares(settings: ComputeSettings, spares: Sequence[SpareView]) -> Spare
             release.append((spare.id, "not a known size"))
         elif spare.pool_id != settings.serverless_pool:
             release.append((spare.id, "serverless pool changed"))
+        elif spare.stopped:
+            release.append((spare.id, "stopped"))
     for size in SIZE_NAMES:
-        mine = [s for s in spares if s.size == size and s.pool_id == settings.serverless_pool]
+        mine = [
+            s
+            for s in spares
+            if s.size == size and s.pool_id == settings.serverless_pool and not s.stopped
+        ]
         keep = wanted(settings, size)
         if not settings.is_enabled(size):
             release.extend((s.id, "size turned off") for s in mine)

@@ -59,6 +59,7 @@ def _view(spare: Instance) -> SpareView:
         placed=spare.node_id is not None,
         ready=is_ready(spare),
         order=f"{spare.created_at.isoformat()} {spare.id}",
+        stopped=spare.state == "stopped",
     )
 
 
