@@ -29,6 +29,10 @@ COMMAND_MODULES = (
     "demo",
     "reservations",
     "capacity",
+    "settings",
+    "services",
+    "indexes",
+    "environments",
 )
 
 
