@@ -53,3 +53,23 @@ def test_refresh_follows_writes_and_rebuild_matches(fleet: Fleet) -> None:
     assert summary == [
         (i.node.id, sorted((s[0], s[1], s[2]) for s in i.spans)) for i in rebuilt.indexes()
     ]
+
+
+def test_a_rolled_back_batch_leaves_no_phantom_bookings_in_the_cache(fleet: Fleet) -> None:
+    import pytest
+
+    from bcfleet.errors import QuotaExceededError
+    from tests.builders import OP, flavor
+    from tests.capacity_builders import create
+
+    pool = gpu_pool(fleet, hosts=1)
+    flavor(fleet, pool["id"], "gpu1", vcpu=1, memory_gib=1, disk_gib=1, gpus=1)
+    fleet.api.reservations.cancel(OP, reserve(fleet, pool, gpus=1, duration="1h")["id"])
+    fleet.api.quotas.set(OP, tenant_id="acme", pool=pool["id"], limits={"gpu": 5})
+    with pytest.raises(QuotaExceededError):  # two placed, the third refused: all rolled back
+        fleet.api.reservations.create_batch(OP, tenant_id="acme", pool_id=pool["id"], requests=[
+            {"gpus": 2, "duration": "1h"}, {"gpus": 2, "duration": "1h"}, {"gpus": 2, "duration": "1h"},
+        ])  # fmt: skip
+    assert create(fleet, pool, "gpu1")["state"] == "running"  # a booking version the cache reached
+    assert reserve(fleet, pool, gpus=3, duration="1h")["state"] == "placed"
+    invariants_ok(fleet)

@@ -14,7 +14,8 @@ The cache only guides planning: every booking is re-checked under row locks
 and a caller whose plans all fail that check asks for a rebuild and plans once
 more. A rebuild also follows any change to the pool's hosts (added, removed,
 draining, inventory reported) or a new GPU atom, and a version row that went
-backwards or was recreated.
+backwards or was recreated. A transaction that has written bookings itself reads
+its own uncommitted rows, so what it builds then is used but never cached.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from sqlmodel import Session, col, select
 
 from bcfleet.domain.gpu_plan import Booking as PlanBooking
 from bcfleet.domain.gpu_plan import GpuNode, GpuSnapshot
-from bcfleet.placement.gpu_versions import changed_since, pool_version
+from bcfleet.placement.gpu_versions import changed_since, pool_version, wrote_bookings
 from bcfleet.store.models import Booking, GpuAtom, Host, Reservation
 
 REBUILD_SHARE = 0.25  # refresh more than this share of the nodes: rebuild instead
@@ -81,6 +82,8 @@ def pool_snapshot(
     else:
         assert cached is not None
         view = _refresh(session, cached, pool_id, now, token, version)
+    if wrote_bookings(session):
+        return view.snapshot  # built on this transaction's uncommitted writes: never shared
     with _LOCK:
         current = _CACHE.get(key)
         if current is None or stale or current.version <= view.version:

@@ -18,12 +18,20 @@ from sqlmodel import Session, col, select
 from bcfleet.store.models import Host
 from bcfleet.store.models.reservations import GpuNodeVersion, GpuPoolVersion
 
+TOUCHED = "bcfleet.gpu_bookings_touched"  # session.info: this transaction wrote bookings
+
+
+def wrote_bookings(session: Session) -> bool:
+    """Whether this transaction changed bookings (so what it reads is not yet everyone's)."""
+    return bool(session.info.get(TOUCHED))
+
 
 def touch_nodes(session: Session, node_ids: Iterable[str]) -> None:
     """Record that these nodes' GPU bookings changed in this transaction."""
     ids = sorted(set(node_ids))
     if not ids:
         return
+    session.info[TOUCHED] = True
     by_pool: dict[str, list[str]] = {}
     for node_id, pool_id in session.execute(
         select(Host.id, Host.pool_id).where(col(Host.id).in_(ids))
