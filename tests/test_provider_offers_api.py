@@ -12,12 +12,14 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlmodel import select
 
 from bcfleet.clock import FakeClock
 from bcfleet.errors import FleetError, InvalidInputError, NotFoundError, UnauthenticatedError
 from bcfleet.fleet import Fleet
 from bcfleet.providers.errors import ProviderUnavailableError
 from bcfleet.providers.fake_server import FakeHetzner
+from bcfleet.store.models import Pool
 from tests.builders import OP, token
 
 TOKEN = "hc-offers-test-token"
@@ -324,3 +326,18 @@ def _get_when_up(url: str) -> httpx.Response:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.1)
+
+
+def test_warm_all_fills_the_cache_so_checks_inside_a_transaction_ask_nobody(
+    fleet: Fleet, fake: FakeHetzner
+) -> None:
+    provider_pool(fleet, fake)
+    catalog = fleet.api.offer_catalog
+    assert catalog.warm_all() == 1
+    asked = fake.count("GET", "/server_types")
+    check = fleet.api.flavors.offer_check
+    assert check is not None
+    with fleet.read() as session:
+        row = session.exec(select(Pool).where(Pool.name == "hz-fsn")).one()
+        assert check(session, row, "cx22")[0].startswith("offer 'cx22' is deprecated")
+    assert fake.count("GET", "/server_types") == asked

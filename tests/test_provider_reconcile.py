@@ -16,6 +16,7 @@ import pytest
 from sqlalchemy import func
 from sqlmodel import SQLModel, col, select
 
+from bcfleet.api.fake_provider import FAKE_TOKEN_ENV, start_fake_provider
 from bcfleet.clock import FakeClock
 from bcfleet.domain.provider_plan import LABEL_FLEET, LABEL_INSTANCE, LABEL_POOL, server_name
 from bcfleet.errors import UnsupportedError
@@ -356,3 +357,22 @@ def _wait_for(condition: Any, timeout: float = 20.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("timed out waiting")
         time.sleep(0.01)
+
+
+def test_start_fake_provider_is_all_a_demo_needs(
+    fleet: Fleet, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(FAKE_TOKEN_ENV, "demo-token")  # restored after the test
+    with start_fake_provider(clock=clock) as fake:
+        account = fake.create_account(fleet)
+        assert (account["endpoint"], account["tokenEnv"]) == (fake.url, FAKE_TOKEN_ENV)
+        fleet.api.pools.create(
+            OP, tenant_id="root", name="demo-hz", kind="provider", provider_account=account["name"]
+        )
+        fleet.api.flavors.create(
+            OP, tenant_id="root", pool_id="demo-hz", name="cx23", vcpu=2, memory_gib=4,
+            disk_gib=40, offer_id="cx23",
+        )  # fmt: skip
+        made = fleet.api.instances.create(OP, tenant_id="root", pool_id="demo-hz", flavor="cx23")
+        assert run_reconcile(fleet, clock.now())["created"] == 1
+        assert fake.server.server_names() == [server_name(made["id"])]

@@ -17,7 +17,7 @@ account in a short read and fills the cache with no transaction open, and the
 check inside the write transaction only reads the cache. Only a caller that
 skipped the prefetch (an apply that runs every flavor in one transaction of its
 own, say) finds the cache cold inside its transaction; it should call
-:meth:`OfferCatalog.warm` first. When it did not, the check asks the provider
+:meth:`OfferCatalog.warm_all` (or :meth:`OfferCatalog.warm`) first. When it did not, the check asks the provider
 there and then, with a short budget (one retry, a five-second timeout), so
 the lock is held for seconds at worst.
 
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlmodel import Session
+from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Credential, authenticate, pool_resource
 from bcfleet.api.lookup import find_pool
@@ -136,6 +136,20 @@ class OfferCatalog:
         if entry is not None and (entry.error is None or self._age(entry) < self.error_ttl_seconds):
             return
         self._fetch(account)
+
+    def warm_all(self) -> int:
+        """Warm every account that has a provider pool (before an apply's transaction); how many."""
+        with self.fleet.read() as session:
+            rows = session.exec(
+                select(ProviderAccount)
+                .join(Pool, col(Pool.provider_account_id) == col(ProviderAccount.id))
+                .where(Pool.kind == "provider")
+                .distinct()
+            ).all()
+            accounts = [AccountRef.of(row) for row in rows]
+        for account in accounts:
+            self.warm(account)
+        return len(accounts)
 
     def invalidate(self, account_id: str | None = None) -> None:
         """Forget one account's offers, or every account's."""
