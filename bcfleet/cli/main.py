@@ -28,6 +28,10 @@ COMMAND_MODULES = (
     "quotas",
     "doctor",
     "demo",
+    "settings",
+    "services",
+    "indexes",
+    "environments",
 )
 
 
