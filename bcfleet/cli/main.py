@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "hosts",
     "flavors",
     "provider_accounts",
+    "provider_fake",
     "events",
     "billing",
     "db",
@@ -27,6 +28,12 @@ COMMAND_MODULES = (
     "quotas",
     "doctor",
     "demo",
+    "reservations",
+    "capacity",
+    "settings",
+    "services",
+    "indexes",
+    "environments",
     "tui",
 )
 

@@ -10,6 +10,7 @@ from sqlalchemy import and_, func, or_
 from sqlmodel import Session, col, select
 
 from bcfleet.ids import IdFactory
+from bcfleet.placement.gpu_versions import touch_nodes
 from bcfleet.store.engine import is_sqlite
 from bcfleet.store.models import Booking, GpuAtom
 
@@ -99,11 +100,21 @@ def book(
 ) -> list[Booking]:
     """Book locked, re-checked atoms for the window; the caller locked them with lock_atoms first."""
     rows = [
-        Booking(id=ids.new("bkg", at), atom_id=a.id, node_id=a.node_id, consumer_kind=consumer_kind,
-                consumer_id=consumer_id, tenant_id=tenant_id, spot=spot, starts_at=start, ends_at=end)
+        Booking(
+            id=ids.new("bkg", at),
+            atom_id=a.id,
+            node_id=a.node_id,
+            consumer_kind=consumer_kind,
+            consumer_id=consumer_id,
+            tenant_id=tenant_id,
+            spot=spot,
+            starts_at=start,
+            ends_at=end,
+        )
         for a in atoms
-    ]  # fmt: skip
+    ]
     session.add_all(rows)
+    touch_nodes(session, (a.node_id for a in atoms))  # last: the version row is the final lock
     return rows
 
 
@@ -131,6 +142,7 @@ def release_bookings(session: Session, consumer_id: str, at: datetime) -> int:
         if row.ends_at is None or row.ends_at > at:
             row.ends_at = max(at, row.starts_at)
         session.add(row)
+    touch_nodes(session, (row.node_id for row in rows))
     return len(rows)
 
 
