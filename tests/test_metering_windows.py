@@ -1,0 +1,230 @@
+"""vps.usage windows in SQL: the documents' meters per subject, hand-computed cases, and the domain arithmetic."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from decimal import Decimal
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import delete
+
+from bcfleet.fleet import Fleet
+from bcfleet.store.models import Allocation, Instance
+from bcfleet.store.models.jobs import JobState
+from bcfleet.store.models.usage import UsageWindow
+from tests import metering_builders as mb
+from tests.conftest import T0
+
+
+def at(minutes: float, seconds: float = 0) -> datetime:
+    return T0 + timedelta(minutes=minutes, seconds=seconds)
+
+
+@pytest.fixture
+def gpu_pool(fleet: Fleet) -> tuple[str, str]:
+    """A vps-host pool with gpuModel L40S, one host, tenant acme, and the standard meters."""
+    mb.tenant(fleet, "acme")
+    pool = mb.pool(fleet, gpu_model="L40S")
+    mb.standard_meters(fleet)
+    return pool, mb.node(fleet, pool)
+
+
+def test_placed_10_02_30_deleted_10_11_bills_2_5_plus_5_plus_1_minutes(
+    fleet: Fleet, gpu_pool: tuple[str, str]
+) -> None:
+    pool, node = gpu_pool
+    placed = mb.instance(fleet, pool, node, start=at(2, 30), end=at(11), vcpu=4, memory_gib=8)
+    mb.meter_until(fleet, at(20))
+    vcpu = [(r[2], r[3]) for r in mb.usage_rows(fleet) if r[1] == "vps.vcpu.hours"]
+    assert vcpu == [
+        (at(0), Decimal("0.166667")),  # 4 vCPU × 2.5 min = 1/6 h
+        (at(5), Decimal("0.333333")),  # 4 × 5 min = 1/3
+        (at(10), Decimal("0.066667")),  # 4 × 1 min = 1/15
+    ]
+    memory = [r[3] for r in mb.usage_rows(fleet) if r[1] == "vps.memory.gib.hours"]
+    assert memory == [Decimal("0.333333"), Decimal("0.666667"), Decimal("0.133333")]
+    assert sum(memory) == Decimal("1.133333")  # 8 GiB × 8.5 min, rounded once
+    assert mb.usage_rows(fleet) == mb.expected_rows([placed], at(20))
+
+
+def test_a_running_instance_is_metered_up_to_the_last_closed_window(
+    fleet: Fleet, gpu_pool: tuple[str, str]
+) -> None:
+    pool, node = gpu_pool
+    placed = mb.instance(fleet, pool, node, start=at(1), vcpu=2, memory_gib=4)
+    counts = mb.meter_until(fleet, at(17))  # 10:15–10:20 is still open
+    assert counts["windows"] == 3
+    starts = sorted({r[2] for r in mb.usage_rows(fleet)})
+    assert starts == [at(0), at(5), at(10)]
+    assert mb.usage_rows(fleet) == mb.expected_rows([placed], at(17))
+
+
+def test_a_window_is_metered_only_once_it_has_settled(
+    fleet: Fleet, gpu_pool: tuple[str, str]
+) -> None:
+    from bcfleet.jobs.vps_usage import run_vps_usage
+
+    pool, node = gpu_pool
+    mb.instance(fleet, pool, node, start=at(1))
+    run_vps_usage(fleet, at(5, 10))  # 10:00–10:05 closed 10 s ago: a placement may still commit
+    assert mb.usage_rows(fleet) == []
+    run_vps_usage(fleet, at(5, 30))
+    assert {r[2] for r in mb.usage_rows(fleet)} == {at(0)}
+
+
+def test_gpu_instance_bills_its_gpus_on_the_pools_model_lower_cased(
+    fleet: Fleet, gpu_pool: tuple[str, str]
+) -> None:
+    pool, node = gpu_pool
+    placed = mb.instance(fleet, pool, node, start=at(0), vcpu=8, memory_gib=32, gpus=2)
+    mb.meter_until(fleet, at(60))
+    rows = mb.usage_rows(fleet)
+    assert {r[1] for r in rows} == {"vps.vcpu.hours", "vps.memory.gib.hours", "gpu.l40s.hours"}
+    hourly = {m: sum(r[3] for r in rows if r[1] == m) for m in {r[1] for r in rows}}
+    assert hourly == {
+        "vps.vcpu.hours": Decimal(8),
+        "vps.memory.gib.hours": Decimal(32),
+        "gpu.l40s.hours": Decimal(2),
+    }
+    assert rows == mb.expected_rows([placed], at(60))
+
+
+def test_spare_instances_bill_credits_only_one_per_instance_hour(
+    fleet: Fleet, gpu_pool: tuple[str, str]
+) -> None:
+    pool, node = gpu_pool
+    spare = mb.instance(fleet, pool, node, start=at(0), purpose="spare")
+    taken = mb.instance(fleet, pool, node, start=at(0), purpose="service")
+    mb.meter_until(fleet, at(120))
+    rows = mb.usage_rows(fleet)
+    assert {r[1] for r in rows} == {"credits"}
+    assert sum(r[3] for r in rows if r[0] == spare.subject) == Decimal(2)
+    assert sum(r[3] for r in rows if r[0] == taken.subject) == Decimal(2)
+
+
+def test_provider_instances_are_not_metered(fleet: Fleet, gpu_pool: tuple[str, str]) -> None:
+    mb.tenant(fleet, "acme")
+    provider_pool = mb.pool(fleet, "hetzner-fsn", gpu_model=None, kind="provider")
+    mb.provider_instance(fleet, provider_pool, start=at(0))
+    counts = mb.meter_until(fleet, at(60))
+    assert counts["written"] == 0
+    assert mb.usage_rows(fleet) == []
+
+
+@pytest.mark.parametrize(
+    ("case", "expected_meter", "hours"),
+    [
+        pytest.param("regular", "gpu.l40s.hours", Decimal(4), id="regular-bills-from-activation"),
+        pytest.param("spot", "gpu.l40s.spot.hours", Decimal(4), id="spot-bills-the-spot-meter"),
+        pytest.param(
+            "preempted",
+            "gpu.l40s.spot.hours",
+            Decimal(2),
+            id="preempted-victim-bills-until-its-deadline",
+        ),
+        pytest.param("requeued", None, Decimal(0), id="requeued-victim-bills-nothing"),
+        pytest.param("gang", "gpu.l40s.hours", Decimal(24), id="gang-bills-gpus-times-nodes"),
+        pytest.param(
+            "released-early", "gpu.l40s.hours", Decimal(1), id="cancelled-bills-until-release"
+        ),
+    ],
+)
+def test_reservations(
+    fleet: Fleet,
+    gpu_pool: tuple[str, str],
+    case: str,
+    expected_meter: str | None,
+    hours: Decimal,
+) -> None:
+    pool, _ = gpu_pool
+    fleet.api.meters.ensure(mb.OP, ["gpu.l40s.spot.hours"])
+    kwargs: dict[str, object] = {"starts_at": at(0), "ends_at": at(60), "activated_at": at(0)}
+    if case == "spot":
+        kwargs["spot"] = True
+    if case == "preempted":  # started before the deadline: cut back to end there
+        kwargs.update(spot=True, ends_at=at(30), deadline=at(30), released_at=at(30, 4))
+    if case == "requeued":  # starts after the deadline: bookings released, back to pending
+        kwargs.update(spot=True, activated_at=None, state="pending", starts_at=at(10))
+    if case == "gang":
+        kwargs.update(gpus=3, nodes=4, ends_at=at(120))
+    if case == "released-early":
+        kwargs.update(released_at=at(15))
+    placed = mb.reservation(fleet, pool, gpus=kwargs.pop("gpus", 4), **kwargs)  # type: ignore[arg-type]
+    mb.meter_until(fleet, at(180))
+    rows = mb.usage_rows(fleet)
+    assert {r[1] for r in rows} == ({expected_meter} if expected_meter else set())
+    assert sum((r[3] for r in rows), Decimal(0)) == hours
+    assert rows == mb.expected_rows([placed], at(180))
+
+
+def test_a_preempting_reservation_bills_its_regular_meter_from_activation(
+    fleet: Fleet, gpu_pool: tuple[str, str]
+) -> None:
+    """Document 003: a preempt followed by a re-place bills each hour once."""
+    pool, _ = gpu_pool
+    fleet.api.meters.ensure(mb.OP, ["gpu.l40s.spot.hours"])
+    victim = mb.reservation(
+        fleet,
+        pool,
+        spot=True,
+        starts_at=at(0),
+        ends_at=at(32),
+        deadline=at(32),
+        activated_at=at(0),
+        released_at=at(32),
+    )
+    preemptor = mb.reservation(fleet, pool, starts_at=at(32), ends_at=at(92), activated_at=at(32))
+    mb.meter_until(fleet, at(120))
+    rows = mb.usage_rows(fleet)
+    spot = sum(r[3] for r in rows if r[0] == victim.subject)
+    regular = sum(r[3] for r in rows if r[0] == preemptor.subject)
+    assert (spot, regular) == (Decimal("0.533333"), Decimal(1))
+    shared = [r for r in rows if r[2] == at(30)]
+    assert sorted(r[3] for r in shared) == [Decimal("0.033333"), Decimal("0.050000")]
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    start_us=st.integers(min_value=0, max_value=3600 * 10**6),
+    length_us=st.one_of(st.none(), st.integers(min_value=1, max_value=2 * 3600 * 10**6)),
+    vcpu=st.integers(min_value=1, max_value=96),
+    memory=st.integers(min_value=1, max_value=768),
+    gpus=st.integers(min_value=0, max_value=8),
+    spare=st.booleans(),
+)
+def test_sql_windows_equal_the_domain_arithmetic(
+    fleet: Fleet,
+    gpu_pool: tuple[str, str],
+    start_us: int,
+    length_us: int | None,
+    vcpu: int,
+    memory: int,
+    gpus: int,
+    spare: bool,
+) -> None:
+    pool, node = gpu_pool
+    with fleet.write() as session:
+        for model in (UsageWindow, Instance, Allocation, JobState):
+            session.execute(delete(model))
+    start = T0 + timedelta(microseconds=start_us)
+    end = None if length_us is None else start + timedelta(microseconds=length_us)
+    placed = mb.instance(
+        fleet,
+        pool,
+        node,
+        start=start,
+        end=end,
+        vcpu=vcpu,
+        memory_gib=memory,
+        gpus=gpus,
+        purpose="spare" if spare else "tenant",
+    )
+    until = T0 + timedelta(hours=3, minutes=10)
+    mb.meter_until(fleet, until)
+    assert mb.usage_rows(fleet) == mb.expected_rows([placed], until)
