@@ -12,6 +12,7 @@ from bcfleet.api.meters import MetersAPI
 from bcfleet.api.pools import PoolsAPI
 from bcfleet.api.provider_accounts import ProviderAccountsAPI
 from bcfleet.api.tenants import TenantsAPI
+from bcfleet.api.usage import UsageAPI
 
 if TYPE_CHECKING:
     from bcfleet.fleet import Fleet
@@ -30,3 +31,4 @@ class FleetAPI:
         self.flavors = FlavorsAPI(fleet)
         self.events = EventsAPI(fleet)
         self.meters = MetersAPI(fleet)
+        self.usage = UsageAPI(fleet)

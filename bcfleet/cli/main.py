@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "provider_accounts",
     "events",
     "billing",
+    "usage",
     "jobs",
     "db",
     "demo",
