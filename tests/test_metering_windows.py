@@ -185,6 +185,27 @@ def test_a_preempting_reservation_bills_its_regular_meter_from_activation(
     assert sorted(r[3] for r in shared) == [Decimal("0.033333"), Decimal("0.050000")]
 
 
+@pytest.mark.parametrize(
+    "start",
+    [
+        pytest.param(at(0, 24.9995), id="half-a-millisecond-before-a-second"),
+        pytest.param(at(4, 59.999999), id="last-microsecond-of-a-window"),
+        pytest.param(at(5), id="on-a-boundary"),
+    ],
+)
+def test_sub_millisecond_times_are_exact_on_sqlite_and_postgresql(
+    any_fleet: Fleet, start: datetime
+) -> None:
+    mb.tenant(any_fleet, "acme")
+    pool = mb.pool(any_fleet)
+    mb.standard_meters(any_fleet)
+    node = mb.node(any_fleet, pool)
+    end = at(17, 0.000001)
+    placed = mb.instance(any_fleet, pool, node, start=start, end=end, vcpu=3, gpus=1)
+    mb.meter_until(any_fleet, at(30))
+    assert mb.usage_rows(any_fleet) == mb.expected_rows([placed], at(30))
+
+
 @settings(
     max_examples=25,
     deadline=None,

@@ -81,10 +81,12 @@ class epoch_us(FunctionElement[int]):  # noqa: N801  (a SQL function, named like
 
 @compiles(epoch_us, "sqlite")
 def _epoch_us_sqlite(element: epoch_us, compiler: SQLCompiler, **kw: Any) -> str:
-    # SQLAlchemy stores SQLite datetimes as 'YYYY-MM-DD HH:MM:SS.ffffff'.
+    # SQLAlchemy stores SQLite datetimes as 'YYYY-MM-DD HH:MM:SS.ffffff'. The seconds are read
+    # without the fraction: SQLite's date functions round fractions to milliseconds, so
+    # 10:00:24.9995 would count as 10:00:25 and the microseconds would be added twice.
     arg = compiler.process(next(iter(element.clauses)), **kw)
     return (
-        f"(CAST(strftime('%s', {arg}) AS INTEGER) * 1000000"
+        f"(CAST(strftime('%s', substr({arg}, 1, 19)) AS INTEGER) * 1000000"
         f" + CAST(substr({arg}, 21, 6) AS INTEGER))"
     )
 
