@@ -20,12 +20,20 @@ COMMAND_MODULES = (
     "hosts",
     "flavors",
     "provider_accounts",
+    "provider_fake",
     "events",
     "billing",
     "usage",
     "jobs",
     "db",
+    "instances",
+    "quotas",
+    "doctor",
     "demo",
+    "settings",
+    "services",
+    "indexes",
+    "environments",
 )
 
 
