@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import delete
 
+from bcfleet.clock import FakeClock
 from bcfleet.fleet import Fleet
 from bcfleet.store.models import Allocation, Instance
 from bcfleet.store.models.jobs import JobState
@@ -249,3 +250,40 @@ def test_sql_windows_equal_the_domain_arithmetic(
     until = T0 + timedelta(hours=3, minutes=10)
     mb.meter_until(fleet, until)
     assert mb.usage_rows(fleet) == mb.expected_rows([placed], until)
+
+
+def test_an_instance_placed_and_deleted_through_the_api_is_metered_from_placement_to_release(
+    fleet: Fleet, clock: FakeClock
+) -> None:
+    from tests.capacity_builders import create, pool_with_hosts, small_flavor
+
+    pool = pool_with_hosts(fleet, gpus=1)
+    small_flavor(fleet, pool, "gpu1", vcpu=4, memory_gib=8, disk_gib=40, gpus=1)
+    fleet.api.usage.setup_meters(mb.OP)
+    clock.set(at(2, 30))
+    instance = create(fleet, pool, "gpu1")
+    clock.set(at(11))
+    fleet.api.instances.delete(mb.OP, instance["id"], tenant_id="acme")
+    mb.meter_until(fleet, at(20))
+    rows = mb.usage_rows(fleet)
+    assert [(r[1], r[2], r[3]) for r in rows if r[1] == "gpu.l40s.hours"] == [
+        ("gpu.l40s.hours", at(0), Decimal("0.041667")),  # 1 GPU × 2.5 min
+        ("gpu.l40s.hours", at(5), Decimal("0.083333")),  # × 5 min
+        ("gpu.l40s.hours", at(10), Decimal("0.016667")),  # × 1 min
+    ]
+    assert sum(r[3] for r in rows if r[1] == "vps.vcpu.hours") == Decimal("0.566667")  # 4 × 8.5 min
+
+
+def test_spares_kept_by_the_spares_job_bill_credits_from_placement(
+    fleet: Fleet, clock: FakeClock
+) -> None:
+    from tests.compute_builders import make_spares_ready, serverless_tenant
+
+    serverless_tenant(fleet, spares={"large": 2})
+    fleet.api.usage.setup_meters(mb.OP)
+    make_spares_ready(fleet, clock)
+    mb.meter_until(fleet, at(60))
+    rows = mb.usage_rows(fleet)
+    assert {r[1] for r in rows} == {"credits"}
+    per_spare = {s: sum(r[3] for r in rows if r[0] == s) for s in {r[0] for r in rows}}
+    assert list(per_spare.values()) == [Decimal(1), Decimal(1)]  # 2 spares × 1 h × 1 credit

@@ -86,9 +86,14 @@ def _filtered(
     return query
 
 
-def _check_range(since: datetime | None, until: datetime | None, limit: int) -> None:
+def _check_range(since: datetime | None, until: datetime | None) -> None:
     if since is not None and until is not None and until < since:
-        raise InvalidInputError("--until is before --since", {"since": since, "until": until})
+        raise InvalidInputError(
+            "until is before since", {"since": format_time(since), "until": format_time(until)}
+        )
+
+
+def _check_limit(limit: int) -> None:
     if limit < 1 or limit > MAX_LIMIT:
         raise InvalidInputError(f"limit must be between 1 and {MAX_LIMIT}", {"limit": limit})
 
@@ -120,7 +125,8 @@ class UsageAPI(Area):
         limit: int = 100,
     ) -> dict[str, Any]:
         """One page of windows in id order; `cursor` is the `after` of the next page."""
-        _check_range(since, until, limit)
+        _check_range(since, until)
+        _check_limit(limit)
         with self.fleet.read() as session:
             actor = self._reader(session, credential, tenant_id)
             query = select(UsageWindow).order_by(col(UsageWindow.id)).limit(limit)
@@ -151,7 +157,7 @@ class UsageAPI(Area):
         until: datetime | None = None,
     ) -> Iterator[dict[str, Any]]:
         """Every matching window, streamed in id order from one read transaction."""
-        _check_range(since, until, 1)
+        _check_range(since, until)
         with self.fleet.read() as session:
             actor = self._reader(session, credential, tenant_id)
             query = _filtered(
@@ -177,7 +183,7 @@ class UsageAPI(Area):
         limit: int = 100,
     ) -> dict[str, Any]:
         """Windows of meters missing from the catalogue, oldest first."""
-        _check_range(None, None, limit)
+        _check_limit(limit)
         with self.fleet.read() as session:
             actor = self._reader(session, credential, tenant_id)
             query = select(DeadLetter).order_by(col(DeadLetter.id)).limit(limit)

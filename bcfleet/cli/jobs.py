@@ -69,16 +69,31 @@ def _runs_table(runs: list[dict[str, Any]]) -> str:
     return table(rows, columns)
 
 
+def _every(seconds: float) -> str:
+    if seconds >= 60 and seconds % 60 == 0:
+        return f"{seconds / 60:g}m"
+    return f"{seconds:g}s"
+
+
 def _jobs_table(jobs: list[dict[str, Any]]) -> str:
+    jobs = [
+        {
+            **j,
+            "every": _every(j["intervalSeconds"]),
+            "runningOn": j["heldBy"]["holder"] if j["heldBy"] else None,
+        }
+        for j in jobs
+    ]
     columns = [
         ("JOB", "job"),
-        ("EVERY", "intervalSeconds"),
+        ("EVERY", "every"),
         ("AVAILABLE", "available"),
         ("LAST RUN", "lastRunAt"),
         ("OUTCOME", "lastOutcome"),
         ("NEXT DUE", "nextDueAt"),
         ("DUE", "due"),
         ("OVERDUE", "overdue"),
+        ("RUNNING ON", "runningOn"),
     ]
     return table(jobs, columns)
 

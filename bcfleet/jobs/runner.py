@@ -165,19 +165,9 @@ def _record(
     finished = fleet.now()
     run_id = RANDOM_IDS.new("run", finished)
     due = started + timedelta(seconds=interval)
+    result = RunResult(spec.name, outcome, started, finished, counts, error, run_id)
     with fleet.write(bump_revision=False) as session:
-        session.add(
-            JobRun(
-                id=run_id,
-                job=spec.name,
-                holder=holder,
-                started_at=started,
-                finished_at=finished,
-                outcome=outcome,
-                counts=counts,
-                error=error,
-            )
-        )
+        session.add(JobRun(holder=holder, **_run_fields(result)))
         schedule = {"last_run_at": started, "last_outcome": outcome, "next_due_at": due}
         statement = _upsert_state(session).values(job=spec.name, **schedule)
         session.connection().execute(
@@ -191,14 +181,25 @@ def _record(
         )
         if lease is not None:
             release_in(session, lease)
-    result = RunResult(spec.name, outcome, started, finished, counts, error, run_id)
     _log(result)
     return result
 
 
+def _run_fields(result: RunResult) -> dict[str, Any]:
+    return {
+        "id": result.id,
+        "job": result.job,
+        "started_at": result.started_at,
+        "finished_at": result.finished_at,
+        "outcome": result.outcome,
+        "counts": dict(result.counts),
+        "error": result.error,
+    }
+
+
 def _log(result: RunResult) -> None:
     """One structured line per run: key=value text, and the same fields as record attributes."""
-    fields = " ".join(f"{k}={v}" for k, v in result.counts.items())
+    fields = "".join(f" {k}={v}" for k, v in result.counts.items())
     extra = {
         "job": result.job,
         "outcome": result.outcome,
@@ -207,7 +208,7 @@ def _log(result: RunResult) -> None:
         "run_id": result.id,
     }
     level = logging.ERROR if result.outcome == "error" else logging.INFO
-    message = "job=%s outcome=%s duration_ms=%d run=%s %s"
+    message = "job=%s outcome=%s duration_ms=%d run=%s%s"
     args: tuple[Any, ...] = (result.job, result.outcome, result.duration_ms, result.id, fields)
     if result.error:
         message += " error=%r"
