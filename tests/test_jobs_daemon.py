@@ -90,7 +90,7 @@ def test_fleet_jobs_run_under_timeout_exits_cleanly_with_its_last_run_recorded(
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
-    assert "scheduler stopping signal=SIGTERM" in done.stderr
+    assert "stopping signal=SIGTERM" in done.stderr
     assert done.stderr.rstrip().endswith("scheduler stopped")
     listing = run_cli("jobs", "list", "--json", db=db).json()
     usage = next(j for j in listing["jobs"] if j["job"] == "vps.usage")  # type: ignore[index]

@@ -247,3 +247,31 @@ def test_a_scheduler_that_was_down_catches_up_every_missed_window(
     assert mb.usage_rows(fleet) == scenario.expected(down_until)
     assert dead_rows(fleet) == scenario.expected_dead(down_until)
     assert run_vps_usage(fleet, down_until + SETTLE)["windows"] == 0
+
+
+@pytest.mark.slow
+def test_sigterm_stops_a_catch_up_tick_at_a_batch_boundary_and_records_the_run(
+    sqlite_url: str, fleet: Fleet
+) -> None:
+    scenario = build(fleet, extra_instances=100)
+    until = T0 + timedelta(hours=8)
+    env = {**os.environ, "BCFLEET_NOW": (until + SETTLE).isoformat()}
+    command = [
+        sys.executable, "-m", "bcfleet", "jobs", "tick", "--job", "vps.usage", "--json",
+        "--db", sqlite_url,
+    ]  # fmt: skip
+    tick = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 60
+    while watermark(fleet) is None and tick.poll() is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    tick.send_signal(signal.SIGTERM)
+    out, err = tick.communicate(timeout=60)
+    assert tick.returncode == 0, err
+    (run,) = json.loads(out)["runs"]
+    assert run["outcome"] == "ok"
+    assert 0 < run["counts"]["windows"] < 96  # stopped early, between two batches
+    assert watermark(fleet) == T0 + timedelta(minutes=5 * run["counts"]["windows"])
+    assert_exact_prefix(fleet, scenario)

@@ -15,7 +15,13 @@ from bcfleet.clock import OffsetClock, parse_time
 from bcfleet.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK
 from bcfleet.jobs.registry import get_job, job_names
 from bcfleet.jobs.runner import recent_runs, status, tick
-from bcfleet.jobs.scheduler import run_scheduler
+from bcfleet.jobs.scheduler import (
+    ignore_stop_signals,
+    install_stop_signals,
+    restore_signals,
+    run_scheduler,
+)
+from bcfleet.jobs.stop import clear_stop
 
 JOB_NAME = click.Choice(list(job_names()))
 STRUCTURED = ("job", "outcome", "counts", "duration_ms", "run_id")
@@ -130,7 +136,13 @@ def tick_(job: str | None, check: bool, grace: float | None, verbose: bool) -> i
             lambda b: _jobs_table(b["jobs"]) + f"\n\noverdue: {', '.join(late) or 'none'}",
         )
         return EXIT_CHANGES if late else EXIT_OK
-    results = [r.to_json() for r in tick(s.fleet, job=job)]
+    clear_stop()
+    previous = install_stop_signals()  # SIGTERM: finish the running batch and job, start no other
+    try:
+        results = [r.to_json() for r in tick(s.fleet, job=job)]
+    finally:
+        restore_signals(previous)
+        clear_stop()
     output({"runs": results}, lambda b: _runs_table(b["runs"]) if b["runs"] else "nothing due")
     return EXIT_ERROR if any(r["outcome"] == "error" for r in results) else EXIT_OK
 
@@ -155,4 +167,6 @@ def run(only: tuple[str, ...], overrides: tuple[str, ...], log_json: bool) -> in
     pinned = os.environ.get("BCFLEET_NOW")
     if pinned:
         s.fleet.clock = OffsetClock(parse_time(pinned))  # a daemon's time moves on from there
-    return run_scheduler(s.fleet, jobs=list(only) or None, intervals=intervals)
+    code = run_scheduler(s.fleet, jobs=list(only) or None, intervals=intervals)
+    ignore_stop_signals()  # stopped: exit 0 even if timeout's second SIGTERM comes late
+    return code

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import logging
 import signal
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, timedelta
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -82,17 +83,33 @@ def build_scheduler(
     return scheduler
 
 
-def _install_signals() -> None:
-    """SIGTERM and SIGINT request a stop. The handlers stay installed after the daemon returns:
-    `timeout` signals the child and then its process group, and a second SIGTERM arriving
-    after a restored default handler would kill the process on its way out (exit 143)."""
+def install_stop_signals() -> dict[int, Any]:
+    """Make SIGTERM and SIGINT request a stop; returns the handlers they replaced.
+
+    Outside the main thread (where Python cannot set handlers) this does nothing.
+    """
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
-        log.info("scheduler stopping signal=%s", signal.Signals(signum).name)
+        log.info("stopping signal=%s", signal.Signals(signum).name)
         request_stop()
 
-    for sig in STOP_SIGNALS:
-        signal.signal(sig, on_signal)
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
+
+
+def ignore_stop_signals() -> None:
+    """For a process on its way out after a stop: a late SIGTERM (timeout signals the child,
+    then its process group) must not kill it during interpreter shutdown, when Python has
+    put default handlers back, and turn a clean exit 0 into 143. Ignored signals stay ignored."""
+    if threading.current_thread() is threading.main_thread():
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
+
+
+def restore_signals(previous: Mapping[int, Any]) -> None:
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
 
 
 def run_scheduler(
@@ -106,7 +123,7 @@ def run_scheduler(
     """Run the daemon until a stop is requested (SIGTERM/SIGINT or request_stop()); returns 0."""
     clear_stop()
     if install_signals:
-        _install_signals()
+        install_stop_signals()
     specs = [s if isinstance(s, JobSpec) else get_job(s) for s in (jobs or JOBS)]
     every = {
         s.name: float((intervals or {}).get(s.name, s.interval(fleet.settings))) for s in specs
