@@ -27,6 +27,7 @@ from bcfleet.jobs.lease import (
     RANDOM_IDS,
     Lease,
     acquire,
+    current_holder,
     holder_name,
     job_lock_name,
     kept_alive,
@@ -131,8 +132,6 @@ def _error_text(exc: BaseException) -> str:
 
 
 def _locked(fleet: Fleet, spec: JobSpec, started: datetime, raise_it: bool) -> RunResult:
-    from bcfleet.jobs.lease import current_holder
-
     with fleet.read() as session:
         holder = current_holder(session, job_lock_name(spec.name), fleet.now())
     if raise_it:
@@ -248,8 +247,6 @@ def status(
     fleet: Fleet, *, intervals: Mapping[str, float] | None = None, grace: float | None = None
 ) -> list[dict[str, Any]]:
     """Each job: interval, availability, last run, next due, due, overdue, lease holder."""
-    from bcfleet.jobs.lease import current_holder
-
     now = fleet.now()
     with fleet.read() as session:
         states = _states(session)
