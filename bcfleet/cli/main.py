@@ -30,6 +30,8 @@ COMMAND_MODULES = (
     "quotas",
     "doctor",
     "demo",
+    "reservations",
+    "capacity",
     "settings",
     "services",
     "indexes",
