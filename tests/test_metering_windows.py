@@ -287,3 +287,32 @@ def test_spares_kept_by_the_spares_job_bill_credits_from_placement(
     assert {r[1] for r in rows} == {"credits"}
     per_spare = {s: sum(r[3] for r in rows if r[0] == s) for s in {r[0] for r in rows}}
     assert list(per_spare.values()) == [Decimal(1), Decimal(1)]  # 2 spares × 1 h × 1 credit
+
+
+def test_document_003_each_side_pays_for_what_it_held(fleet: Fleet, clock: FakeClock) -> None:
+    """Through the reservations API and the lifecycle job: the spot victim bills its spot meter
+    until the deadline, the preemptor its regular meter from activation, a requeued victim nothing."""
+    from bcfleet.jobs.reservations import run_lifecycle
+    from tests.reservation_builders import get, gpu_pool, reserve
+
+    pool = gpu_pool(fleet)  # one node, 4 L40S
+    fleet.api.usage.setup_meters(mb.OP)
+    fleet.api.meters.create(mb.OP, "gpu.l40s.spot.hours")
+    spot = reserve(fleet, pool, "beta", spot=True)
+    run_lifecycle(fleet, fleet.now())
+    requeued = reserve(fleet, pool, "beta", spot=True, start=at(60).isoformat())
+    regular = reserve(fleet, pool, "acme")  # preempts: the deadline is now + 2 minutes
+    assert get(fleet, requeued)["state"] == "pending"
+    for _ in range(20):  # the lifecycle ticks every 10 s for 200 s
+        clock.advance(seconds=10)
+        run_lifecycle(fleet, fleet.now())
+    assert get(fleet, spot)["state"] == "released"
+    mb.meter_until(fleet, at(60))
+    rows = mb.usage_rows(fleet)
+    spent = {s: (sorted({r[1] for r in rows if r[0] == s}), sum(r[3] for r in rows if r[0] == s))
+             for s in {r[0] for r in rows}}  # fmt: skip
+    assert spent == {
+        spot["id"]: (["gpu.l40s.spot.hours"], Decimal("0.133333")),  # 4 GPUs × 2 min
+        regular["id"]: (["gpu.l40s.hours"], Decimal("3.866667")),  # 4 GPUs × 58 min
+    }
+    assert sum(r[3] for r in rows) == Decimal(4)  # one hour of 4 GPUs, billed once
