@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from bcfleet.cli.common import common_options, state
 
+if TYPE_CHECKING:
+    from bcfleet.tui.app import FleetApp
 
-def run_dashboard(*, read_only: bool, refresh: float, tenant: str | None) -> None:
-    """Open the dashboard on the CLI's fleet (its --db, --token) until the operator quits."""
+
+def dashboard(*, read_only: bool, refresh: float, tenant: str | None) -> FleetApp:
+    """The dashboard on the CLI's fleet (its --db, --token), not yet running."""
     from bcfleet.tui.app import FleetApp
     from bcfleet.tui.source import LocalSource
 
     s = state()
     source = LocalSource(s.fleet, s.credential)
-    FleetApp(source, read_only=read_only, refresh_seconds=refresh, tenant=tenant).run()
+    return FleetApp(source, read_only=read_only, refresh_seconds=refresh, tenant=tenant)
+
+
+def run_dashboard(*, read_only: bool, refresh: float, tenant: str | None) -> None:
+    """Open the dashboard until the operator quits."""
+    dashboard(read_only=read_only, refresh=refresh, tenant=tenant).run()
 
 
 @click.command("tui")

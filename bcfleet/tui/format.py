@@ -121,5 +121,11 @@ def cpulist(ids: Iterable[int]) -> str:
     return format_cpuset(ids) or DASH
 
 
+def short_id(rid: str) -> str:
+    """rsv_01JD…7K2Q: the prefix and the last six characters, enough to tell rows apart."""
+    prefix, _, rest = rid.partition("_")
+    return rid if len(rest) <= 8 else f"{prefix}_…{rest[-6:]}"
+
+
 def plain(value: Cell) -> str:
     return value.plain if isinstance(value, Text) else value

@@ -10,6 +10,7 @@ so instead of inventing data. API errors arrive as `FleetError`; anything else
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -20,12 +21,16 @@ from bcfleet.domain.compute_settings import (
     ChangeResult,
     ComputeChange,
     ComputeSettings,
+    SizeSetting,
     SizeUser,
     draft_change,
 )
+from bcfleet.domain.sizes import SIZE_NAMES
 from bcfleet.fleet import Fleet
 
 JSON = dict[str, Any]
+USAGE_WINDOWS_READ = 50_000
+"""The most usage windows the dashboard reads for its sparklines (the API has no sums yet)."""
 
 
 class NotAvailable(Exception):
@@ -101,11 +106,17 @@ class FleetSource(Protocol):
         """The InstanceSpecs of a host's live guests: pinned CPUs, NUMA nodes, GPUs."""
         ...
 
+    def host_bookings(self, host: str) -> list[JSON]:
+        """The reservations booked on a host: their GPUs (PCI addresses), spot, window."""
+        ...
+
     def degraded(self) -> list[JSON]:
         """Live instances with a PlacementDegraded condition, each with its host's name."""
         ...
 
     def reservations(self) -> list[JSON]: ...
+
+    def reservation(self, reservation_id: str) -> JSON: ...
 
     def preview(self, request: PreviewRequest) -> JSON: ...
 
@@ -119,11 +130,40 @@ class FleetSource(Protocol):
         self, tenant: str, current: ComputeSettings, desired: ComputeChange
     ) -> SaveOutcome: ...
 
-    def usage(self, tenant: str | None = None) -> list[JSON]: ...
+    def usage(self, since: datetime) -> JSON:
+        """Usage windows from `since` on: {"items": […], "complete": whether all were read}."""
+        ...
 
     def events(self, after: int | None, types: Sequence[str] = (), limit: int = 200) -> JSON: ...
 
-    def jobs(self) -> list[JSON]: ...
+    def jobs(self) -> list[JSON]:
+        """Each job: interval, last run and outcome, next due, overdue, failures among recent runs."""
+        ...
+
+    def job_runs(self, job: str) -> list[JSON]:
+        """A job's latest runs, newest first."""
+        ...
+
+
+def snapshot_of(body: Mapping[str, Any]) -> ComputeSnapshot:
+    """The Compute tab's JSON (settings.compute_show or compute_save) as domain values."""
+    sizes = body["sizes"]
+    settings = ComputeSettings(
+        sizes=tuple(
+            SizeSetting(name, bool(sizes[name]["enabled"]), int(sizes[name]["spares"]))
+            for name in SIZE_NAMES
+        ),
+        default_size=body.get("defaultSize"),
+        serverless_pool=body.get("serverlessPoolId"),
+    )
+    users = {
+        name: tuple(
+            SizeUser(u["kind"], u["id"], u["name"], u.get("workspace")) for u in size["usedBy"]
+        )
+        for name, size in sizes.items()
+        if size.get("usedBy")
+    }
+    return ComputeSnapshot(str(body["tenant"]), settings, users)
 
 
 def is_degraded(instance: Mapping[str, Any]) -> bool:
@@ -196,16 +236,30 @@ class LocalSource:
             names[node_id] = self.api.hosts.show(self.credential, host=node_id)["name"]
         return [{**i, "host": names.get(i.get("nodeId") or "")} for i in found]
 
+    def host_bookings(self, host: str) -> list[JSON]:
+        items: list[JSON] = self.api.reservations.for_host(self.credential, host)["items"]
+        return items
+
     def reservations(self) -> list[JSON]:
-        raise NotAvailable("Reservations")
+        items: list[JSON] = self.api.reservations.list(self.credential)["items"]
+        return items
+
+    def reservation(self, reservation_id: str) -> JSON:
+        return self.api.reservations.get(self.credential, reservation_id)
 
     def preview(self, request: PreviewRequest) -> JSON:
-        del request
-        raise NotAvailable("The capacity preview")
+        return self.api.capacity.preview(
+            self.credential,
+            tenant_id=request.tenant,
+            pool_id=request.pool,
+            gpus=request.gpus,
+            duration=request.duration,
+            nodes=request.nodes,
+            spot=request.spot,
+        )
 
     def compute_settings(self, tenant: str) -> ComputeSnapshot:
-        del tenant
-        raise NotAvailable("Compute settings")
+        return snapshot_of(self.api.settings.compute_show(self.credential, tenant_id=tenant))
 
     def draft_compute_settings(
         self, current: ComputeSettings, change: ComputeChange
@@ -215,15 +269,41 @@ class LocalSource:
     def save_compute_settings(
         self, tenant: str, current: ComputeSettings, desired: ComputeChange
     ) -> SaveOutcome:
-        del tenant, current, desired
-        raise NotAvailable("Compute settings")
+        del current  # the API saves against what is stored, in the saving transaction
+        body = self.api.settings.compute_save(self.credential, tenant_id=tenant, change=desired)
+        notices = tuple(str(n["message"]) for n in body.get("notices") or ())
+        return SaveOutcome(snapshot_of(body).settings, str(body["message"]), notices)
 
-    def usage(self, tenant: str | None = None) -> list[JSON]:
-        del tenant
-        raise NotAvailable("Usage")
+    def usage(self, since: datetime) -> JSON:
+        items: list[JSON] = []
+        cursor = None
+        while len(items) < USAGE_WINDOWS_READ:
+            page = self.api.usage.list(self.credential, since=since, after=cursor, limit=10_000)
+            items.extend(page["items"])
+            if len(page["items"]) < 10_000:
+                return {"items": items, "complete": True}
+            cursor = page["cursor"]
+        return {"items": items, "complete": False}
 
     def events(self, after: int | None, types: Sequence[str] = (), limit: int = 200) -> JSON:
         return self.api.events.list(self.credential, after=after, types=types, limit=limit)
 
     def jobs(self) -> list[JSON]:
-        raise NotAvailable("Jobs")
+        # Jobs have no API area: the CLI's `fleet jobs list` reads the runner the same way.
+        from bcfleet.jobs.runner import recent_runs, status
+
+        runs = recent_runs(self.fleet, limit=500)
+        failures = Counter(r["job"] for r in runs if r["outcome"] == "error")
+        last_error: dict[str, str] = {}
+        for run in runs:  # newest first
+            if run["outcome"] == "error":
+                last_error.setdefault(run["job"], str(run["error"]))
+        return [
+            {**row, "failures": failures[row["job"]], "lastError": last_error.get(row["job"])}
+            for row in status(self.fleet)
+        ]
+
+    def job_runs(self, job: str) -> list[JSON]:
+        from bcfleet.jobs.runner import recent_runs
+
+        return recent_runs(self.fleet, limit=50, job=job)

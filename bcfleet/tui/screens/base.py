@@ -21,11 +21,12 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Button, Footer, Input, Select, Static
 
 from bcfleet.errors import FleetError
 from bcfleet.tui.source import FleetSource, NotAvailable
 from bcfleet.tui.widgets.bars import Freshness, StatusLine, TitleBar
+from bcfleet.tui.widgets.onoff import OnOff
 from bcfleet.tui.widgets.prompt import Prompt
 
 if TYPE_CHECKING:
@@ -143,7 +144,8 @@ class ViewScreen(Screen[None]):
         spaced = time.monotonic() - self._fetched_at >= SPACING * self._fetch_seconds
         if self.AUTO_REFRESH and spaced:
             self.request_refresh()
-        self._check_stale()
+        if self.AUTO_REFRESH:
+            self._check_stale()
 
     def request_refresh(self, *, force: bool = False) -> None:
         if self._busy:
@@ -269,7 +271,10 @@ class ViewScreen(Screen[None]):
         self.query_one(Prompt).open("command")
 
     def action_back(self) -> None:
-        if len(self.app.screen_stack) > 1:
+        """Esc: leave a form field (so view keys work again), else go back a screen."""
+        if isinstance(self.focused, Input | Select | Button | OnOff):
+            self.set_focus(None)
+        elif len(self.app.screen_stack) > 1:
             self.app.pop_screen()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:

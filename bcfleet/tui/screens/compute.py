@@ -9,11 +9,12 @@ size. --read-only shows the settings without Save and with the controls off.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import work
-from textual.app import ComposeResult
+from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Grid, Horizontal, Vertical
 from textual.message import Message
@@ -255,6 +256,23 @@ class ComputeView(ViewScreen):
             self.action_save()
         elif event.button.id == "retry":
             self.request_refresh(force=True)
+
+    def commands(self) -> Iterable[SystemCommand]:
+        yield from super().commands()
+        if not self.fleet_app.read_only:
+            yield SystemCommand(
+                "Save changes", "Save the compute settings (Ctrl+S)", self.action_save
+            )
+        for tenant in self.tenants:
+            yield SystemCommand(
+                f"Compute settings of {tenant}",
+                "Open this tenant's Compute tab",
+                lambda t=tenant: self._open_tenant(t),
+            )
+
+    def _open_tenant(self, tenant: str) -> None:
+        self.tenant = tenant
+        self.request_refresh(force=True)
 
     def action_next_tenant(self) -> None:
         if self.tenants and self.tenant in self.tenants:

@@ -70,6 +70,17 @@ class DegradedView(TableView):
     COLUMNS = COLUMNS
     NOUN = ("degraded instance", "degraded instances")
 
+    def open_row(self, key: str) -> None:
+        from bcfleet.tui.screens.detail import DetailScreen
+
+        row = self.table.all_rows.get(key)
+        name = str(row.cells[0]) if row is not None else key
+        self.app.push_screen(
+            DetailScreen(
+                "Instance", ["Degraded placements", name], lambda: self.source.instance(key)
+            )
+        )
+
     def fetch(self) -> Any:
         return self.source.degraded()
 

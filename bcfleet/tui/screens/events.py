@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
@@ -28,7 +29,16 @@ PAGE = 1000
 
 
 def data_text(data: Mapping[str, Any]) -> str:
-    return " ".join(f"{k}={v}" for k, v in data.items()) or DASH
+    """key=value pairs; nested values as compact JSON (Enter on the row shows them in full)."""
+    parts = []
+    for key, value in data.items():
+        shown = (
+            value
+            if isinstance(value, str | int | float)
+            else json.dumps(value, separators=(",", ":"))
+        )
+        parts.append(f"{key}={shown}")
+    return " ".join(parts) or DASH
 
 
 def type_style(event_type: str) -> str:
@@ -100,6 +110,14 @@ class EventsView(TableView):
 
     def rows(self, _data: Any) -> Iterable[Row]:
         return (event_row(self.tail[seq]) for seq in sorted(self.tail, reverse=True))
+
+    def open_row(self, key: str) -> None:
+        from bcfleet.tui.screens.detail import DetailScreen
+
+        event = self.tail.get(int(key))
+        if event is not None:
+            crumbs = ["Events", f"{event['seq']} {event['type']}"]
+            self.app.push_screen(DetailScreen("Event", crumbs, lambda: event))
 
     def action_filter_type(self) -> None:
         current = self.table.filter_text

@@ -19,7 +19,7 @@ from textual.widgets import DataTable, Static
 
 from bcfleet.domain.numa import reserved_cpus, size_label
 from bcfleet.domain.shapes import Inventory
-from bcfleet.tui.format import DASH, age, cpulist, ratio_text
+from bcfleet.tui.format import DASH, age, cpulist, ratio_text, short_id, short_time
 from bcfleet.tui.screens.base import ViewScreen
 from bcfleet.tui.source import NotAvailable
 from bcfleet.tui.widgets.keyed_table import SteadyTable
@@ -79,13 +79,18 @@ def numa_rows(
 
 
 def gpu_rows(
-    inventory: Mapping[str, Any], guests: Sequence[Mapping[str, Any]] | None
+    inventory: Mapping[str, Any],
+    guests: Sequence[Mapping[str, Any]] | None,
+    bookings: Sequence[Mapping[str, Any]] = (),
 ) -> list[tuple[str, ...]]:
-    """Per GPU: PCI address, model, NUMA node, and the guest holding it ('-' when unknown)."""
+    """Per GPU: PCI address, model, NUMA node, and the guest or reservations holding it."""
     by_pci: dict[str, list[str]] = {}
     for guest in guests or ():
         for gpu in guest.get("gpus") or ():
             by_pci.setdefault(str(gpu.get("pciAddress")), []).append(guest_name(guest))
+    for booking in bookings:
+        for pci in booking.get("gpus") or ():
+            by_pci.setdefault(str(pci), []).append(booking_text(booking))
     rows: list[tuple[str, ...]] = []
     for gpu in inventory.get("gpus") or []:
         node = gpu.get("numaNode")
@@ -95,6 +100,13 @@ def gpu_rows(
             (gpu["pciAddress"], gpu["model"], "unknown" if node is None else str(node), booked)
         )
     return rows
+
+
+def booking_text(booking: Mapping[str, Any]) -> str:
+    """'rsv_…3x9k globex spot until 11-30 22:00'."""
+    kind = "spot" if booking.get("spot") else "regular"
+    rid = short_id(str(booking["reservationId"]))
+    return f"{rid} {booking.get('tenantId', '')} {kind} until {short_time(booking.get('end'))}"
 
 
 def guest_name(guest: Mapping[str, Any]) -> str:
@@ -186,10 +198,14 @@ class HostDetail(ViewScreen):
             guests = [{**self.source.instance(s["id"]), "gpus": s.get("gpus")} for s in specs]
         except NotAvailable:
             guests = None
-        return host, pool, guests
+        try:
+            bookings = self.source.host_bookings(self.host_id)
+        except NotAvailable:
+            bookings = []
+        return host, pool, guests, bookings
 
     def show(self, data: Any) -> None:
-        host, pool, guests = data
+        host, pool, guests, bookings = data
         now = self.now or self.source.now()
         inventory = host.get("inventory")
         reported, _ = age(host.get("inventoryReportedAt"), now)
@@ -211,7 +227,12 @@ class HostDetail(ViewScreen):
         self._fill(
             "#numa", numa_rows(inventory, reserve_of(pool), guests or []) if inventory else []
         )
-        self._fill("#gpus", gpu_rows(inventory, guests) if inventory else [], "#gpus-note", "none")
+        self._fill(
+            "#gpus",
+            gpu_rows(inventory, guests, bookings) if inventory else [],
+            "#gpus-note",
+            "none",
+        )
         self._fill("#guests", guest_rows(guests or []), "#guests-note", "none")
         if guests is None:
             self.query_one("#guests-note", Static).update("not available in this build")

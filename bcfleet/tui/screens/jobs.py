@@ -1,13 +1,14 @@
-"""Jobs: each scheduled job's last run, its outcome, when it is next due, and its failures."""
+"""Jobs: each scheduled job's last run and outcome, when it is next due, and its recent failures."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import Any
 
 from rich.text import Text
 
-from bcfleet.tui.format import DASH, age, countdown
+from bcfleet.tui.format import DASH, DIM_DASH, Cell, age, countdown
 from bcfleet.tui.screens.table import TableView
 from bcfleet.tui.widgets.keyed_table import Column, Row
 
@@ -17,45 +18,64 @@ COLUMNS = (
     Column("last", "LAST RUN"),
     Column("outcome", "OUTCOME"),
     Column("next", "NEXT DUE"),
-    Column("failures", "FAILURES"),
+    Column("failures", "FAILED"),
     Column("error", "LAST ERROR"),
 )
 
 
-def outcome_cell(outcome: str | None) -> Text:
+def every_text(seconds: float | None) -> str:
+    if not seconds:
+        return DASH
+    return f"{seconds / 60:g}m" if seconds >= 60 and seconds % 60 == 0 else f"{seconds:g}s"
+
+
+def outcome_cell(outcome: str | None) -> Cell:
+    """ok, error (bold) or skipped; '-' for a job that never ran."""
     if not outcome:
-        return Text(DASH, style="dim")
-    style = {"ok": "green", "succeeded": "green", "failed": "bold red", "error": "bold red"}
-    return Text(outcome, style=style.get(outcome, ""))
+        return DIM_DASH
+    if outcome == "error":
+        return Text("error", style="bold red")
+    return Text(outcome, style="dim") if outcome == "skipped" else outcome
 
 
-def job_row(job: Mapping[str, Any], now: Any) -> Row:
-    last, last_seconds = age(job.get("lastRunAt") or job.get("lastStartedAt"), now)
-    due, due_seconds = countdown(job.get("nextDueAt"), now)
-    if due.plain == "passed":
-        due = Text("overdue", style="bold yellow")
+def due_cell(job: Mapping[str, Any], now: datetime) -> tuple[Cell, float]:
+    """'in 25s', 'due now', 'overdue' (in words), or 'not available' for a job not in this build."""
+    if not job.get("available", True):
+        return Text("not available", style="dim"), float("inf")
+    if job.get("overdue"):
+        return Text("overdue", style="bold yellow"), float("-inf")
+    left, seconds = countdown(job.get("nextDueAt"), now)
+    if job.get("due") or left.plain == "passed":
+        return "due now", 0.0
+    return left.plain if left.plain != DASH else DIM_DASH, seconds
+
+
+def job_row(job: Mapping[str, Any], now: datetime) -> Row:
+    last, last_seconds = age(job.get("lastRunAt"), now)
+    due, due_seconds = due_cell(job, now)
     failures = int(job.get("failures") or 0)
+    failed: Cell = Text(str(failures), style="bold red") if failures else "0"
     outcome = outcome_cell(job.get("lastOutcome"))
-    every = job.get("intervalSeconds")
+    error = str(job.get("lastError") or DASH)
     return Row(
-        key=job["name"],
+        key=str(job["job"]),
         cells=(
-            job["name"],
-            f"{every}s" if every else DASH,
+            str(job["job"]),
+            every_text(job.get("intervalSeconds")),
             f"{last} ago" if last != DASH else DASH,
             outcome,
             due,
-            Text(str(failures), style="bold red" if failures else ""),
-            str(job.get("lastError") or DASH),
+            failed,
+            error,
         ),
         sort=(
-            job["name"],
-            every or 0,
+            job["job"],
+            job.get("intervalSeconds") or 0,
             last_seconds,
-            outcome.plain,
+            outcome.plain if isinstance(outcome, Text) else outcome,
             due_seconds,
             failures,
-            job.get("lastError") or "",
+            error,
         ),
     )
 
@@ -64,8 +84,9 @@ class JobsView(TableView):
     TITLE = "Jobs"
     ABOUT = (
         "The scheduled jobs (vps.hosts, vps.usage, reservations.retry, reservations.lifecycle, "
-        "spares, providers.reconcile): the last run and its outcome, when each is next due, "
-        "and how many runs failed."
+        "spares, providers.reconcile): how often each runs, its last run and outcome, when it "
+        "is next due (or overdue), how many of the recent runs failed and the last error. "
+        "Enter shows the job's latest runs."
     )
     COLUMNS = COLUMNS
     NOUN = ("job", "jobs")
@@ -76,3 +97,12 @@ class JobsView(TableView):
     def rows(self, data: Any) -> Iterable[Row]:
         now = self.now or self.source.now()
         return (job_row(job, now) for job in data)
+
+    def open_row(self, key: str) -> None:
+        from bcfleet.tui.screens.detail import DetailScreen
+
+        def load() -> Mapping[str, Any]:
+            job = next((j for j in self.source.jobs() if j["job"] == key), {"job": key})
+            return {**job, "runs": self.source.job_runs(key)}
+
+        self.app.push_screen(DetailScreen("Job", ["Jobs", key], load))

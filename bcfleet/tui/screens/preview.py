@@ -7,13 +7,13 @@ the time the request would start after their notice. A count, never ids.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import work
-from textual.app import ComposeResult
+from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
@@ -129,6 +129,12 @@ class PreviewView(ViewScreen):
 
     def reload_on_resume(self) -> bool:
         return self.data is None
+
+    def commands(self) -> Iterable[SystemCommand]:
+        yield from super().commands()
+        yield SystemCommand(
+            "Preview", "Ask capacity.preview with the form's values", self.action_preview
+        )
 
     def request(self) -> PreviewRequest | str:
         """The form as a request, or what is wrong with it."""

@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.text import Text
 
-from bcfleet.tui.format import DASH, countdown, short_time
+from bcfleet.tui.format import DASH, DIM_DASH, countdown, parse_stamp, short_id
 from bcfleet.tui.screens.table import TableView
 from bcfleet.tui.widgets.keyed_table import Column, Row
 
@@ -19,18 +19,13 @@ COLUMNS = (
     Column("gpus", "GPUS"),
     Column("kind", "KIND"),
     Column("state", "STATE"),
+    Column("when", "WHEN"),
     Column("during", "DURING"),
-    Column("deadline", "DEADLINE"),
     Column("reason", "REASON"),
 )
 
-STATE_ORDER = {"preempting": 0, "pending": 1, "placed": 2, "binding": 3, "active": 4, "released": 5}
-
-
-def short_id(rid: str) -> str:
-    """rsv_01JD…7K2Q: the prefix and the last six characters, enough to tell rows apart."""
-    prefix, _, rest = rid.partition("_")
-    return rid if len(rest) <= 8 else f"{prefix}_…{rest[-6:]}"
+STATE_ORDER = {"preempted": 0, "pending": 1, "placed": 2, "binding": 3, "active": 4, "released": 5}
+"""The view's own order: reservations losing their GPUs first, then those waiting for some."""
 
 
 def gpu_count(reservation: Mapping[str, Any]) -> int:
@@ -55,9 +50,10 @@ def deadline_of(reservation: Mapping[str, Any]) -> str | None:
 
 
 def state_cell(reservation: Mapping[str, Any], deadline: str | None) -> Text:
+    """The state, except 'preempted' for spot work running out its notice (REASON says by whom)."""
     state = str(reservation.get("state", DASH))
     if deadline and state != "released":
-        return Text(f"{state}, preempted", style="bold red")
+        return Text("preempted", style="bold red")
     style = {"pending": "yellow", "active": "green", "released": "dim"}.get(state, "")
     return Text(state, style=style)
 
@@ -70,19 +66,43 @@ def reason_text(reservation: Mapping[str, Any]) -> str:
     return DASH
 
 
-def during_text(reservation: Mapping[str, Any]) -> str:
+def during_text(reservation: Mapping[str, Any], now: datetime) -> str:
+    """'10:00 → 22:00' today, 'MM-DD HH:MM' for other days; 'not placed' while pending."""
     during = reservation.get("during") or {}
     start, end = during.get("start"), during.get("end")
     if not start:
         return "not placed" if reservation.get("state") == "pending" else DASH
-    return f"{short_time(start)} → {short_time(end)}"
+    return f"{day_time(start, now)} → {day_time(end, now)}"
+
+
+def day_time(when: str | None, now: datetime) -> str:
+    if not when:
+        return DASH
+    at = parse_stamp(when)
+    return at.strftime("%H:%M") if at.date() == now.date() else at.strftime("%m-%d %H:%M")
+
+
+def when_cell(
+    reservation: Mapping[str, Any], deadline: str | None, now: datetime
+) -> tuple[Text, float]:
+    """The next moment that matters, counted down: a preempted one's deadline, a start, an end."""
+    during = reservation.get("during") or {}
+    state = reservation.get("state")
+    if deadline and state != "released":
+        left, seconds = countdown(deadline, now)
+        return Text("deadline ", style=left.style).append_text(left), seconds
+    if state == "placed" and during.get("start"):
+        left, seconds = countdown(during["start"], now)
+        return Text(f"starts {left.plain}"), seconds
+    if state in ("active", "binding") and during.get("end"):
+        left, seconds = countdown(during["end"], now)
+        return Text(f"ends {left.plain}"), seconds
+    return DIM_DASH, float("inf")
 
 
 def reservation_row(reservation: Mapping[str, Any], pools: Mapping[str, str], now: datetime) -> Row:
     deadline = deadline_of(reservation)
-    left, seconds = (
-        countdown(deadline, now) if deadline else (Text(DASH, style="dim"), float("inf"))
-    )
+    left, seconds = when_cell(reservation, deadline, now)
     gpus = gpu_count(reservation)
     nodes = int(reservation.get("nodes") or 1)
     kind = Text("spot", style="cyan") if reservation.get("spot") else Text("regular")
@@ -90,7 +110,7 @@ def reservation_row(reservation: Mapping[str, Any], pools: Mapping[str, str], no
     pool = pools.get(reservation.get("poolId", ""), reservation.get("poolId", DASH))
     rid = reservation["id"]
     reason = reason_text(reservation)
-    during = during_text(reservation)
+    during = during_text(reservation, now)
     return Row(
         key=rid,
         cells=(
@@ -100,8 +120,8 @@ def reservation_row(reservation: Mapping[str, Any], pools: Mapping[str, str], no
             f"{gpus}×{nodes}" if nodes > 1 else str(gpus),
             kind,
             state,
-            during,
             left,
+            during,
             reason,
         ),
         sort=(
@@ -110,9 +130,9 @@ def reservation_row(reservation: Mapping[str, Any], pools: Mapping[str, str], no
             pool,
             gpus * nodes,
             kind.plain,
-            STATE_ORDER.get(state.plain.split(",")[0], 9),
-            (reservation.get("during") or {}).get("start") or "",
+            STATE_ORDER.get(state.plain, 9),
             seconds,
+            (reservation.get("during") or {}).get("start") or "",
             reason,
         ),
         search=tuple(
@@ -124,8 +144,8 @@ def reservation_row(reservation: Mapping[str, Any], pools: Mapping[str, str], no
                 str(gpus),
                 kind.plain,
                 state.plain,
-                during,
                 left.plain,
+                during,
                 reason,
             )
         ),
@@ -136,11 +156,23 @@ class ReservationsView(TableView):
     TITLE = "Reservations"
     ABOUT = (
         "GPU reservations: pending ones with their counted reasons, spot or regular, their "
-        "window (during), and for spot reservations being preempted the deadline with a "
-        "countdown. GPUS reads 4×2 for a gang of 4 GPUs on each of 2 nodes."
+        "window (during), and WHEN counts down to what comes next: the deadline of a spot "
+        "reservation being preempted, the start of a placed one, the end of an active one. "
+        "GPUS reads 4×2 for a gang of 4 GPUs on each of 2 nodes."
     )
     COLUMNS = COLUMNS
     NOUN = ("reservation", "reservations")
+
+    def open_row(self, key: str) -> None:
+        from bcfleet.tui.screens.detail import DetailScreen
+
+        self.app.push_screen(
+            DetailScreen(
+                "Reservation",
+                ["Reservations", short_id(key)],
+                lambda: self.source.reservation(key),
+            )
+        )
 
     def fetch(self) -> Any:
         reservations = self.source.reservations()

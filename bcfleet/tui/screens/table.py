@@ -20,7 +20,6 @@ class TableView(ViewScreen):
 
     COLUMNS: ClassVar[Sequence[Column]] = ()
     NOUN: ClassVar[tuple[str, str]] = ("row", "rows")
-    DRILLS: ClassVar[bool] = False
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "filter", "Filter"),
@@ -43,7 +42,7 @@ class TableView(ViewScreen):
         self.table.set_rows(self.rows(data))
 
     def open_row(self, key: str) -> None:
-        """Enter on a row: drill down (views that can say DRILLS = True)."""
+        """Enter on a row: drill down (each view says into what)."""
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
@@ -80,6 +79,9 @@ class TableView(ViewScreen):
     def commands(self) -> Iterable[SystemCommand]:
         yield from super().commands()
         yield SystemCommand("Filter", "Filter the rows of this view (/)", self.action_filter)
+        key = self.table.cursor_key if self.query(KeyedTable) else None
+        if key is not None:
+            yield SystemCommand("Open the selected row", "Enter", lambda: self.open_row(key))
         for index, column in enumerate(self.COLUMNS):
             yield SystemCommand(
                 f"Sort by {column.label}",

@@ -85,9 +85,9 @@ class UsageView(ViewScreen):
             credits = [self.source.compute_settings(t) for t in tenants]
         except NotAvailable as exc:
             credits = exc.area
-        windows: list[dict[str, Any]] | str
+        windows: dict[str, Any] | str
         try:
-            windows = self.source.usage()
+            windows = self.source.usage(self.source.now() - timedelta(hours=HOURS))
         except NotAvailable as exc:
             windows = exc.area
         return credits, windows
@@ -106,7 +106,7 @@ class UsageView(ViewScreen):
         note.display = isinstance(credits, str)
         self._meters(windows)
 
-    def _meters(self, windows: list[dict[str, Any]] | str) -> None:
+    def _meters(self, windows: dict[str, Any] | str) -> None:
         box = self.query_one("#meters", VerticalScroll)
         note = self.query_one("#meters-note", Static)
         box.remove_children()
@@ -114,12 +114,17 @@ class UsageView(ViewScreen):
             note.update(f"{windows}: not available in this build.")
             note.display, box.display = True, False
             return
-        series = hourly(windows, self.now or self.source.now())
-        note.update("" if series else "No usage windows in the last 24 hours.")
-        note.display, box.display = not series, bool(series)
+        series = hourly(windows["items"], self.now or self.source.now())
+        text = ""
+        if not series:
+            text = "No usage windows in the last 24 hours."
+        elif not windows["complete"]:
+            text = f"Partial: the first {len(windows['items']):,} windows of the last 24 hours."
+        note.update(text)
+        note.display, box.display = bool(text), bool(series)
         for meter, values in series.items():
             row = Horizontal(classes="meter")
             box.mount(row)
             row.mount(Label(meter, classes="meter-name"))
             row.mount(Sparkline(values, classes="meter-line"))
-            row.mount(Label(f"{sum(values):g}", classes="meter-total"))
+            row.mount(Label(f"{sum(values):,.2f}", classes="meter-total"))

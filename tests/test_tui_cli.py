@@ -1,0 +1,39 @@
+"""`fleet tui` and `fleet demo` as commands: options, and the demo printing when it has no terminal."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bcfleet.cli.common import reset_state
+from bcfleet.cli.tui import dashboard
+from tests.conftest import run_cli
+
+
+def test_fleet_tui_takes_the_documented_options() -> None:
+    result = run_cli("tui", "--help")
+    assert result.exit_code == 0
+    for option in ("--db", "--read-only", "--refresh", "--tenant"):
+        assert option in result.stdout
+
+
+def test_the_dashboard_gets_the_commands_options(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'fleet.db'}"
+    reset_state().db = db
+    app = dashboard(read_only=True, refresh=5.0, tenant="acme")
+    assert (app.read_only, app.refresh_seconds, app.tenant) == (True, 5.0, "acme")
+    assert app.source.describe() == db
+
+
+def test_demo_without_a_terminal_prints_the_fleet_as_no_tui_does(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'demo.db'}"
+    result = run_cli("demo", "--hosts", "10", db=db)
+    assert result.exit_code == 0, result.stderr
+    assert "Demo fleet in" in result.stdout
+    assert "gpu-burst" in result.stdout  # the workloads' pool: the demo is populated
+
+
+def test_demo_no_tui(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'demo.db'}"
+    result = run_cli("demo", "--no-tui", "--hosts", "10", db=db)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.rstrip().endswith("hosts in 3 pools.")

@@ -1,0 +1,121 @@
+"""The dashboard's pure parts: cells that say their state in words, durations, the filter, describe."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from rich.text import Text
+
+from bcfleet.tui.format import age, countdown, duration_text, short_id, usage_cell
+from bcfleet.tui.host_rows import host_row, state_cell
+from bcfleet.tui.screens.detail import describe
+from bcfleet.tui.widgets.keyed_table import Column, Row, matches, parse_filter
+
+NOW = datetime(2026, 11, 30, 10, 0, 40, tzinfo=UTC)
+
+
+def plain(cell: Text | str) -> str:
+    return cell.plain if isinstance(cell, Text) else cell
+
+
+@pytest.mark.parametrize(
+    ("allocated", "capacity", "ratio", "shown", "fraction"),
+    [
+        pytest.param(30, 128, 2.0, "30/128 ×2", 30 / 128, id="overcommitted-pool-shows-its-ratio"),
+        pytest.param(0, 366, 1.5, "0/366 ×1.5", 0.0, id="fractional-ratio"),
+        pytest.param(64, 64, 1.0, "64/64 ×1", 1.0, id="full-is-not-over"),
+        pytest.param(70, 64, 1.0, "70/64 ×1 over", 70 / 64, id="over-capacity-says-over-in-words"),
+    ],
+)
+def test_usage_cells(
+    allocated: int, capacity: int, ratio: float, shown: str, fraction: float
+) -> None:
+    cell, sort = usage_cell({"allocated": allocated, "capacity": capacity, "ratio": ratio})
+    assert plain(cell) == shown
+    assert sort == pytest.approx(fraction)
+
+
+def test_narrow_cells_leave_out_a_ratio_of_one_only() -> None:
+    row = {"allocated": 1, "capacity": 10, "ratio": 1.0}
+    assert plain(usage_cell(row, narrow=True)[0]) == "1/10"
+    assert plain(usage_cell({**row, "ratio": 2.0}, narrow=True)[0]) == "1/10 ×2"
+
+
+@pytest.mark.parametrize(
+    ("seconds", "long", "short"),
+    [(42, "42s", "42s"), (310, "5m 10s", "5m"), (12_000, "3h 20m", "3h"), (190_000, "2d 4h", "2d")],
+)
+def test_durations(seconds: int, long: str, short: str) -> None:
+    assert duration_text(seconds) == long
+    assert duration_text(seconds, short=True) == short
+
+
+def test_ages_and_countdowns_from_the_fleets_clock() -> None:
+    assert age("2026-11-30T10:00:00Z", NOW) == ("40s", 40.0)
+    assert age(None, NOW)[0] == "-"
+    left, seconds = countdown("2026-11-30T10:02:00Z", NOW)
+    assert (left.plain, seconds) == ("in 1m 20s", 80.0)
+    assert countdown("2026-11-30T10:00:00Z", NOW)[0].plain == "passed"
+
+
+def test_host_states_are_words() -> None:
+    host = {"state": "ready", "inventoryReportedAt": "2026-11-30T10:00:00Z"}
+    assert plain(state_cell(host)) == "ready"
+    assert plain(state_cell({**host, "state": "draining"})) == "draining"
+    assert plain(state_cell({"state": "draining", "inventoryReportedAt": None})) == (
+        "draining, no inventory"
+    )
+
+
+def test_a_host_without_inventory_or_rows_shows_dashes_not_zeros() -> None:
+    host = {"id": "node_1", "name": "h1", "pool": "p", "state": "ready",
+            "inventoryReportedAt": None, "resources": []}  # fmt: skip
+    row = host_row(host, NOW)
+    assert [plain(c) for c in row.cells] == [
+        "h1", "p", "no inventory", "-", "-", "-", "-", "-", "-"
+    ]  # fmt: skip
+
+
+COLUMNS = (Column("name", "NAME"), Column("pool", "POOL"), Column("state", "STATE"))
+
+
+@pytest.mark.parametrize(
+    ("text", "hits"),
+    [
+        pytest.param("fra", {"fra-01", "fra-07"}, id="a-word-anywhere"),
+        pytest.param("pool:ams", {"ams-05"}, id="column-by-key"),
+        pytest.param("state:drain fra", {"fra-07"}, id="words-and-columns-together"),
+        pytest.param("STATE:ready pool:vps-fra", {"fra-01"}, id="case-does-not-matter"),
+        pytest.param("nope:fra", set(), id="unknown-column-is-a-plain-word"),
+    ],
+)
+def test_the_filter(text: str, hits: set[str]) -> None:
+    rows = [
+        Row("1", ("fra-01", "vps-fra", "ready")),
+        Row("2", ("fra-07", "vps-fra", "draining")),
+        Row("3", ("ams-05", "vps-ams", Text("ready"))),
+    ]
+    terms = parse_filter(text, COLUMNS)
+    assert {str(r.cells[0]) for r in rows if matches(r, terms)} == hits
+
+
+def test_describe_spells_out_nested_documents() -> None:
+    doc = {"id": "rsv_1", "during": {"start": "a", "end": "b"}, "nodeIds": [],
+           "conditions": [{"type": "Unschedulable", "reason": "NoNodeFits"}]}  # fmt: skip
+    assert describe(doc) == [
+        ("id", "rsv_1"),
+        ("during", ""),
+        ("  start", "a"),
+        ("  end", "b"),
+        ("nodeIds", "-"),
+        ("conditions", ""),
+        ("  [0]", ""),
+        ("    type", "Unschedulable"),
+        ("    reason", "NoNodeFits"),
+    ]
+
+
+def test_short_ids_keep_prefix_and_tail() -> None:
+    assert short_id("rsv_01m8nyb980atensys3d3p0th6p") == "rsv_…p0th6p"
+    assert short_id("evt_12") == "evt_12"
