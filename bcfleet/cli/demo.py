@@ -7,9 +7,20 @@ from pathlib import Path
 
 import click
 
+from bcfleet.api.auth import LOCAL_OPERATOR
 from bcfleet.api.demo import build_demo
 from bcfleet.cli.common import common_options, output, state, table
+from bcfleet.cli.demo_workloads import populate
 from bcfleet.errors import ConflictError
+from bcfleet.fleet import Fleet
+from bcfleet.jobs.vps_hosts import run_vps_hosts
+
+
+def _workloads(fleet: Fleet) -> dict[str, int]:
+    """Capacity rows for the reported hosts, then what runs on them (instances, reservations, …)."""
+    run_vps_hosts(fleet, fleet.now())
+    pools = {p["name"]: p["id"] for p in fleet.api.pools.list(LOCAL_OPERATOR)["items"]}
+    return populate(fleet, pools["vps-fra"], pools["vps-ams"])
 
 
 @click.command("demo")
@@ -44,6 +55,7 @@ def group(hosts: int, fresh: bool, no_tui: bool, read_only: bool) -> None:
         raise ConflictError(
             "the database already holds a fleet; use --fresh or another --db"
         ) from exc
+    summary.update(_workloads(s.fleet))
     if not (no_tui or s.json or not sys.stdout.isatty()):
         from bcfleet.cli.tui import run_dashboard
 
