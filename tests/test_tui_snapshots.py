@@ -7,18 +7,10 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Input
+from textual.widgets import Input, Select
 
-from bcfleet.domain.compute_settings import ComputeSettings, ServiceUse, SizeUsers
 from bcfleet.tui.widgets.onoff import OnOff
-from tests.test_tui_support import (
-    ComputeFake,
-    build_fleet,
-    local_app,
-    make_app,
-    open_test_fleet,
-    settle,
-)
+from tests.test_tui_support import build_fleet, local_app, settle
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
 VIEWS = ["hosts", "degraded", "reservations", "preview", "compute", "usage", "events", "jobs"]
@@ -62,22 +54,60 @@ def test_keys_panel(snap_compare: Any, fleet_db: Path, size: tuple[int, int]) ->
 
 
 @pytest.mark.parametrize("size", SIZES)
-def test_compute_form(snap_compare: Any, fleet_db: Path, size: tuple[int, int]) -> None:
-    """The Compute tab with Medium as the default (locked), two Large spares typed, xlarge off."""
-    source = ComputeFake(
-        open_test_fleet(fleet_db),
-        SizeUsers(services=(ServiceUse("svc_1", "prod", "web", "serverless", True, "xlarge"),)),
-    )
-    source.stored["acme"] = ComputeSettings(default_size="medium").with_size("small", spares=1)
-    app = make_app(source, start="compute", tenant="acme")
+def test_compute_form_while_editing(
+    snap_compare: Any, fleet_db: Path, size: tuple[int, int]
+) -> None:
+    """acme's Compute tab with Medium chosen as default, Large switched off (in use), 3 Small spares."""
+    app, _ = local_app(fleet_db, start="compute", tenant="acme")
 
     async def edit(pilot: Pilot[Any]) -> None:
         await settle(pilot)
-        field = app.screen.query_one("#spares-large", Input)
+        app.screen.query_one("#default", Select).value = "medium"
+        field = app.screen.query_one("#spares-small", Input)
         field.focus()
-        field.value = "2"
-        app.screen.query_one("#enabled-xlarge", OnOff).focus()
+        field.value = "3"
+        app.screen.query_one("#enabled-large", OnOff).focus()
         await pilot.press("space")
         await settle(pilot)
 
     assert snap_compare(app, terminal_size=size, run_before=edit)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_preview_answer(snap_compare: Any, fleet_db: Path, size: tuple[int, int]) -> None:
+    """A gang of 12 nodes × 4 GPUs on vps-fra: fits only by preempting three spot sweeps."""
+    app, _ = local_app(fleet_db, start="preview", tenant="acme")
+
+    async def ask(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        app.screen.query_one("#pool", Select).value = "vps-fra"
+        app.screen.query_one("#nodes", Input).value = "12"
+        field = app.screen.query_one("#gpus", Input)
+        field.focus()
+        await pilot.press("enter")
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=size, run_before=ask)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_reservation_detail(snap_compare: Any, fleet_db: Path, size: tuple[int, int]) -> None:
+    """Enter on the pending reservation: every field, its Unschedulable reason counted."""
+    app, _ = local_app(fleet_db, start="reservations")
+
+    async def open_pending(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        await pilot.press("slash", *"state:pending", "enter", "enter")
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=size, run_before=open_pending)
+
+
+def test_no_color_still_says_everything(
+    snap_compare: Any, fleet_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NO_COLOR: the preempted reservation, the deadline and the pending one read the same."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    app, _ = local_app(fleet_db, start="reservations")
+    assert app.no_color
+    assert snap_compare(app, terminal_size=(120, 40), run_before=settle)
