@@ -17,10 +17,13 @@ from bcfleet.jobs.vps_hosts import run_vps_hosts
 
 
 def _workloads(fleet: Fleet) -> dict[str, int]:
-    """Capacity rows for the reported hosts, then what runs on them (instances, reservations, …)."""
+    """Capacity rows for the reported hosts, what runs on them (instances, reservations, …),
+    and the standard meters (`fleet iam setup --meters`), so usage bills once the jobs run."""
     run_vps_hosts(fleet, fleet.now())
     pools = {p["name"]: p["id"] for p in fleet.api.pools.list(LOCAL_OPERATOR)["items"]}
-    return populate(fleet, pools["vps-fra"], pools["vps-ams"])
+    made = populate(fleet, pools["vps-fra"], pools["vps-ams"])
+    fleet.api.usage.setup_meters(LOCAL_OPERATOR)
+    return made
 
 
 @click.command("demo")
