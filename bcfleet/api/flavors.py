@@ -231,6 +231,24 @@ class FlavorsAPI(Area):
                 body["warnings"] = warnings
             return body
 
+    def set_managed(
+        self,
+        credential: Credential | None,
+        *,
+        tenant_id: str,
+        pool_id: str,
+        name: str,
+        managed: bool = True,
+    ) -> dict[str, Any]:
+        """Bring a flavor, archived or not, under FleetConfig management (or release it)."""
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            pool = self._pool_for_manage(session, actor, pool_id)
+            flavor = find_flavor(session, pool, name, include_archived=True)
+            flavor.managed = managed
+            session.add(flavor)
+            return flavor_json(flavor)
+
     def delete(
         self, credential: Credential | None, *, tenant_id: str, pool_id: str, name: str
     ) -> dict[str, Any]:
