@@ -120,8 +120,15 @@ def _check_pools(data: Mapping[str, Any], names: _Names, found: Findings) -> Non
     for index, pool in enumerate(_section(data, "pools")):
         at: PathKey = ("pools", index)
         _reference(found, (*at, "owner"), "tenant", pool.get("owner", ROOT_TENANT), names.tenants)
+        owner = pool.get("owner", ROOT_TENANT)
         for position, tenant in enumerate(pool.get("offeredTo") or []):
             _reference(found, (*at, "offeredTo", position), "tenant", tenant, names.tenants)
+            if tenant == owner:
+                found.warn(
+                    (*at, "offeredTo", position),
+                    f"{tenant!r} owns pool {pool['name']!r}, so offering it to {tenant!r} "
+                    "changes nothing and is ignored",
+                )
         account = pool.get("providerAccount")
         if account is not None and pool["kind"] != "provider":
             found.error(

@@ -123,7 +123,12 @@ def build_desired(
             for a in section("providerAccounts")
         ),
         pools=tuple(_pool(p, host_reserve) for p in pools),
-        offers=tuple(OfferSpec(p["name"], t) for p in pools for t in p.get("offeredTo") or []),
+        offers=tuple(
+            OfferSpec(p["name"], t)
+            for p in pools
+            for t in p.get("offeredTo") or []
+            if t != p.get("owner", ROOT_TENANT)
+        ),
         hosts=tuple(
             HostSpec(
                 h["name"],
