@@ -26,7 +26,7 @@ from bcfleet.reconcile.saved import SavedPlan, approved_from
 from bcfleet.store.models import Tenant
 from bcfleet.store.uow import current_revision
 from tests.builders import OP, flavor, hosted_pool, token
-from tests.fleetconfig_support import BASE, CHANGED, EXAMPLE, without_compute
+from tests.fleetconfig_support import BASE, CHANGED, EXAMPLE, dump, without_compute
 
 
 def desired(text: str = BASE) -> Any:
@@ -220,7 +220,7 @@ def test_an_error_in_the_middle_leaves_everything_as_it_was(any_fleet: Fleet) ->
     )
     apply_text(any_fleet, globex)
     token(any_fleet, "globex", "alice")  # a principal: the tenant can no longer be deleted
-    before = revision(any_fleet)
+    before, rows = revision(any_fleet), dump(any_fleet.settings.db_url)
     broken = BASE.replace(
         "name: g1.small,",
         "name: g1.tiny, vcpu: 1, memoryGiB: 1, diskGiB: 5 }\n  - { pool: vps-fra, name: g1.small,",
@@ -234,6 +234,7 @@ def test_an_error_in_the_middle_leaves_everything_as_it_was(any_fleet: Fleet) ->
     assert "g1.tiny" not in names
     assert revision(any_fleet) == before
     assert lock.current(any_fleet) is None  # released when the apply failed
+    assert dump(any_fleet.settings.db_url) == rows
 
 
 def test_api_calls_in_a_transaction_commit_together_or_not_at_all(fleet: Fleet) -> None:
@@ -351,3 +352,85 @@ def test_the_root_tenant_is_never_deleted(fleet: Fleet) -> None:
         fleet.api.tenants.delete(OP, "root")
     with fleet.read() as session:
         assert session.get(Tenant, "root") is not None
+
+
+# ---------------------------------------------------------------------------
+# flavors.create_many, which apply uses for large documents
+
+
+def test_create_many_writes_what_create_would(any_fleet: Fleet) -> None:
+    pool = hosted_pool(any_fleet, "vps-fra")
+    made = any_fleet.api.flavors.create_many(
+        OP,
+        tenant_id="root",
+        pool_id=pool["id"],
+        flavors=[
+            {"name": "a1", "vcpu": 1, "memory_gib": 2, "disk_gib": 10},
+            {
+                "name": "g1",
+                "vcpu": 8,
+                "memory_gib": 32,
+                "disk_gib": 200,
+                "gpus": 1,
+                "placement": {"numaAffine": True},
+            },
+        ],
+        managed=True,
+    )["items"]
+    for body in made:
+        assert body == any_fleet.api.flavors.get(
+            OP, tenant_id="root", pool_id="vps-fra", name=body["name"]
+        )
+    assert made[1]["placement"] == {"numaAffine": True, "pinned": False, "hugepageSizeBytes": None}
+    events = any_fleet.api.events.list(OP, types=["flavor.created"])["items"]
+    assert [e["data"]["name"] for e in events] == ["a1", "g1"]
+
+
+@pytest.mark.parametrize(
+    ("items", "error"),
+    [
+        pytest.param(
+            [{"name": "a1", "vcpu": 1, "memory_gib": 2, "disk_gib": 10}] * 2,
+            ConflictError,
+            id="a-name-twice",
+        ),
+        pytest.param(
+            [{"name": "taken", "vcpu": 1, "memory_gib": 2, "disk_gib": 10}],
+            ConflictError,
+            id="a-name-taken",
+        ),
+        pytest.param(
+            [
+                {"name": "ok", "vcpu": 1, "memory_gib": 2, "disk_gib": 10},
+                {"name": "bad", "vcpu": 0, "memory_gib": 2, "disk_gib": 10},
+            ],
+            InvalidInputError,
+            id="an-invalid-shape",
+        ),
+    ],
+)
+def test_create_many_writes_all_or_nothing(
+    fleet: Fleet, items: list[dict[str, Any]], error: type[Exception]
+) -> None:
+    pool = hosted_pool(fleet, "vps-fra")
+    flavor(fleet, pool["id"], "taken")
+    with pytest.raises(error):
+        fleet.api.flavors.create_many(OP, tenant_id="root", pool_id="vps-fra", flavors=items)
+    names = [
+        f["name"] for f in fleet.api.flavors.list(OP, tenant_id="root", pool_id="vps-fra")["items"]
+    ]
+    assert names == ["taken"]
+
+
+def test_create_many_keeps_authorization(fleet: Fleet) -> None:
+    hosted_pool(fleet, "vps-fra")
+    acme = token(fleet, "acme", "alice")
+    with pytest.raises(NotFoundError):  # a pool nobody has
+        fleet.api.flavors.create_many(acme, tenant_id="acme", pool_id="nope", flavors=[])
+    with pytest.raises(ForbiddenError):  # offered to acme, so visible, but root's to manage
+        fleet.api.flavors.create_many(
+            acme,
+            tenant_id="acme",
+            pool_id="vps-fra",
+            flavors=[{"name": "x", "vcpu": 1, "memory_gib": 1, "disk_gib": 1}],
+        )

@@ -732,3 +732,16 @@ def test_mutated_documents_fail_only_with_located_invalid_input(data: st.DataObj
 )
 def test_text_edits_fail_only_with_located_invalid_input(start: int, cut: int, insert: str) -> None:
     _assert_located(EXAMPLE_TEXT[:start] + insert + EXAMPLE_TEXT[start + cut :])
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_the_fast_schema_check_never_accepts_what_jsonschema_refuses(data: st.DataObject) -> None:
+    """jsonschema-rs only short-cuts documents jsonschema would accept as well."""
+    from bcfleet.reconcile.schema import _surely_valid
+
+    document = json.loads(json.dumps(EXAMPLE_DATA))
+    for _ in range(data.draw(st.integers(1, 4))):
+        document = _mutate(data.draw, document)
+    if _surely_valid(document):
+        assert list(_validator().iter_errors(document)) == []

@@ -116,14 +116,16 @@ def _lock_timeout(text: str) -> float:
 
 
 def _pause_hook(fleet: Fleet) -> StepHook | None:
-    """BCFLEET_APPLY_PAUSE=N:SECONDS pauses inside the transaction after the Nth action."""
+    """BCFLEET_APPLY_PAUSE=N:SECONDS pauses inside the transaction once N actions are done."""
     raw = os.environ.get(PAUSE_ENV, "")
     if not raw:
         return None
     after, _, seconds = raw.partition(":")
+    paused: list[int] = []
 
     def pause(done: int) -> None:
-        if done == int(after):
+        if done >= int(after) and not paused:
+            paused.append(done)
             click.echo(f"apply: paused after {done} actions ({PAUSE_ENV})", err=True)
             sys.stderr.flush()
             fleet.clock.sleep(float(seconds or 60))

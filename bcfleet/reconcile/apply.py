@@ -26,12 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 from bcfleet.api.auth import Credential
 from bcfleet.errors import StalePlanError
-from bcfleet.reconcile.actions import Plan, Summary
+from bcfleet.reconcile.actions import Plan, Summary, thaw
 from bcfleet.reconcile.compute_state import refuse_compute
 from bcfleet.reconcile.execute import Executor
 from bcfleet.reconcile.lock import LockInfo, held
 from bcfleet.reconcile.model import DesiredFleet, ObservedFleet
 from bcfleet.reconcile.observe import observe, require_operator
+from bcfleet.reconcile.perf import collector_paused
 from bcfleet.reconcile.plan import plan
 from bcfleet.reconcile.render import render_json
 from bcfleet.store.uow import bump, current_revision
@@ -53,7 +54,8 @@ def make_plan(
     fleet: Fleet, credential: Credential | None, desired: DesiredFleet, *, allow_empty: bool = False
 ) -> Plan:
     """`fleet plan`: compare the document with the state; writes nothing."""
-    return plan(desired, observe_state(fleet, credential), allow_empty=allow_empty)
+    with collector_paused():
+        return plan(desired, observe_state(fleet, credential), allow_empty=allow_empty)
 
 
 def plan_json(result: Plan) -> dict[str, Any]:
@@ -62,12 +64,16 @@ def plan_json(result: Plan) -> dict[str, Any]:
     return loaded
 
 
-def _changes(document: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+def _approved_changes(document: Mapping[str, Any]) -> list[tuple[Any, ...]]:
     return [
-        (change["address"], tuple(change["actions"]), json.dumps(change["after"], sort_keys=True))
+        (change["address"], tuple(change["actions"]), change["after"])
         for change in document.get("resource_changes", [])
         if change["actions"] != ["no-op"]
     ]
+
+
+def _fresh_changes(result: Plan) -> list[tuple[Any, ...]]:
+    return [(a.address, a.actions, thaw(a.after)) for a in result.changes]
 
 
 @dataclass(frozen=True)
@@ -138,6 +144,7 @@ def apply(
     with (
         held(fleet, operation=operation, timeout=lock_timeout) as lock,
         fleet.transaction(bump_revision=False) as session,
+        collector_paused(),
     ):
         require_operator(session, credential)
         revision = current_revision(session)
@@ -157,14 +164,14 @@ def _check_fresh(approved: Approved, fresh: Plan, revision: int) -> bool:
     if approved.saved:
         if revision != approved.state_revision:
             raise stale(approved.state_revision, revision)
-        if plan_json(fresh) != dict(approved.plan):
+        if render_json(fresh) != dict(approved.plan):  # JSON types already: no round trip
             raise StalePlanError(
                 "the saved plan no longer matches what its configuration plans against the "
                 "state (the settings or the state changed); make a new plan",
                 {"planRevision": approved.state_revision, "stateRevision": revision},
             )
         return False
-    if _changes(plan_json(fresh)) == _changes(approved.plan):
+    if _fresh_changes(fresh) == _approved_changes(approved.plan):
         return False
     if approved.auto_approve:
         return True
@@ -193,8 +200,4 @@ def _execute(
 ) -> None:
     owners = {pool.spec.name: pool.spec.owner for pool in observed.pools}
     owners.update({pool.name: pool.owner for pool in desired.pools})
-    executor = Executor(fleet, credential, owners)
-    for done, action in enumerate(result.changes, start=1):
-        executor.run(action)
-        if between is not None:
-            between(done)
+    Executor(fleet, credential, owners).run_all(result.changes, between)

@@ -3,13 +3,15 @@
 Each action becomes one or two API calls (``fleet.api.flavors.create(…,
 managed=True)``, ``set_managed`` to adopt, …), each with its own
 authorization, in the plan's order: creations and updates follow dependencies,
-removals run afterwards in reverse. Objects are named by the attributes the
-plan carries, never parsed from addresses (pool names may contain dots).
+removals run afterwards in reverse. Consecutive creations of flavors in one
+pool go to ``flavors.create_many`` in batches, which applies the same rules in
+one call. Objects are named by the attributes the plan carries, never parsed
+from addresses (pool names may contain dots).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from bcfleet.api.auth import Credential
@@ -21,6 +23,30 @@ if TYPE_CHECKING:
 
 Attrs = dict[str, Any]
 QUOTA_LIMITS = ("vcpu", "memoryGiB", "diskGiB", "gpu")
+BATCH = 500  # flavors per create_many call
+
+
+def _batch_key(action: Action) -> str | None:
+    """The pool of a flavor creation, which batches with its neighbours; None for the rest."""
+    if action.type == "flavor" and action.actions == ("create",) and action.after is not None:
+        return str(action.after["pool"])
+    return None
+
+
+def batches(actions: Sequence[Action]) -> Iterator[list[Action]]:
+    """The actions in order, neighbouring flavor creations of one pool grouped (at most BATCH)."""
+    batch: list[Action] = []
+    for action in actions:
+        key = _batch_key(action)
+        if batch and (key is None or key != _batch_key(batch[0]) or len(batch) >= BATCH):
+            yield batch
+            batch = []
+        batch.append(action)
+        if key is None:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 class Executor:
@@ -39,6 +65,33 @@ class Executor:
             "flavor": self._flavor,
             "quota": self._quota,
         }
+
+    def run_all(self, actions: Sequence[Action], between: Callable[[int], None] | None) -> None:
+        """Every action in order; ``between(done)`` after each call, with the actions done."""
+        done = 0
+        for batch in batches([action for action in actions if action.is_change]):
+            if len(batch) > 1:
+                self._create_flavors(batch)
+            else:
+                self.run(batch[0])
+            done += len(batch)
+            if between is not None:
+                between(done)
+
+    def _create_flavors(self, batch: list[Action]) -> None:
+        pool = str(thaw(batch[0].after)["pool"])
+        items = [
+            _shape(thaw(action.after)) | {"name": action.after["name"]}
+            for action in batch
+            if action.after
+        ]
+        self.api.flavors.create_many(
+            self.credential,
+            tenant_id=self._owner(pool),
+            pool_id=pool,
+            flavors=items,
+            managed=True,
+        )
 
     def run(self, action: Action) -> None:
         """One action; a FleetError from the API propagates and rolls the whole apply back."""
@@ -149,14 +202,7 @@ class Executor:
     def _flavor(self, action: Action, attrs: Attrs) -> None:
         flavors, pool = self.api.flavors, str(attrs["pool"])
         key = {"tenant_id": self._owner(pool), "pool_id": pool, "name": attrs["name"]}
-        shape = {
-            "vcpu": attrs["vcpu"],
-            "memory_gib": attrs["memoryGiB"],
-            "disk_gib": attrs["diskGiB"],
-            "gpus": attrs["gpus"],
-            "offer_id": attrs["offerId"],
-            "placement": attrs["placement"],
-        }
+        shape = _shape(attrs)
         if "create" in action.actions:
             flavors.create(self.credential, **key, **shape, managed=True)
         if "adopt" in action.actions:
@@ -174,3 +220,15 @@ class Executor:
             return
         limits = {resource: attrs[resource] for resource in QUOTA_LIMITS}
         quotas.set(self.credential, **key, limits=limits, managed=True)
+
+
+def _shape(attrs: Attrs) -> dict[str, Any]:
+    """A flavor's plan attributes as the flavors API's keyword arguments (without the name)."""
+    return {
+        "vcpu": attrs["vcpu"],
+        "memory_gib": attrs["memoryGiB"],
+        "disk_gib": attrs["diskGiB"],
+        "gpus": attrs["gpus"],
+        "offer_id": attrs["offerId"],
+        "placement": attrs["placement"],
+    }

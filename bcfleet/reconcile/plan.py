@@ -165,8 +165,7 @@ def _compare(want: Entry, have: Entry) -> Action:
             reason = f"{reason}; {REASON_RESHAPE}" if reason else REASON_RESHAPE
     else:
         kinds = ("no-op",)
-    action = _action(want, kinds, have.attrs, want.attrs, reason)
-    return replace(action, changes=changes)
+    return Action(want.address, want.type, kinds, have.attrs, want.attrs, reason, changes)
 
 
 def _remove(have: Entry, context: _Context) -> Action | None:
