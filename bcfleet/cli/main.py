@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "hosts",
     "flavors",
     "provider_accounts",
+    "provider_fake",
     "events",
     "billing",
     "db",
@@ -28,6 +29,10 @@ COMMAND_MODULES = (
     "quotas",
     "doctor",
     "demo",
+    "settings",
+    "services",
+    "indexes",
+    "environments",
     "fleetconfig",
 )
 
