@@ -14,10 +14,11 @@ from bcfleet.errors import (
     InvalidInputError,
     LockedError,
     NotFoundError,
+    SizeInUseError,
     StalePlanError,
-    UnsupportedError,
 )
 from bcfleet.fleet import Fleet
+from bcfleet.providers.fake_server import FakeHetzner
 from bcfleet.reconcile import lock
 from bcfleet.reconcile.actions import Plan
 from bcfleet.reconcile.apply import ApplyResult, Approved, apply, make_plan, plan_json
@@ -59,9 +60,9 @@ def revision(fleet: Fleet) -> int:
 
 
 def test_the_example_applies_and_then_plans_no_changes(any_fleet: Fleet) -> None:
-    text = without_compute(EXAMPLE.read_text())  # compute settings: pending their API
+    text = EXAMPLE.read_text()
     result = apply_text(any_fleet, text)
-    assert result.message == "Apply complete! 1 adopted, 14 added, 0 changed, 0 deleted."
+    assert result.message == "Apply complete! 1 adopted, 15 added, 0 changed, 0 deleted."
     again = planned(any_fleet, text)
     assert not again.has_changes and again.errors == ()
     flavors = any_fleet.api.flavors.list(OP, tenant_id="acme", pool_id="vps-fra")["items"]
@@ -74,6 +75,9 @@ def test_the_example_applies_and_then_plans_no_changes(any_fleet: Fleet) -> None
     }
     quota = any_fleet.api.quotas.show(OP, tenant_id="acme", pool="hetzner-fsn")["items"][0]
     assert quota["limits"] == {"vcpu": 16, "memoryGiB": 64, "diskGiB": None, "gpu": None}
+    settings = any_fleet.api.settings.compute_show(OP, tenant_id="acme")
+    assert settings["defaultSize"] == "large"
+    assert settings["totalCreditsPerMonth"] == 2160  # (1 + 2) spares x 720 hours
 
 
 def test_a_changed_document_applies_exactly_its_changes(any_fleet: Fleet) -> None:
@@ -262,10 +266,59 @@ def test_every_call_keeps_its_own_authorization(fleet: Fleet) -> None:
         fleet.api.pools.create(acme, tenant_id="root", name="p1", kind="vps-host")
 
 
-def test_compute_changes_are_refused_until_the_compute_settings_api_lands(fleet: Fleet) -> None:
-    with pytest.raises(UnsupportedError, match="compute.acme"):
-        apply_text(fleet, EXAMPLE.read_text())
-    assert fleet.api.pools.list(OP)["items"] == []
+COMPUTE = EXAMPLE.read_text()
+
+
+def test_a_spares_change_shows_credits_and_applies(fleet: Fleet) -> None:
+    apply_text(fleet, COMPUTE)
+    more = COMPUTE.replace(
+        "large:  { enabled: true, spares: 2 }", "large:  { enabled: true, spares: 4 }"
+    )
+    result = planned(fleet, more)
+    assert changes(result) == {"compute.acme": ("update",)}
+    credits = result.changes[0].credits
+    assert credits is not None and (credits.total_before, credits.total_after) == (2160, 3600)
+    apply_text(fleet, more)
+    assert not planned(fleet, more).has_changes
+    assert fleet.api.settings.compute_show(OP, tenant_id="acme")["totalCreditsPerMonth"] == 3600
+
+
+def test_settings_saved_through_the_api_are_adopted(fleet: Fleet) -> None:
+    apply_text(fleet, without_compute(COMPUTE))
+    fleet.api.settings.compute_set(OP, tenant_id="acme", spares={"medium": 1})
+    result = planned(fleet, COMPUTE)
+    assert changes(result) == {"compute.acme": ("adopt", "update")}
+    apply_text(fleet, COMPUTE)
+    assert not planned(fleet, COMPUTE).has_changes
+
+
+def test_turning_off_a_size_in_use_is_a_plan_error_and_changes_nothing(any_fleet: Fleet) -> None:
+    apply_text(any_fleet, COMPUTE)
+    any_fleet.api.environments.create(OP, tenant_id="acme", name="staging", size="large")
+    any_fleet.api.indexes.create(
+        OP, tenant_id="acme", workspace="search", name="docs", pod_size="large"
+    )
+    off = COMPUTE.replace("defaultSize: large", "defaultSize: medium").replace(
+        "large:  { enabled: true, spares: 2 }", "large:  { enabled: false }"
+    )
+    result = planned(any_fleet, off)
+    assert [e.code for e in result.errors] == ["SIZE_IN_USE"]
+    assert "environment staging, index docs (workspace search)" in result.errors[0].message
+    before = dump(any_fleet.settings.db_url)
+    with pytest.raises(SizeInUseError):
+        apply_text(any_fleet, off)
+    assert dump(any_fleet.settings.db_url) == before
+
+
+def test_a_tenant_removed_takes_its_compute_settings_along(fleet: Fleet) -> None:
+    globex = COMPUTE.replace(
+        "  - { id: acme, name: ACME }\n", "  - { id: acme, name: ACME }\n  - { id: globex }\n"
+    ) + ("  - tenant: globex\n    sizes: { small: { spares: 1 } }\n")
+    apply_text(fleet, globex)
+    assert fleet.api.settings.compute_show(OP, tenant_id="globex")["totalCreditsPerMonth"] == 720
+    assert changes(planned(fleet, COMPUTE)) == {"tenant.globex": ("delete",)}
+    apply_text(fleet, COMPUTE)
+    assert [t["id"] for t in fleet.api.tenants.list(OP)["items"]] == ["acme", "root"]
 
 
 # ---------------------------------------------------------------------------
@@ -434,3 +487,35 @@ def test_create_many_keeps_authorization(fleet: Fleet) -> None:
             pool_id="vps-fra",
             flavors=[{"name": "x", "vcpu": 1, "memory_gib": 1, "disk_gib": 1}],
         )
+
+
+# ---------------------------------------------------------------------------
+# Provider pools: offers checked by the provider, over real HTTP to the fake
+
+
+def provider_doc(url: str, *offers: str) -> str:
+    flavors = "".join(
+        f"  - {{ pool: hz-fsn, name: {offer}, vcpu: 2, memoryGiB: 4, diskGiB: 40, offerId: {offer} }}\n"
+        for offer in offers
+    )
+    return (
+        "apiVersion: bcfleet.dev/v1\nkind: FleetConfig\n"
+        f"providerAccounts:\n  - {{ name: hz, provider: hetzner, tokenEnv: HCLOUD_TOKEN, endpoint: '{url}' }}\n"
+        "pools:\n  - { name: hz-fsn, kind: provider, providerAccount: hz }\n"
+        f"flavors:\n{flavors}"
+    )
+
+
+def test_provider_offers_are_checked_and_reported(
+    fleet: Fleet, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HCLOUD_TOKEN", "hc-apply-test")
+    with FakeHetzner(token="hc-apply-test", clock=clock) as fake:
+        done = apply_text(fleet, provider_doc(fake.url, "cx23", "cx22"))
+        assert any("offer 'cx22' is deprecated" in w for w in done.warnings)
+        with pytest.raises(InvalidInputError, match="cx99"):
+            apply_text(fleet, provider_doc(fake.url, "cx23", "cx22", "cx99"))
+    names = [
+        f["name"] for f in fleet.api.flavors.list(OP, tenant_id="root", pool_id="hz-fsn")["items"]
+    ]
+    assert names == ["cx22", "cx23"]

@@ -26,7 +26,6 @@ from tests.fleetconfig_support import (
     dump,
     settle_sqlite,
     sha256_file,
-    without_compute,
 )
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -308,9 +307,34 @@ def test_a_held_lock_exits_3_until_force_unlock(
     other.close()
 
 
-def test_the_example_without_compute_applies_and_replans_clean(
-    cli: Cli, write: Callable[..., str]
+def test_the_example_applies_and_replans_clean(cli: Cli) -> None:
+    applied = cli("apply", "-f", str(EXAMPLE), "--yes")
+    assert applied.exit_code == 0, applied.stderr
+    assert "Apply complete! 1 adopted, 15 added, 0 changed, 0 deleted." in applied.stdout
+    assert cli("plan", "-f", str(EXAMPLE), "--detailed-exitcode").exit_code == 0
+
+
+def test_a_size_in_use_turned_off_fails_and_leaves_the_database_alone(
+    cli: Cli, write: Callable[..., str], db_file: Path
 ) -> None:
-    path = write(without_compute(EXAMPLE.read_text()))
-    assert cli("apply", "-f", path, "--yes").exit_code == 0
-    assert cli("plan", "-f", path, "--detailed-exitcode").exit_code == 0
+    assert cli("apply", "-f", str(EXAMPLE), "--yes").exit_code == 0
+    assert (
+        cli(
+            "environments", "create", "--tenant", "acme", "--name", "staging", "--size", "large"
+        ).exit_code
+        == 0
+    )
+    settle_sqlite(db_file)
+    before = sha256_file(db_file)
+    off = EXAMPLE.read_text().replace("defaultSize: large", "defaultSize: medium")
+    path = write(off.replace("large:  { enabled: true, spares: 2 }", "large:  { enabled: false }"))
+    assert cli("validate", "-f", path).exit_code == 0  # the document is fine; the state says no
+    for args in (("plan",), ("apply", "--yes")):
+        result = cli(*args, "-f", path)
+        assert result.exit_code == 1
+        assert (
+            "Error [SIZE_IN_USE]: cannot turn off large for tenant acme: still used by environment staging"
+            in result.stdout
+        )
+    settle_sqlite(db_file)
+    assert sha256_file(db_file) == before

@@ -17,6 +17,7 @@ from bcfleet.api.lookup import find_pool, get_tenant
 from bcfleet.api.views import pool_json
 from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError
 from bcfleet.store.models import Flavor, Host, Instance, Pool, PoolOffer, ProviderAccount, Quota
+from bcfleet.store.models.compute import ComputeSettingsRow
 
 POOL_KINDS = ("vps-host", "provider")
 OVERCOMMIT_RESOURCES = ("vcpu", "memoryGiB", "diskGiB")
@@ -98,6 +99,12 @@ def _pool_holders(session: Session, pool_id: str) -> list[str]:
         ("flavors", select(Flavor.id).where(Flavor.pool_id == pool_id)),
         ("instances", select(Instance.id).where(Instance.pool_id == pool_id)),
         ("quota in use", select(Quota.pool_id).where(Quota.pool_id == pool_id, Quota.used > 0)),
+        (
+            "compute settings naming it as serverless pool",
+            select(ComputeSettingsRow.tenant_id).where(
+                ComputeSettingsRow.serverless_pool_id == pool_id
+            ),
+        ),
     )
     return [label for label, query in checks if session.exec(query.limit(1)).first() is not None]
 

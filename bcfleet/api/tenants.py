@@ -14,6 +14,12 @@ from bcfleet.api.lookup import get_tenant
 from bcfleet.api.views import tenant_json
 from bcfleet.errors import ConflictError, InvalidInputError
 from bcfleet.store.models import Pool, PoolOffer, Principal, ProviderAccount, Quota, Tenant
+from bcfleet.store.models.compute import (
+    ComputeSettingsRow,
+    FleetEnvironment,
+    PipelineIndex,
+    Service,
+)
 
 TENANT_ID = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 
@@ -37,6 +43,12 @@ def _holders(session: Session, tenant_id: str) -> list[str]:
             select(ProviderAccount.id).where(ProviderAccount.tenant_id == tenant_id),
         ),
         ("quotas", select(Quota.pool_id).where(Quota.tenant_id == tenant_id)),
+        ("services", select(Service.id).where(Service.tenant_id == tenant_id)),
+        ("indexes", select(PipelineIndex.id).where(PipelineIndex.tenant_id == tenant_id)),
+        (
+            "environments",
+            select(FleetEnvironment.id).where(FleetEnvironment.tenant_id == tenant_id),
+        ),
     )
     return [label for label, query in checks if session.exec(query.limit(1)).first() is not None]
 
@@ -87,7 +99,8 @@ class TenantsAPI(Area):
             return tenant_json(tenant)
 
     def delete(self, credential: Credential | None, tenant_id: str) -> dict[str, Any]:
-        """Delete a tenant that owns nothing: CONFLICT naming what it still has; root never."""
+        """Delete a tenant that owns nothing (its compute settings go with it): CONFLICT naming
+        what it still has; root never."""
         with self.fleet.write() as session:
             actor = self.actor(session, credential, None)
             actor.require("compute:tenants:manage", tenant_resource(tenant_id))
@@ -100,6 +113,10 @@ class TenantsAPI(Area):
                     f"tenant {tenant_id!r} still has {', '.join(holders)}",
                     {"tenant": tenant_id, "has": holders},
                 )
+            settings = session.get(ComputeSettingsRow, tenant_id)
+            if settings is not None:  # a tenant's compute settings go with it
+                session.delete(settings)
+                session.flush()
             session.delete(tenant)
             try:
                 session.flush()

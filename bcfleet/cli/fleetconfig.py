@@ -9,6 +9,7 @@ before the apply lock is taken.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 from pathlib import Path
@@ -90,7 +91,9 @@ def plan_(file: str, out: str | None, detailed_exitcode: bool, allow_empty: bool
     if result.errors:
         return EXIT_ERROR
     if out is not None:
-        text = Path(file).read_text(encoding="utf-8-sig")
+        text = Path(file).read_bytes().decode("utf-8-sig")  # as the loader read it
+        if hashlib.sha256(text.encode("utf-8")).hexdigest() != desired.digest:
+            raise InvalidInputError(f"{file} changed while it was planned: plan again")
         save_plan(out, result, file=file, text=text, allow_empty=allow_empty)
         if not s.json:
             click.echo(f"\nSaved the plan to: {out}\n\nTo perform exactly these actions, run:")
@@ -233,6 +236,8 @@ def _report(result: ApplyResult) -> None:
     if result.replanned:
         click.echo("\nThe state changed while waiting; this is the plan made under the lock:\n")
         click.echo(render_text(result.plan), nl=False)
+    for warning in result.warnings:
+        click.echo(f"\nWarning: {warning}")
     click.echo(f"\n{result.message}")
 
 

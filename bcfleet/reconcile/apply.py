@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 from bcfleet.api.auth import Credential
 from bcfleet.errors import StalePlanError
 from bcfleet.reconcile.actions import Plan, Summary, thaw
-from bcfleet.reconcile.compute_state import refuse_compute
 from bcfleet.reconcile.execute import Executor
 from bcfleet.reconcile.lock import LockInfo, held
 from bcfleet.reconcile.model import DesiredFleet, ObservedFleet
@@ -97,6 +96,7 @@ class ApplyResult:
     revision: int  # the state revision after the apply
     lock: LockInfo
     replanned: bool = False  # the state changed after the prompt: this plan was made under the lock
+    warnings: tuple[str, ...] = ()  # what the API warned about (deprecated or unchecked offers)
 
     @property
     def message(self) -> str:
@@ -116,6 +116,7 @@ class ApplyResult:
             },
             "stateRevision": self.revision,
             "replanned": self.replanned,
+            "warnings": list(self.warnings),
             "lock": self.lock.to_json(),
             "plan": render_json(self.plan),
         }
@@ -141,22 +142,42 @@ def apply(
     between: StepHook | None = None,
 ) -> ApplyResult:
     """Apply under the lock, in one transaction: all of the plan or none of it."""
-    with (
-        held(fleet, operation=operation, timeout=lock_timeout) as lock,
-        fleet.transaction(bump_revision=False) as session,
-        collector_paused(),
+    with held(fleet, operation=operation, timeout=lock_timeout) as lock:
+        _warm_offers(fleet, approved.plan)
+        return _apply_locked(fleet, credential, approved, lock, between)
+
+
+def _warm_offers(fleet: Fleet, approved: Mapping[str, Any]) -> None:
+    """Ask providers for their offers before the transaction, not while it holds the database:
+    flavors of provider pools are checked against them (existing accounts only; a new
+    account's offers are fetched, briefly, inside)."""
+    if any(
+        change["type"] == "flavor" and (change.get("after") or {}).get("offerId")
+        for change in approved.get("resource_changes", [])
+        if change["actions"] != ["no-op"]
     ):
+        fleet.api.offer_catalog.warm_all()
+
+
+def _apply_locked(
+    fleet: Fleet,
+    credential: Credential | None,
+    approved: Approved,
+    lock: LockInfo,
+    between: StepHook | None,
+) -> ApplyResult:
+    with fleet.transaction(bump_revision=False) as session, collector_paused():
         require_operator(session, credential)
         revision = current_revision(session)
         observed = observe(session, host_reserve=fleet.settings.host_reserve)
         fresh = plan(approved.desired, observed, allow_empty=approved.allow_empty)
         replanned = _check_fresh(approved, fresh, revision)
         fresh.raise_for_errors()
-        refuse_compute(fresh.changes)
+        warnings: list[str] = []
         if fresh.has_changes:
-            _execute(fleet, credential, approved.desired, observed, fresh, between)
+            warnings = _execute(fleet, credential, approved.desired, observed, fresh, between)
             bump(session)  # last: PostgreSQL's counter is a sequence, which never rolls back
-        return ApplyResult(fresh, current_revision(session), lock, replanned)
+        return ApplyResult(fresh, current_revision(session), lock, replanned, tuple(warnings))
 
 
 def _check_fresh(approved: Approved, fresh: Plan, revision: int) -> bool:
@@ -197,7 +218,9 @@ def _execute(
     observed: ObservedFleet,
     result: Plan,
     between: StepHook | None,
-) -> None:
+) -> list[str]:
     owners = {pool.spec.name: pool.spec.owner for pool in observed.pools}
     owners.update({pool.name: pool.owner for pool in desired.pools})
-    Executor(fleet, credential, owners).run_all(result.changes, between)
+    executor = Executor(fleet, credential, owners)
+    executor.run_all(result.changes, between)
+    return executor.warnings

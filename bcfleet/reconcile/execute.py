@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from bcfleet.api.auth import Credential
 from bcfleet.reconcile.actions import Action, thaw
+from bcfleet.reconcile.compute_state import compute_change
 from bcfleet.reconcile.model import ROOT_TENANT
 
 if TYPE_CHECKING:
@@ -56,6 +57,7 @@ class Executor:
         self.api = fleet.api
         self.credential = credential
         self.owners = dict(owners)
+        self.warnings: list[str] = []
         self._handlers: dict[str, Callable[[Action, Attrs], None]] = {
             "tenant": self._tenant,
             "providerAccount": self._account,
@@ -64,6 +66,7 @@ class Executor:
             "host": self._host,
             "flavor": self._flavor,
             "quota": self._quota,
+            "compute": self._compute,
         }
 
     def run_all(self, actions: Sequence[Action], between: Callable[[int], None] | None) -> None:
@@ -85,13 +88,15 @@ class Executor:
             for action in batch
             if action.after
         ]
-        self.api.flavors.create_many(
+        made = self.api.flavors.create_many(
             self.credential,
             tenant_id=self._owner(pool),
             pool_id=pool,
             flavors=items,
             managed=True,
         )
+        for body in made["items"]:
+            self._note(f"flavor.{pool}.{body['name']}", body)
 
     def run(self, action: Action) -> None:
         """One action; a FleetError from the API propagates and rolls the whole apply back."""
@@ -99,6 +104,10 @@ class Executor:
             return
         attrs: Attrs = thaw(action.after if action.after is not None else action.before) or {}
         self._handlers[action.type](action, attrs)
+
+    def _note(self, address: str, body: Mapping[str, Any]) -> None:
+        """Keep what the API warned about (a deprecated or unchecked offer) for the report."""
+        self.warnings.extend(f"{address}: {warning}" for warning in body.get("warnings", []))
 
     def _owner(self, pool: str) -> str:
         return self.owners.get(pool, ROOT_TENANT)
@@ -204,11 +213,13 @@ class Executor:
         key = {"tenant_id": self._owner(pool), "pool_id": pool, "name": attrs["name"]}
         shape = _shape(attrs)
         if "create" in action.actions:
-            flavors.create(self.credential, **key, **shape, managed=True)
+            self._note(
+                action.address, flavors.create(self.credential, **key, **shape, managed=True)
+            )
         if "adopt" in action.actions:
             flavors.set_managed(self.credential, **key)
         if "update" in action.actions:
-            flavors.update(self.credential, **key, **shape)
+            self._note(action.address, flavors.update(self.credential, **key, **shape))
         if "delete" in action.actions or "archive" in action.actions:
             flavors.delete(self.credential, **key)
 
@@ -220,6 +231,16 @@ class Executor:
             return
         limits = {resource: attrs[resource] for resource in QUOTA_LIMITS}
         quotas.set(self.credential, **key, limits=limits, managed=True)
+
+    def _compute(self, action: Action, attrs: Attrs) -> None:
+        """Create, adopt or update: one save naming every size (plans never delete settings)."""
+        del action  # every kind of change is the same save
+        self.api.settings.compute_save(
+            self.credential,
+            tenant_id=str(attrs["tenant"]),
+            change=compute_change(attrs),
+            managed=True,
+        )
 
 
 def _shape(attrs: Attrs) -> dict[str, Any]:

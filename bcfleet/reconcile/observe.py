@@ -19,7 +19,7 @@ from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Credential, authenticate
 from bcfleet.errors import ForbiddenError
-from bcfleet.reconcile.compute_state import observe_compute
+from bcfleet.reconcile.compute_state import observe_compute, observe_size_users
 from bcfleet.reconcile.model import (
     ROOT_TENANT,
     FlavorSpec,
@@ -88,6 +88,7 @@ def observe(session: Session, *, host_reserve: HostReserve | None = None) -> Obs
         flavors=_flavors(session, names),
         quotas=_quotas(session, names),
         compute=observe_compute(session, names),
+        size_users=observe_size_users(session),
         capacity=_capacity(session, names),
     )
 
