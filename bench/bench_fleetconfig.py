@@ -115,6 +115,15 @@ def fresh_pg(admin_url: str) -> str:
     return admin_url.rsplit("/", 1)[0] + f"/{name}"
 
 
+def drop_pg(admin_url: str, url: str) -> None:
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[-1]}" WITH (FORCE)'))
+    engine.dispose()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pools", type=int, default=100)
@@ -135,7 +144,11 @@ def main() -> None:
         results["sqlite"] = run_engine(f"sqlite:///{tmp}/fleet.db", path)
         if args.pg:
             print("PostgreSQL")
-            results["postgres"] = run_engine(fresh_pg(args.pg), path)
+            url = fresh_pg(args.pg)
+            try:
+                results["postgres"] = run_engine(url, path)
+            finally:
+                drop_pg(args.pg, url)
     emit(results)
 
 
