@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import tempfile
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from bcfleet.clock import FakeClock
 from bcfleet.errors import (
@@ -23,10 +26,12 @@ from bcfleet.reconcile import lock
 from bcfleet.reconcile.actions import Plan
 from bcfleet.reconcile.apply import ApplyResult, Approved, apply, make_plan, plan_json
 from bcfleet.reconcile.load import load_fleetconfig_text
+from bcfleet.reconcile.render import render_text
 from bcfleet.reconcile.saved import SavedPlan, approved_from
 from bcfleet.store.models import Tenant
 from bcfleet.store.uow import current_revision
 from tests.builders import OP, flavor, hosted_pool, token
+from tests.conftest import T0, open_fleet
 from tests.fleetconfig_support import BASE, CHANGED, EXAMPLE, dump, without_compute
 
 
@@ -519,3 +524,95 @@ def test_provider_offers_are_checked_and_reported(
         f["name"] for f in fleet.api.flavors.list(OP, tenant_id="root", pool_id="hz-fsn")["items"]
     ]
     assert names == ["cx22", "cx23"]
+
+
+# ---------------------------------------------------------------------------
+# Any valid document, once applied, plans no changes: stored values go through the
+# loader's normalizers (clamped ratios, default reserves, empty placements, capped spares).
+
+RATIOS = st.sampled_from([0.05, 0.5, 1, 1.5, 2, 3.25, 150])
+SIZE_NAMES = ("small", "medium", "large", "xlarge")
+
+
+@st.composite
+def documents(draw: st.DrawFn) -> str:
+    tenants = ["acme", "globex"][: draw(st.integers(1, 2))]
+    lines = ["apiVersion: bcfleet.dev/v1", "kind: FleetConfig", "tenants:"]
+    lines += [f"  - {{ id: {t} }}" for t in tenants]
+    lines.append("pools:")
+    pools = [f"p{i}" for i in range(draw(st.integers(1, 3)))]
+    offers: dict[str, list[str]] = {}
+    for pool in pools:
+        policy = []
+        if draw(st.booleans()):
+            policy.append(f"overcommit: {{ vcpu: {draw(RATIOS)}, diskGiB: {draw(RATIOS)} }}")
+        if draw(st.booleans()):
+            policy.append(f"hostReserve: {{ memoryGiB: {draw(st.integers(0, 16))} }}")
+        gpu = ", gpuModel: L40S" if draw(st.booleans()) else ""
+        offered = offers[pool] = draw(st.lists(st.sampled_from(tenants), unique=True))
+        lines.append(
+            f"  - {{ name: {pool}, kind: vps-host{gpu}, offeredTo: [{', '.join(offered)}], "
+            f"policy: {{ {', '.join(policy)} }} }}"
+        )
+    lines.append("hosts:")
+    for index in range(draw(st.integers(0, 2))):
+        labels = '{ bc.dev/cap.instance.placement: "true" }' if draw(st.booleans()) else "{}"
+        controlled = str(draw(st.booleans())).lower()
+        lines.append(
+            f"  - {{ name: h{index}, pool: {draw(st.sampled_from(pools))}, labels: {labels}, "
+            f"tenantControlled: {controlled} }}"
+        )
+    lines.append("flavors:")
+    for index in range(draw(st.integers(0, 4))):
+        placement = draw(
+            st.sampled_from(
+                ["", ", placement: {}", ", placement: { numaAffine: false }",
+                 ", placement: { pinned: true, hugepageSizeBytes: 2097152 }"]
+            )
+        )  # fmt: skip
+        gpus = draw(st.sampled_from(["", ", gpus: 0", ", gpus: 1"]))
+        lines.append(
+            f"  - {{ pool: {draw(st.sampled_from(pools))}, name: f{index}, vcpu: {draw(st.integers(1, 8))}, "
+            f"memoryGiB: {draw(st.integers(1, 64))}, diskGiB: 10{gpus}{placement} }}"
+        )
+    lines.append("quotas:")
+    for tenant in draw(st.lists(st.sampled_from(tenants), unique=True)):
+        limits = draw(st.lists(st.sampled_from(["vcpu: 8", "memoryGiB: 0", "gpu: 2"]), unique=True))
+        lines.append(f"  - {{ tenant: {tenant}, pool: {pools[0]}, {', '.join(limits)} }}")
+    lines.append("compute:")
+    for tenant in draw(st.lists(st.sampled_from(tenants), unique=True)):
+        sizes = []
+        for size in SIZE_NAMES:
+            choice = draw(
+                st.sampled_from(["", "{}", "{ spares: 1 }", "{ enabled: false }", "{ spares: 12 }"])
+            )
+            if size == "large" and choice == "{ enabled: false }":
+                choice = "{ spares: 2 }"  # large is the default below: it stays on
+            if choice:
+                sizes.append(f"{size}: {choice}")
+        serverless = f"serverlessPool: {pools[0]}, " if tenant in offers[pools[0]] else ""
+        lines.append(
+            f"  - {{ tenant: {tenant}, {serverless}defaultSize: large, "
+            f"sizes: {{ {', '.join(sizes)} }} }}"
+        )
+    text = "\n".join(lines) + "\n"
+    for section in ("hosts", "flavors", "quotas", "compute"):  # sections left empty
+        text = (
+            text.replace(f"{section}:\n", f"{section}: []\n")
+            if f"{section}:\n  -" not in text
+            else text
+        )
+    return text
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(documents())
+def test_any_applied_document_plans_no_changes(text: str) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        fleet = open_fleet(f"sqlite:///{tmp}/fleet.db", FakeClock(T0))
+        try:
+            apply_text(fleet, text)
+            again = planned(fleet, text)
+            assert [a.address for a in again.changes] == [], render_text(again)
+        finally:
+            fleet.close()

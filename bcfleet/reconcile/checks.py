@@ -225,9 +225,15 @@ def _check_compute(data: Mapping[str, Any], names: _Names, found: Findings) -> N
             found, (*at, "serverlessPool"), "pool", pool_name, names.pools
         )
         if known and not _tenant_may_use(names.pools[pool_name], tenant):
-            found.warn(
+            found.error(
                 (*at, "serverlessPool"),
-                f"pool {pool_name!r} is neither owned by nor offered to tenant {tenant!r}",
+                f"pool {pool_name!r} is neither owned by nor offered to tenant {tenant!r}: "
+                "offer it to the tenant (offeredTo) to run its spare instances there",
+            )
+        elif known and names.pools[pool_name]["kind"] != "vps-host":
+            found.error(
+                (*at, "serverlessPool"),
+                f"pool {pool_name!r} is a provider pool; spare instances run on a vps-host pool",
             )
         _check_sizes(at, settings, found)
 
