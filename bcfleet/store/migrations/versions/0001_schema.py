@@ -52,6 +52,43 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('id'),
     sa.UniqueConstraint('fleet_id')
     )
+    op.create_table('gpu_node_versions',
+    sa.Column('node_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('pool_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('version', sa.Integer(), nullable=False),
+    sa.PrimaryKeyConstraint('node_id')
+    )
+    with op.batch_alter_table('gpu_node_versions', schema=None) as batch_op:
+        batch_op.create_index('ix_gpu_node_versions_pool_version', ['pool_id', 'version'], unique=False)
+
+    op.create_table('gpu_pool_versions',
+    sa.Column('pool_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('version', sa.Integer(), nullable=False),
+    sa.Column('token', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.PrimaryKeyConstraint('pool_id')
+    )
+    op.create_table('job_runs',
+    sa.Column('id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('job', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('holder', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('started_at', bcfleet.store.types.UTCDateTime(), nullable=False),
+    sa.Column('finished_at', bcfleet.store.types.UTCDateTime(), nullable=False),
+    sa.Column('outcome', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('counts', sa.JSON(), nullable=False),
+    sa.Column('error', sa.Text(), nullable=True),
+    sa.PrimaryKeyConstraint('id')
+    )
+    with op.batch_alter_table('job_runs', schema=None) as batch_op:
+        batch_op.create_index('ix_job_runs_job_started', ['job', 'started_at'], unique=False)
+
+    op.create_table('job_state',
+    sa.Column('job', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('last_run_at', bcfleet.store.types.UTCDateTime(), nullable=True),
+    sa.Column('last_outcome', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
+    sa.Column('next_due_at', bcfleet.store.types.UTCDateTime(), nullable=True),
+    sa.Column('watermark', bcfleet.store.types.UTCDateTime(), nullable=True),
+    sa.PrimaryKeyConstraint('job')
+    )
     op.create_table('locks',
     sa.Column('name', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.Column('id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
@@ -147,6 +184,43 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('provider_accounts', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_provider_accounts_tenant_id'), ['tenant_id'], unique=False)
+
+    op.create_table('usage_dead_letters',
+    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('tenant_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('subject_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('subject_kind', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('pool_id', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
+    sa.Column('meter', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('window_start', bcfleet.store.types.UTCDateTime(), nullable=False),
+    sa.Column('quantity', sa.Numeric(precision=20, scale=6), nullable=False),
+    sa.Column('reason', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('created_at', bcfleet.store.types.UTCDateTime(), nullable=False),
+    sa.Column('replayed_at', bcfleet.store.types.UTCDateTime(), nullable=True),
+    sa.ForeignKeyConstraint(['tenant_id'], ['tenants.id'], ),
+    sa.PrimaryKeyConstraint('id'),
+    sa.UniqueConstraint('window_start', 'subject_id', 'meter', name='uq_usage_dead_letters_key')
+    )
+    with op.batch_alter_table('usage_dead_letters', schema=None) as batch_op:
+        batch_op.create_index('ix_usage_dead_letters_pending', ['replayed_at', 'meter'], unique=False)
+        batch_op.create_index(batch_op.f('ix_usage_dead_letters_tenant_id'), ['tenant_id'], unique=False)
+
+    op.create_table('usage_windows',
+    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('tenant_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('subject_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('subject_kind', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('pool_id', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
+    sa.Column('meter', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('window_start', bcfleet.store.types.UTCDateTime(), nullable=False),
+    sa.Column('quantity', sa.Numeric(precision=20, scale=6), nullable=False),
+    sa.Column('created_at', bcfleet.store.types.UTCDateTime(), nullable=False),
+    sa.ForeignKeyConstraint(['tenant_id'], ['tenants.id'], ),
+    sa.PrimaryKeyConstraint('id'),
+    sa.UniqueConstraint('window_start', 'subject_id', 'meter', name='uq_usage_windows_key')
+    )
+    with op.batch_alter_table('usage_windows', schema=None) as batch_op:
+        batch_op.create_index('ix_usage_windows_tenant_window', ['tenant_id', 'window_start'], unique=False)
 
     op.create_table('api_tokens',
     sa.Column('id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
@@ -302,6 +376,10 @@ def upgrade() -> None:
     sa.Column('starts_at', bcfleet.store.types.UTCDateTime(), nullable=True),
     sa.Column('ends_at', bcfleet.store.types.UTCDateTime(), nullable=True),
     sa.Column('deadline', bcfleet.store.types.UTCDateTime(), nullable=True),
+    sa.Column('preempted_by', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
+    sa.Column('preempted_by_tenant', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
+    sa.Column('node_ids', sa.JSON(), nullable=False),
+    sa.Column('last_attempt_at', bcfleet.store.types.UTCDateTime(), nullable=True),
     sa.Column('idempotency_key', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
     sa.Column('input_hash', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
     sa.Column('conditions', sa.JSON(), nullable=False),
@@ -318,6 +396,9 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('reservations', schema=None) as batch_op:
         batch_op.create_index('ix_reservations_pool_state', ['pool_id', 'state'], unique=False)
+        batch_op.create_index('ix_reservations_state_created', ['state', 'created_at'], unique=False)
+        batch_op.create_index('ix_reservations_state_ends', ['state', 'ends_at'], unique=False)
+        batch_op.create_index('ix_reservations_state_starts', ['state', 'starts_at'], unique=False)
         batch_op.create_index(batch_op.f('ix_reservations_tenant_id'), ['tenant_id'], unique=False)
 
     op.create_table('allocations',
@@ -339,6 +420,7 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('allocations', schema=None) as batch_op:
         batch_op.create_index('ix_allocations_consumer', ['consumer_id'], unique=False)
+        batch_op.create_index('ix_allocations_kind_live', ['consumer_kind', 'released_at'], unique=False)
         batch_op.create_index('ix_allocations_node_live', ['node_id', 'released_at'], unique=False)
         batch_op.create_index(batch_op.f('ix_allocations_tenant_id'), ['tenant_id'], unique=False)
 
@@ -457,11 +539,15 @@ def downgrade() -> None:
     with op.batch_alter_table('allocations', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_allocations_tenant_id'))
         batch_op.drop_index('ix_allocations_node_live')
+        batch_op.drop_index('ix_allocations_kind_live')
         batch_op.drop_index('ix_allocations_consumer')
 
     op.drop_table('allocations')
     with op.batch_alter_table('reservations', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_reservations_tenant_id'))
+        batch_op.drop_index('ix_reservations_state_starts')
+        batch_op.drop_index('ix_reservations_state_ends')
+        batch_op.drop_index('ix_reservations_state_created')
         batch_op.drop_index('ix_reservations_pool_state')
 
     op.drop_table('reservations')
@@ -494,6 +580,15 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f('ix_api_tokens_principal_id'))
 
     op.drop_table('api_tokens')
+    with op.batch_alter_table('usage_windows', schema=None) as batch_op:
+        batch_op.drop_index('ix_usage_windows_tenant_window')
+
+    op.drop_table('usage_windows')
+    with op.batch_alter_table('usage_dead_letters', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_usage_dead_letters_tenant_id'))
+        batch_op.drop_index('ix_usage_dead_letters_pending')
+
+    op.drop_table('usage_dead_letters')
     with op.batch_alter_table('provider_accounts', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_provider_accounts_tenant_id'))
 
@@ -517,6 +612,16 @@ def downgrade() -> None:
     op.drop_table('tenants')
     op.drop_table('state_revision')
     op.drop_table('locks')
+    op.drop_table('job_state')
+    with op.batch_alter_table('job_runs', schema=None) as batch_op:
+        batch_op.drop_index('ix_job_runs_job_started')
+
+    op.drop_table('job_runs')
+    op.drop_table('gpu_pool_versions')
+    with op.batch_alter_table('gpu_node_versions', schema=None) as batch_op:
+        batch_op.drop_index('ix_gpu_node_versions_pool_version')
+
+    op.drop_table('gpu_node_versions')
     op.drop_table('fleet_identity')
     with op.batch_alter_table('events', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_events_type'))
