@@ -174,6 +174,7 @@ class HostDetail(ViewScreen):
             yield Static(id="facts")
             yield Static(Text("NUMA nodes", style="bold"), classes="heading")
             yield SteadyTable(id="numa", cursor_type="none", show_cursor=False)
+            yield Static(id="numa-note", classes="note")
             yield Static(Text("GPUs", style="bold"), classes="heading")
             yield SteadyTable(id="gpus", cursor_type="none", show_cursor=False)
             yield Static(id="gpus-note", classes="note")
@@ -224,14 +225,18 @@ class HostDetail(ViewScreen):
                 f"isolated {cpulist(c.id for c in parsed.cpus if c.isolated)}"
             )
         self.query_one("#facts", Static).update(facts)
+        unknown = "unknown: the host has not reported its inventory"
         self._fill(
-            "#numa", numa_rows(inventory, reserve_of(pool), guests or []) if inventory else []
+            "#numa",
+            numa_rows(inventory, reserve_of(pool), guests or []) if inventory else [],
+            "#numa-note",
+            "none reported (no NUMA topology)" if inventory else unknown,
         )
         self._fill(
             "#gpus",
             gpu_rows(inventory, guests, bookings) if inventory else [],
             "#gpus-note",
-            "none",
+            "none" if inventory else unknown,
         )
         self._fill("#guests", guest_rows(guests or []), "#guests-note", "none")
         if guests is None:
