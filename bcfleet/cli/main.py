@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "billing",
     "db",
     "demo",
+    "serve",
 )
 
 
