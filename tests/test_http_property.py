@@ -55,7 +55,5 @@ def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     suppress_health_check=list(HealthCheck),
     derandomize=True,
 )
-def test_no_server_errors_and_no_answer_off_the_document(
-    case: Any, target: dict[str, Any]
-) -> None:
+def test_no_server_errors_and_no_answer_off_the_document(case: Any, target: dict[str, Any]) -> None:
     case.call_and_validate(base_url=target["url"], headers=target["headers"], checks=CHECKS)
