@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -21,13 +22,17 @@ from bcfleet.domain.numa import (
     reserved_cpus,
     size_label,
 )
-from bcfleet.domain.shapes import Gpu, Inventory, PlacementPolicy, Shape
+from bcfleet.domain.shapes import Inventory, PlacementPolicy, Shape
 
+R = DegradedReason
 GIB_PAGE = 1 << 30
 MIB2_PAGE = 2 << 20
 PINNED = PlacementPolicy(pinned=True)
 AFFINE = PlacementPolicy(numa_affine=True)
 PINNED_AFFINE = PlacementPolicy(numa_affine=True, pinned=True)
+HUGE = PlacementPolicy(hugepage_size_bytes=GIB_PAGE)
+HUGE_AFFINE = PlacementPolicy(numa_affine=True, hugepage_size_bytes=GIB_PAGE)
+HUGE_PINNED_AFFINE = PlacementPolicy(numa_affine=True, pinned=True, hugepage_size_bytes=GIB_PAGE)
 
 
 def inventory(
@@ -44,22 +49,21 @@ def inventory(
     hugepages maps a node to (page size, total); nodes=0 gives a host without topology.
     """
     count = max(nodes, 1) * cpus_per_node
-    node_of = (lambda i: i // cpus_per_node) if nodes else (lambda i: None)
     pages = hugepages or {}
+
+    def node_doc(n: int) -> dict[str, Any]:
+        pools = []
+        if n in pages:
+            size, total = pages[n]
+            pools.append({"sizeBytes": size, "total": total, "free": total})
+        return {"id": n, "memoryGiB": node_memory, "hugepages": pools}
+
     doc: dict[str, Any] = {
         "cpus": [
-            {"id": i, "numaNode": node_of(i), "isolated": i in isolated} for i in range(count)
+            {"id": i, "numaNode": i // cpus_per_node if nodes else None, "isolated": i in isolated}
+            for i in range(count)
         ],
-        "numaNodes": [
-            {
-                "id": n,
-                "memoryGiB": node_memory,
-                "hugepages": [{"sizeBytes": pages[n][0], "total": pages[n][1], "free": pages[n][1]}]
-                if n in pages
-                else [],
-            }
-            for n in range(nodes)
-        ],
+        "numaNodes": [node_doc(n) for n in range(nodes)],
         "memoryGiB": node_memory * max(nodes, 1),
         "diskGiB": 2000,
         "gpus": [
@@ -82,6 +86,36 @@ def pinned_on(*cpus: int, node: int | None = None, memory_gib: int = 0) -> HostP
         mems=None if node is None else (node,),
         memory_by_node={} if node is None else {node: memory_gib},
     )
+
+
+def pages_held(node: int, count: int) -> HostPlacement:
+    """Another guest holding 1 GiB huge pages on a node."""
+    return HostPlacement(
+        cpus=None, cpuset=(2,), hugepage_size_bytes=GIB_PAGE, hugepages_by_node={node: count}
+    )
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """A guest arriving on a host; a GPU guest gets the host's first GPU atoms."""
+
+    inv: Inventory
+    policy: PlacementPolicy | None = None
+    shape: Shape = guest(4)
+    others: tuple[HostPlacement, ...] = ()
+    reserve: int = 2
+    ratio: float | None = 1.0
+
+    def place(self) -> HostPlacement:
+        return choose_host_placement(
+            self.inv,
+            self.shape,
+            self.policy,
+            gpus=self.inv.gpus[: self.shape.gpus],
+            others=self.others,
+            reserve_vcpu=self.reserve,
+            memory_ratio=self.ratio,
+        )
 
 
 # --- the host's own CPUs -------------------------------------------------------------------
@@ -107,102 +141,80 @@ def test_reserved_cpus(inv: Inventory, reserve: int, expected: set[int]) -> None
 
 
 @pytest.mark.parametrize(
-    ("inv", "policy", "others", "reserve", "cpus", "cpuset"),
+    ("arrival", "cpus"),
     [
+        pytest.param(Arrival(inventory(), PINNED), (2, 3, 4, 5), id="pinned-skips-reserved-cpus"),
         pytest.param(
-            inventory(), PINNED, [], 2, (2, 3, 4, 5), (2, 3, 4, 5), id="pinned-skips-reserved-cpus"
-        ),
-        pytest.param(
-            inventory(isolated=[6, 7, 12]),
-            PINNED,
-            [],
-            2,
+            Arrival(inventory(isolated=[6, 7, 12]), PINNED),
             (6, 7, 12, 2),
-            (2, 6, 7, 12),
             id="pinned-takes-isolated-cpus-first",
         ),
         pytest.param(
-            inventory(isolated=[0, 1]),
-            PINNED,
-            [],
-            2,
-            (0, 1, 4, 5),
+            Arrival(inventory(isolated=[0, 1]), PINNED),
             (0, 1, 4, 5),
             id="isolated-cpu-0-is-a-guest-cpu-reserve-moves-up",
         ),
         pytest.param(
-            inventory(), PINNED, [], 4, (4, 5, 6, 7), (4, 5, 6, 7), id="larger-host-reserve"
+            Arrival(inventory(), PINNED, reserve=4), (4, 5, 6, 7), id="larger-host-reserve"
         ),
         pytest.param(
-            inventory(),
-            PINNED,
-            [pinned_on(2, 3, 4, 5)],
-            2,
-            (6, 7, 8, 9),
+            Arrival(inventory(), PINNED, others=(pinned_on(2, 3, 4, 5),)),
             (6, 7, 8, 9),
             id="second-pinned-guest-sees-the-first",
         ),
+    ],
+)
+def test_pinned_cpus(arrival: Arrival, cpus: tuple[int, ...]) -> None:
+    placement = arrival.place()
+    assert placement.cpus == cpus
+    assert placement.cpuset == tuple(sorted(cpus))
+    assert placement.degraded_reason is None
+    assert not set(cpus) & reserved_cpus(arrival.inv, arrival.reserve)
+
+
+@pytest.mark.parametrize(
+    ("arrival", "cpuset"),
+    [
         pytest.param(
-            inventory(nodes=1, cpus_per_node=6),
-            None,
-            [],
-            2,
-            None,
+            Arrival(inventory(nodes=1, cpus_per_node=6)),
             (2, 3, 4, 5),
             id="floating-guest-never-gets-reserved-cpus",
         ),
         pytest.param(
-            inventory(nodes=1, cpus_per_node=8),
-            None,
-            [pinned_on(2, 3)],
-            2,
-            None,
+            Arrival(inventory(nodes=1), others=(pinned_on(2, 3),)),
             (4, 5, 6, 7),
             id="floating-guest-avoids-pinned-cpus",
         ),
         pytest.param(
-            inventory(nodes=1, cpus_per_node=8, isolated=[7]),
-            None,
-            [],
-            2,
-            None,
+            Arrival(inventory(nodes=1, isolated=[7])),
             (2, 3, 4, 5, 6, 7),
             id="floating-guest-may-use-isolated-cpus",
         ),
+        pytest.param(
+            Arrival(inventory(nodes=1), reserve=4), (4, 5, 6, 7), id="floating-larger-reserve"
+        ),
     ],
 )
-def test_cpus(
-    inv: Inventory,
-    policy: PlacementPolicy | None,
-    others: list[HostPlacement],
-    reserve: int,
-    cpus: tuple[int, ...] | None,
-    cpuset: tuple[int, ...],
-) -> None:
-    placement = choose_host_placement(inv, guest(4), policy, others=others, reserve_vcpu=reserve)
-    assert placement.cpus == cpus
+def test_floating_cpuset(arrival: Arrival, cpuset: tuple[int, ...]) -> None:
+    placement = arrival.place()
+    assert placement.cpus is None
     assert placement.cpuset == cpuset
     assert placement.degraded_reason is None
-    assert not set(placement.cpuset) & reserved_cpus(inv, reserve)
 
 
 @pytest.mark.parametrize(
-    ("inv", "others", "reserve"),
+    "arrival",
     [
-        pytest.param(inventory(nodes=1, cpus_per_node=2), [], 2, id="all-cpus-reserved"),
+        pytest.param(Arrival(inventory(nodes=1, cpus_per_node=2)), id="all-cpus-reserved"),
         pytest.param(
-            inventory(nodes=1, cpus_per_node=4),
-            [pinned_on(2, 3)],
-            2,
+            Arrival(inventory(nodes=1, cpus_per_node=4), others=(pinned_on(2, 3),)),
             id="all-guest-cpus-pinned-by-others",
         ),
     ],
 )
-def test_no_guest_cpus_is_no_candidate(
-    inv: Inventory, others: list[HostPlacement], reserve: int
-) -> None:
+def test_no_guest_cpus_is_no_candidate(arrival: Arrival) -> None:
     with pytest.raises(NoGuestCpus) as raised:
-        choose_host_placement(inv, guest(1), None, others=others, reserve_vcpu=reserve)
+        arrival.place()
     assert raised.value.no_fit().kind == "cpus"
 
 
@@ -210,249 +222,151 @@ def test_no_guest_cpus_is_no_candidate(
 
 
 @pytest.mark.parametrize(
-    ("inv", "shape", "policy", "gpus", "others", "node", "cpus"),
+    ("arrival", "node", "cpus"),
     [
         pytest.param(
-            inventory(),
-            guest(4),
-            PINNED_AFFINE,
-            (),
-            [],
+            Arrival(inventory(), PINNED_AFFINE),
             0,
             (2, 3, 4, 5),
             id="pinned-affine-best-fit-node-keeps-cpus-and-memory-together",
         ),
         pytest.param(
-            inventory(),
-            guest(4),
-            PINNED_AFFINE,
-            (),
-            [pinned_on(2, 3, 4, 5, node=0, memory_gib=8)],
+            Arrival(inventory(), PINNED_AFFINE, others=(pinned_on(2, 3, 4, 5, node=0),)),
             1,
             (8, 9, 10, 11),
             id="pinned-affine-second-guest-moves-to-the-roomier-node",
         ),
         pytest.param(
-            inventory(),
-            guest(8),
-            PINNED_AFFINE,
-            (),
-            [],
+            Arrival(inventory(), PINNED_AFFINE, guest(8)),
             1,
-            (8, 9, 10, 11, 12, 13, 14, 15),
+            tuple(range(8, 16)),
             id="pinned-affine-node-0-too-small-after-reserve",
         ),
         pytest.param(
-            inventory(gpu_nodes=[1]),
-            guest(4, gpus=1),
-            PINNED_AFFINE,
-            (1,),
-            [],
+            Arrival(inventory(gpu_nodes=[1]), PINNED_AFFINE, guest(4, gpus=1)),
             1,
             (8, 9, 10, 11),
             id="gpu-guest-lives-on-its-gpus-node",
         ),
         pytest.param(
-            inventory(),
-            guest(4),
-            AFFINE,
-            (),
-            [],
-            0,
-            None,
-            id="affine-floating-guest-floats-on-one-node",
+            Arrival(inventory(), AFFINE), 0, None, id="affine-floating-guest-floats-on-one-node"
         ),
         pytest.param(
-            inventory(isolated=[14, 15]),
-            guest(2),
-            PINNED_AFFINE,
-            (),
-            [],
+            Arrival(inventory(isolated=[14, 15]), PINNED_AFFINE, guest(2)),
             1,
             (14, 15),
             id="pinned-affine-prefers-the-node-with-isolated-cpus",
         ),
         pytest.param(
-            inventory(isolated=[14, 15]),
-            guest(2),
-            AFFINE,
-            (),
-            [],
+            Arrival(inventory(isolated=[14, 15]), AFFINE, guest(2)),
             0,
             None,
             id="floating-affine-ignores-isolated-cpus-best-fit",
         ),
     ],
 )
-def test_numa_affine_honoured(
-    inv: Inventory,
-    shape: Shape,
-    policy: PlacementPolicy,
-    gpus: tuple[int, ...],
-    others: list[HostPlacement],
-    node: int,
-    cpus: tuple[int, ...] | None,
-) -> None:
-    atoms = [g for g in inv.gpus if g.numa_node in gpus]
-    placement = choose_host_placement(inv, shape, policy, gpus=atoms, others=others)
+def test_numa_affine_honoured(arrival: Arrival, node: int, cpus: tuple[int, ...] | None) -> None:
+    placement = arrival.place()
     assert placement.degraded_reason is None
     assert placement.mems == (node,)
-    assert placement.memory_by_node == {node: shape.memory_gib}
+    assert placement.memory_by_node == {node: arrival.shape.memory_gib}
     assert placement.cpus == cpus
-    assert {c.numa_node for c in inv.cpus if c.id in placement.cpuset} == {node}
+    assert {c.numa_node for c in arrival.inv.cpus if c.id in placement.cpuset} == {node}
     assert degraded_condition(placement) is None
 
 
-def gpu(node: int | None) -> Gpu:
-    return Gpu("L40S", "0000:17:00.0", node)
-
-
 @pytest.mark.parametrize(
-    ("inv", "shape", "policy", "gpus", "others", "reason"),
+    ("arrival", "reason"),
     [
         pytest.param(
-            inventory(nodes=0),
-            guest(4),
-            PINNED_AFFINE,
-            [],
-            [],
-            DegradedReason.NO_NUMA_TOPOLOGY,
+            Arrival(inventory(nodes=0), PINNED_AFFINE),
+            R.NO_NUMA_TOPOLOGY,
             id="no-numa-nodes-is-no-numa-topology",
         ),
         pytest.param(
-            inventory(nodes=0),
-            guest(4),
-            AFFINE,
-            [],
-            [],
-            DegradedReason.NO_NUMA_TOPOLOGY,
+            Arrival(inventory(nodes=0), AFFINE),
+            R.NO_NUMA_TOPOLOGY,
             id="no-numa-topology-floating-affine",
         ),
         pytest.param(
-            inventory(gpu_nodes=[None]),
-            guest(4, gpus=1),
-            PINNED_AFFINE,
-            [gpu(None)],
-            [],
-            DegradedReason.GPU_NUMA_UNKNOWN,
+            Arrival(inventory(gpu_nodes=[None]), PINNED_AFFINE, guest(4, gpus=1)),
+            R.GPU_NUMA_UNKNOWN,
             id="gpu-numa-node-null",
         ),
         pytest.param(
-            inventory(),
-            guest(4, gpus=1),
-            AFFINE,
-            [gpu(7)],
-            [],
-            DegradedReason.GPU_NUMA_UNKNOWN,
+            Arrival(inventory(gpu_nodes=[7]), AFFINE, guest(4, gpus=1)),
+            R.GPU_NUMA_UNKNOWN,
             id="gpu-on-a-node-the-host-does-not-report",
         ),
         pytest.param(
-            inventory(),
-            guest(4, gpus=2),
-            AFFINE,
-            [gpu(0), gpu(1)],
-            [],
-            DegradedReason.NO_NUMA_NODE_FITS,
+            Arrival(inventory(gpu_nodes=[0, 1]), AFFINE, guest(4, gpus=2)),
+            R.NO_NUMA_NODE_FITS,
             id="gpus-on-two-nodes",
         ),
         pytest.param(
-            inventory(node_memory=64),
-            guest(4, memory_gib=96),
-            AFFINE,
-            [],
-            [],
-            DegradedReason.NUMA_MEMORY_TOO_SMALL,
+            Arrival(inventory(node_memory=64), AFFINE, guest(4, memory_gib=96)),
+            R.NUMA_MEMORY_TOO_SMALL,
             id="node-memory-smaller-than-guest",
         ),
         pytest.param(
-            inventory(gpu_nodes=[0]),
-            guest(4, memory_gib=96, gpus=1),
-            PINNED_AFFINE,
-            [gpu(0)],
-            [],
-            DegradedReason.NUMA_MEMORY_TOO_SMALL,
+            Arrival(inventory(gpu_nodes=[0]), PINNED_AFFINE, guest(4, memory_gib=96, gpus=1)),
+            R.NUMA_MEMORY_TOO_SMALL,
             id="gpu-node-memory-smaller-than-guest",
         ),
         pytest.param(
-            inventory(nodes=1, cpus_per_node=16),
-            guest(16),
-            PINNED,
-            [],
-            [],
-            DegradedReason.NOT_ENOUGH_FREE_CPUS,
+            Arrival(inventory(nodes=1, cpus_per_node=16), PINNED, guest(16)),
+            R.NOT_ENOUGH_FREE_CPUS,
             id="pinned-more-vcpus-than-cpus-outside-reserve",
         ),
         pytest.param(
-            inventory(),
-            guest(8),
-            PINNED,
-            [],
-            [pinned_on(*range(2, 10))],
-            DegradedReason.NOT_ENOUGH_FREE_CPUS,
+            Arrival(inventory(), PINNED, guest(8), others=(pinned_on(*range(2, 10)),)),
+            R.NOT_ENOUGH_FREE_CPUS,
             id="pinned-the-rest-is-pinned-by-others",
         ),
         pytest.param(
-            inventory(),
-            guest(8),
-            PINNED_AFFINE,
-            [],
-            [pinned_on(*range(2, 10))],
-            DegradedReason.NOT_ENOUGH_FREE_CPUS,
+            Arrival(inventory(), PINNED_AFFINE, guest(8), others=(pinned_on(*range(2, 10)),)),
+            R.NOT_ENOUGH_FREE_CPUS,
             id="pinned-affine-host-lacks-free-cpus",
         ),
         pytest.param(
-            inventory(),
-            guest(8),
-            PINNED_AFFINE,
-            [],
-            [pinned_on(8, 9)],
-            DegradedReason.NO_NUMA_NODE_FITS,
+            Arrival(inventory(), PINNED_AFFINE, guest(8), others=(pinned_on(8, 9),)),
+            R.NO_NUMA_NODE_FITS,
             id="enough-free-cpus-but-on-no-single-node",
         ),
         pytest.param(
-            inventory(),
-            guest(10),
-            AFFINE,
-            [],
-            [],
-            DegradedReason.NO_NUMA_NODE_FITS,
+            Arrival(inventory(), AFFINE, guest(10)),
+            R.NO_NUMA_NODE_FITS,
             id="floating-affine-more-vcpus-than-a-node",
         ),
         pytest.param(
-            inventory(node_memory=64),
-            guest(2, memory_gib=40),
-            AFFINE,
-            [],
-            [pinned_on(2, node=0, memory_gib=30), pinned_on(8, node=1, memory_gib=30)],
-            DegradedReason.NO_NUMA_NODE_FITS,
+            Arrival(
+                inventory(),
+                AFFINE,
+                guest(2, memory_gib=40),
+                others=(pinned_on(2, node=0, memory_gib=30), pinned_on(8, node=1, memory_gib=30)),
+            ),
+            R.NO_NUMA_NODE_FITS,
             id="node-memory-held-by-numa-bound-guests",
         ),
         pytest.param(
-            inventory(node_memory=64, hugepages={0: (GIB_PAGE, 48), 1: (GIB_PAGE, 48)}),
-            guest(2, memory_gib=24),
-            AFFINE,
-            [],
-            [],
-            DegradedReason.NO_NUMA_NODE_FITS,
+            Arrival(
+                inventory(hugepages={0: (GIB_PAGE, 48), 1: (GIB_PAGE, 48)}),
+                AFFINE,
+                guest(2, memory_gib=24),
+            ),
+            R.NO_NUMA_NODE_FITS,
             id="node-memory-held-by-huge-page-pools",
         ),
     ],
 )
-def test_degraded_reasons(
-    inv: Inventory,
-    shape: Shape,
-    policy: PlacementPolicy,
-    gpus: list[Gpu],
-    others: list[HostPlacement],
-    reason: DegradedReason,
-) -> None:
-    placement = choose_host_placement(inv, shape, policy, gpus=gpus, others=others)
+def test_degraded_reasons(arrival: Arrival, reason: DegradedReason) -> None:
+    placement = arrival.place()
     assert placement.degraded_reason == reason
     assert placement.cpus is None, "a degraded guest runs floating"
     assert placement.mems is None
     assert placement.memory_by_node == {}
-    assert not set(placement.cpuset) & reserved_cpus(inv, 2)
-    taken = {cpu for other in others for cpu in other.cpus or ()}
+    assert not set(placement.cpuset) & reserved_cpus(arrival.inv, 2)
+    taken = {cpu for other in arrival.others for cpu in other.cpus or ()}
     assert not set(placement.cpuset) & taken
     condition = degraded_condition(placement)
     assert condition is not None
@@ -461,16 +375,15 @@ def test_degraded_reasons(
 
 
 def test_memory_overcommit_stretches_node_memory_for_affine_guests() -> None:
-    inv = inventory(node_memory=64)
-    others = [pinned_on(2, node=0, memory_gib=60), pinned_on(8, node=1, memory_gib=60)]
-    strict = choose_host_placement(inv, guest(2, 16), AFFINE, others=others, memory_ratio=1)
-    stretched = choose_host_placement(inv, guest(2, 16), AFFINE, others=others, memory_ratio=1.5)
-    assert strict.degraded_reason == DegradedReason.NO_NUMA_NODE_FITS
+    others = (pinned_on(2, node=0, memory_gib=60), pinned_on(8, node=1, memory_gib=60))
+    strict = Arrival(inventory(), AFFINE, guest(2, 16), others, ratio=1).place()
+    stretched = Arrival(inventory(), AFFINE, guest(2, 16), others, ratio=1.5).place()
+    assert strict.degraded_reason == R.NO_NUMA_NODE_FITS
     assert stretched.degraded_reason is None
 
 
 def test_a_policy_asking_nothing_is_never_degraded() -> None:
-    placement = choose_host_placement(inventory(nodes=0), guest(4), PlacementPolicy())
+    placement = Arrival(inventory(nodes=0), PlacementPolicy()).place()
     assert placement.degraded_reason is None
     assert placement.cpus is None
 
@@ -488,137 +401,104 @@ def test_resize_chooses_again_without_its_own_placement() -> None:
 
 # --- huge pages ----------------------------------------------------------------------------
 
+TWO_NODES_16_PAGES = {0: (GIB_PAGE, 16), 1: (GIB_PAGE, 16)}
+
 
 @pytest.mark.parametrize(
-    ("inv", "shape", "policy", "others", "pages", "mems", "degraded"),
+    ("arrival", "pages", "degraded"),
     [
         pytest.param(
-            inventory(hugepages={0: (GIB_PAGE, 16), 1: (GIB_PAGE, 16)}),
-            guest(4, 8),
-            PlacementPolicy(numa_affine=True, pinned=True, hugepage_size_bytes=GIB_PAGE),
-            [],
+            Arrival(inventory(hugepages=TWO_NODES_16_PAGES), HUGE_PINNED_AFFINE),
             {0: 8},
-            (0,),
             None,
             id="affine-guest-books-pages-on-its-node",
         ),
         pytest.param(
-            inventory(hugepages={0: (MIB2_PAGE, 4096)}),
-            guest(2, 4),
-            PlacementPolicy(hugepage_size_bytes=MIB2_PAGE),
-            [],
+            Arrival(
+                inventory(hugepages={0: (MIB2_PAGE, 4096)}),
+                PlacementPolicy(hugepage_size_bytes=MIB2_PAGE),
+                guest(2, 4),
+            ),
             {0: 2048},
-            (0,),
             None,
             id="2mib-pages-count-per-page",
         ),
         pytest.param(
-            inventory(hugepages={0: (GIB_PAGE, 8), 1: (GIB_PAGE, 12)}),
-            guest(2, 8),
-            PlacementPolicy(hugepage_size_bytes=GIB_PAGE),
-            [],
+            Arrival(inventory(hugepages={0: (GIB_PAGE, 8), 1: (GIB_PAGE, 12)}), HUGE),
             {0: 8},
-            (0,),
             None,
             id="floating-guest-books-the-best-fitting-single-node",
         ),
         pytest.param(
-            inventory(hugepages={0: (GIB_PAGE, 6), 1: (GIB_PAGE, 10)}),
-            guest(2, 12),
-            PlacementPolicy(hugepage_size_bytes=GIB_PAGE),
-            [],
+            Arrival(inventory(hugepages={0: (GIB_PAGE, 6), 1: (GIB_PAGE, 10)}), HUGE, guest(2, 12)),
             {1: 10, 0: 2},
-            (0, 1),
             None,
             id="floating-guest-spreads-pages-when-no-node-has-enough",
         ),
         pytest.param(
-            inventory(hugepages={0: (GIB_PAGE, 16)}, gpu_nodes=[1]),
-            guest(4, 8, gpus=1),
-            PlacementPolicy(numa_affine=True, pinned=True, hugepage_size_bytes=GIB_PAGE),
-            [],
+            Arrival(
+                inventory(hugepages={0: (GIB_PAGE, 16)}, gpu_nodes=[1]),
+                HUGE_PINNED_AFFINE,
+                guest(4, 8, gpus=1),
+            ),
             {0: 8},
-            (0,),
-            DegradedReason.NO_NUMA_NODE_FITS,
+            R.NO_NUMA_NODE_FITS,
             id="affinity-degrades-but-pages-are-still-booked",
         ),
         pytest.param(
-            inventory(hugepages={0: (GIB_PAGE, 16), 1: (GIB_PAGE, 16)}),
-            guest(4, 8),
-            PlacementPolicy(numa_affine=True, hugepage_size_bytes=GIB_PAGE),
-            [
-                HostPlacement(
-                    cpus=None, cpuset=(2,), hugepage_size_bytes=GIB_PAGE, hugepages_by_node={0: 12}
-                )
-            ],
+            Arrival(
+                inventory(hugepages=TWO_NODES_16_PAGES), HUGE_AFFINE, others=(pages_held(0, 12),)
+            ),
             {1: 8},
-            (1,),
             None,
             id="pages-booked-by-others-are-not-bookable",
         ),
     ],
 )
 def test_hugepages_booked_per_node(
-    inv: Inventory,
-    shape: Shape,
-    policy: PlacementPolicy,
-    others: list[HostPlacement],
-    pages: dict[int, int],
-    mems: tuple[int, ...],
-    degraded: DegradedReason | None,
+    arrival: Arrival, pages: dict[int, int], degraded: DegradedReason | None
 ) -> None:
-    atoms = list(inv.gpus) if shape.gpus else []
-    placement = choose_host_placement(inv, shape, policy, gpus=atoms, others=others)
+    placement = arrival.place()
+    size = placement.hugepage_size_bytes
+    assert arrival.policy is not None
+    assert size == arrival.policy.hugepage_size_bytes
     assert placement.hugepages_by_node == pages
-    assert sum(pages.values()) == pages_needed(shape, policy.hugepage_size_bytes or 0)
-    assert placement.mems == mems
-    assert placement.hugepage_size_bytes == policy.hugepage_size_bytes
+    assert sum(pages.values()) == pages_needed(arrival.shape, size or 0)
+    assert placement.mems == tuple(sorted(pages))
     assert placement.memory_by_node == {}
     assert placement.degraded_reason == degraded
 
 
 @pytest.mark.parametrize(
-    ("inv", "others", "policy", "reason"),
+    ("arrival", "reason"),
     [
         pytest.param(
-            inventory(),
-            [],
-            PlacementPolicy(hugepage_size_bytes=GIB_PAGE),
-            "0 of 0 1GiB huge pages free",
-            id="host-without-huge-pages",
+            Arrival(inventory(), HUGE), "0 of 0 1GiB huge pages free", id="host-without-huge-pages"
         ),
         pytest.param(
-            inventory(hugepages={0: (MIB2_PAGE, 8192)}),
-            [],
-            PlacementPolicy(hugepage_size_bytes=GIB_PAGE),
+            Arrival(inventory(hugepages={0: (MIB2_PAGE, 8192)}), HUGE),
             "0 of 0 1GiB huge pages free",
             id="pages-of-another-size",
         ),
         pytest.param(
-            inventory(hugepages={0: (GIB_PAGE, 16)}),
-            [
-                HostPlacement(
-                    cpus=None, cpuset=(2,), hugepage_size_bytes=GIB_PAGE, hugepages_by_node={0: 12}
-                )
-            ],
-            PlacementPolicy(numa_affine=True, pinned=True, hugepage_size_bytes=GIB_PAGE),
+            Arrival(
+                inventory(hugepages={0: (GIB_PAGE, 16)}),
+                HUGE_PINNED_AFFINE,
+                others=(pages_held(0, 12),),
+            ),
             "4 of 16 1GiB huge pages free",
             id="pages-booked-by-others-never-degrade",
         ),
         pytest.param(
-            inventory(nodes=0),
-            [],
-            PlacementPolicy(numa_affine=True, hugepage_size_bytes=MIB2_PAGE),
-            "0 of 0 2MiB huge pages free",
+            Arrival(inventory(nodes=0), HUGE_AFFINE),
+            "0 of 0 1GiB huge pages free",
             id="no-numa-topology-has-no-pages",
         ),
     ],
 )
-def test_hugepages_never_degraded(
-    inv: Inventory, others: list[HostPlacement], policy: PlacementPolicy, reason: str
-) -> None:
+def test_hugepages_never_degraded(arrival: Arrival, reason: str) -> None:
     with pytest.raises(NoHugepages) as raised:
-        choose_host_placement(inv, guest(4, 8), policy, others=others)
+        arrival.place()
     assert raised.value.reason == reason
     assert raised.value.no_fit().kind == "hugepages"
     assert isinstance(raised.value, NotCandidate)
@@ -638,38 +518,33 @@ def test_size_label(size: int, label: str) -> None:
 
 # --- balloons ------------------------------------------------------------------------------
 
+WITH_PAGES_AND_GPU = inventory(hugepages={0: (GIB_PAGE, 16)}, gpu_nodes=[0])
+
 
 @pytest.mark.parametrize(
-    ("ratio", "shape", "policy", "gpus", "balloon"),
+    ("arrival", "balloon"),
     [
-        pytest.param(1.5, guest(2, 4), None, [], True, id="overcommitted-pool-balloons"),
-        pytest.param(1.0, guest(2, 4), None, [], False, id="no-overcommit-no-balloon"),
-        pytest.param(None, guest(2, 4), None, [], False, id="default-ratio-no-balloon"),
-        pytest.param(0.5, guest(2, 4), None, [], False, id="undercommit-no-balloon"),
         pytest.param(
-            1.5,
-            guest(2, 4),
-            PlacementPolicy(hugepage_size_bytes=GIB_PAGE),
-            [],
+            Arrival(WITH_PAGES_AND_GPU, ratio=1.5), True, id="overcommitted-pool-balloons"
+        ),
+        pytest.param(Arrival(WITH_PAGES_AND_GPU, ratio=1), False, id="no-overcommit-no-balloon"),
+        pytest.param(Arrival(WITH_PAGES_AND_GPU, ratio=None), False, id="default-ratio-no-balloon"),
+        pytest.param(Arrival(WITH_PAGES_AND_GPU, ratio=0.5), False, id="undercommit-no-balloon"),
+        pytest.param(
+            Arrival(WITH_PAGES_AND_GPU, HUGE, ratio=1.5), False, id="huge-page-guest-never-balloons"
+        ),
+        pytest.param(
+            Arrival(WITH_PAGES_AND_GPU, shape=guest(gpus=1), ratio=1.5),
             False,
-            id="huge-page-guest-never-balloons",
+            id="gpu-guest-never-balloons",
         ),
         pytest.param(
-            1.5, guest(2, 4, gpus=1), None, [gpu(0)], False, id="gpu-guest-never-balloons"
+            Arrival(WITH_PAGES_AND_GPU, PINNED, ratio=1.5), True, id="pinned-guest-still-balloons"
         ),
-        pytest.param(1.5, guest(2, 4), PINNED, [], True, id="pinned-guest-still-balloons"),
     ],
 )
-def test_balloon(
-    ratio: float | None,
-    shape: Shape,
-    policy: PlacementPolicy | None,
-    gpus: list[Gpu],
-    balloon: bool,
-) -> None:
-    inv = inventory(hugepages={0: (GIB_PAGE, 16)})
-    placement = choose_host_placement(inv, shape, policy, gpus=gpus, memory_ratio=ratio)
-    assert placement.balloon is balloon
+def test_balloon(arrival: Arrival, balloon: bool) -> None:
+    assert arrival.place().balloon is balloon
 
 
 # --- stored form ---------------------------------------------------------------------------

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from bcfleet.api.doctor import DoctorAPI
 from bcfleet.api.events import EventsAPI
 from bcfleet.api.flavors import FlavorsAPI
 from bcfleet.api.hosts import HostsAPI
 from bcfleet.api.iam import IamAPI
+from bcfleet.api.instances import InstancesAPI
 from bcfleet.api.meters import MetersAPI
 from bcfleet.api.pools import PoolsAPI
 from bcfleet.api.provider_accounts import ProviderAccountsAPI
+from bcfleet.api.quotas import QuotasAPI
 from bcfleet.api.tenants import TenantsAPI
 
 if TYPE_CHECKING:
@@ -30,3 +33,6 @@ class FleetAPI:
         self.flavors = FlavorsAPI(fleet)
         self.events = EventsAPI(fleet)
         self.meters = MetersAPI(fleet)
+        self.instances = InstancesAPI(fleet)
+        self.quotas = QuotasAPI(fleet)
+        self.doctor = DoctorAPI(fleet)

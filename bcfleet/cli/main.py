@@ -23,6 +23,9 @@ COMMAND_MODULES = (
     "events",
     "billing",
     "db",
+    "instances",
+    "quotas",
+    "doctor",
     "demo",
     "serve",
 )

@@ -1,1 +1,1 @@
-"""The ProviderImpl seam: Hetzner Cloud over httpx, and a local fake server that speaks the same JSON."""
+"""The ProviderImpl seam: Hetzner Cloud over httpx, and a local fake server speaking its JSON."""

@@ -1,0 +1,41 @@
+"""`fleet doctor`: warnings an operator should act on (vps.hosts.capacity, …) and the invariant checks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlmodel import col, select
+
+from bcfleet.api.auth import Credential, tenant_resource
+from bcfleet.api.base import Area
+from bcfleet.placement.invariants import check_all
+from bcfleet.store.models import Host, NodeResource, Pool
+
+
+class DoctorAPI(Area):
+    def check(self, credential: Credential | None, *, invariants: bool = False) -> dict[str, Any]:
+        with self.fleet.read() as session:
+            actor = self.actor(session, credential, None)
+            actor.require("compute:doctor:read", tenant_resource("root"))
+            warnings: list[dict[str, Any]] = []
+            with_rows = select(NodeResource.node_id).distinct()
+            waiting = session.execute(
+                select(Host.name, Pool.name)
+                .join(Pool, col(Pool.id) == col(Host.pool_id))
+                .where(
+                    Pool.kind == "vps-host",
+                    col(Host.tenant_controlled).is_(False),
+                    col(Host.id).not_in(with_rows),
+                )  # fmt: skip
+                .order_by(col(Host.name))
+            ).all()
+            for host_name, pool_name in waiting:
+                warnings.append({
+                    "code": "vps.hosts.capacity", "host": host_name, "pool": pool_name,
+                    "message": f"host {host_name} in pool {pool_name} has no capacity rows: it has not "
+                               "reported inventory (or vps.hosts has not run since), so it is no candidate",
+                })  # fmt: skip
+            body: dict[str, Any] = {"warnings": warnings}
+            if invariants:
+                body["invariants"] = check_all(session)
+            return body

@@ -1,0 +1,309 @@
+"""Instances: create (admit + place), list, show, stop, start, delete, resize, and the host's InstanceSpec."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlmodel import Session, col, select
+
+from bcfleet.api.auth import Actor, Credential, owned_resource, pool_resource
+from bcfleet.api.base import Area
+from bcfleet.api.events import emit
+from bcfleet.api.lookup import find_flavor, find_pool
+from bcfleet.clock import format_time
+from bcfleet.domain.instance_spec import instance_spec, render_libvirt_domain
+from bcfleet.domain.numa import HostPlacement
+from bcfleet.domain.shapes import Shape, shape_delta
+from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError, UnsupportedError
+from bcfleet.placement.hosted import place_instance, release_instance
+from bcfleet.placement.resize import resize_hosted
+from bcfleet.store.models import Booking, Flavor, GpuAtom, Host, Instance, Pool
+
+INSTANCE_NAME_MAX = 63
+
+
+def flavor_shape(flavor: Flavor) -> dict[str, Any]:
+    """The shape an instance keeps: a copy of its flavor's at admission (document 000)."""
+    shape: dict[str, Any] = {"vcpu": flavor.vcpu, "memoryGiB": flavor.memory_gib,
+                             "diskGiB": flavor.disk_gib, "gpus": flavor.gpus}  # fmt: skip
+    if flavor.offer_id:
+        shape["offerId"] = flavor.offer_id
+    if flavor.placement:
+        shape["placement"] = dict(flavor.placement)
+    return shape
+
+
+def instance_json(instance: Instance, flavor_name: str | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "id": instance.id,
+        "tenantId": instance.tenant_id,
+        "poolId": instance.pool_id,
+        "flavorId": instance.flavor_id,
+        "name": instance.name,
+        "state": instance.state,
+        "shape": dict(instance.shape),
+        "nodeId": instance.node_id,
+        "conditions": list(instance.conditions),
+        "createdAt": format_time(instance.created_at),
+        "updatedAt": format_time(instance.updated_at),
+    }
+    if flavor_name is not None:
+        body["flavor"] = flavor_name
+    if instance.host_placement is not None:
+        body["hostPlacement"] = dict(instance.host_placement)
+    if instance.purpose != "tenant":
+        body["purpose"] = instance.purpose
+        body["size"] = instance.size
+    if instance.ready_at is not None:
+        body["readyAt"] = format_time(instance.ready_at)
+    if instance.deleted_at is not None:
+        body["deletedAt"] = format_time(instance.deleted_at)
+    if instance.provider_server_id is not None:
+        body["providerServerId"] = instance.provider_server_id
+        body["providerStatus"] = instance.provider_status
+    return body
+
+
+def _find(session: Session, actor: Actor, instance_id: str, *, lock: bool = False) -> Instance:
+    """An instance of the actor's tenant (root's admin: any); NOT_FOUND otherwise."""
+    instance = session.get(Instance, instance_id, with_for_update=lock or None)
+    if instance is None or not (actor.is_root_admin or instance.tenant_id == actor.tenant_id):
+        raise NotFoundError(f"instance {instance_id!r} not found", {"instance": instance_id})
+    return instance
+
+
+def _flavor_names(session: Session, ids: list[str]) -> dict[str, str]:
+    if not ids:
+        return {}
+    return dict(
+        session.execute(select(Flavor.id, Flavor.name).where(col(Flavor.id).in_(ids))).all()
+    )
+
+
+class InstancesAPI(Area):
+    def create(
+        self,
+        credential: Credential | None,
+        *,
+        tenant_id: str,
+        pool_id: str,
+        flavor: str,
+        name: str | None = None,
+    ) -> dict[str, Any]:
+        """Admit and place in one transaction; pending with a counted Unschedulable reason when nothing fits."""
+        if name is not None and not (0 < len(name) <= INSTANCE_NAME_MAX):
+            raise InvalidInputError("an instance name is 1-63 characters", {"field": "name"})
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            pool = find_pool(session, actor, pool_id)
+            row = find_flavor(session, pool, flavor)
+            actor.require("compute:instances:create", pool_resource(pool),
+                          {"gpus": row.gpus, "flavor": row.name, "spot": False})  # fmt: skip
+            instance = place_instance(
+                session, self.fleet, tenant_id=actor.tenant_id, pool=pool, shape=flavor_shape(row),
+                name=name or f"{row.name}-{self.fleet.now():%H%M%S}", flavor_id=row.id,
+            )  # fmt: skip
+            kind = "instance.placed" if instance.node_id else "instance.unschedulable"
+            if pool.kind == "provider":
+                kind = "instance.provisioning"
+            emit(session, self.fleet.ids, self.fleet.now(), kind, tenant_id=instance.tenant_id,
+                 subject_id=instance.id, data={"state": instance.state})  # fmt: skip
+            return instance_json(instance, row.name)
+
+    def list(
+        self, credential: Credential | None, *, tenant_id: str | None = None, pool: str | None = None,
+        include_deleted: bool = False, state: str | None = None,
+    ) -> dict[str, Any]:  # fmt: skip
+        with self.fleet.read() as session:
+            actor = self.actor(session, credential, tenant_id)
+            actor.require(
+                "compute:instances:read", owned_resource(actor.tenant_id, "instances", "*")
+            )
+            query = select(Instance).order_by(col(Instance.created_at), col(Instance.id))
+            if not (actor.is_root_admin and tenant_id is None):
+                query = query.where(Instance.tenant_id == actor.tenant_id)
+            if pool is not None:
+                query = query.where(Instance.pool_id == find_pool(session, actor, pool).id)
+            if state is not None:
+                query = query.where(Instance.state == state)
+            elif not include_deleted:
+                query = query.where(Instance.state != "deleted")
+            rows = session.exec(query).all()
+            names = _flavor_names(session, sorted({r.flavor_id for r in rows if r.flavor_id}))
+            return {"items": [instance_json(r, names.get(r.flavor_id or "")) for r in rows]}
+
+    def show(
+        self, credential: Credential | None, instance_id: str, *, tenant_id: str | None = None
+    ) -> dict[str, Any]:
+        with self.fleet.read() as session:
+            actor = self.actor(session, credential, tenant_id)
+            instance = _find(session, actor, instance_id)
+            actor.require(
+                "compute:instances:read",
+                owned_resource(instance.tenant_id, "instance", instance.id),
+            )
+            names = _flavor_names(session, [instance.flavor_id] if instance.flavor_id else [])
+            return instance_json(instance, names.get(instance.flavor_id or ""))
+
+    def _set_state(self, credential: Credential | None, instance_id: str, tenant_id: str | None,
+                   action: str, target: str, allowed_from: tuple[str, ...]) -> dict[str, Any]:  # fmt: skip
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            instance = _find(session, actor, instance_id, lock=True)
+            actor.require(
+                f"compute:instances:{action}",
+                owned_resource(instance.tenant_id, "instance", instance.id),
+            )
+            if instance.state == target:
+                return instance_json(instance)
+            if instance.state not in allowed_from:
+                raise ConflictError(
+                    f"cannot {action} an instance that is {instance.state}",
+                    {"state": instance.state, "allowedFrom": list(allowed_from)},
+                )
+            instance.state = target
+            instance.updated_at = self.fleet.now()
+            session.add(instance)
+            emit(session, self.fleet.ids, self.fleet.now(), f"instance.{target}",
+                 tenant_id=instance.tenant_id, subject_id=instance.id, data={})  # fmt: skip
+            return instance_json(instance)
+
+    def stop(
+        self, credential: Credential | None, instance_id: str, *, tenant_id: str | None = None
+    ) -> dict[str, Any]:
+        """Stop a running instance; it keeps its allocation (and so its claims) while stopped."""
+        return self._set_state(credential, instance_id, tenant_id, "stop", "stopped", ("running",))
+
+    def start(
+        self, credential: Credential | None, instance_id: str, *, tenant_id: str | None = None
+    ) -> dict[str, Any]:
+        return self._set_state(credential, instance_id, tenant_id, "start", "running", ("stopped",))
+
+    def delete(
+        self, credential: Credential | None, instance_id: str, *, tenant_id: str | None = None
+    ) -> dict[str, Any]:
+        """Release the allocation and GPU atoms and refund quota; start and end times stay for metering."""
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            instance = _find(session, actor, instance_id, lock=True)
+            actor.require(
+                "compute:instances:delete",
+                owned_resource(instance.tenant_id, "instance", instance.id),
+            )
+            if instance.state == "deleted":
+                raise NotFoundError(
+                    f"instance {instance_id!r} not found", {"instance": instance_id}
+                )
+            release_instance(session, self.fleet, instance, reason="deleted")
+            emit(session, self.fleet.ids, self.fleet.now(), "instance.deleted",
+                 tenant_id=instance.tenant_id, subject_id=instance.id, data={})  # fmt: skip
+            return instance_json(instance)
+
+    def resize(
+        self,
+        credential: Credential | None,
+        instance_id: str,
+        *,
+        flavor: str,
+        tenant_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Document 000's resize: stopped hosted instances, same GPU count and placement, in place on its node."""
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            instance = _find(session, actor, instance_id, lock=True)
+            actor.require(
+                "compute:instances:resize",
+                owned_resource(instance.tenant_id, "instance", instance.id),
+            )
+            pool = session.get(Pool, instance.pool_id)
+            assert pool is not None
+            if pool.kind == "provider":
+                raise UnsupportedError("resizing a provider instance is not supported; create a new instance",
+                                       {"instance": instance.id})  # fmt: skip
+            if instance.state != "stopped":
+                raise ConflictError(f"resize needs a stopped instance; this one is {instance.state}",
+                                    {"state": instance.state, "required": "stopped"})  # fmt: skip
+            target = find_flavor(session, pool, flavor)
+            new_shape = flavor_shape(target)
+            _check_resizable(instance.shape, new_shape)
+            resize_hosted(session, self.fleet, instance, pool, new_shape, target.id)
+            emit(session, self.fleet.ids, self.fleet.now(), "instance.resized", tenant_id=instance.tenant_id,
+                 subject_id=instance.id, data={"flavor": target.name})  # fmt: skip
+            return instance_json(instance, target.name)
+
+    def spec(self, credential: Credential | None, instance_id: str, *, tenant_id: str | None = None,
+             format: str = "json") -> dict[str, Any] | str:  # fmt: skip
+        """The InstanceSpec the host agent receives, or its libvirt domain XML."""
+        with self.fleet.read() as session:
+            actor = self.actor(session, credential, tenant_id)
+            instance = _find(session, actor, instance_id)
+            actor.require(
+                "compute:instances:read",
+                owned_resource(instance.tenant_id, "instance", instance.id),
+            )
+            if instance.host_placement is None:
+                raise ConflictError(
+                    "the instance is not placed on a host yet", {"state": instance.state}
+                )
+            spec = spec_of(session, instance, self.fleet.settings.balloon_floor_percent)
+        if format == "libvirt":
+            return render_libvirt_domain(spec)
+        if format != "json":
+            raise InvalidInputError("format is json or libvirt", {"format": format})
+        return spec
+
+    def specs_for_host(self, credential: Credential | None, host: str) -> dict[str, Any]:
+        """Every live instance's spec on one host: what its agent pulls."""
+        from bcfleet.api.lookup import find_host
+
+        with self.fleet.read() as session:
+            actor = self.actor(session, credential, None)
+            row, pool = find_host(session, actor, host)
+            actor.require("compute:hosts:report", pool_resource(pool))
+            instances = session.scalars(
+                select(Instance).where(
+                    Instance.node_id == row.id, col(Instance.state).in_(("running", "stopped"))
+                )
+            ).all()
+            floor = self.fleet.settings.balloon_floor_percent
+            return {"host": row.name, "items": [spec_of(session, i, floor) for i in instances]}
+
+
+def spec_of(session: Session, instance: Instance, balloon_floor_percent: int) -> dict[str, Any]:
+    pci = (
+        session.execute(
+            select(GpuAtom.pci_address)
+            .join(Booking, col(Booking.atom_id) == col(GpuAtom.id))
+            .where(Booking.consumer_id == instance.id, col(Booking.released_at).is_(None))
+            .order_by(col(GpuAtom.index))
+        )
+        .scalars()
+        .all()
+    )
+    return instance_spec(
+        instance_id=instance.id, name=instance.name, state=instance.state, shape=Shape.from_json(instance.shape),
+        placement=HostPlacement.from_json(instance.host_placement or {}), gpu_pci_addresses=tuple(pci),
+        balloon_floor_percent=balloon_floor_percent,
+    )  # fmt: skip
+
+
+def _check_resizable(old: dict[str, Any], new: dict[str, Any]) -> None:
+    """UNSUPPORTED for a different GPU count or a different placement (document 000)."""
+    delta = shape_delta(Shape.from_json(old), Shape.from_json(new))
+    if delta.changes_gpus:
+        raise UnsupportedError(
+            "resize cannot change the GPU count; create a new instance instead",
+            {"gpusBefore": old.get("gpus", 0), "gpusAfter": new.get("gpus", 0)},
+        )
+    if (old.get("placement") or None) != (new.get("placement") or None):
+        raise UnsupportedError(
+            "resize cannot change the placement; create a new instance instead",
+            {"placementBefore": old.get("placement"), "placementAfter": new.get("placement")},
+        )
+
+
+def host_name(session: Session, node_id: str | None) -> str | None:
+    if node_id is None:
+        return None
+    host = session.get(Host, node_id)
+    return host.name if host else None

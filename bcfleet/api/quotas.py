@@ -1,0 +1,86 @@
+"""Quotas: a tenant's limits per pool (set by the pool's owner) and what it uses."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sqlmodel import select
+
+from bcfleet.api.auth import Credential, pool_resource
+from bcfleet.api.base import Area
+from bcfleet.api.lookup import find_pool, get_tenant
+from bcfleet.errors import InvalidInputError
+from bcfleet.store.models import Pool, Quota
+from bcfleet.store.models.capacity import QUOTA_RESOURCES
+
+
+def quota_json(pool: Pool, tenant_id: str, rows: list[Quota]) -> dict[str, Any]:
+    by_resource = {r.resource: r for r in rows}
+    return {
+        "tenantId": tenant_id,
+        "poolId": pool.id,
+        "pool": pool.name,
+        "limits": {r: by_resource[r].limit for r in QUOTA_RESOURCES if r in by_resource},
+        "used": {r: by_resource[r].used if r in by_resource else 0 for r in QUOTA_RESOURCES},
+    }
+
+
+class QuotasAPI(Area):
+    def set(
+        self,
+        credential: Credential | None,
+        *,
+        tenant_id: str,
+        pool: str,
+        limits: Mapping[str, int | None],
+        managed: bool = False,
+    ) -> dict[str, Any]:
+        """Set limits (None removes a limit); a limit below what is used is allowed and blocks new charges."""
+        for resource, limit in limits.items():
+            if resource not in QUOTA_RESOURCES:
+                raise InvalidInputError(f"unknown quota resource {resource!r}; use {', '.join(QUOTA_RESOURCES)}",
+                                        {"resource": resource})  # fmt: skip
+            if limit is not None and (
+                isinstance(limit, bool) or not isinstance(limit, int) or limit < 0
+            ):
+                raise InvalidInputError(
+                    f"quota {resource} must be a whole number >= 0", {"resource": resource}
+                )
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, None)
+            row = find_pool(session, actor, pool)
+            actor.require("compute:quotas:manage", pool_resource(row))
+            get_tenant(session, tenant_id)
+            for resource, limit in limits.items():
+                quota = session.get(Quota, (tenant_id, row.id, resource), with_for_update=True)
+                if quota is None:
+                    quota = Quota(tenant_id=tenant_id, pool_id=row.id, resource=resource, used=0)
+                quota.limit = limit
+                quota.managed = quota.managed or managed
+                session.add(quota)
+            session.flush()
+            rows = list(
+                session.exec(
+                    select(Quota).where(Quota.tenant_id == tenant_id, Quota.pool_id == row.id)
+                ).all()
+            )
+            return quota_json(row, tenant_id, rows)
+
+    def show(
+        self, credential: Credential | None, *, tenant_id: str, pool: str | None = None
+    ) -> dict[str, Any]:
+        with self.fleet.read() as session:
+            actor = self.actor(session, credential, tenant_id)
+            query = select(Quota).where(Quota.tenant_id == actor.tenant_id)
+            pools: list[Pool]
+            if pool is not None:
+                pools = [find_pool(session, actor, pool)]
+            else:
+                ids = sorted({q.pool_id for q in session.exec(query).all()})
+                pools = [p for p in (session.get(Pool, i) for i in ids) if p is not None]
+            items = []
+            for row in pools:
+                quotas = list(session.exec(query.where(Quota.pool_id == row.id)).all())
+                items.append(quota_json(row, actor.tenant_id, quotas))
+            return {"items": items}

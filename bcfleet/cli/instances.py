@@ -1,0 +1,124 @@
+"""`fleet instances create|list|show|stop|start|delete|resize|spec`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from bcfleet.cli.common import fleet_command, output, state, table
+
+
+@click.group("instances")
+def group() -> None:
+    """Instances: placed on hosts of vps-host pools, or made at a provider."""
+
+
+def _condition_text(item: dict[str, Any]) -> str:
+    return "; ".join(f"{c['type']}: {c['message']}" for c in item.get("conditions", []))
+
+
+def _instance_text(i: dict[str, Any]) -> str:
+    shape = i["shape"]
+    lines = [
+        f"Instance {i['name']} ({i['id']})",
+        f"  state:   {i['state']}",
+        f"  flavor:  {i.get('flavor') or '-'}: {shape['vcpu']} vCPU, {shape['memoryGiB']} GiB memory, "
+        f"{shape['diskGiB']} GiB disk" + (f", {shape['gpus']} GPU" if shape.get("gpus") else ""),
+        f"  node:    {i.get('nodeId') or '-'}",
+    ]
+    placement = i.get("hostPlacement")
+    if placement:
+        cpus = placement.get("cpus")
+        lines.append(f"  cpus:    {'pinned ' + ','.join(map(str, cpus)) if cpus else 'floating'}"
+                     + (f", NUMA {placement['mems']}" if placement.get("mems") else ""))  # fmt: skip
+    for condition in i.get("conditions", []):
+        lines.append(f"  {condition['type']}: {condition['reason']}: {condition['message']}")
+    return "\n".join(lines)
+
+
+@fleet_command(group, "create")
+@click.option("--tenant", required=True)
+@click.option("--pool", required=True)
+@click.option("--flavor", required=True)
+@click.option("--name")
+def create(tenant: str, pool: str, flavor: str, name: str | None) -> None:
+    """Admit and place an instance of a flavor."""
+    s = state()
+    output(s.fleet.api.instances.create(s.credential, tenant_id=tenant, pool_id=pool, flavor=flavor, name=name),
+           _instance_text)  # fmt: skip
+
+
+@fleet_command(group, "list")
+@click.option("--tenant")
+@click.option("--pool")
+@click.option("--state", "state_")
+@click.option("--all", "include_deleted", is_flag=True, help="Include deleted instances.")
+def list_(tenant: str | None, pool: str | None, state_: str | None, include_deleted: bool) -> None:
+    s = state()
+    data = s.fleet.api.instances.list(s.credential, tenant_id=tenant, pool=pool, state=state_,
+                                      include_deleted=include_deleted)  # fmt: skip
+    for item in data["items"]:
+        item["why"] = _condition_text(item)
+    output(data, lambda d: table(d["items"], [("ID", "id"), ("NAME", "name"), ("TENANT", "tenantId"),
+                                              ("FLAVOR", "flavor"), ("STATE", "state"), ("CONDITIONS", "why")]))  # fmt: skip
+
+
+@fleet_command(group, "show")
+@click.option("--tenant")
+@click.argument("instance_id")
+def show(tenant: str | None, instance_id: str) -> None:
+    s = state()
+    output(s.fleet.api.instances.show(s.credential, instance_id, tenant_id=tenant), _instance_text)
+
+
+@fleet_command(group, "stop")
+@click.option("--tenant")
+@click.argument("instance_id")
+def stop(tenant: str | None, instance_id: str) -> None:
+    s = state()
+    output(s.fleet.api.instances.stop(s.credential, instance_id, tenant_id=tenant), _instance_text)
+
+
+@fleet_command(group, "start")
+@click.option("--tenant")
+@click.argument("instance_id")
+def start(tenant: str | None, instance_id: str) -> None:
+    s = state()
+    output(s.fleet.api.instances.start(s.credential, instance_id, tenant_id=tenant), _instance_text)
+
+
+@fleet_command(group, "delete")
+@click.option("--tenant")
+@click.argument("instance_id")
+def delete(tenant: str | None, instance_id: str) -> None:
+    s = state()
+    output(s.fleet.api.instances.delete(s.credential, instance_id, tenant_id=tenant),
+           lambda i: f"Instance {i['id']} deleted.")  # fmt: skip
+
+
+@fleet_command(group, "resize")
+@click.option("--tenant")
+@click.option("--flavor", required=True)
+@click.argument("instance_id")
+def resize(tenant: str | None, flavor: str, instance_id: str) -> None:
+    """Resize a stopped hosted instance in place to another flavor of its pool."""
+    s = state()
+    output(s.fleet.api.instances.resize(s.credential, instance_id, flavor=flavor, tenant_id=tenant),
+           _instance_text)  # fmt: skip
+
+
+@fleet_command(group, "spec")
+@click.option("--tenant")
+@click.option(
+    "--format", "format_", type=click.Choice(["json", "libvirt"]), default="json", show_default=True
+)
+@click.argument("instance_id")
+def spec(tenant: str | None, format_: str, instance_id: str) -> None:
+    """The InstanceSpec the host agent receives, or its libvirt domain XML."""
+    s = state()
+    result = s.fleet.api.instances.spec(s.credential, instance_id, tenant_id=tenant, format=format_)
+    if isinstance(result, str):
+        click.echo(result)
+    else:
+        output(result)

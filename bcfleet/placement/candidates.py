@@ -1,0 +1,141 @@
+"""Candidate hosts from SQL: feasible for the scalars in the WHERE clause, a bounded page from a rotating start.
+
+Like kube-scheduler's percentageOfNodesToScore, placement does not weigh every host of a large
+pool: it collects up to `want` feasible hosts starting after a rotating cursor (so successive
+placements look at different parts of the pool), then the weigher ranks those. The counted
+explanation of a failure, which needs every host, is only computed when nothing fits.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import and_
+from sqlalchemy.orm import aliased
+from sqlmodel import Session, col, select
+
+from bcfleet.domain.fit import HostSnapshot, ResourceRow
+from bcfleet.domain.shapes import SCALARS
+from bcfleet.placement.gpus import free_counts
+from bcfleet.store.models import Host, NodeResource
+
+PAGE = 64
+
+_cursor_lock = threading.Lock()
+_cursors: dict[str, str] = {}
+
+
+def _next_cursor(pool_id: str) -> str:
+    with _cursor_lock:
+        return _cursors.get(pool_id, "")
+
+
+def advance_cursor(pool_id: str, node_id: str) -> None:
+    """Start the next search after the host just used."""
+    with _cursor_lock:
+        _cursors[pool_id] = node_id
+
+
+def _feasible_page(
+    session: Session,
+    pool_id: str,
+    claims: Mapping[str, int],
+    after: str,
+    before: str | None,
+    limit: int,
+) -> list[Any]:
+    rows = {r: aliased(NodeResource, name=f"nr_{r}") for r in SCALARS}
+    columns: list[Any] = [Host.id, Host.labels]
+    for resource in SCALARS:
+        alias = rows[resource]
+        columns += [alias.allocatable, alias.ratio, alias.capacity, alias.allocated]
+    query = select(*columns).select_from(Host)
+    for resource in SCALARS:
+        alias = rows[resource]
+        query = query.join(
+            alias, and_(col(alias.node_id) == col(Host.id), col(alias.resource) == resource)
+        )
+        amount = int(claims.get(resource, 0))
+        if amount > 0:
+            query = query.where(col(alias.allocated) + amount <= col(alias.capacity))
+    query = query.where(Host.pool_id == pool_id, col(Host.state) == "ready", col(Host.id) > after)
+    if before is not None:
+        query = query.where(col(Host.id) <= before)
+    return list(session.execute(query.order_by(col(Host.id)).limit(limit)).all())
+
+
+def _snapshot(row: Any, gpus: tuple[int, int]) -> HostSnapshot:
+    values = list(row)
+    node_id, labels = values[0], values[1]
+    resources: dict[str, ResourceRow] = {}
+    for i, resource in enumerate(SCALARS):
+        allocatable, ratio, capacity, allocated = values[2 + 4 * i : 6 + 4 * i]
+        resources[resource] = ResourceRow(resource, allocatable, ratio, capacity, allocated)
+    return HostSnapshot(node_id=node_id, rows=resources, gpus_total=gpus[1], gpus_free=gpus[0],
+                        draining=False, labels=dict(labels or {}))  # fmt: skip
+
+
+def feasible_hosts(
+    session: Session,
+    pool_id: str,
+    claims: Mapping[str, int],
+    *,
+    gpus: int,
+    needs_label: bool,
+    want: int,
+    now: Any,
+) -> list[HostSnapshot]:
+    """Up to `want` hosts of the pool where the claims and GPUs fit now, from the rotating cursor."""
+    cursor = _next_cursor(pool_id)
+    found: list[HostSnapshot] = []
+    for after, before in ((cursor, None), ("", cursor or None)):
+        last = after
+        while len(found) < want:
+            page = _feasible_page(session, pool_id, claims, last, before, PAGE)
+            if not page:
+                break
+            last = page[-1][0]
+            counts = free_counts(session, [r[0] for r in page], now) if gpus > 0 else {}
+            for row in page:
+                snapshot = _snapshot(row, counts.get(row[0], (0, 0)))
+                if gpus > snapshot.gpus_free:
+                    continue
+                if needs_label and not snapshot.applies_placement:
+                    continue
+                found.append(snapshot)
+            if len(page) < PAGE:
+                break
+        if len(found) >= want or before is None and not cursor:
+            break
+    return found[:want]
+
+
+def pool_snapshots(session: Session, pool_id: str, now: Any) -> list[HostSnapshot]:
+    """Every host of the pool as the fit check sees it (for the counted explanation of a failure)."""
+    hosts = session.execute(
+        select(Host.id, Host.labels, Host.state)
+        .where(Host.pool_id == pool_id)
+        .order_by(col(Host.id))
+    ).all()
+    node_ids = [h[0] for h in hosts]
+    rows: dict[str, dict[str, ResourceRow]] = {n: {} for n in node_ids}
+    for row in session.scalars(
+        select(NodeResource).where(col(NodeResource.node_id).in_(node_ids))
+    ).all():
+        rows[row.node_id][row.resource] = ResourceRow(
+            row.resource, row.allocatable, row.ratio, row.capacity, row.allocated
+        )
+    counts = free_counts(session, node_ids, now)
+    return [
+        HostSnapshot(
+            node_id=node_id,
+            rows=rows[node_id],
+            gpus_total=counts.get(node_id, (0, 0))[1],
+            gpus_free=counts.get(node_id, (0, 0))[0],
+            draining=state != "ready",
+            labels=dict(labels or {}),
+        )  # fmt: skip
+        for node_id, labels, state in hosts
+    ]

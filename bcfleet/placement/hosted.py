@@ -1,0 +1,321 @@
+"""Hosted placement: admit an instance, claim a host with guarded SQL, book GPU atoms, choose its CPUs.
+
+The transaction code loads a snapshot, asks the pure deciders (fit, weighers, NUMA chooser),
+writes with guarded SQL and, when a guard refuses (another writer got there first), rolls the
+savepoint back and moves on to the next candidate. Nothing here reads the wall clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import text
+from sqlmodel import Session, col, select
+
+from bcfleet.domain.fit import HostSnapshot, NoFit, check_fit, explain_no_fit, rank, weigher
+from bcfleet.domain.numa import (
+    HostPlacement,
+    NotCandidate,
+    choose_host_placement,
+    degraded_condition,
+)
+from bcfleet.domain.shapes import (
+    SCALARS,
+    Gpu,
+    Inventory,
+    PlacementPolicy,
+    Shape,
+    placement_from_json,
+)
+from bcfleet.placement import gpus as gpu_atoms
+from bcfleet.placement.candidates import advance_cursor, feasible_hosts, pool_snapshots
+from bcfleet.placement.conditions import clear_condition, set_condition
+from bcfleet.placement.quotas import charge, quota_charge_of, refund
+from bcfleet.store.engine import is_sqlite
+from bcfleet.store.models import Allocation, Host, Instance, Pool
+
+if TYPE_CHECKING:
+    from bcfleet.fleet import Fleet
+
+CANDIDATES_TO_SCORE = 16
+LIVE_STATES = ("running", "stopped", "provisioning")
+
+
+def place_instance(
+    session: Session,
+    fleet: Fleet,
+    *,
+    tenant_id: str,
+    pool: Pool,
+    shape: Mapping[str, Any],
+    name: str,
+    flavor_id: str | None,
+    purpose: str = "tenant",
+    size: str | None = None,
+) -> Instance:
+    """Admit (charge quota) and place an instance; pending with Unschedulable when nothing fits."""
+    now = fleet.now()
+    instance = Instance(
+        id=fleet.new_id("ins"), tenant_id=tenant_id, pool_id=pool.id, flavor_id=flavor_id, name=name,
+        state="pending", shape=dict(shape), purpose=purpose, size=size, created_at=now, updated_at=now,
+    )  # fmt: skip
+    session.add(instance)
+    session.flush()
+    charge(session, tenant_id, pool.id, quota_charge_of(shape))
+    if pool.kind == "provider":
+        instance.state = "provisioning"  # the providers.reconcile job makes the server
+        return instance
+    try_place(session, fleet, instance, pool)
+    return instance
+
+
+def try_place(session: Session, fleet: Fleet, instance: Instance, pool: Pool) -> bool:
+    """Place a pending hosted instance; on failure keep it pending with a counted Unschedulable reason."""
+    shape = Shape.from_json(instance.shape)
+    policy = placement_from_json(instance.shape.get("placement"))
+    now = fleet.now()
+    strategy = weigher(fleet.settings.placement_strategy)
+    tried: dict[str, NoFit] = {}
+    for want in (CANDIDATES_TO_SCORE, 100_000):
+        candidates = [
+            h
+            for h in feasible_hosts(
+                session,
+                pool.id,
+                shape.claims(),
+                gpus=shape.gpus,
+                needs_label=policy is not None,
+                want=want,
+                now=now,
+            )  # fmt: skip
+            if h.node_id not in tried
+        ]
+        for host in rank(candidates, strategy):
+            outcome = _claim_on(session, fleet, instance, pool, host, shape, policy)
+            if outcome is None:
+                advance_cursor(pool.id, host.node_id)
+                return True
+            tried[host.node_id] = outcome
+        if not candidates or len(candidates) < want:
+            break
+    _mark_unschedulable(session, fleet, instance, pool, shape, policy, tried)
+    return False
+
+
+def _mark_unschedulable(
+    session: Session,
+    fleet: Fleet,
+    instance: Instance,
+    pool: Pool,
+    shape: Shape,
+    policy: PlacementPolicy | None,
+    tried: Mapping[str, NoFit],
+) -> None:
+    reasons: list[NoFit] = []
+    for host in pool_snapshots(session, pool.id, fleet.now()):
+        found = check_fit(host, shape, policy)
+        reasons.append(found or tried.get(host.node_id) or NoFit("race", "claimed concurrently"))
+    message = explain_no_fit(reasons)
+    instance.state = "pending"
+    instance.conditions = set_condition(
+        instance.conditions, "Unschedulable", reason="NoHostFits", message=message, at=fleet.now()
+    )
+    instance.updated_at = fleet.now()
+    session.add(instance)
+
+
+def claim_scalars(session: Session, node_id: str, claims: Mapping[str, int]) -> str | None:
+    """Guarded claims on one node (vcpu first: placements on a host take turns on its vcpu row).
+
+    Returns the first resource whose guard refused, or None when every claim was taken.
+    """
+    for resource in SCALARS:
+        amount = int(claims.get(resource, 0))
+        if amount <= 0:
+            continue
+        updated = session.execute(
+            text(
+                "UPDATE node_resources SET allocated = allocated + :n, generation = generation + 1 "
+                "WHERE node_id = :node AND resource = :r AND allocated + :n <= capacity"
+            ),
+            {"n": amount, "node": node_id, "r": resource},
+        )
+        if updated.rowcount == 0:  # type: ignore[attr-defined]
+            return resource
+    return None
+
+
+def lock_node_rows(session: Session, node_id: str) -> None:
+    """Lock a node's rows in the order claims take them (PostgreSQL; SQLite writers are serialized)."""
+    if is_sqlite(session.get_bind().engine):
+        return
+    for resource in SCALARS:
+        session.execute(
+            text(
+                "SELECT allocated FROM node_resources WHERE node_id = :n AND resource = :r FOR UPDATE"
+            ),
+            {"n": node_id, "r": resource},
+        )
+
+
+def return_scalars(session: Session, node_id: str, claims: Mapping[str, int]) -> None:
+    """Give claims back to a node's rows (never below zero)."""
+    for resource in SCALARS:
+        amount = int(claims.get(resource, 0))
+        if amount > 0:
+            session.execute(
+                text(
+                    "UPDATE node_resources SET allocated = CASE WHEN allocated >= :n THEN allocated - :n "
+                    "ELSE 0 END, generation = generation + 1 WHERE node_id = :node AND resource = :r"
+                ),
+                {"n": amount, "node": node_id, "r": resource},
+            )
+
+
+def _claim_on(
+    session: Session,
+    fleet: Fleet,
+    instance: Instance,
+    pool: Pool,
+    host: HostSnapshot,
+    shape: Shape,
+    policy: PlacementPolicy | None,
+) -> NoFit | None:
+    """Claim one host inside a savepoint; a NoFit (and nothing written) when it cannot take the guest."""
+    now = fleet.now()
+    savepoint = session.begin_nested()
+    failed = claim_scalars(session, host.node_id, shape.claims())
+    if failed is not None:
+        savepoint.rollback()
+        return NoFit(failed, f"{failed} claimed concurrently")
+    atoms = _take_atoms(session, host.node_id, shape.gpus, policy, now)
+    if atoms is None:
+        savepoint.rollback()
+        return NoFit("gpu", f"0 of {shape.gpus} gpu free")
+    try:
+        placement = choose_placement(
+            session, fleet, pool, host.node_id, shape, policy, atoms, instance.id
+        )
+    except NotCandidate as refused:
+        savepoint.rollback()
+        return refused.no_fit()
+    allocation = Allocation(
+        id=fleet.new_id("alloc"), node_id=host.node_id, consumer_kind="instance", consumer_id=instance.id,
+        tenant_id=instance.tenant_id, pool_id=pool.id, claims=shape.claims(), starts_at=now,
+    )  # fmt: skip
+    session.add(allocation)
+    gpu_atoms.book(session, fleet.ids, atoms, consumer_kind="instance", consumer_id=instance.id,
+                   tenant_id=instance.tenant_id, start=now, end=None, at=now)  # fmt: skip
+    _record_placement(instance, host.node_id, allocation.id, placement, fleet)
+    session.add(instance)
+    savepoint.commit()
+    return None
+
+
+def _take_atoms(
+    session: Session, node_id: str, count: int, policy: PlacementPolicy | None, now: Any
+) -> list[gpu_atoms.AtomRef] | None:
+    """Lock and re-check `count` free atoms, all on one NUMA node when the flavor is numaAffine."""
+    if count == 0:
+        return []
+    free = gpu_atoms.free_atoms(session, node_id, now, None, lock=True)
+    chosen = choose_atoms(free, count, numa_affine=bool(policy and policy.numa_affine))
+    if chosen is None:
+        return None
+    ids = [a.id for a in chosen]
+    gpu_atoms.lock_atoms(session, ids)
+    return chosen if gpu_atoms.still_free(session, ids, now, None) else None
+
+
+def choose_atoms(
+    free: Sequence[gpu_atoms.AtomRef], count: int, *, numa_affine: bool
+) -> list[gpu_atoms.AtomRef] | None:
+    """Which free atoms to take: for numaAffine guests the NUMA node with the most free atoms first."""
+    if len(free) < count:
+        return None
+    if numa_affine:
+        by_node: dict[int | None, list[gpu_atoms.AtomRef]] = {}
+        for atom in free:
+            by_node.setdefault(atom.numa_node, []).append(atom)
+        best = max(by_node.values(), key=len)
+        if len(best) >= count:
+            return best[:count]
+    return list(free[:count])
+
+
+def others_on(session: Session, node_id: str, exclude: str) -> list[HostPlacement]:
+    """The placements of the host's other live guests (read after the vcpu row was claimed)."""
+    docs = session.scalars(
+        select(Instance.host_placement).where(
+            col(Instance.node_id) == node_id,
+            col(Instance.state).in_(LIVE_STATES),
+            col(Instance.id) != exclude,
+            col(Instance.host_placement).is_not(None),
+        )
+    ).all()
+    return [HostPlacement.from_json(doc) for doc in docs if doc]
+
+
+def choose_placement(
+    session: Session,
+    fleet: Fleet,
+    pool: Pool,
+    node_id: str,
+    shape: Shape,
+    policy: PlacementPolicy | None,
+    atoms: Sequence[gpu_atoms.AtomRef],
+    instance_id: str,
+) -> HostPlacement:
+    """The NUMA chooser over this host's inventory and its other guests' placements."""
+    host = session.get(Host, node_id)
+    assert host is not None and host.inventory is not None
+    reserve = pool.host_reserve.get("vcpu", fleet.settings.host_reserve.vcpu)
+    return choose_host_placement(
+        Inventory.from_json(host.inventory),
+        shape,
+        policy,
+        gpus=[Gpu(a.model, a.pci_address, a.numa_node) for a in atoms],
+        others=others_on(session, node_id, instance_id),
+        reserve_vcpu=int(reserve),
+        memory_ratio=pool.overcommit.get("memoryGiB", 1.0),
+    )
+
+
+def _record_placement(
+    instance: Instance, node_id: str, allocation_id: str, placement: HostPlacement, fleet: Fleet
+) -> None:
+    now = fleet.now()
+    instance.node_id = node_id
+    instance.allocation_id = allocation_id
+    instance.host_placement = placement.to_json()
+    instance.state = "running"
+    instance.updated_at = now
+    conditions = clear_condition(instance.conditions, "Unschedulable")
+    degraded = degraded_condition(placement)
+    if degraded is not None:
+        conditions = set_condition(conditions, "PlacementDegraded", reason=degraded["reason"],
+                                   message=degraded["message"], at=now)  # fmt: skip
+    else:
+        conditions = clear_condition(conditions, "PlacementDegraded")
+    instance.conditions = conditions
+
+
+def release_instance(session: Session, fleet: Fleet, instance: Instance, *, reason: str) -> None:
+    """Release the allocation and GPU atoms, refund quota, mark the instance deleted (times kept for metering)."""
+    now = fleet.now()
+    if instance.state != "deleted":  # quota rows before node rows: the one lock order
+        refund(session, instance.tenant_id, instance.pool_id, quota_charge_of(instance.shape))
+    if instance.allocation_id is not None:
+        allocation = session.get(Allocation, instance.allocation_id)
+        if allocation is not None and allocation.released_at is None:
+            return_scalars(session, allocation.node_id, allocation.claims)
+            allocation.released_at = now
+            allocation.ends_at = now
+            allocation.release_reason = reason
+            session.add(allocation)
+    gpu_atoms.release_bookings(session, instance.id, now)
+    instance.state = "deleted"
+    instance.deleted_at = now
+    instance.updated_at = now
+    session.add(instance)

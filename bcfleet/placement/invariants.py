@@ -1,0 +1,111 @@
+"""Invariant checks for `fleet doctor --invariants`: what must hold whatever crashed or raced."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from sqlalchemy import text
+from sqlmodel import Session, col, select
+
+from bcfleet.placement.quotas import quota_charge_of
+from bcfleet.store.models import Allocation, Booking, Instance, Quota, Reservation
+
+
+def over_capacity(session: Session) -> list[str]:
+    rows = session.execute(
+        text(
+            "SELECT node_id, resource, allocated, capacity FROM node_resources WHERE allocated > capacity"
+        )
+    ).all()
+    return [f"node {n}: {r} {a} allocated of capacity {c}" for n, r, a, c in rows]
+
+
+def allocated_matches_allocations(session: Session) -> list[str]:
+    """Each row's allocated equals the sum of its node's live allocations' claims."""
+    live: dict[tuple[str, str], int] = defaultdict(int)
+    for node_id, claims in session.execute(
+        select(Allocation.node_id, Allocation.claims).where(col(Allocation.released_at).is_(None))
+    ).all():
+        for resource, amount in (claims or {}).items():
+            live[(node_id, resource)] += int(amount)
+    problems = []
+    for node_id, resource, allocated in session.execute(
+        text("SELECT node_id, resource, allocated FROM node_resources")
+    ).all():
+        if live.get((node_id, resource), 0) != allocated:
+            problems.append(
+                f"node {node_id}: {resource} allocated {allocated}, live allocations hold {live.get((node_id, resource), 0)}"
+            )
+    return problems
+
+
+def double_booked_atoms(session: Session) -> list[str]:
+    """No GPU atom has two live bookings whose windows overlap."""
+    by_atom: dict[int, list[Booking]] = defaultdict(list)
+    for booking in session.scalars(select(Booking).where(col(Booking.released_at).is_(None))).all():
+        by_atom[booking.atom_id].append(booking)
+    problems = []
+    for atom_id, bookings in by_atom.items():
+        ordered = sorted(bookings, key=lambda b: b.starts_at)
+        for first, second in zip(ordered, ordered[1:], strict=False):
+            if first.ends_at is None or first.ends_at > second.starts_at:
+                problems.append(
+                    f"GPU atom {atom_id}: {first.consumer_id} and {second.consumer_id} overlap"
+                )
+    return problems
+
+
+def quota_matches_charges(session: Session) -> list[str]:
+    """Quota used equals the sum of live charges: admitted instances and charged reservations."""
+    expected: dict[tuple[str, str, str], int] = defaultdict(int)
+    for instance in session.scalars(select(Instance).where(Instance.state != "deleted")).all():
+        for resource, amount in quota_charge_of(instance.shape).items():
+            expected[(instance.tenant_id, instance.pool_id, resource)] += amount
+    for reservation in session.scalars(
+        select(Reservation).where(col(Reservation.quota_charged).is_(True))
+    ).all():
+        expected[(reservation.tenant_id, reservation.pool_id, "gpu")] += (
+            reservation.gpus * reservation.nodes
+        )
+    problems = []
+    seen = set()
+    for quota in session.scalars(select(Quota)).all():
+        key = (quota.tenant_id, quota.pool_id, quota.resource)
+        seen.add(key)
+        if quota.used != expected.get(key, 0):
+            problems.append(
+                f"quota {key[0]}/{key[1]}/{key[2]}: used {quota.used}, live charges {expected.get(key, 0)}"
+            )
+    for key, amount in expected.items():
+        if key not in seen and amount:
+            problems.append(f"quota {key[0]}/{key[1]}/{key[2]}: no row, live charges {amount}")
+    return problems
+
+
+def instances_have_allocations(session: Session) -> list[str]:
+    """Every live placed hosted instance has a live allocation on its node."""
+    rows = session.execute(
+        select(Instance.id, Instance.node_id, Allocation.node_id, Allocation.released_at)
+        .join(Allocation, col(Allocation.id) == col(Instance.allocation_id), isouter=True)
+        .where(col(Instance.state).in_(("running", "stopped")), col(Instance.node_id).is_not(None))
+    ).all()
+    return [
+        f"instance {iid}: no live allocation on {node}"
+        for iid, node, alloc_node, released in rows
+        if alloc_node is None or released is not None or alloc_node != node
+    ]
+
+
+CHECKS = {
+    "overCapacity": over_capacity,
+    "allocatedMatchesAllocations": allocated_matches_allocations,
+    "doubleBookedAtoms": double_booked_atoms,
+    "quotaMatchesCharges": quota_matches_charges,
+    "instancesHaveAllocations": instances_have_allocations,
+}
+
+
+def check_all(session: Session) -> dict[str, Any]:
+    results = {name: check(session) for name, check in CHECKS.items()}
+    return {"ok": not any(results.values()), "problems": results}

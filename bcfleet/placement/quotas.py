@@ -1,0 +1,84 @@
+"""Quota charges in SQL: used + charge <= limit in the UPDATE's WHERE, so concurrent admissions never overrun."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from sqlalchemy import text
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlmodel import Session
+
+from bcfleet.errors import QuotaExceededError
+from bcfleet.store.engine import is_sqlite
+from bcfleet.store.models import Quota
+
+
+def _ensure_rows(session: Session, tenant_id: str, pool_id: str, resources: list[str]) -> None:
+    rows = [{"tenant_id": tenant_id, "pool_id": pool_id, "resource": r, "used": 0,
+             "limit": None, "managed": False} for r in resources]  # fmt: skip
+    insert = sqlite_insert if is_sqlite(session.get_bind().engine) else pg_insert
+    session.execute(insert(Quota).values(rows).on_conflict_do_nothing())
+
+
+def charge(session: Session, tenant_id: str, pool_id: str, amounts: Mapping[str, int]) -> None:
+    """Charge the tenant's quota in the pool; QUOTA_EXCEEDED (and nothing charged) when any would overrun."""
+    wanted = {r: n for r, n in amounts.items() if n > 0}
+    if not wanted:
+        return
+    _ensure_rows(session, tenant_id, pool_id, sorted(wanted))
+    for resource in sorted(wanted):  # a fixed order: concurrent chargers lock rows alike
+        amount = wanted[resource]
+        updated = session.execute(
+            text(
+                "UPDATE quotas SET used = used + :n WHERE tenant_id = :t AND pool_id = :p "
+                'AND resource = :r AND ("limit" IS NULL OR used + :n <= "limit")'
+            ),
+            {"n": amount, "t": tenant_id, "p": pool_id, "r": resource},
+        )
+        if updated.rowcount == 0:  # type: ignore[attr-defined]
+            row = session.get(Quota, (tenant_id, pool_id, resource))
+            limit, used = (row.limit, row.used) if row else (0, 0)
+            raise QuotaExceededError(
+                f"quota exceeded for {resource} in this pool: {used} of {limit} used, {amount} more requested",
+                {"resource": resource, "limit": limit, "used": used, "requested": amount},
+            )
+
+
+def lock_quotas(session: Session, tenant_id: str, pool_id: str) -> None:
+    """Lock all of a tenant's quota rows in a pool, in resource order (PostgreSQL).
+
+    The lock order of every writer is: quota rows (sorted), then node rows (vcpu, memoryGiB,
+    diskGiB), then GPU atoms (by id). A caller that both charges and refunds takes them all first.
+    """
+    if not is_sqlite(session.get_bind().engine):
+        session.execute(
+            text(
+                "SELECT resource FROM quotas WHERE tenant_id = :t AND pool_id = :p ORDER BY resource FOR UPDATE"
+            ),
+            {"t": tenant_id, "p": pool_id},
+        )
+
+
+def refund(session: Session, tenant_id: str, pool_id: str, amounts: Mapping[str, int]) -> None:
+    """Give back what a charge took (never below zero)."""
+    for resource in sorted(amounts):
+        amount = amounts[resource]
+        if amount <= 0:
+            continue
+        session.execute(
+            text(
+                "UPDATE quotas SET used = CASE WHEN used >= :n THEN used - :n ELSE 0 END "
+                "WHERE tenant_id = :t AND pool_id = :p AND resource = :r"
+            ),
+            {"n": amount, "t": tenant_id, "p": pool_id, "r": resource},
+        )
+
+
+def quota_charge_of(shape: Mapping[str, int]) -> dict[str, int]:
+    """What a shape counts against quota (document 000): vcpu, memoryGiB, diskGiB, and gpu when gpus > 0."""
+    charge_ = {"vcpu": int(shape.get("vcpu", 0)), "memoryGiB": int(shape.get("memoryGiB", 0)),
+               "diskGiB": int(shape.get("diskGiB", 0))}  # fmt: skip
+    if int(shape.get("gpus", 0)) > 0:
+        charge_["gpu"] = int(shape["gpus"])
+    return charge_

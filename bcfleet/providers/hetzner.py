@@ -1,0 +1,347 @@
+"""Hetzner Cloud as a ProviderImpl over httpx; used by the reconciler and providerAccounts.offers.
+
+Offers come from ``GET /server_types`` and ``GET /datacenters`` (every page):
+one offer per server type and price location, ``region`` being the location
+name. ``pricePerHour`` is the gross ``price_hourly`` (VAT included, as the
+project is billed; document 000's 0.0071 EUR for cx22 is that figure).
+``deprecated`` is true when the type or that location carries a
+``deprecation``; ``available`` is false when no datacenter of the location
+has the type in ``server_types.available`` (sold out or not sold there; skipped
+when no datacenter reports ``server_types``), when the type's ``locations``
+list leaves the location out, or after the deprecation's ``unavailable_after``.
+Hetzner Cloud only sells virtual servers, so every offer has kind ``vps``.
+
+The API token is read from the environment variable the account names
+(``token_env``) on every request and put on that request only; it is never
+kept on an object, logged, or put into an error.
+
+Server names are the idempotency key: a create whose answer was lost looks the
+name up, adopts the server when it carries the requested labels, and only then
+creates again (a second create of the same name fails with uniqueness_error,
+which again leads to the lookup). ``delete_server`` treats "not found" on a
+retry as done, since the first attempt deleted the server.
+
+One instance may serve several threads: httpx.Client is thread-safe, and the
+remembered rate-limit budget is only advice for the next request.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Generator, Mapping
+from datetime import datetime
+from typing import Any
+
+import httpx
+
+from bcfleet.clock import Clock, SystemClock, parse_time
+from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError, UnauthenticatedError
+from bcfleet.providers.base import Offer, ProviderServer, filter_offers
+from bcfleet.providers.errors import ProviderUnavailableError
+from bcfleet.providers.retrying import AmbiguousOutcome, JsonApi, RetryPolicy
+
+DEFAULT_BASE_URL = "https://api.hetzner.cloud/v1"
+DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
+PROVIDER = "hetzner"
+MAX_PAGES = 1000
+
+
+class EnvBearerAuth(httpx.Auth):
+    """Bearer auth whose token is read from an environment variable at each request."""
+
+    def __init__(self, token_env: str, environ: Mapping[str, str] | None = None) -> None:
+        self.token_env = token_env
+        self._environ = environ
+
+    def __repr__(self) -> str:
+        return f"EnvBearerAuth(token_env={self.token_env!r})"
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        environ = os.environ if self._environ is None else self._environ
+        token = environ.get(self.token_env, "").strip()
+        if not token:
+            raise UnauthenticatedError(
+                f"the environment variable {self.token_env} holding the provider token is not set",
+                {"provider": PROVIDER, "tokenEnv": self.token_env},
+            )
+        request.headers["Authorization"] = f"Bearer {token}"
+        yield request
+
+
+class HetznerProvider:
+    """The Hetzner Cloud API as a ProviderImpl."""
+
+    def __init__(
+        self,
+        *,
+        token_env: str,
+        base_url: str = DEFAULT_BASE_URL,
+        environ: Mapping[str, str] | None = None,
+        timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
+        retry: RetryPolicy | None = None,
+        clock: Clock | None = None,
+        rng: random.Random | None = None,
+        transport: httpx.BaseTransport | None = None,
+        page_size: int = 50,
+        currency: str = "EUR",
+    ) -> None:
+        self.token_env = token_env
+        self.base_url = base_url.rstrip("/")
+        self._clock = clock or SystemClock()
+        self._page_size = page_size
+        self._currency = currency
+        self._policy = retry or RetryPolicy()
+        self._rng = rng or random.Random()
+        self._client = httpx.Client(
+            base_url=self.base_url + "/",
+            auth=EnvBearerAuth(token_env, environ),
+            timeout=timeout,
+            transport=transport,
+            headers={"User-Agent": "bcfleet"},
+        )
+        self._api = JsonApi(
+            self._client,
+            provider=PROVIDER,
+            policy=self._policy,
+            clock=self._clock,
+            rng=self._rng,
+        )
+
+    def __repr__(self) -> str:
+        return f"HetznerProvider(base_url={self.base_url!r}, token_env={self.token_env!r})"
+
+    def __enter__(self) -> HetznerProvider:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._client.close()
+
+    def offers(self, kind: str | None = None, min_vcpu: int | None = None) -> list[Offer]:
+        """Every (server type, location) offer, filtered by kind and minimum vCPUs."""
+        server_types = self._get_all("server_types", "server_types")
+        stocked = _stock_by_location(self._get_all("datacenters", "datacenters"))
+        now = self._clock.now()
+        offers = [
+            offer
+            for server_type in server_types
+            for offer in _offers_of(server_type, stocked, now, self._currency)
+        ]
+        return filter_offers(offers, kind, min_vcpu)
+
+    def create_server(
+        self,
+        name: str,
+        offer_id: str,
+        image: str,
+        location: str,
+        labels: Mapping[str, str],
+    ) -> ProviderServer:
+        """Create the server, or adopt the one an earlier lost answer created under this name."""
+        body = {
+            "name": name,
+            "server_type": offer_id,
+            "image": image,
+            "location": location,
+            "labels": dict(labels),
+            "start_after_create": True,
+        }
+        context = {"name": name, "offerId": offer_id, "region": location}
+        lost: AmbiguousOutcome | None = None
+        for attempt in range(self._policy.max_attempts):
+            try:
+                payload = self._api.call(
+                    "POST", "servers", body=body, idempotent=False, context=context
+                )
+                return _server_of(payload["server"])
+            except AmbiguousOutcome as exc:
+                lost = exc
+            except ConflictError as exc:
+                if lost is None or exc.details.get("providerCode") != "uniqueness_error":
+                    raise
+            adopted = self._adopt(name, labels, lost.reason)
+            if adopted is not None:
+                return adopted
+            self._clock.sleep(self._policy.backoff(attempt, self._rng))
+        raise _unknown_outcome(name, lost.reason if lost else "timeout")
+
+    def delete_server(self, server_id: str) -> None:
+        """Delete the server; NOT_FOUND if it was not there (after a lost answer: done)."""
+        path = f"servers/{_numeric_id(server_id)}"
+        try:
+            self._api.call("DELETE", path, context={"serverId": server_id})
+        except NotFoundError as exc:
+            if exc.details.get("attempts", 1) > 1:
+                return
+            raise
+
+    def list_servers(self, label_selector: Mapping[str, str]) -> list[ProviderServer]:
+        """The servers carrying every given label (all servers for an empty selector)."""
+        params = {"label_selector": label_selector_text(label_selector)} if label_selector else {}
+        return [_server_of(raw) for raw in self._get_all("servers", "servers", params)]
+
+    def get_server_by_name(self, name: str) -> ProviderServer | None:
+        """The server with this exact name, or None."""
+        if not name:
+            raise InvalidInputError("a server name is required", {"provider": PROVIDER})
+        payload = self._api.call("GET", "servers", params={"name": name})
+        servers = [raw for raw in payload.get("servers", []) if raw.get("name") == name]
+        return _server_of(servers[0]) if servers else None
+
+    def _adopt(self, name: str, labels: Mapping[str, str], reason: str) -> ProviderServer | None:
+        """The server a lost create made, if it is there and carries our labels."""
+        try:
+            found = self.get_server_by_name(name)
+        except ProviderUnavailableError as exc:
+            raise _unknown_outcome(name, reason) from exc
+        if found is None:
+            return None
+        if any(found.labels.get(key) != value for key, value in labels.items()):
+            raise ConflictError(
+                f"{PROVIDER}: a server named {name!r} exists without the requested labels",
+                {"provider": PROVIDER, "providerCode": "uniqueness_error", "name": name},
+            )
+        return found
+
+    def _get_all(
+        self, path: str, key: str, params: dict[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """Every item of a paginated list, following meta.pagination.next_page."""
+        items: list[dict[str, Any]] = []
+        page: int | None = 1
+        for _ in range(MAX_PAGES):
+            if page is None:
+                return items
+            query = dict(params or {}, page=page, per_page=self._page_size)
+            payload = self._api.call("GET", path, params=query)
+            items.extend(payload.get(key, []))
+            page = _next_page(payload, page)
+        raise ProviderUnavailableError(
+            f"{PROVIDER}: {path} has more than {MAX_PAGES} pages",
+            {"provider": PROVIDER, "providerCode": "pagination", "retryable": False},
+        )
+
+
+def label_selector_text(labels: Mapping[str, str]) -> str:
+    """``{"a": "1", "b": "2"}`` → ``a=1,b=2``; INVALID_INPUT for characters it cannot hold."""
+    parts = []
+    for key, value in sorted(labels.items()):
+        if not key or any(ch in f"{key}{value}" for ch in ",=! ()"):
+            raise InvalidInputError(
+                f"label {key!r}={value!r} cannot be used in a label selector",
+                {"provider": PROVIDER, "label": key},
+            )
+        parts.append(f"{key}={value}")
+    return ",".join(parts)
+
+
+def _unknown_outcome(name: str, reason: str) -> ProviderUnavailableError:
+    return ProviderUnavailableError(
+        f"{PROVIDER}: creating server {name!r} may or may not have succeeded ({reason}); "
+        "look it up by name before creating it again",
+        {
+            "provider": PROVIDER,
+            "providerCode": reason,
+            "name": name,
+            "outcome": "unknown",
+            "retryable": True,
+        },
+    )
+
+
+def _next_page(payload: dict[str, Any], current: int) -> int | None:
+    pagination = (payload.get("meta") or {}).get("pagination") or {}
+    following = pagination.get("next_page")
+    if isinstance(following, int) and following > current:
+        return following
+    return None
+
+
+def _numeric_id(server_id: str) -> str:
+    text = str(server_id).strip()
+    if not text.isdigit():
+        raise InvalidInputError(
+            f"{PROVIDER} server ids are numbers, got {server_id!r}",
+            {"provider": PROVIDER, "serverId": server_id},
+        )
+    return text
+
+
+def _server_of(raw: dict[str, Any]) -> ProviderServer:
+    datacenter = raw.get("datacenter") or {}
+    location = datacenter.get("location") or raw.get("location") or {}
+    return ProviderServer(
+        id=str(raw["id"]),
+        name=str(raw["name"]),
+        status=str(raw.get("status", "unknown")),
+        offer_id=str((raw.get("server_type") or {}).get("name", "")),
+        labels=dict(raw.get("labels") or {}),
+        created=parse_time(str(raw["created"])),
+        region=location.get("name"),
+    )
+
+
+def _stock_by_location(datacenters: list[dict[str, Any]]) -> dict[str, set[int]] | None:
+    """Location name → ids of server types some datacenter there can create now (None: unknown)."""
+    if not any("server_types" in datacenter for datacenter in datacenters):
+        return None
+    stock: dict[str, set[int]] = {}
+    for datacenter in datacenters:
+        location = (datacenter.get("location") or {}).get("name")
+        available = (datacenter.get("server_types") or {}).get("available") or []
+        if location:
+            stock.setdefault(location, set()).update(int(type_id) for type_id in available)
+    return stock
+
+
+def _offers_of(
+    server_type: dict[str, Any],
+    stocked: dict[str, set[int]] | None,
+    now: datetime,
+    currency: str,
+) -> list[Offer]:
+    per_location = _location_entries(server_type)
+    type_deprecation = server_type.get("deprecation")
+    offers = []
+    for price in server_type.get("prices") or []:
+        region = str(price["location"])
+        entry = per_location.get(region, {}) if per_location is not None else {}
+        deprecation = entry.get("deprecation") or type_deprecation
+        available = (
+            (stocked is None or server_type["id"] in stocked.get(region, set()))
+            and (per_location is None or region in per_location)
+            and not _past(deprecation, now)
+        )
+        offers.append(
+            Offer(
+                id=str(server_type["name"]),
+                kind="vps",
+                region=region,
+                vcpu=int(server_type["cores"]),
+                memory_gib=float(server_type["memory"]),
+                disk_gib=int(server_type["disk"]),
+                price_per_hour=float(price["price_hourly"]["gross"]),
+                currency=currency,
+                available=bool(available),
+                deprecated=bool(deprecation) or bool(server_type.get("deprecated")),
+            )
+        )
+    return offers
+
+
+def _location_entries(server_type: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
+    """The per-location entries (name → entry), or None when the API sends no ``locations``."""
+    entries = server_type.get("locations")
+    if entries is None:
+        return None
+    return {str(entry.get("name")): entry for entry in entries}
+
+
+def _past(deprecation: dict[str, Any] | None, now: datetime) -> bool:
+    if not deprecation or not deprecation.get("unavailable_after"):
+        return False
+    return parse_time(str(deprecation["unavailable_after"])) <= now
