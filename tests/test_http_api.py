@@ -11,8 +11,9 @@ import pytest
 from bcfleet.errors import NoCapacityError
 from bcfleet.fleet import Fleet
 from bcfleet.http.serving import error_response
+from bcfleet.jobs.vps_hosts import run_vps_hosts
 from tests.builders import inventory
-from tests.test_http_support import ApiClient, error_code, served
+from tests.test_http_support import PLACEMENT, ApiClient, error_code, served
 
 
 @pytest.fixture
@@ -185,3 +186,40 @@ def test_the_metrics_tally_the_event_log(fleet: Fleet) -> None:
                 break
             time.sleep(0.05)
         assert wanted in text
+
+
+def test_instances_and_quotas_over_http(fleet: Fleet, api: ApiClient) -> None:
+    api.post("/v1/tenants", json={"id": "acme"})
+    api.post("/v1/pools", json={"name": "vps-fra", "kind": "vps-host"})
+    api.post("/v1/pools/vps-fra/offers", json={"tenant": "acme"})
+    api.post("/v1/hosts", json={"pool": "vps-fra", "name": "fra-01", "labels": PLACEMENT})
+    api.post("/v1/hosts/fra-01/inventory", json=inventory(cpus=16))
+    run_vps_hosts(fleet, fleet.now())
+    for name, vcpu in (("g1.small", 2), ("g1.medium", 4)):
+        api.post(
+            "/v1/pools/vps-fra/flavors",
+            json={"name": name, "vcpu": vcpu, "memoryGiB": 4, "diskGiB": 40},
+        )
+    quota = api.put("/v1/quotas/acme/vps-fra", json={"vcpu": 8, "memoryGiB": None})
+    assert quota.json()["limits"] == {"vcpu": 8, "memoryGiB": None}
+    created = api.post(
+        "/v1/instances", json={"pool": "vps-fra", "flavor": "g1.small"}, params={"tenant": "acme"}
+    )
+    assert created.status_code == 201, created.text
+    instance = created.json()
+    assert (instance["state"], instance["tenantId"]) == ("running", "acme")
+    ins = f"/v1/instances/{instance['id']}"
+    assert api.get(ins + "/spec").json()["shape"]["vcpu"] == 2
+    specs = api.get("/v1/hosts/fra-01/specs").json()
+    assert [s["id"] for s in specs["items"]] == [instance["id"]]
+    assert api.post(ins + "/stop").json()["state"] == "stopped"
+    assert api.post(ins + "/resize", json={"flavor": "g1.medium"}).json()["shape"]["vcpu"] == 4
+    assert api.post(ins + "/start").json()["state"] == "running"
+    used = api.get("/v1/quotas", params={"tenant": "acme"}).json()["items"][0]["used"]
+    assert used["vcpu"] == 4
+    assert (
+        api.get("/v1/instances", params={"tenant": "acme"}).json()["items"][0]["id"]
+        == (instance["id"])
+    )
+    assert api.delete(ins).json()["state"] == "deleted"
+    assert error_code(api.delete(ins)) == "NOT_FOUND"

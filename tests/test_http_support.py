@@ -13,7 +13,10 @@ from bcfleet.fleet import Fleet
 from bcfleet.http.app import create_app
 from bcfleet.http.openapi import match_path, response_problems
 from bcfleet.http.server import BackgroundServer
-from tests.builders import OP, token
+from bcfleet.jobs.vps_hosts import run_vps_hosts
+from tests.builders import OP, inventory, token
+
+PLACEMENT = {"bc.dev/cap.instance.placement": "true"}
 
 TIMEOUT = httpx.Timeout(10.0)
 
@@ -101,6 +104,19 @@ def two_tenants(fleet: Fleet) -> dict[str, Any]:
             memory_gib=4,
             disk_gib=40,
         )
-        host = fleet.api.hosts.adopt(admin, tenant_id=tenant, pool=pool["id"], name=f"{tenant}-01")
-        made[tenant] = {"token": admin, "pool": pool, "flavor": flavor, "host": host}
+        host = fleet.api.hosts.adopt(
+            admin, tenant_id=tenant, pool=pool["id"], name=f"{tenant}-01", labels=PLACEMENT
+        )
+        fleet.api.hosts.report(admin, host=host["name"], inventory=inventory(cpus=16))
+        run_vps_hosts(fleet, fleet.now())
+        instance = fleet.api.instances.create(
+            admin, tenant_id=tenant, pool_id=pool["id"], flavor="g1.small", name=f"{tenant}-vm"
+        )
+        made[tenant] = {
+            "token": admin,
+            "pool": pool,
+            "flavor": flavor,
+            "host": host,
+            "instance": instance,
+        }
     return made

@@ -24,6 +24,9 @@ BODIES: dict[str, Any] = {
     "flavors.update": {"vcpu": 1, "memoryGiB": 1, "diskGiB": 1},
     "hosts.adopt": {"pool": "acme-pool", "name": "sneaky-01"},
     "hosts.report": inventory(cpus=2),
+    "instances.create": {"pool": "acme-pool", "flavor": "g1.small"},
+    "instances.resize": {"flavor": "g1.small"},
+    "quotas.set": {"vcpu": 1000},
 }
 
 PUBLIC = {"meta.healthz", "meta.metrics", "meta.openapi"}
@@ -37,6 +40,7 @@ def _path_values(acme: dict[str, Any]) -> dict[str, list[str]]:
         "name": [acme["flavor"]["name"]],
         "host": [acme["host"]["id"], acme["host"]["name"]],
         "tenant": ["acme"],
+        "id": [acme["instance"]["id"]],
     }
 
 
@@ -68,6 +72,8 @@ def _acme_state(fleet: Fleet) -> str:
         "pools": api.pools.list(OP, tenant_id="acme"),
         "flavors": api.flavors.list(OP, tenant_id="acme", pool_id="acme-pool"),
         "hosts": api.hosts.show(OP, host="acme-01"),
+        "instances": api.instances.list(OP, tenant_id="acme", include_deleted=True),
+        "quotas": api.quotas.show(OP, tenant_id="acme"),
         "events": api.events.list(OP, tenant_id="acme"),
         "tenants": api.tenants.list(OP),
     }
@@ -106,7 +112,8 @@ def test_every_route_aimed_at_another_tenants_objects_is_refused(
 def _assert_nothing_of_acme(operation: str, body: Any, acme: dict[str, Any]) -> None:
     """A 2xx answer to globex may only be about globex's own objects."""
     text = json.dumps(body)
-    for secret in (acme["pool"]["id"], acme["flavor"]["id"], acme["host"]["id"], "acme"):
+    secrets = [acme[k]["id"] for k in ("pool", "flavor", "host", "instance")] + ["acme"]
+    for secret in secrets:
         assert secret not in text, f"{operation} told globex about {secret}: {text[:300]}"
 
 
@@ -114,7 +121,7 @@ def test_lists_show_a_tenant_only_its_own_objects(
     world: tuple[ApiClient, dict[str, Any]],
 ) -> None:
     globex, made = world
-    for path in ("/v1/tenants", "/v1/pools", "/v1/hosts", "/v1/events"):
+    for path in ("/v1/tenants", "/v1/pools", "/v1/hosts", "/v1/events", "/v1/instances"):
         body = globex.get(path).json()
         assert body["items"], path
         _assert_nothing_of_acme(path, body, made["acme"])
@@ -130,5 +137,6 @@ def test_no_route_acts_as_the_local_operator_without_a_token(
             continue
         path = op.path.replace("{pool}", "acme-pool").replace("{host}", "acme-01")
         path = path.replace("{name}", "g1.small").replace("{tenant}", "acme")
+        path = path.replace("{id}", "ins_x")
         response = anonymous.call(op.method, path, json=BODIES.get(op.operation_id))
         assert response.status_code == 401, (op.operation_id, response.text)
