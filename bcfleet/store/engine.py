@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.pool import NullPool
 
 WRITE_OPTION = "bcfleet_write"
 
@@ -35,9 +34,11 @@ def make_engine(url: str, *, echo: bool = False) -> Engine:
 
 def _sqlite_engine(url: str, echo: bool) -> Engine:
     memory = url in ("sqlite://", "sqlite:///:memory:")
+    # Connections are pooled: closing the last one of a WAL database checkpoints it, which is
+    # far too slow to do after every call.
     kwargs: dict[str, Any] = {"connect_args": {"check_same_thread": False, "timeout": 30}}
     if not memory:
-        kwargs["poolclass"] = NullPool
+        kwargs.update(pool_size=8, max_overflow=8)
     engine = create_engine(url, echo=echo, **kwargs)
 
     @event.listens_for(engine, "connect")

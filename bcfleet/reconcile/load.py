@@ -1,0 +1,188 @@
+"""Load a FleetConfig file into a DesiredFleet for `fleet validate`, `fleet plan`, `fleet apply`.
+
+Every problem, whether YAML syntax, schema or meaning, becomes a Diagnostic
+(``file:line:column: message [$.json.path]``), and all of them are raised at once
+as one InvalidInputError whose ``details["errors"]`` lists
+``{file, line, column, path, message}``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from bcfleet.errors import InvalidInputError
+from bcfleet.reconcile.checks import meaning_findings
+from bcfleet.reconcile.model import (
+    ROOT_TENANT,
+    ComputeSpec,
+    DesiredFleet,
+    Diagnostic,
+    FlavorSpec,
+    HostSpec,
+    OfferSpec,
+    PoolSpec,
+    ProviderAccountSpec,
+    QuotaSpec,
+    TenantSpec,
+    normalize_host_reserve,
+    normalize_labels,
+    normalize_overcommit,
+    normalize_placement,
+    normalize_sizes,
+)
+from bcfleet.reconcile.schema import schema_problems
+from bcfleet.reconcile.yamldoc import (
+    ParsedDocument,
+    Problem,
+    YamlProblems,
+    json_path,
+    parse_yaml,
+    position_in_text,
+)
+from bcfleet.settings import HostReserve
+
+_MESSAGE_LINES = 50
+
+
+def load_fleetconfig(
+    path: str | os.PathLike[str], *, host_reserve: HostReserve | None = None
+) -> DesiredFleet:
+    """Read, validate and normalize a FleetConfig file."""
+    name = os.fspath(path)
+    try:
+        with open(name, "rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise _invalid([Diagnostic(name, 1, 1, "$", f"cannot read the file: {reason}")]) from exc
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        prefix = raw[: exc.start].decode("utf-8", "replace")
+        where = position_in_text(prefix, len(prefix))
+        diagnostic = Diagnostic(name, where.line, where.column, "$", "the file is not UTF-8 text")
+        raise _invalid([diagnostic]) from exc
+    return load_fleetconfig_text(text, file=name, host_reserve=host_reserve)
+
+
+def load_fleetconfig_text(
+    text: str, *, file: str = "<string>", host_reserve: HostReserve | None = None
+) -> DesiredFleet:
+    """Validate and normalize FleetConfig text; ``file`` names it in diagnostics."""
+    try:
+        document = parse_yaml(text)
+    except YamlProblems as exc:
+        raise _invalid(_diagnose(file, ParsedDocument(None), exc.problems)) from None
+    problems = schema_problems(document.data)
+    if problems:
+        raise _invalid(_diagnose(file, document, problems))
+    findings = meaning_findings(document.data)
+    if findings.errors:
+        raise _invalid(_diagnose(file, document, findings.errors))
+    return replace(
+        build_desired(document.data, host_reserve=host_reserve),
+        warnings=tuple(_diagnose(file, document, findings.warnings)),
+        digest=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+    )
+
+
+def _diagnose(file: str, document: ParsedDocument, problems: Sequence[Problem]) -> list[Diagnostic]:
+    diagnostics = []
+    for problem in problems:
+        where = problem.position or document.locate(problem.path, at_key=problem.at_key)
+        diagnostics.append(
+            Diagnostic(file, where.line, where.column, json_path(problem.path), problem.message)
+        )
+    return sorted(diagnostics, key=lambda d: (d.line, d.column, d.path, d.message))
+
+
+def _invalid(diagnostics: list[Diagnostic]) -> InvalidInputError:
+    lines = [d.format() for d in diagnostics[:_MESSAGE_LINES]]
+    if len(diagnostics) > _MESSAGE_LINES:
+        lines.append(f"... and {len(diagnostics) - _MESSAGE_LINES} more")
+    return InvalidInputError("\n".join(lines), {"errors": [d.to_json() for d in diagnostics]})
+
+
+def build_desired(
+    data: Mapping[str, Any], *, host_reserve: HostReserve | None = None
+) -> DesiredFleet:
+    """A DesiredFleet from schema- and meaning-valid data, every default filled in."""
+
+    def section(name: str) -> list[Mapping[str, Any]]:
+        return list(data.get(name) or [])
+
+    pools = section("pools")
+    return DesiredFleet(
+        tenants=tuple(TenantSpec(t["id"], t.get("name", t["id"])) for t in section("tenants")),
+        provider_accounts=tuple(
+            ProviderAccountSpec(a["name"], a["provider"], a["tokenEnv"], a.get("endpoint"))
+            for a in section("providerAccounts")
+        ),
+        pools=tuple(_pool(p, host_reserve) for p in pools),
+        offers=tuple(OfferSpec(p["name"], t) for p in pools for t in p.get("offeredTo") or []),
+        hosts=tuple(
+            HostSpec(
+                h["name"],
+                h["pool"],
+                normalize_labels(h.get("labels")),
+                bool(h.get("tenantControlled", False)),
+            )
+            for h in section("hosts")
+        ),
+        flavors=tuple(_flavor(f) for f in section("flavors")),
+        quotas=tuple(_quota(q) for q in section("quotas")),
+        compute=tuple(
+            ComputeSpec(
+                c["tenant"],
+                c.get("serverlessPool"),
+                c.get("defaultSize"),
+                normalize_sizes(c.get("sizes")),
+            )
+            for c in section("compute")
+        ),
+    )
+
+
+def _pool(pool: Mapping[str, Any], host_reserve: HostReserve | None) -> PoolSpec:
+    policy = pool.get("policy") or {}
+    return PoolSpec(
+        name=pool["name"],
+        kind=pool["kind"],
+        owner=pool.get("owner", ROOT_TENANT),
+        gpu_model=pool.get("gpuModel"),
+        overcommit=normalize_overcommit(policy.get("overcommit")),
+        host_reserve=normalize_host_reserve(policy.get("hostReserve"), host_reserve),
+        provider_account=pool.get("providerAccount"),
+    )
+
+
+def _flavor(flavor: Mapping[str, Any]) -> FlavorSpec:
+    return FlavorSpec(
+        pool=flavor["pool"],
+        name=flavor["name"],
+        vcpu=int(flavor["vcpu"]),
+        memory_gib=int(flavor["memoryGiB"]),
+        disk_gib=int(flavor["diskGiB"]),
+        gpus=int(flavor.get("gpus", 0)),
+        offer_id=flavor.get("offerId"),
+        placement=normalize_placement(flavor.get("placement")),
+    )
+
+
+def _quota(quota: Mapping[str, Any]) -> QuotaSpec:
+    def limit(name: str) -> int | None:
+        value = quota.get(name)
+        return None if value is None else int(value)
+
+    return QuotaSpec(
+        quota["tenant"],
+        quota["pool"],
+        vcpu=limit("vcpu"),
+        memory_gib=limit("memoryGiB"),
+        disk_gib=limit("diskGiB"),
+        gpu=limit("gpu"),
+    )

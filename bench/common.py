@@ -1,0 +1,84 @@
+"""Shared pieces of the benchmarks: seeding a large pool in bulk SQL, timing, peak RSS, the JSON line."""
+
+from __future__ import annotations
+
+import json
+import resource
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import insert
+
+from bcfleet.api.auth import LOCAL_OPERATOR
+from bcfleet.fleet import Fleet
+from bcfleet.store.models import Host, NodeResource
+
+T0 = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
+
+
+def seed_pool(fleet: Fleet, hosts: int, *, vcpu: int = 64, ratio: float = 2.0, memory_gib: int = 256,
+              disk_gib: int = 2000, name: str = "bench") -> dict[str, Any]:  # fmt: skip
+    """A vps-host pool offered to tenant 'bench' with `hosts` synced hosts, written in bulk."""
+    api, op = fleet.api, LOCAL_OPERATOR
+    api.tenants.create(op, "bench")
+    pool = api.pools.create(
+        op, tenant_id="root", name=name, kind="vps-host", overcommit={"vcpu": ratio}
+    )
+    api.pools.offer(op, tenant_id="root", pool=pool["id"], to="bench")
+    api.flavors.create(
+        op, tenant_id="root", pool_id=pool["id"], name="b1.small", vcpu=2, memory_gib=4, disk_gib=40
+    )
+    now = fleet.now()
+    host_rows, resource_rows = [], []
+    for i in range(hosts):
+        node_id = fleet.new_id("node")
+        host_rows.append({"id": node_id, "name": f"{name}-{i:05d}", "pool_id": pool["id"], "labels": {},
+                          "tenant_controlled": False, "state": "ready", "inventory": None,
+                          "inventory_reported_at": now, "inventory_generation": 1, "created_at": now,
+                          "managed": False})  # fmt: skip
+        for res, amount, r in (
+            ("vcpu", vcpu, ratio),
+            ("memoryGiB", memory_gib, 1.0),
+            ("diskGiB", disk_gib, 1.0),
+        ):
+            resource_rows.append({"node_id": node_id, "resource": res, "allocatable": amount, "ratio": r,
+                                  "capacity": int(amount * r), "allocated": 0, "generation": 0})  # fmt: skip
+    inventory = {"cpus": [{"id": c, "numaNode": c // (vcpu // 2), "isolated": False} for c in range(vcpu + 2)],
+                 "numaNodes": [{"id": n, "memoryGiB": (memory_gib + 8) / 2, "hugepages": []} for n in range(2)],
+                 "memoryGiB": memory_gib + 8, "diskGiB": disk_gib + 100, "gpus": []}  # fmt: skip
+    for row in host_rows:
+        row["inventory"] = inventory
+    with fleet.write() as session:
+        session.execute(insert(Host), host_rows)
+        session.execute(insert(NodeResource), resource_rows)
+    return pool
+
+
+def timed(call: Callable[[], Any], count: int) -> list[float]:
+    """Wall-clock seconds of each of `count` calls."""
+    samples = []
+    for _ in range(count):
+        start = time.perf_counter()
+        call()
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+def summary(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    return {"count": len(samples), "perSecond": round(len(samples) / sum(samples), 1),
+            "p50Ms": round(statistics.median(ordered) * 1000, 2), "p99Ms": round(p99 * 1000, 2)}  # fmt: skip
+
+
+def peak_rss_mb() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def emit(result: dict[str, Any]) -> None:
+    """The last line of every benchmark: one JSON document."""
+    sys.stdout.write(json.dumps(result) + "\n")
