@@ -6,12 +6,14 @@ import json
 import time
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
 from bcfleet.errors import NoCapacityError
 from bcfleet.fleet import Fleet
 from bcfleet.http.serving import error_response
 from bcfleet.jobs.vps_hosts import run_vps_hosts
+from bcfleet.jobs.webhooks import run_webhooks
 from tests.builders import inventory
 from tests.test_http_support import PLACEMENT, ApiClient, error_code, served
 
@@ -223,3 +225,25 @@ def test_instances_and_quotas_over_http(fleet: Fleet, api: ApiClient) -> None:
     )
     assert api.delete(ins).json()["state"] == "deleted"
     assert error_code(api.delete(ins)) == "NOT_FOUND"
+
+
+def test_webhooks_over_http(fleet: Fleet, api: ApiClient) -> None:
+    made = api.post(
+        "/v1/webhooks", json={"url": "https://hooks.example/in", "eventTypes": ["pool.*"]}
+    )
+    assert made.status_code == 201, made.text
+    hook = made.json()
+    assert hook["secret"].startswith("whsec_")
+    one = f"/v1/webhooks/{hook['id']}"
+    assert "secret" not in api.get(one).json()
+    assert [h["id"] for h in api.get("/v1/webhooks").json()["items"]] == [hook["id"]]
+    api.post("/v1/pools", json={"name": "vps-fra", "kind": "vps-host"})
+    run_webhooks(fleet, fleet.now(), transport=httpx.MockTransport(lambda _r: httpx.Response(410)))
+    (delivery,) = api.get(one + "/deliveries").json()["items"]
+    assert (delivery["state"], delivery["lastStatus"]) == ("pending", 410)
+    requeued = api.post(f"{one}/deliveries/{delivery['id']}/redeliver")
+    assert requeued.json()["attempts"] == 0
+    assert error_code(api.post(f"{one}/deliveries/x/redeliver")) == "INVALID_INPUT"
+    assert error_code(api.get(one + "/deliveries", params={"state": "lost"})) == "INVALID_INPUT"
+    assert api.delete(one).json() == {"id": hook["id"], "deleted": True}
+    assert error_code(api.get(one)) == "NOT_FOUND"

@@ -112,7 +112,9 @@ def two_tenants(fleet: Fleet) -> dict[str, Any]:
         instance = fleet.api.instances.create(
             admin, tenant_id=tenant, pool_id=pool["id"], flavor="g1.small", name=f"{tenant}-vm"
         )
+        webhook = fleet.api.webhooks.create(admin, url=f"https://{tenant}.example/hook")
         made[tenant] = {
+            "webhook": webhook,
             "token": admin,
             "pool": pool,
             "flavor": flavor,

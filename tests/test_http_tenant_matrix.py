@@ -27,26 +27,29 @@ BODIES: dict[str, Any] = {
     "instances.create": {"pool": "acme-pool", "flavor": "g1.small"},
     "instances.resize": {"flavor": "g1.small"},
     "quotas.set": {"vcpu": 1000},
+    "webhooks.create": {"url": "https://globex.example/stolen"},
 }
 
 PUBLIC = {"meta.healthz", "meta.metrics", "meta.openapi"}
 STREAMS = {"events.stream"}  # covered by the SSE tests, with the same tenant rules
 
 
-def _path_values(acme: dict[str, Any]) -> dict[str, list[str]]:
+def _path_values(acme: dict[str, Any], path: str) -> dict[str, list[str]]:
     """Every way to name acme's objects in a path: ids and names."""
+    webhooks = path.startswith("/v1/webhooks")
     return {
         "pool": [acme["pool"]["id"], acme["pool"]["name"]],
         "name": [acme["flavor"]["name"]],
         "host": [acme["host"]["id"], acme["host"]["name"]],
         "tenant": ["acme"],
-        "id": [acme["instance"]["id"]],
+        "id": [acme["webhook" if webhooks else "instance"]["id"]],
+        "delivery": ["1"],
     }
 
 
 def _requests(op: Any, acme: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     """The requests that aim one operation at acme: through the path, and as ?tenant=acme."""
-    values = _path_values(acme)
+    values = _path_values(acme, op.path)
     params = op.path_params
     body = BODIES.get(op.operation_id)
     kwargs: dict[str, Any] = {} if body is None and op.request is None else {"json": body}
@@ -74,6 +77,7 @@ def _acme_state(fleet: Fleet) -> str:
         "hosts": api.hosts.show(OP, host="acme-01"),
         "instances": api.instances.list(OP, tenant_id="acme", include_deleted=True),
         "quotas": api.quotas.show(OP, tenant_id="acme"),
+        "webhooks": api.webhooks.list(OP, tenant_id="acme"),
         "events": api.events.list(OP, tenant_id="acme"),
         "tenants": api.tenants.list(OP),
     }
@@ -112,7 +116,8 @@ def test_every_route_aimed_at_another_tenants_objects_is_refused(
 def _assert_nothing_of_acme(operation: str, body: Any, acme: dict[str, Any]) -> None:
     """A 2xx answer to globex may only be about globex's own objects."""
     text = json.dumps(body)
-    secrets = [acme[k]["id"] for k in ("pool", "flavor", "host", "instance")] + ["acme"]
+    secrets = [acme[k]["id"] for k in ("pool", "flavor", "host", "instance", "webhook")]
+    secrets.append("acme")
     for secret in secrets:
         assert secret not in text, f"{operation} told globex about {secret}: {text[:300]}"
 
@@ -121,7 +126,14 @@ def test_lists_show_a_tenant_only_its_own_objects(
     world: tuple[ApiClient, dict[str, Any]],
 ) -> None:
     globex, made = world
-    for path in ("/v1/tenants", "/v1/pools", "/v1/hosts", "/v1/events", "/v1/instances"):
+    for path in (
+        "/v1/tenants",
+        "/v1/pools",
+        "/v1/hosts",
+        "/v1/events",
+        "/v1/instances",
+        "/v1/webhooks",
+    ):
         body = globex.get(path).json()
         assert body["items"], path
         _assert_nothing_of_acme(path, body, made["acme"])
@@ -137,6 +149,6 @@ def test_no_route_acts_as_the_local_operator_without_a_token(
             continue
         path = op.path.replace("{pool}", "acme-pool").replace("{host}", "acme-01")
         path = path.replace("{name}", "g1.small").replace("{tenant}", "acme")
-        path = path.replace("{id}", "ins_x")
+        path = path.replace("{id}", "ins_x").replace("{delivery}", "1")
         response = anonymous.call(op.method, path, json=BODIES.get(op.operation_id))
         assert response.status_code == 401, (op.operation_id, response.text)

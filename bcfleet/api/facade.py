@@ -15,6 +15,7 @@ from bcfleet.api.pools import PoolsAPI
 from bcfleet.api.provider_accounts import ProviderAccountsAPI
 from bcfleet.api.quotas import QuotasAPI
 from bcfleet.api.tenants import TenantsAPI
+from bcfleet.api.webhooks import WebhooksAPI
 
 if TYPE_CHECKING:
     from bcfleet.fleet import Fleet
@@ -36,3 +37,4 @@ class FleetAPI:
         self.instances = InstancesAPI(fleet)
         self.quotas = QuotasAPI(fleet)
         self.doctor = DoctorAPI(fleet)
+        self.webhooks = WebhooksAPI(fleet)

@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "doctor",
     "demo",
     "serve",
+    "webhooks",
 )
 
 

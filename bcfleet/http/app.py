@@ -24,7 +24,7 @@ from bcfleet.fleet import Fleet
 from bcfleet.http.metrics import EventTally
 from bcfleet.http.openapi import build_document
 from bcfleet.http.operations import Operation
-from bcfleet.http.routes import events, flavors, hosts, instances, pools, tenants
+from bcfleet.http.routes import events, flavors, hosts, instances, pools, tenants, webhooks
 from bcfleet.http.serving import (
     DEFAULT_MAX_BODY_BYTES,
     MethodNotAllowedError,
@@ -37,7 +37,7 @@ from bcfleet.http.serving import (
 
 log = logging.getLogger("bcfleet.http")
 
-AREAS: tuple[Any, ...] = (tenants, pools, flavors, hosts, instances, events)
+AREAS: tuple[Any, ...] = (tenants, pools, flavors, hosts, instances, events, webhooks)
 
 
 def all_operations(areas: Iterable[Any] = AREAS) -> list[Operation]:
