@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
@@ -38,6 +38,7 @@ class Fleet:
         self.clock: Clock = clock or clock_from_env()
         self.settings = settings or load_settings()
         self.ids = ids or IdFactory()
+        self.caches: dict[str, Any] = {}  # per-fleet memo tables (parsed inventories, …)
 
     @classmethod
     def open(

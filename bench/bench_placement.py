@@ -69,8 +69,10 @@ def run_processes(url: str, hosts: int, placements: int, processes: int) -> dict
     fleet = Fleet.open(url, clock=FakeClock(T0), settings=FleetSettings(db_url=url))
     pool = seed_pool(fleet, hosts)
     queue: Any = multiprocessing.Queue()
-    workers = [multiprocessing.Process(target=_worker, args=(url, pool["id"], placements, queue))
-               for _ in range(processes)]  # fmt: skip
+    workers = [
+        multiprocessing.Process(target=_worker, args=(url, pool["id"], placements, queue))
+        for _ in range(processes)
+    ]
     start = time.perf_counter()
     for worker in workers:
         worker.start()

@@ -20,8 +20,16 @@ from bcfleet.store.models import Host, NodeResource
 T0 = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
 
 
-def seed_pool(fleet: Fleet, hosts: int, *, vcpu: int = 64, ratio: float = 2.0, memory_gib: int = 256,
-              disk_gib: int = 2000, name: str = "bench") -> dict[str, Any]:  # fmt: skip
+def seed_pool(
+    fleet: Fleet,
+    hosts: int,
+    *,
+    vcpu: int = 64,
+    ratio: float = 2.0,
+    memory_gib: int = 256,
+    disk_gib: int = 2000,
+    name: str = "bench",
+) -> dict[str, Any]:
     """A vps-host pool offered to tenant 'bench' with `hosts` synced hosts, written in bulk."""
     api, op = fleet.api, LOCAL_OPERATOR
     api.tenants.create(op, "bench")
@@ -36,20 +44,48 @@ def seed_pool(fleet: Fleet, hosts: int, *, vcpu: int = 64, ratio: float = 2.0, m
     host_rows, resource_rows = [], []
     for i in range(hosts):
         node_id = fleet.new_id("node")
-        host_rows.append({"id": node_id, "name": f"{name}-{i:05d}", "pool_id": pool["id"], "labels": {},
-                          "tenant_controlled": False, "state": "ready", "inventory": None,
-                          "inventory_reported_at": now, "inventory_generation": 1, "created_at": now,
-                          "managed": False})  # fmt: skip
+        host_rows.append(
+            {
+                "id": node_id,
+                "name": f"{name}-{i:05d}",
+                "pool_id": pool["id"],
+                "labels": {},
+                "tenant_controlled": False,
+                "state": "ready",
+                "inventory": None,
+                "inventory_reported_at": now,
+                "inventory_generation": 1,
+                "created_at": now,
+                "managed": False,
+            }
+        )
         for res, amount, r in (
             ("vcpu", vcpu, ratio),
             ("memoryGiB", memory_gib, 1.0),
             ("diskGiB", disk_gib, 1.0),
         ):
-            resource_rows.append({"node_id": node_id, "resource": res, "allocatable": amount, "ratio": r,
-                                  "capacity": int(amount * r), "allocated": 0, "generation": 0})  # fmt: skip
-    inventory = {"cpus": [{"id": c, "numaNode": c // (vcpu // 2), "isolated": False} for c in range(vcpu + 2)],
-                 "numaNodes": [{"id": n, "memoryGiB": (memory_gib + 8) / 2, "hugepages": []} for n in range(2)],
-                 "memoryGiB": memory_gib + 8, "diskGiB": disk_gib + 100, "gpus": []}  # fmt: skip
+            resource_rows.append(
+                {
+                    "node_id": node_id,
+                    "resource": res,
+                    "allocatable": amount,
+                    "ratio": r,
+                    "capacity": int(amount * r),
+                    "allocated": 0,
+                    "generation": 0,
+                }
+            )
+    inventory = {
+        "cpus": [
+            {"id": c, "numaNode": c // (vcpu // 2), "isolated": False} for c in range(vcpu + 2)
+        ],
+        "numaNodes": [
+            {"id": n, "memoryGiB": (memory_gib + 8) / 2, "hugepages": []} for n in range(2)
+        ],
+        "memoryGiB": memory_gib + 8,
+        "diskGiB": disk_gib + 100,
+        "gpus": [],
+    }
     for row in host_rows:
         row["inventory"] = inventory
     with fleet.write() as session:
@@ -71,8 +107,12 @@ def timed(call: Callable[[], Any], count: int) -> list[float]:
 def summary(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
     p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-    return {"count": len(samples), "perSecond": round(len(samples) / sum(samples), 1),
-            "p50Ms": round(statistics.median(ordered) * 1000, 2), "p99Ms": round(p99 * 1000, 2)}  # fmt: skip
+    return {
+        "count": len(samples),
+        "perSecond": round(len(samples) / sum(samples), 1),
+        "p50Ms": round(statistics.median(ordered) * 1000, 2),
+        "p99Ms": round(p99 * 1000, 2),
+    }
 
 
 def peak_rss_mb() -> float:

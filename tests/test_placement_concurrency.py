@@ -82,8 +82,12 @@ def test_several_processes_placing_at_once(db_url: str, tmp_path: Path) -> None:
         "f = Fleet.open(sys.argv[1])\n"
         "for _ in range(6): f.api.instances.create(op, tenant_id='acme', pool_id=sys.argv[2], flavor='c2')\n"
     )
-    procs = [subprocess.Popen([sys.executable, "-c", script, db_url, pool["id"]], cwd=Path(__file__).parent.parent)
-             for _ in range(4)]  # fmt: skip
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, db_url, pool["id"]], cwd=Path(__file__).parent.parent
+        )
+        for _ in range(4)
+    ]
     assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
     running = [i for i in fleet.api.instances.list(OP)["items"] if i["state"] == "running"]
     assert len(running) == 8  # 2 hosts × 8 vCPU / 2

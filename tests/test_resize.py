@@ -30,10 +30,15 @@ def resize_pool(fleet: Fleet) -> dict[str, Any]:
         fleet, cpus=18, memory_gib=72, disk_gib=600, gpus=2
     )  # 16 vCPU, 64 GiB, 500 GiB
     for name, vcpu, mem, disk, gpus, placement in (
-        ("s", 2, 4, 40, 0, None), ("m", 4, 8, 80, 0, None), ("xl", 12, 48, 400, 0, None),
-        ("huge", 20, 8, 40, 0, None), ("g1", 4, 8, 40, 1, None), ("g2", 4, 8, 40, 2, None),
-        ("pin-s", 2, 4, 40, 0, {"pinned": True}), ("pin-m", 4, 8, 40, 0, {"pinned": True}),
-    ):  # fmt: skip
+        ("s", 2, 4, 40, 0, None),
+        ("m", 4, 8, 80, 0, None),
+        ("xl", 12, 48, 400, 0, None),
+        ("huge", 20, 8, 40, 0, None),
+        ("g1", 4, 8, 40, 1, None),
+        ("g2", 4, 8, 40, 2, None),
+        ("pin-s", 2, 4, 40, 0, {"pinned": True}),
+        ("pin-m", 4, 8, 40, 0, {"pinned": True}),
+    ):
         flavor(
             fleet,
             pool["id"],
@@ -73,16 +78,28 @@ def test_shrinkage_returns_room_and_refunds_quota(
 
 
 CASES = [
-    pytest.param("s", "huge", CapacityUnavailableError, {"resource": "vcpu"}, id="growth-that-does-not-fit-is-capacity-unavailable"),
+    pytest.param(
+        "s",
+        "huge",
+        CapacityUnavailableError,
+        {"resource": "vcpu"},
+        id="growth-that-does-not-fit-is-capacity-unavailable",
+    ),
     pytest.param("g1", "g2", UnsupportedError, None, id="different-gpu-count-is-unsupported"),
     pytest.param("s", "pin-m", UnsupportedError, None, id="different-placement-is-unsupported"),
     pytest.param("s", "nope", NotFoundError, None, id="unknown-flavor-is-not-found"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("start", "target", "error", "details"), CASES)
-def test_refused_resizes_change_nothing(fleet: Fleet, resize_pool: dict[str, Any], start: str, target: str,
-                                        error: type[FleetError], details: dict[str, str] | None) -> None:  # fmt: skip
+def test_refused_resizes_change_nothing(
+    fleet: Fleet,
+    resize_pool: dict[str, Any],
+    start: str,
+    target: str,
+    error: type[FleetError],
+    details: dict[str, str] | None,
+) -> None:
     made = stopped(fleet, resize_pool, start)
     before_rows, before = rows(fleet, "h1"), fleet.api.instances.show(OP, made["id"])
     with pytest.raises(error) as refused:

@@ -26,15 +26,19 @@ class DoctorAPI(Area):
                     Pool.kind == "vps-host",
                     col(Host.tenant_controlled).is_(False),
                     col(Host.id).not_in(with_rows),
-                )  # fmt: skip
+                )
                 .order_by(col(Host.name))
             ).all()
             for host_name, pool_name in waiting:
-                warnings.append({
-                    "code": "vps.hosts.capacity", "host": host_name, "pool": pool_name,
-                    "message": f"host {host_name} in pool {pool_name} has no capacity rows: it has not "
-                               "reported inventory (or vps.hosts has not run since), so it is no candidate",
-                })  # fmt: skip
+                warnings.append(
+                    {
+                        "code": "vps.hosts.capacity",
+                        "host": host_name,
+                        "pool": pool_name,
+                        "message": f"host {host_name} in pool {pool_name} has no capacity rows: it has not "
+                        "reported inventory (or vps.hosts has not run since), so it is no candidate",
+                    }
+                )
             body: dict[str, Any] = {"warnings": warnings}
             if invariants:
                 body["invariants"] = check_all(session)

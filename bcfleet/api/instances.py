@@ -24,8 +24,12 @@ INSTANCE_NAME_MAX = 63
 
 def flavor_shape(flavor: Flavor) -> dict[str, Any]:
     """The shape an instance keeps: a copy of its flavor's at admission (document 000)."""
-    shape: dict[str, Any] = {"vcpu": flavor.vcpu, "memoryGiB": flavor.memory_gib,
-                             "diskGiB": flavor.disk_gib, "gpus": flavor.gpus}  # fmt: skip
+    shape: dict[str, Any] = {
+        "vcpu": flavor.vcpu,
+        "memoryGiB": flavor.memory_gib,
+        "diskGiB": flavor.disk_gib,
+        "gpus": flavor.gpus,
+    }
     if flavor.offer_id:
         shape["offerId"] = flavor.offer_id
     if flavor.placement:
@@ -97,23 +101,43 @@ class InstancesAPI(Area):
             actor = self.actor(session, credential, tenant_id)
             pool = find_pool(session, actor, pool_id)
             row = find_flavor(session, pool, flavor)
-            actor.require("compute:instances:create", pool_resource(pool),
-                          {"gpus": row.gpus, "flavor": row.name, "spot": False})  # fmt: skip
+            actor.require(
+                "compute:instances:create",
+                pool_resource(pool),
+                {"gpus": row.gpus, "flavor": row.name, "spot": False},
+            )
             instance = place_instance(
-                session, self.fleet, tenant_id=actor.tenant_id, pool=pool, shape=flavor_shape(row),
-                name=name or f"{row.name}-{self.fleet.now():%H%M%S}", flavor_id=row.id,
-            )  # fmt: skip
+                session,
+                self.fleet,
+                tenant_id=actor.tenant_id,
+                pool=pool,
+                shape=flavor_shape(row),
+                name=name or f"{row.name}-{self.fleet.now():%H%M%S}",
+                flavor_id=row.id,
+            )
             kind = "instance.placed" if instance.node_id else "instance.unschedulable"
             if pool.kind == "provider":
                 kind = "instance.provisioning"
-            emit(session, self.fleet.ids, self.fleet.now(), kind, tenant_id=instance.tenant_id,
-                 subject_id=instance.id, data={"state": instance.state})  # fmt: skip
+            emit(
+                session,
+                self.fleet.ids,
+                self.fleet.now(),
+                kind,
+                tenant_id=instance.tenant_id,
+                subject_id=instance.id,
+                data={"state": instance.state},
+            )
             return instance_json(instance, row.name)
 
     def list(
-        self, credential: Credential | None, *, tenant_id: str | None = None, pool: str | None = None,
-        include_deleted: bool = False, state: str | None = None,
-    ) -> dict[str, Any]:  # fmt: skip
+        self,
+        credential: Credential | None,
+        *,
+        tenant_id: str | None = None,
+        pool: str | None = None,
+        include_deleted: bool = False,
+        state: str | None = None,
+    ) -> dict[str, Any]:
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)
             actor.require(
@@ -145,8 +169,15 @@ class InstancesAPI(Area):
             names = _flavor_names(session, [instance.flavor_id] if instance.flavor_id else [])
             return instance_json(instance, names.get(instance.flavor_id or ""))
 
-    def _set_state(self, credential: Credential | None, instance_id: str, tenant_id: str | None,
-                   action: str, target: str, allowed_from: tuple[str, ...]) -> dict[str, Any]:  # fmt: skip
+    def _set_state(
+        self,
+        credential: Credential | None,
+        instance_id: str,
+        tenant_id: str | None,
+        action: str,
+        target: str,
+        allowed_from: tuple[str, ...],
+    ) -> dict[str, Any]:
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
             instance = _find(session, actor, instance_id, lock=True)
@@ -164,8 +195,15 @@ class InstancesAPI(Area):
             instance.state = target
             instance.updated_at = self.fleet.now()
             session.add(instance)
-            emit(session, self.fleet.ids, self.fleet.now(), f"instance.{target}",
-                 tenant_id=instance.tenant_id, subject_id=instance.id, data={})  # fmt: skip
+            emit(
+                session,
+                self.fleet.ids,
+                self.fleet.now(),
+                f"instance.{target}",
+                tenant_id=instance.tenant_id,
+                subject_id=instance.id,
+                data={},
+            )
             return instance_json(instance)
 
     def stop(
@@ -195,8 +233,15 @@ class InstancesAPI(Area):
                     f"instance {instance_id!r} not found", {"instance": instance_id}
                 )
             release_instance(session, self.fleet, instance, reason="deleted")
-            emit(session, self.fleet.ids, self.fleet.now(), "instance.deleted",
-                 tenant_id=instance.tenant_id, subject_id=instance.id, data={})  # fmt: skip
+            emit(
+                session,
+                self.fleet.ids,
+                self.fleet.now(),
+                "instance.deleted",
+                tenant_id=instance.tenant_id,
+                subject_id=instance.id,
+                data={},
+            )
             return instance_json(instance)
 
     def resize(
@@ -218,21 +263,38 @@ class InstancesAPI(Area):
             pool = session.get(Pool, instance.pool_id)
             assert pool is not None
             if pool.kind == "provider":
-                raise UnsupportedError("resizing a provider instance is not supported; create a new instance",
-                                       {"instance": instance.id})  # fmt: skip
+                raise UnsupportedError(
+                    "resizing a provider instance is not supported; create a new instance",
+                    {"instance": instance.id},
+                )
             if instance.state != "stopped":
-                raise ConflictError(f"resize needs a stopped instance; this one is {instance.state}",
-                                    {"state": instance.state, "required": "stopped"})  # fmt: skip
+                raise ConflictError(
+                    f"resize needs a stopped instance; this one is {instance.state}",
+                    {"state": instance.state, "required": "stopped"},
+                )
             target = find_flavor(session, pool, flavor)
             new_shape = flavor_shape(target)
             _check_resizable(instance.shape, new_shape)
             resize_hosted(session, self.fleet, instance, pool, new_shape, target.id)
-            emit(session, self.fleet.ids, self.fleet.now(), "instance.resized", tenant_id=instance.tenant_id,
-                 subject_id=instance.id, data={"flavor": target.name})  # fmt: skip
+            emit(
+                session,
+                self.fleet.ids,
+                self.fleet.now(),
+                "instance.resized",
+                tenant_id=instance.tenant_id,
+                subject_id=instance.id,
+                data={"flavor": target.name},
+            )
             return instance_json(instance, target.name)
 
-    def spec(self, credential: Credential | None, instance_id: str, *, tenant_id: str | None = None,
-             format: str = "json") -> dict[str, Any] | str:  # fmt: skip
+    def spec(
+        self,
+        credential: Credential | None,
+        instance_id: str,
+        *,
+        tenant_id: str | None = None,
+        format: str = "json",
+    ) -> dict[str, Any] | str:
         """The InstanceSpec the host agent receives, or its libvirt domain XML."""
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)
@@ -281,10 +343,14 @@ def spec_of(session: Session, instance: Instance, balloon_floor_percent: int) ->
         .all()
     )
     return instance_spec(
-        instance_id=instance.id, name=instance.name, state=instance.state, shape=Shape.from_json(instance.shape),
-        placement=HostPlacement.from_json(instance.host_placement or {}), gpu_pci_addresses=tuple(pci),
+        instance_id=instance.id,
+        name=instance.name,
+        state=instance.state,
+        shape=Shape.from_json(instance.shape),
+        placement=HostPlacement.from_json(instance.host_placement or {}),
+        gpu_pci_addresses=tuple(pci),
         balloon_floor_percent=balloon_floor_percent,
-    )  # fmt: skip
+    )
 
 
 def _check_resizable(old: dict[str, Any], new: dict[str, Any]) -> None:

@@ -39,8 +39,10 @@ class QuotasAPI(Area):
         """Set limits (None removes a limit); a limit below what is used is allowed and blocks new charges."""
         for resource, limit in limits.items():
             if resource not in QUOTA_RESOURCES:
-                raise InvalidInputError(f"unknown quota resource {resource!r}; use {', '.join(QUOTA_RESOURCES)}",
-                                        {"resource": resource})  # fmt: skip
+                raise InvalidInputError(
+                    f"unknown quota resource {resource!r}; use {', '.join(QUOTA_RESOURCES)}",
+                    {"resource": resource},
+                )
             if limit is not None and (
                 isinstance(limit, bool) or not isinstance(limit, int) or limit < 0
             ):

@@ -30,8 +30,10 @@ def _instance_text(i: dict[str, Any]) -> str:
     placement = i.get("hostPlacement")
     if placement:
         cpus = placement.get("cpus")
-        lines.append(f"  cpus:    {'pinned ' + ','.join(map(str, cpus)) if cpus else 'floating'}"
-                     + (f", NUMA {placement['mems']}" if placement.get("mems") else ""))  # fmt: skip
+        lines.append(
+            f"  cpus:    {'pinned ' + ','.join(map(str, cpus)) if cpus else 'floating'}"
+            + (f", NUMA {placement['mems']}" if placement.get("mems") else "")
+        )
     for condition in i.get("conditions", []):
         lines.append(f"  {condition['type']}: {condition['reason']}: {condition['message']}")
     return "\n".join(lines)
@@ -45,8 +47,12 @@ def _instance_text(i: dict[str, Any]) -> str:
 def create(tenant: str, pool: str, flavor: str, name: str | None) -> None:
     """Admit and place an instance of a flavor."""
     s = state()
-    output(s.fleet.api.instances.create(s.credential, tenant_id=tenant, pool_id=pool, flavor=flavor, name=name),
-           _instance_text)  # fmt: skip
+    output(
+        s.fleet.api.instances.create(
+            s.credential, tenant_id=tenant, pool_id=pool, flavor=flavor, name=name
+        ),
+        _instance_text,
+    )
 
 
 @fleet_command(group, "list")
@@ -56,12 +62,25 @@ def create(tenant: str, pool: str, flavor: str, name: str | None) -> None:
 @click.option("--all", "include_deleted", is_flag=True, help="Include deleted instances.")
 def list_(tenant: str | None, pool: str | None, state_: str | None, include_deleted: bool) -> None:
     s = state()
-    data = s.fleet.api.instances.list(s.credential, tenant_id=tenant, pool=pool, state=state_,
-                                      include_deleted=include_deleted)  # fmt: skip
+    data = s.fleet.api.instances.list(
+        s.credential, tenant_id=tenant, pool=pool, state=state_, include_deleted=include_deleted
+    )
     for item in data["items"]:
         item["why"] = _condition_text(item)
-    output(data, lambda d: table(d["items"], [("ID", "id"), ("NAME", "name"), ("TENANT", "tenantId"),
-                                              ("FLAVOR", "flavor"), ("STATE", "state"), ("CONDITIONS", "why")]))  # fmt: skip
+    output(
+        data,
+        lambda d: table(
+            d["items"],
+            [
+                ("ID", "id"),
+                ("NAME", "name"),
+                ("TENANT", "tenantId"),
+                ("FLAVOR", "flavor"),
+                ("STATE", "state"),
+                ("CONDITIONS", "why"),
+            ],
+        ),
+    )
 
 
 @fleet_command(group, "show")
@@ -93,8 +112,10 @@ def start(tenant: str | None, instance_id: str) -> None:
 @click.argument("instance_id")
 def delete(tenant: str | None, instance_id: str) -> None:
     s = state()
-    output(s.fleet.api.instances.delete(s.credential, instance_id, tenant_id=tenant),
-           lambda i: f"Instance {i['id']} deleted.")  # fmt: skip
+    output(
+        s.fleet.api.instances.delete(s.credential, instance_id, tenant_id=tenant),
+        lambda i: f"Instance {i['id']} deleted.",
+    )
 
 
 @fleet_command(group, "resize")
@@ -104,8 +125,10 @@ def delete(tenant: str | None, instance_id: str) -> None:
 def resize(tenant: str | None, flavor: str, instance_id: str) -> None:
     """Resize a stopped hosted instance in place to another flavor of its pool."""
     s = state()
-    output(s.fleet.api.instances.resize(s.credential, instance_id, flavor=flavor, tenant_id=tenant),
-           _instance_text)  # fmt: skip
+    output(
+        s.fleet.api.instances.resize(s.credential, instance_id, flavor=flavor, tenant_id=tenant),
+        _instance_text,
+    )
 
 
 @fleet_command(group, "spec")

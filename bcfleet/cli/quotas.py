@@ -19,11 +19,20 @@ def group() -> None:
 @click.option("--memory-gib", type=int)
 @click.option("--disk-gib", type=int)
 @click.option("--gpu", type=int)
-def set_(tenant: str, pool: str, vcpu: int | None, memory_gib: int | None, disk_gib: int | None,
-         gpu: int | None) -> None:  # fmt: skip
+def set_(
+    tenant: str,
+    pool: str,
+    vcpu: int | None,
+    memory_gib: int | None,
+    disk_gib: int | None,
+    gpu: int | None,
+) -> None:
     s = state()
-    limits = {k: v for k, v in (("vcpu", vcpu), ("memoryGiB", memory_gib), ("diskGiB", disk_gib), ("gpu", gpu))
-              if v is not None}  # fmt: skip
+    limits = {
+        k: v
+        for k, v in (("vcpu", vcpu), ("memoryGiB", memory_gib), ("diskGiB", disk_gib), ("gpu", gpu))
+        if v is not None
+    }
     output(s.fleet.api.quotas.set(s.credential, tenant_id=tenant, pool=pool, limits=limits), _text)
 
 
@@ -34,8 +43,9 @@ def _text(q: dict[str, object]) -> str:
     rows = [
         {"resource": r, "used": used.get(r, 0), "limit": limits.get(r, "unlimited")} for r in used
     ]
-    return f"Quota of {q['tenantId']} in {q['pool']}\n" + table(rows, [("RESOURCE", "resource"), ("USED", "used"),
-                                                                     ("LIMIT", "limit")])  # fmt: skip
+    return f"Quota of {q['tenantId']} in {q['pool']}\n" + table(
+        rows, [("RESOURCE", "resource"), ("USED", "used"), ("LIMIT", "limit")]
+    )
 
 
 @fleet_command(group, "show")
@@ -43,5 +53,7 @@ def _text(q: dict[str, object]) -> str:
 @click.option("--pool")
 def show(tenant: str, pool: str | None) -> None:
     s = state()
-    output(s.fleet.api.quotas.show(s.credential, tenant_id=tenant, pool=pool),
-           lambda d: "\n\n".join(_text(q) for q in d["items"]) or "(no quotas)")  # fmt: skip
+    output(
+        s.fleet.api.quotas.show(s.credential, tenant_id=tenant, pool=pool),
+        lambda d: "\n\n".join(_text(q) for q in d["items"]) or "(no quotas)",
+    )

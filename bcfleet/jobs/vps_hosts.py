@@ -81,8 +81,16 @@ def sync_rows(
     for row in rows_to_write(old, inventory, reserve, pool.overcommit):
         before = old.get(row.resource)
         if before is None:
-            session.add(NodeResource(node_id=host.id, resource=row.resource, allocatable=row.allocatable,
-                                     ratio=row.ratio, capacity=row.capacity, allocated=0))  # fmt: skip
+            session.add(
+                NodeResource(
+                    node_id=host.id,
+                    resource=row.resource,
+                    allocatable=row.allocatable,
+                    ratio=row.ratio,
+                    capacity=row.capacity,
+                    allocated=0,
+                )
+            )
             written += 1
             continue
         updated = session.execute(
@@ -90,9 +98,15 @@ def sync_rows(
                 "UPDATE node_resources SET allocatable = :a, ratio = :r, capacity = :c, "
                 "generation = generation + 1 WHERE node_id = :n AND resource = :res AND allocated = :seen"
             ),
-            {"a": row.allocatable, "r": row.ratio, "c": row.capacity, "n": host.id,
-             "res": row.resource, "seen": before.allocated},
-        )  # fmt: skip
+            {
+                "a": row.allocatable,
+                "r": row.ratio,
+                "c": row.capacity,
+                "n": host.id,
+                "res": row.resource,
+                "seen": before.allocated,
+            },
+        )
         written += int(updated.rowcount or 0)  # type: ignore[attr-defined]
     return written
 
@@ -108,8 +122,16 @@ def sync_atoms(session: Session, host: Host) -> int:
         atom = existing.get(index)
         values = (gpu["model"], gpu["pciAddress"], gpu.get("numaNode"), True)
         if atom is None:
-            session.add(GpuAtom(node_id=host.id, index=index, model=values[0], pci_address=values[1],
-                                numa_node=values[2], present=True))  # fmt: skip
+            session.add(
+                GpuAtom(
+                    node_id=host.id,
+                    index=index,
+                    model=values[0],
+                    pci_address=values[1],
+                    numa_node=values[2],
+                    present=True,
+                )
+            )
             changed += 1
         elif (atom.model, atom.pci_address, atom.numa_node, atom.present) != values:
             atom.model, atom.pci_address, atom.numa_node, atom.present = values

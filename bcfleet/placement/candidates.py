@@ -12,8 +12,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import and_
-from sqlalchemy.orm import aliased
+from sqlalchemy import JSON, String, column, text
 from sqlmodel import Session, col, select
 
 from bcfleet.domain.fit import HostSnapshot, ResourceRow
@@ -21,21 +20,32 @@ from bcfleet.domain.shapes import SCALARS
 from bcfleet.placement.gpus import free_counts
 from bcfleet.store.models import Host, NodeResource
 
-PAGE = 64
+PAGE = 32
 
 _cursor_lock = threading.Lock()
-_cursors: dict[str, str] = {}
 
 
-def _next_cursor(pool_id: str) -> str:
+def advance_cursor(cursors: dict[str, str], pool_id: str, node_id: str) -> None:
+    """Start the pool's next search after the host just used (cursors live on the Fleet)."""
     with _cursor_lock:
-        return _cursors.get(pool_id, "")
+        cursors[pool_id] = node_id
 
 
-def advance_cursor(pool_id: str, node_id: str) -> None:
-    """Start the next search after the host just used."""
-    with _cursor_lock:
-        _cursors[pool_id] = node_id
+_COLUMNS = ", ".join(
+    f"{a}.allocatable, {a}.ratio, {a}.capacity, {a}.allocated" for a in ("v", "m", "d")
+)
+_FEASIBLE = (
+    f"SELECT h.id, h.labels, {_COLUMNS} FROM hosts h "
+    "JOIN node_resources v ON v.node_id = h.id AND v.resource = 'vcpu' "
+    "JOIN node_resources m ON m.node_id = h.id AND m.resource = 'memoryGiB' "
+    "JOIN node_resources d ON d.node_id = h.id AND d.resource = 'diskGiB' "
+    "WHERE h.pool_id = :pool AND h.state = 'ready' AND h.id > :after AND h.id <= :before "
+    "AND v.allocated + :vcpu <= v.capacity AND m.allocated + :mem <= m.capacity "
+    "AND d.allocated + :disk <= d.capacity ORDER BY h.id LIMIT :limit"
+)
+# A statement built once: SQLAlchemy's construction of the aliased join cost more than running it.
+FEASIBLE_PAGE = text(_FEASIBLE).columns(column("id", String), column("labels", JSON))
+MAX_ID = "~"  # sorts after every prefixed ULID id
 
 
 def _feasible_page(
@@ -46,24 +56,16 @@ def _feasible_page(
     before: str | None,
     limit: int,
 ) -> list[Any]:
-    rows = {r: aliased(NodeResource, name=f"nr_{r}") for r in SCALARS}
-    columns: list[Any] = [Host.id, Host.labels]
-    for resource in SCALARS:
-        alias = rows[resource]
-        columns += [alias.allocatable, alias.ratio, alias.capacity, alias.allocated]
-    query = select(*columns).select_from(Host)
-    for resource in SCALARS:
-        alias = rows[resource]
-        query = query.join(
-            alias, and_(col(alias.node_id) == col(Host.id), col(alias.resource) == resource)
-        )
-        amount = int(claims.get(resource, 0))
-        if amount > 0:
-            query = query.where(col(alias.allocated) + amount <= col(alias.capacity))
-    query = query.where(Host.pool_id == pool_id, col(Host.state) == "ready", col(Host.id) > after)
-    if before is not None:
-        query = query.where(col(Host.id) <= before)
-    return list(session.execute(query.order_by(col(Host.id)).limit(limit)).all())
+    params = {
+        "pool": pool_id,
+        "after": after,
+        "before": before or MAX_ID,
+        "limit": limit,
+        "vcpu": int(claims.get("vcpu", 0)),
+        "mem": int(claims.get("memoryGiB", 0)),
+        "disk": int(claims.get("diskGiB", 0)),
+    }
+    return list(session.execute(FEASIBLE_PAGE, params).all())
 
 
 def _snapshot(row: Any, gpus: tuple[int, int]) -> HostSnapshot:
@@ -73,8 +75,14 @@ def _snapshot(row: Any, gpus: tuple[int, int]) -> HostSnapshot:
     for i, resource in enumerate(SCALARS):
         allocatable, ratio, capacity, allocated = values[2 + 4 * i : 6 + 4 * i]
         resources[resource] = ResourceRow(resource, allocatable, ratio, capacity, allocated)
-    return HostSnapshot(node_id=node_id, rows=resources, gpus_total=gpus[1], gpus_free=gpus[0],
-                        draining=False, labels=dict(labels or {}))  # fmt: skip
+    return HostSnapshot(
+        node_id=node_id,
+        rows=resources,
+        gpus_total=gpus[1],
+        gpus_free=gpus[0],
+        draining=False,
+        labels=dict(labels or {}),
+    )
 
 
 def feasible_hosts(
@@ -86,9 +94,11 @@ def feasible_hosts(
     needs_label: bool,
     want: int,
     now: Any,
+    cursors: dict[str, str],
 ) -> list[HostSnapshot]:
     """Up to `want` hosts of the pool where the claims and GPUs fit now, from the rotating cursor."""
-    cursor = _next_cursor(pool_id)
+    with _cursor_lock:
+        cursor = cursors.get(pool_id, "")
     found: list[HostSnapshot] = []
     for after, before in ((cursor, None), ("", cursor or None)):
         last = after
@@ -136,6 +146,6 @@ def pool_snapshots(session: Session, pool_id: str, now: Any) -> list[HostSnapsho
             gpus_free=counts.get(node_id, (0, 0))[0],
             draining=state != "ready",
             labels=dict(labels or {}),
-        )  # fmt: skip
+        )
         for node_id, labels, state in hosts
     ]

@@ -19,8 +19,15 @@ def set_condition(
         if previous and previous.get("reason") == reason
         else None
     )
-    kept.append({"type": kind, "status": "True", "reason": reason, "message": message,
-                 "lastTransitionTime": since or format_time(at)})  # fmt: skip
+    kept.append(
+        {
+            "type": kind,
+            "status": "True",
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": since or format_time(at),
+        }
+    )
     return kept
 
 

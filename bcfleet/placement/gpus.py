@@ -99,10 +99,19 @@ def book(
 ) -> list[Booking]:
     """Book locked, re-checked atoms for the window; the caller locked them with lock_atoms first."""
     rows = [
-        Booking(id=ids.new("bkg", at), atom_id=a.id, node_id=a.node_id, consumer_kind=consumer_kind,
-                consumer_id=consumer_id, tenant_id=tenant_id, spot=spot, starts_at=start, ends_at=end)
+        Booking(
+            id=ids.new("bkg", at),
+            atom_id=a.id,
+            node_id=a.node_id,
+            consumer_kind=consumer_kind,
+            consumer_id=consumer_id,
+            tenant_id=tenant_id,
+            spot=spot,
+            starts_at=start,
+            ends_at=end,
+        )
         for a in atoms
-    ]  # fmt: skip
+    ]
     session.add_all(rows)
     return rows
 

@@ -57,9 +57,18 @@ def place_instance(
     """Admit (charge quota) and place an instance; pending with Unschedulable when nothing fits."""
     now = fleet.now()
     instance = Instance(
-        id=fleet.new_id("ins"), tenant_id=tenant_id, pool_id=pool.id, flavor_id=flavor_id, name=name,
-        state="pending", shape=dict(shape), purpose=purpose, size=size, created_at=now, updated_at=now,
-    )  # fmt: skip
+        id=fleet.new_id("ins"),
+        tenant_id=tenant_id,
+        pool_id=pool.id,
+        flavor_id=flavor_id,
+        name=name,
+        state="pending",
+        shape=dict(shape),
+        purpose=purpose,
+        size=size,
+        created_at=now,
+        updated_at=now,
+    )
     session.add(instance)
     session.flush()
     charge(session, tenant_id, pool.id, quota_charge_of(shape))
@@ -88,13 +97,14 @@ def try_place(session: Session, fleet: Fleet, instance: Instance, pool: Pool) ->
                 needs_label=policy is not None,
                 want=want,
                 now=now,
-            )  # fmt: skip
+                cursors=fleet.caches.setdefault("cursors", {}),
+            )
             if h.node_id not in tried
         ]
         for host in rank(candidates, strategy):
             outcome = _claim_on(session, fleet, instance, pool, host, shape, policy)
             if outcome is None:
-                advance_cursor(pool.id, host.node_id)
+                advance_cursor(fleet.caches.setdefault("cursors", {}), pool.id, host.node_id)
                 return True
             tried[host.node_id] = outcome
         if not candidates or len(candidates) < want:
@@ -201,12 +211,27 @@ def _claim_on(
         savepoint.rollback()
         return refused.no_fit()
     allocation = Allocation(
-        id=fleet.new_id("alloc"), node_id=host.node_id, consumer_kind="instance", consumer_id=instance.id,
-        tenant_id=instance.tenant_id, pool_id=pool.id, claims=shape.claims(), starts_at=now,
-    )  # fmt: skip
+        id=fleet.new_id("alloc"),
+        node_id=host.node_id,
+        consumer_kind="instance",
+        consumer_id=instance.id,
+        tenant_id=instance.tenant_id,
+        pool_id=pool.id,
+        claims=shape.claims(),
+        starts_at=now,
+    )
     session.add(allocation)
-    gpu_atoms.book(session, fleet.ids, atoms, consumer_kind="instance", consumer_id=instance.id,
-                   tenant_id=instance.tenant_id, start=now, end=None, at=now)  # fmt: skip
+    gpu_atoms.book(
+        session,
+        fleet.ids,
+        atoms,
+        consumer_kind="instance",
+        consumer_id=instance.id,
+        tenant_id=instance.tenant_id,
+        start=now,
+        end=None,
+        at=now,
+    )
     _record_placement(instance, host.node_id, allocation.id, placement, fleet)
     session.add(instance)
     savepoint.commit()
@@ -268,11 +293,9 @@ def choose_placement(
     instance_id: str,
 ) -> HostPlacement:
     """The NUMA chooser over this host's inventory and its other guests' placements."""
-    host = session.get(Host, node_id)
-    assert host is not None and host.inventory is not None
     reserve = pool.host_reserve.get("vcpu", fleet.settings.host_reserve.vcpu)
     return choose_host_placement(
-        Inventory.from_json(host.inventory),
+        host_inventory(session, fleet, node_id),
         shape,
         policy,
         gpus=[Gpu(a.model, a.pci_address, a.numa_node) for a in atoms],
@@ -280,6 +303,27 @@ def choose_placement(
         reserve_vcpu=int(reserve),
         memory_ratio=pool.overcommit.get("memoryGiB", 1.0),
     )
+
+
+_INVENTORY_CACHE_MAX = 20_000
+
+
+def host_inventory(session: Session, fleet: Fleet, node_id: str) -> Inventory:
+    """The host's parsed inventory, cached on the fleet by its generation (parsing dominated placements)."""
+    _inventories: dict[str, tuple[int, Inventory]] = fleet.caches.setdefault("inventories", {})
+    generation = session.execute(
+        text("SELECT inventory_generation FROM hosts WHERE id = :n"), {"n": node_id}
+    ).scalar_one()
+    cached = _inventories.get(node_id)
+    if cached is not None and cached[0] == generation:
+        return cached[1]
+    document = session.execute(select(Host.inventory).where(col(Host.id) == node_id)).scalar_one()
+    assert document is not None
+    inventory = Inventory.from_json(document)
+    if len(_inventories) >= _INVENTORY_CACHE_MAX:
+        _inventories.clear()
+    _inventories[node_id] = (int(generation), inventory)
+    return inventory
 
 
 def _record_placement(
@@ -294,8 +338,13 @@ def _record_placement(
     conditions = clear_condition(instance.conditions, "Unschedulable")
     degraded = degraded_condition(placement)
     if degraded is not None:
-        conditions = set_condition(conditions, "PlacementDegraded", reason=degraded["reason"],
-                                   message=degraded["message"], at=now)  # fmt: skip
+        conditions = set_condition(
+            conditions,
+            "PlacementDegraded",
+            reason=degraded["reason"],
+            message=degraded["message"],
+            at=now,
+        )
     else:
         conditions = clear_condition(conditions, "PlacementDegraded")
     instance.conditions = conditions

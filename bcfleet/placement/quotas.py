@@ -5,20 +5,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from sqlalchemy import text
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session
 
 from bcfleet.errors import QuotaExceededError
 from bcfleet.store.engine import is_sqlite
 from bcfleet.store.models import Quota
 
+_ENSURE_ROW = text(
+    'INSERT INTO quotas (tenant_id, pool_id, resource, "limit", used, managed) '
+    "VALUES (:t, :p, :r, NULL, 0, false) ON CONFLICT DO NOTHING"
+)
+
 
 def _ensure_rows(session: Session, tenant_id: str, pool_id: str, resources: list[str]) -> None:
-    rows = [{"tenant_id": tenant_id, "pool_id": pool_id, "resource": r, "used": 0,
-             "limit": None, "managed": False} for r in resources]  # fmt: skip
-    insert = sqlite_insert if is_sqlite(session.get_bind().engine) else pg_insert
-    session.execute(insert(Quota).values(rows).on_conflict_do_nothing())
+    """Quota rows exist for every charged resource (no limit: unlimited), whoever races to make them."""
+    session.execute(_ENSURE_ROW, [{"t": tenant_id, "p": pool_id, "r": r} for r in resources])
 
 
 def charge(session: Session, tenant_id: str, pool_id: str, amounts: Mapping[str, int]) -> None:
@@ -77,8 +78,11 @@ def refund(session: Session, tenant_id: str, pool_id: str, amounts: Mapping[str,
 
 def quota_charge_of(shape: Mapping[str, int]) -> dict[str, int]:
     """What a shape counts against quota (document 000): vcpu, memoryGiB, diskGiB, and gpu when gpus > 0."""
-    charge_ = {"vcpu": int(shape.get("vcpu", 0)), "memoryGiB": int(shape.get("memoryGiB", 0)),
-               "diskGiB": int(shape.get("diskGiB", 0))}  # fmt: skip
+    charge_ = {
+        "vcpu": int(shape.get("vcpu", 0)),
+        "memoryGiB": int(shape.get("memoryGiB", 0)),
+        "diskGiB": int(shape.get("diskGiB", 0)),
+    }
     if int(shape.get("gpus", 0)) > 0:
         charge_["gpu"] = int(shape["gpus"])
     return charge_

@@ -28,8 +28,9 @@ if TYPE_CHECKING:
     from bcfleet.fleet import Fleet
 
 
-def resize_allocation(session: Session, allocation: Allocation, growth: dict[str, int],
-                      shrinkage: dict[str, int]) -> str | None:  # fmt: skip
+def resize_allocation(
+    session: Session, allocation: Allocation, growth: dict[str, int], shrinkage: dict[str, int]
+) -> str | None:
     """Change an allocation's claims in place, all or nothing; the resource that ran out, or None."""
     lock_node_rows(session, allocation.node_id)
     savepoint = session.begin_nested()

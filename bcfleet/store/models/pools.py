@@ -52,10 +52,12 @@ class Host(SQLModel, table=True):
     """A node of a pool: adopted by name, reporting an inventory through its agent."""
 
     __tablename__ = "hosts"
+    # Candidate search walks a pool's hosts in id order from a cursor and stops early.
+    __table_args__ = (Index("ix_hosts_pool_id_id", "pool_id", "id"),)
 
     id: str = Field(primary_key=True)
     name: str = Field(unique=True)
-    pool_id: str = Field(foreign_key="pools.id", index=True)
+    pool_id: str = Field(foreign_key="pools.id")
     labels: dict[str, str] = Field(default_factory=dict, sa_type=JSON)
     tenant_controlled: bool = False
     state: str = "ready"  # ready | draining

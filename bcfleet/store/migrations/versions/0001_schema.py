@@ -233,7 +233,7 @@ def upgrade() -> None:
     sa.UniqueConstraint('name')
     )
     with op.batch_alter_table('hosts', schema=None) as batch_op:
-        batch_op.create_index(batch_op.f('ix_hosts_pool_id'), ['pool_id'], unique=False)
+        batch_op.create_index('ix_hosts_pool_id_id', ['pool_id', 'id'], unique=False)
 
     op.create_table('pool_offers',
     sa.Column('pool_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
@@ -439,7 +439,7 @@ def downgrade() -> None:
 
     op.drop_table('pool_offers')
     with op.batch_alter_table('hosts', schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f('ix_hosts_pool_id'))
+        batch_op.drop_index('ix_hosts_pool_id_id')
 
     op.drop_table('hosts')
     with op.batch_alter_table('flavors', schema=None) as batch_op:
