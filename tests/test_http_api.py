@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import socket
+import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -15,6 +20,7 @@ from bcfleet.http.serving import error_response
 from bcfleet.jobs.vps_hosts import run_vps_hosts
 from bcfleet.jobs.webhooks import run_webhooks
 from tests.builders import inventory
+from tests.conftest import python_cli
 from tests.test_http_support import PLACEMENT, ApiClient, error_code, served
 
 
@@ -247,3 +253,29 @@ def test_webhooks_over_http(fleet: Fleet, api: ApiClient) -> None:
     assert error_code(api.get(one + "/deliveries", params={"state": "lost"})) == "INVALID_INPUT"
     assert api.delete(one).json() == {"id": hook["id"], "deleted": True}
     assert error_code(api.get(one)) == "NOT_FOUND"
+
+
+@pytest.mark.slow
+def test_fleet_serve_serves_until_interrupted(tmp_path: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    root = Path(__file__).resolve().parent.parent
+    argv = python_cli("serve", "--port", str(port), "--log-level", "warning",
+                      db=f"sqlite:///{tmp_path / 'fleet.db'}")  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    server = subprocess.Popen(argv, env=env, cwd=tmp_path, stderr=subprocess.PIPE)
+    try:
+        health = None
+        for _ in range(200):  # at most 20 s
+            try:
+                health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        assert health is not None and health.json()["status"] == "ok"
+        assert httpx.get(f"http://127.0.0.1:{port}/v1/pools", timeout=5).status_code == 401
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(15)
+    assert server.returncode == 0

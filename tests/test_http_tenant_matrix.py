@@ -85,15 +85,16 @@ def _acme_state(fleet: Fleet) -> str:
 
 
 @pytest.fixture
-def world(fleet: Fleet) -> Iterator[tuple[ApiClient, dict[str, Any]]]:
-    made = two_tenants(fleet)
-    with served(fleet) as (_server, root):
+def world(any_fleet: Fleet) -> Iterator[tuple[ApiClient, dict[str, Any]]]:
+    made = two_tenants(any_fleet)
+    with served(any_fleet) as (_server, root):
         yield root.as_(made["globex"]["token"]), made
 
 
 def test_every_route_aimed_at_another_tenants_objects_is_refused(
-    fleet: Fleet, world: tuple[ApiClient, dict[str, Any]]
+    any_fleet: Fleet, world: tuple[ApiClient, dict[str, Any]]
 ) -> None:
+    fleet = any_fleet
     globex, made = world
     acme = made["acme"]
     before = _acme_state(fleet)

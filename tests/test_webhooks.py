@@ -104,19 +104,19 @@ def test_the_signature_is_hmac_sha256_of_timestamp_and_body() -> None:
 
 
 def test_failures_are_retried_with_doubling_capped_backoff(
-    fleet: Fleet, clock: FakeClock, receiver: Receiver
+    any_fleet: Fleet, clock: FakeClock, receiver: Receiver
 ) -> None:
-    fleet.api.tenants.create(OP, "acme")
-    hook = fleet.api.webhooks.create(OP, tenant_id="acme", url=receiver.url)
+    any_fleet.api.tenants.create(OP, "acme")
+    hook = any_fleet.api.webhooks.create(OP, tenant_id="acme", url=receiver.url)
     receiver.statuses = [500, 503]
-    make_pool(fleet, "acme", "acme-pool")
-    assert run_webhooks(fleet, clock.now())["retried"] == 1
-    assert run_webhooks(fleet, clock.now())["retried"] == 0  # not due yet
+    make_pool(any_fleet, "acme", "acme-pool")
+    assert run_webhooks(any_fleet, clock.now())["retried"] == 1
+    assert run_webhooks(any_fleet, clock.now())["retried"] == 0  # not due yet
     clock.advance(backoff_seconds(1))
-    assert run_webhooks(fleet, clock.now())["retried"] == 1
+    assert run_webhooks(any_fleet, clock.now())["retried"] == 1
     clock.advance(backoff_seconds(2))
-    assert run_webhooks(fleet, clock.now())["delivered"] == 1
-    (delivery,) = fleet.api.webhooks.deliveries(OP, hook["id"])["items"]
+    assert run_webhooks(any_fleet, clock.now())["delivered"] == 1
+    (delivery,) = any_fleet.api.webhooks.deliveries(OP, hook["id"])["items"]
     assert (delivery["state"], delivery["attempts"], delivery["lastStatus"]) == (
         "delivered",
         3,
@@ -127,24 +127,24 @@ def test_failures_are_retried_with_doubling_capped_backoff(
 
 
 def test_after_the_last_try_a_delivery_is_a_dead_letter_that_can_be_requeued(
-    fleet: Fleet, clock: FakeClock, receiver: Receiver
+    any_fleet: Fleet, clock: FakeClock, receiver: Receiver
 ) -> None:
-    fleet.api.tenants.create(OP, "acme")
-    hook = fleet.api.webhooks.create(OP, tenant_id="acme", url=receiver.url)
+    any_fleet.api.tenants.create(OP, "acme")
+    hook = any_fleet.api.webhooks.create(OP, tenant_id="acme", url=receiver.url)
     receiver.statuses = [500] * MAX_ATTEMPTS
-    make_pool(fleet, "acme", "acme-pool")
+    make_pool(any_fleet, "acme", "acme-pool")
     outcomes = []
     for _ in range(MAX_ATTEMPTS + 2):  # bounded: the last two rounds find nothing due
-        outcomes.append(run_webhooks(fleet, clock.now()))
+        outcomes.append(run_webhooks(any_fleet, clock.now()))
         clock.advance(BACKOFF_CAP_SECONDS)
     assert sum(o["dead"] for o in outcomes) == 1
     assert len(receiver.received) == MAX_ATTEMPTS
-    (dead,) = fleet.api.webhooks.deliveries(OP, hook["id"], state="dead")["items"]
+    (dead,) = any_fleet.api.webhooks.deliveries(OP, hook["id"], state="dead")["items"]
     assert dead["attempts"] == MAX_ATTEMPTS
     assert dead["lastError"] == "HTTP 500"
-    requeued = fleet.api.webhooks.redeliver(OP, hook["id"], dead["id"])
+    requeued = any_fleet.api.webhooks.redeliver(OP, hook["id"], dead["id"])
     assert (requeued["state"], requeued["attempts"]) == ("pending", 0)
-    assert run_webhooks(fleet, clock.now())["delivered"] == 1
+    assert run_webhooks(any_fleet, clock.now())["delivered"] == 1
 
 
 def test_an_unreachable_receiver_is_retried_too(fleet: Fleet, clock: FakeClock) -> None:
@@ -156,15 +156,15 @@ def test_an_unreachable_receiver_is_retried_too(fleet: Fleet, clock: FakeClock) 
     assert delivery["lastStatus"] is None and "Connect" in delivery["lastError"]
 
 
-def test_a_webhook_never_gets_another_tenants_events(fleet: Fleet, receiver: Receiver) -> None:
+def test_a_webhook_never_gets_another_tenants_events(any_fleet: Fleet, receiver: Receiver) -> None:
     for tenant in ("acme", "globex"):
-        fleet.api.tenants.create(OP, tenant)
-    acme = token(fleet, "acme", "alice")
-    fleet.api.webhooks.create(acme, url=receiver.url)
-    make_pool(fleet, "globex", "globex-pool")
-    make_pool(fleet, "root", "root-pool")
-    make_pool(fleet, "acme", "acme-pool")
-    run_webhooks(fleet, fleet.now())
+        any_fleet.api.tenants.create(OP, tenant)
+    acme = token(any_fleet, "acme", "alice")
+    any_fleet.api.webhooks.create(acme, url=receiver.url)
+    make_pool(any_fleet, "globex", "globex-pool")
+    make_pool(any_fleet, "root", "root-pool")
+    make_pool(any_fleet, "acme", "acme-pool")
+    run_webhooks(any_fleet, any_fleet.now())
     assert [e["data"]["name"] for e in receiver.events()] == ["acme-pool"]
 
 
