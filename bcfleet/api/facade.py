@@ -5,15 +5,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from bcfleet.api.doctor import DoctorAPI
+from bcfleet.api.environments import EnvironmentsAPI
 from bcfleet.api.events import EventsAPI
 from bcfleet.api.flavors import FlavorsAPI
 from bcfleet.api.hosts import HostsAPI
 from bcfleet.api.iam import IamAPI
+from bcfleet.api.indexes import IndexesAPI
 from bcfleet.api.instances import InstancesAPI
 from bcfleet.api.meters import MetersAPI
 from bcfleet.api.pools import PoolsAPI
 from bcfleet.api.provider_accounts import ProviderAccountsAPI
 from bcfleet.api.quotas import QuotasAPI
+from bcfleet.api.services import ServicesAPI
+from bcfleet.api.settings import SettingsAPI
 from bcfleet.api.tenants import TenantsAPI
 from bcfleet.api.webhooks import WebhooksAPI
 
@@ -37,4 +41,8 @@ class FleetAPI:
         self.instances = InstancesAPI(fleet)
         self.quotas = QuotasAPI(fleet)
         self.doctor = DoctorAPI(fleet)
+        self.settings = SettingsAPI(fleet)
+        self.services = ServicesAPI(fleet)
+        self.indexes = IndexesAPI(fleet)
+        self.environments = EnvironmentsAPI(fleet)
         self.webhooks = WebhooksAPI(fleet)

@@ -69,6 +69,36 @@ def upgrade() -> None:
     sa.Column('managed', sa.Boolean(), nullable=False),
     sa.PrimaryKeyConstraint('id')
     )
+    op.create_table('environments',
+    sa.Column('id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('tenant_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('name', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('size', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('created_at', bcfleet.store.types.UTCDateTime(), nullable=False),
+    sa.Column('updated_at', bcfleet.store.types.UTCDateTime(), nullable=False),
+    sa.ForeignKeyConstraint(['tenant_id'], ['tenants.id'], ),
+    sa.PrimaryKeyConstraint('id'),
+    sa.UniqueConstraint('tenant_id', 'name')
+    )
+    with op.batch_alter_table('environments', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_environments_tenant_id'), ['tenant_id'], unique=False)
+
+    op.create_table('pipeline_indexes',
+    sa.Column('id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('tenant_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('workspace', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('name', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('pod_size', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
+    sa.Column('deployed', sa.Boolean(), nullable=False),
+    sa.Column('created_at', bcfleet.store.types.UTCDateTime(), nullable=False),
+    sa.Column('updated_at', bcfleet.store.types.UTCDateTime(), nullable=False),
+    sa.ForeignKeyConstraint(['tenant_id'], ['tenants.id'], ),
+    sa.PrimaryKeyConstraint('id'),
+    sa.UniqueConstraint('tenant_id', 'workspace', 'name')
+    )
+    with op.batch_alter_table('pipeline_indexes', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_pipeline_indexes_tenant_id'), ['tenant_id'], unique=False)
+
     op.create_table('policies',
     sa.Column('id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.Column('tenant_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
@@ -169,6 +199,29 @@ def upgrade() -> None:
     with op.batch_alter_table('pools', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_pools_owner_tenant_id'), ['owner_tenant_id'], unique=False)
 
+    op.create_table('services',
+    sa.Column('id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('tenant_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('workspace', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('name', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('hosting', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('deployed', sa.Boolean(), nullable=False),
+    sa.Column('size', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
+    sa.Column('environment_id', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
+    sa.Column('instance_id', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
+    sa.Column('created_at', bcfleet.store.types.UTCDateTime(), nullable=False),
+    sa.Column('updated_at', bcfleet.store.types.UTCDateTime(), nullable=False),
+    sa.Column('deployed_at', bcfleet.store.types.UTCDateTime(), nullable=True),
+    sa.ForeignKeyConstraint(['environment_id'], ['environments.id'], ),
+    sa.ForeignKeyConstraint(['tenant_id'], ['tenants.id'], ),
+    sa.PrimaryKeyConstraint('id'),
+    sa.UniqueConstraint('tenant_id', 'workspace', 'name')
+    )
+    with op.batch_alter_table('services', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_services_environment_id'), ['environment_id'], unique=False)
+        batch_op.create_index(batch_op.f('ix_services_instance_id'), ['instance_id'], unique=False)
+        batch_op.create_index(batch_op.f('ix_services_tenant_id'), ['tenant_id'], unique=False)
+
     op.create_table('webhook_deliveries',
     sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('webhook_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
@@ -194,6 +247,19 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f('ix_webhook_deliveries_tenant_id'), ['tenant_id'], unique=False)
         batch_op.create_index(batch_op.f('ix_webhook_deliveries_webhook_id'), ['webhook_id'], unique=False)
 
+    op.create_table('compute_settings',
+    sa.Column('tenant_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('sizes', sa.JSON(), nullable=False),
+    sa.Column('default_size', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
+    sa.Column('serverless_pool_id', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
+    sa.Column('version', sa.Integer(), nullable=False),
+    sa.Column('managed', sa.Boolean(), nullable=False),
+    sa.Column('updated_at', bcfleet.store.types.UTCDateTime(), nullable=False),
+    sa.Column('spares_checked_at', bcfleet.store.types.UTCDateTime(), nullable=True),
+    sa.ForeignKeyConstraint(['serverless_pool_id'], ['pools.id'], ),
+    sa.ForeignKeyConstraint(['tenant_id'], ['tenants.id'], ),
+    sa.PrimaryKeyConstraint('tenant_id')
+    )
     op.create_table('flavors',
     sa.Column('id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.Column('pool_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
@@ -446,12 +512,19 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f('ix_flavors_pool_id'))
 
     op.drop_table('flavors')
+    op.drop_table('compute_settings')
     with op.batch_alter_table('webhook_deliveries', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_webhook_deliveries_webhook_id'))
         batch_op.drop_index(batch_op.f('ix_webhook_deliveries_tenant_id'))
         batch_op.drop_index('ix_webhook_deliveries_due')
 
     op.drop_table('webhook_deliveries')
+    with op.batch_alter_table('services', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_services_tenant_id'))
+        batch_op.drop_index(batch_op.f('ix_services_instance_id'))
+        batch_op.drop_index(batch_op.f('ix_services_environment_id'))
+
+    op.drop_table('services')
     with op.batch_alter_table('pools', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_pools_owner_tenant_id'))
 
@@ -477,6 +550,14 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f('ix_policies_tenant_id'))
 
     op.drop_table('policies')
+    with op.batch_alter_table('pipeline_indexes', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_pipeline_indexes_tenant_id'))
+
+    op.drop_table('pipeline_indexes')
+    with op.batch_alter_table('environments', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_environments_tenant_id'))
+
+    op.drop_table('environments')
     op.drop_table('tenants')
     op.drop_table('state_revision')
     op.drop_table('locks')

@@ -1,0 +1,165 @@
+"""Compute settings and the users of sizes between their tables and the domain; the settings, services, indexes and environments APIs call it.
+
+Loading a tenant's settings and locking its compute changes live in
+`bcfleet.placement.tenant_compute`, because the spares job needs them too.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal, TypeVar
+
+from sqlalchemy.exc import InvalidRequestError
+from sqlmodel import Session, col, select
+
+from bcfleet.api.auth import Actor, acting_for
+from bcfleet.domain.compute_settings import (
+    ComputeSettings,
+    EnvironmentUse,
+    IndexUse,
+    ServiceUse,
+    SizeUsers,
+    can_use_size,
+)
+from bcfleet.domain.sizes import label, parse_size, size_of_legacy_service
+from bcfleet.errors import InvalidInputError, NotFoundError
+from bcfleet.ids import has_prefix
+from bcfleet.placement.tenant_compute import lock_compute
+from bcfleet.store.models.compute import (
+    ComputeSettingsRow,
+    FleetEnvironment,
+    PipelineIndex,
+    Service,
+)
+
+Owned = TypeVar("Owned", Service, PipelineIndex, FleetEnvironment)
+
+
+def sizes_json(settings: ComputeSettings) -> dict[str, dict[str, Any]]:
+    """The `sizes` column: {size: {enabled, spares}} for every size of the catalogue."""
+    return {s.size: {"enabled": s.enabled, "spares": s.spares} for s in settings.sizes}
+
+
+def write_settings(
+    session: Session,
+    row: ComputeSettingsRow | None,
+    tenant_id: str,
+    settings: ComputeSettings,
+    *,
+    now: datetime,
+    managed: bool | None = None,
+) -> ComputeSettingsRow:
+    """Store settings: a new row at version 1, or the row with its version bumped."""
+    if row is None:
+        row = ComputeSettingsRow(tenant_id=tenant_id, updated_at=now, version=0)
+    row.sizes = sizes_json(settings)
+    row.default_size = settings.default_size
+    row.serverless_pool_id = settings.serverless_pool
+    row.version += 1
+    row.updated_at = now
+    if managed is not None:
+        row.managed = managed
+    session.add(row)
+    return row
+
+
+def load_size_users(session: Session, tenant_id: str) -> SizeUsers:
+    """What can hold a size in one tenant, in the caller's transaction (three set-based queries)."""
+    services = session.exec(
+        select(Service).where(
+            Service.tenant_id == tenant_id,
+            Service.deployed == True,  # noqa: E712
+            Service.hosting == "serverless",
+        )
+    ).all()
+    indexes = session.exec(
+        select(PipelineIndex).where(
+            PipelineIndex.tenant_id == tenant_id, col(PipelineIndex.pod_size).is_not(None)
+        )
+    ).all()
+    environments = session.exec(
+        select(FleetEnvironment).where(FleetEnvironment.tenant_id == tenant_id)
+    ).all()
+    return SizeUsers(
+        services=tuple(service_use(s) for s in services),
+        indexes=tuple(IndexUse(i.id, i.workspace, i.name, i.pod_size, i.deployed) for i in indexes),
+        environments=tuple(EnvironmentUse(e.id, e.name, e.size) for e in environments),
+    )
+
+
+def service_use(service: Service) -> ServiceUse:
+    hosting: Literal["serverless", "managed"] = (
+        "managed" if service.hosting == "managed" else "serverless"
+    )
+    return ServiceUse(
+        id=service.id,
+        workspace=service.workspace,
+        name=service.name,
+        hosting=hosting,
+        deployed=service.deployed,
+        size=service.size,
+        environment=service.environment_id,
+    )
+
+
+def require_usable(settings: ComputeSettings, size: object, current: str | None = None) -> str:
+    """The parsed size if this user may take it (enabled, or already its size); else INVALID_INPUT."""
+    name = parse_size(size)
+    if not can_use_size(settings, name, current):
+        raise InvalidInputError(
+            f"Size {label(name)} is turned off for your organization: "
+            "choose an enabled size, or ask an organization admin to turn it on.",
+            {"field": "size", "size": name, "enabled": list(settings.enabled_sizes())},
+        )
+    return name
+
+
+def find_owned(
+    session: Session,
+    actor: Actor,
+    model: type[Owned],
+    object_id: str,
+    what: str,
+) -> tuple[Actor, Owned]:
+    """An object of one tenant by id; NOT_FOUND when missing or another tenant's (root's admin sees all).
+
+    Returns the actor scoped to the object's tenant with the object.
+    """
+    row = session.get(model, object_id)
+    if row is None or (row.tenant_id != actor.tenant_id and not actor.is_root_admin):
+        raise NotFoundError(f"{what} {object_id!r} not found", {what: object_id})
+    return acting_for(session, actor, row.tenant_id), row
+
+
+def lock_and_refresh(session: Session, row: Owned) -> Owned:
+    """Lock the tenant's compute changes, then read the object again as of the lock.
+
+    On PostgreSQL another transaction may have changed it between the first
+    read and the lock (two deploys of one service); NOT_FOUND if it was deleted.
+    """
+    lock_compute(session, row.tenant_id)
+    try:
+        session.refresh(row)
+    except InvalidRequestError as exc:
+        raise NotFoundError(f"{row.id!r} not found", {"id": row.id}) from exc
+    return row
+
+
+def find_environment(session: Session, tenant_id: str, ref: str) -> FleetEnvironment:
+    """An environment of the tenant by id or name."""
+    column = FleetEnvironment.id if has_prefix(ref, "env") else FleetEnvironment.name
+    found = session.exec(
+        select(FleetEnvironment).where(FleetEnvironment.tenant_id == tenant_id, column == ref)
+    ).first()
+    if found is None:
+        raise NotFoundError(f"environment {ref!r} not found", {"environment": ref})
+    return found
+
+
+def effective_size(session: Session, service: Service) -> str:
+    """The size a service runs on: its environment's, else its own (Large for a legacy service)."""
+    if service.environment_id is not None:
+        environment = session.get(FleetEnvironment, service.environment_id)
+        if environment is not None:
+            return parse_size(environment.size)
+    return size_of_legacy_service(service.size)

@@ -1,0 +1,166 @@
+"""JSON of document 004's objects: the Compute tab's settings, services, indexes and environments."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bcfleet.clock import format_time
+from bcfleet.domain.compute_settings import (
+    ComputeSettings,
+    SizeUsers,
+    credits_table,
+    default_size_choices,
+    effective_default,
+    is_default_locked,
+    users_of_size,
+)
+from bcfleet.domain.sizes import SIZES, label, label_with_shape
+from bcfleet.store.models import Instance, Pool
+from bcfleet.store.models.compute import (
+    ComputeSettingsRow,
+    FleetEnvironment,
+    PipelineIndex,
+    Service,
+)
+
+
+def size_catalogue_json(name: str) -> dict[str, Any]:
+    """Both computes of a size: a service replica's (limits) and an index pod's (vCPU may burst)."""
+    size = SIZES[name]
+    return {
+        "label": size.label,
+        "service": {
+            "vcpu": size.service.vcpu,
+            "memoryGiB": size.service.memory_gib,
+            "text": size.service.describe(),
+        },
+        "index": {
+            "vcpu": float(size.index.vcpu),
+            "burstable": size.index.burstable,
+            "memoryGiB": size.index.memory_gib,
+            "text": size.index.describe(),
+        },
+    }
+
+
+def settings_json(
+    tenant_id: str,
+    settings: ComputeSettings,
+    row: ComputeSettingsRow | None,
+    pool: Pool | None,
+    users: SizeUsers | None,
+) -> dict[str, Any]:
+    """The Compute tab: each size with its computes, switch, spares, credits and what uses it."""
+    credits = credits_table(settings)
+    sizes: dict[str, Any] = {}
+    for credit in credits.rows:
+        body = size_catalogue_json(credit.size)
+        body.update(
+            enabled=credit.enabled,
+            spares=credit.spares,
+            creditsPerMonth=credit.credits_per_month,
+            defaultLocked=is_default_locked(settings, credit.size),
+        )
+        if users is not None:
+            body["usedBy"] = [u.to_json() for u in users_of_size(credit.size, users)]
+        sizes[credit.size] = body
+    return {
+        "tenant": tenant_id,
+        "sizes": sizes,
+        "totalCreditsPerMonth": credits.total,
+        "defaultSize": settings.default_size,
+        "effectiveDefaultSize": effective_default(settings),
+        "defaultSizeChoices": [
+            {"size": name, "label": text} for name, text in default_size_choices(settings)
+        ],
+        "serverlessPoolId": settings.serverless_pool,
+        "serverlessPool": pool.name if pool is not None else None,
+        "version": row.version if row is not None else 0,
+        "managed": row.managed if row is not None else False,
+        "updatedAt": format_time(row.updated_at) if row is not None else None,
+    }
+
+
+def instance_state(instance: Instance | None) -> str | None:
+    """How a service's instance is doing: ready, starting (placed, booting), pending (no host yet)."""
+    if instance is None or instance.state == "deleted":
+        return None
+    if instance.ready_at is not None:
+        return "ready"
+    return "starting" if instance.node_id is not None else "pending"
+
+
+def service_json(
+    service: Service,
+    *,
+    effective_size: str,
+    environment: FleetEnvironment | None = None,
+    instance: Instance | None = None,
+) -> dict[str, Any]:
+    """A service with the size it runs on and the compute a replica gets there."""
+    compute = SIZES[effective_size].service
+    state = instance_state(instance)
+    if not service.deployed:
+        status = "undeployed"
+    elif service.hosting == "managed" or state == "ready":
+        status = "deployed"
+    else:
+        status = "starting"
+    body: dict[str, Any] = {
+        "id": service.id,
+        "tenantId": service.tenant_id,
+        "workspace": service.workspace,
+        "name": service.name,
+        "hosting": service.hosting,
+        "deployed": service.deployed,
+        "status": status,
+        "size": service.size,
+        "legacy": service.size is None,
+        "effectiveSize": effective_size,
+        "sizeLabel": label_with_shape(effective_size),
+        "vcpu": compute.vcpu,
+        "memoryGiB": compute.memory_gib,
+        "environmentId": service.environment_id,
+        "environment": environment.name if environment is not None else None,
+        "instanceId": service.instance_id,
+        "instanceState": state,
+        "createdAt": format_time(service.created_at),
+        "updatedAt": format_time(service.updated_at),
+        "deployedAt": format_time(service.deployed_at),
+    }
+    if instance is not None and state == "pending":
+        body["conditions"] = list(instance.conditions)
+    return body
+
+
+def index_json(index: PipelineIndex) -> dict[str, Any]:
+    """An index with its pod size (None: the default pod size) and the compute a pod gets."""
+    body: dict[str, Any] = {
+        "id": index.id,
+        "tenantId": index.tenant_id,
+        "workspace": index.workspace,
+        "name": index.name,
+        "podSize": index.pod_size,
+        "podSizeLabel": label(index.pod_size) if index.pod_size else "Default pod size",
+        "deployed": index.deployed,
+        "createdAt": format_time(index.created_at),
+        "updatedAt": format_time(index.updated_at),
+    }
+    if index.pod_size is not None:
+        body["compute"] = size_catalogue_json(index.pod_size)["index"]
+    return body
+
+
+def environment_json(environment: FleetEnvironment, services: int | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "id": environment.id,
+        "tenantId": environment.tenant_id,
+        "name": environment.name,
+        "size": environment.size,
+        "sizeLabel": label_with_shape(environment.size),
+        "createdAt": format_time(environment.created_at),
+        "updatedAt": format_time(environment.updated_at),
+    }
+    if services is not None:
+        body["services"] = services
+    return body

@@ -1,0 +1,161 @@
+"""Fleet environments of document 004: a size their services run on; set to a size, they hold it even when empty."""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import func
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from bcfleet.api.auth import Actor, Credential, owned_resource, tenant_resource
+from bcfleet.api.base import Area
+from bcfleet.api.compute_state import find_owned, lock_and_refresh, require_usable
+from bcfleet.api.compute_views import environment_json
+from bcfleet.api.events import emit
+from bcfleet.api.pools import validate_name
+from bcfleet.api.serverless_ops import rehome
+from bcfleet.errors import ConflictError
+from bcfleet.placement.tenant_compute import load_settings, lock_compute
+from bcfleet.store.models.compute import FleetEnvironment, Service
+
+if TYPE_CHECKING:
+    from bcfleet.fleet import Fleet
+
+MANAGE, READ = "compute:environments:manage", "compute:environments:read"
+
+
+def _services_in(session: Session, environment_id: str) -> list[Service]:
+    return list(
+        session.exec(
+            select(Service)
+            .where(Service.environment_id == environment_id)
+            .order_by(col(Service.workspace), col(Service.name))
+        ).all()
+    )
+
+
+class EnvironmentsAPI(Area):
+    """`fleet.api.environments`: fleet environments and their sizes."""
+
+    def __init__(self, fleet: Fleet, rng: random.Random | None = None) -> None:
+        super().__init__(fleet)
+        self.rng = rng or random.Random()
+
+    def _environment(
+        self,
+        session: Session,
+        credential: Credential | None,
+        environment_id: str,
+        action: str,
+        tenant_id: str | None = None,
+    ) -> tuple[Actor, FleetEnvironment]:
+        actor, env = find_owned(
+            session,
+            self.actor(session, credential, tenant_id),
+            FleetEnvironment,
+            environment_id,
+            "environment",
+        )
+        actor.require(action, owned_resource(env.tenant_id, "environment", env.id))
+        if action == MANAGE:
+            lock_and_refresh(session, env)
+        return actor, env
+
+    def _event(self, session: Session, env: FleetEnvironment, kind: str) -> None:
+        emit(
+            session,
+            self.fleet.ids,
+            self.fleet.now(),
+            f"environment.{kind}",
+            tenant_id=env.tenant_id,
+            subject_id=env.id,
+            data={"name": env.name, "size": env.size},
+        )
+
+    def create(
+        self, credential: Credential | None, *, tenant_id: str, name: str, size: str
+    ) -> dict[str, Any]:
+        """A new environment on an enabled size; CONFLICT for a second name in the tenant."""
+        validate_name("environment", name)
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            actor.require(MANAGE, tenant_resource(tenant_id))
+            lock_compute(session, tenant_id)
+            _, settings = load_settings(session, tenant_id)
+            now = self.fleet.now()
+            env = FleetEnvironment(
+                id=self.fleet.new_id("env"), tenant_id=tenant_id, name=name,
+                size=require_usable(settings, size), created_at=now, updated_at=now,
+            )  # fmt: skip
+            session.add(env)
+            try:
+                session.flush()
+            except IntegrityError as exc:
+                raise ConflictError(f"environment {name!r} already exists", {"name": name}) from exc
+            self._event(session, env, "created")
+            return environment_json(env, 0)
+
+    def update(
+        self, credential: Credential | None, environment_id: str, *, size: str
+    ) -> dict[str, Any]:
+        """Move an environment to a size; its deployed serverless services move onto spares of it.
+
+        NO_CAPACITY (and nothing moved) when there are not enough ready spares.
+        """
+        with self.fleet.write() as session:
+            _, env = self._environment(session, credential, environment_id, MANAGE)
+            _, settings = load_settings(session, env.tenant_id)
+            new = require_usable(settings, size, current=env.size)
+            services = _services_in(session, env.id)
+            if new != env.size:
+                for service in services:
+                    rehome(session, self.fleet, service, new, self.rng)
+                    session.add(service)
+            env.size, env.updated_at = new, self.fleet.now()
+            session.add(env)
+            self._event(session, env, "updated")
+            return environment_json(env, len(services))
+
+    def list(
+        self, credential: Credential | None, *, tenant_id: str | None = None
+    ) -> dict[str, Any]:
+        with self.fleet.read() as session:
+            actor = self.actor(session, credential, tenant_id)
+            actor.require(READ, tenant_resource(actor.tenant_id))
+            rows = session.exec(
+                select(FleetEnvironment)
+                .where(FleetEnvironment.tenant_id == actor.tenant_id)
+                .order_by(col(FleetEnvironment.name))
+            ).all()
+            counts = dict(
+                session.exec(
+                    select(Service.environment_id, func.count())
+                    .where(Service.tenant_id == actor.tenant_id)
+                    .group_by(col(Service.environment_id))
+                ).all()
+            )
+            return {"items": [environment_json(e, counts.get(e.id, 0)) for e in rows]}
+
+    def show(
+        self, credential: Credential | None, environment_id: str, *, tenant_id: str | None = None
+    ) -> dict[str, Any]:
+        with self.fleet.read() as session:
+            _, env = self._environment(session, credential, environment_id, READ, tenant_id)
+            return environment_json(env, len(_services_in(session, env.id)))
+
+    def delete(self, credential: Credential | None, environment_id: str) -> dict[str, Any]:
+        """Delete an environment no service is in; CONFLICT naming the services otherwise."""
+        with self.fleet.write() as session:
+            _, env = self._environment(session, credential, environment_id, MANAGE)
+            services = _services_in(session, env.id)
+            if services:
+                names = ", ".join(f"{s.name} (workspace {s.workspace})" for s in services)
+                raise ConflictError(
+                    f"environment {env.name} still has services: {names}",
+                    {"services": [s.id for s in services]},
+                )
+            self._event(session, env, "deleted")
+            session.delete(env)
+            return {"id": environment_id, "deleted": True}

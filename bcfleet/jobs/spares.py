@@ -1,0 +1,105 @@
+"""The `spares` job (every 30 s): keep each enabled size's spare instances in the tenant's serverless pool.
+
+`run_spares(fleet, now)` is what the scheduler and `fleet jobs tick` call. Per
+tenant with compute settings it runs one transaction: lock the tenant's compute
+changes (so a deploy taking a spare and this job never pass each other), load
+its live spares, ask the pure `plan_spares` what to delete and how many to
+place, take the quota rows it will touch (placement's one lock order: quota
+rows, then node rows, then GPU atoms), then delete (releasing host capacity
+and quota) and place through hosted placement with the size's service shape.
+It records when it looked at the tenant, which is what NO_CAPACITY's
+Retry-After counts from. A placement
+refused by quota is rolled back alone (a savepoint) and counted; a spare no
+host fits stays pending with its Unschedulable reason, counts as kept, and is
+placed by hosted placement's retry of pending instances.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from sqlmodel import Session, col, select
+
+from bcfleet.domain.spares_plan import SpareView, plan_spares
+from bcfleet.errors import QuotaExceededError
+from bcfleet.placement.quotas import lock_quotas
+from bcfleet.placement.serverless import is_ready, live_spares, place_spare, release
+from bcfleet.placement.tenant_compute import load_settings, lock_compute
+from bcfleet.store.models import Instance, Pool
+from bcfleet.store.models.compute import ComputeSettingsRow
+
+if TYPE_CHECKING:
+    from bcfleet.fleet import Fleet
+
+JOB_NAME = "spares"
+COUNTS = ("tenants", "placed", "unschedulable", "released", "quotaExceeded")
+
+
+def run_spares(fleet: Fleet, now: datetime) -> dict[str, int]:
+    """Tend every tenant's spares; counts of tenants, placed, unschedulable, released, quotaExceeded."""
+    with fleet.read() as session:
+        tenants = session.exec(
+            select(ComputeSettingsRow.tenant_id).order_by(col(ComputeSettingsRow.tenant_id))
+        ).all()
+    totals: Counter[str] = Counter(dict.fromkeys(COUNTS, 0))
+    for tenant_id in tenants:
+        with fleet.write() as session:
+            totals.update(tend_tenant(session, fleet, tenant_id, now))
+        totals["tenants"] += 1
+    return {name: totals[name] for name in COUNTS}
+
+
+def _view(spare: Instance) -> SpareView:
+    return SpareView(
+        id=spare.id,
+        size=spare.size,
+        pool_id=spare.pool_id,
+        placed=spare.node_id is not None,
+        ready=is_ready(spare),
+        order=f"{spare.created_at.isoformat()} {spare.id}",
+        stopped=spare.state == "stopped",
+    )
+
+
+def tend_tenant(session: Session, fleet: Fleet, tenant_id: str, now: datetime) -> Counter[str]:
+    """One tenant's spares, in the caller's transaction."""
+    lock_compute(session, tenant_id)
+    row, settings = load_settings(session, tenant_id)
+    spares = {s.id: s for s in live_spares(session, tenant_id)}
+    plan = plan_spares(settings, [_view(s) for s in spares.values()])
+    pools = {spares[spare_id].pool_id for spare_id, _ in plan.release}
+    if plan.place and settings.serverless_pool:
+        pools.add(settings.serverless_pool)
+    for pool_id in sorted(pools):  # refunds and charges both: quota rows first, all of them
+        lock_quotas(session, tenant_id, pool_id)
+    counts: Counter[str] = Counter()
+    for spare_id, reason in plan.release:
+        release(session, fleet, spares[spare_id], reason=f"spare: {reason}")
+        counts["released"] += 1
+    pool = session.get(Pool, settings.serverless_pool) if settings.serverless_pool else None
+    if pool is not None:
+        for size, count in plan.place.items():
+            counts.update(_place(session, fleet, tenant_id, pool, size, count))
+    if row is not None:
+        row.spares_checked_at = now
+        session.add(row)
+    return counts
+
+
+def _place(
+    session: Session, fleet: Fleet, tenant_id: str, pool: Pool, size: str, count: int
+) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for _ in range(count):
+        savepoint = session.begin_nested()
+        try:
+            spare = place_spare(session, fleet, tenant_id=tenant_id, pool=pool, size=size)
+        except QuotaExceededError:
+            savepoint.rollback()
+            counts["quotaExceeded"] += 1
+            break
+        savepoint.commit()
+        counts["placed" if spare.node_id is not None else "unschedulable"] += 1
+    return counts
