@@ -11,16 +11,20 @@ from typing import Any
 import pytest
 
 from bcfleet.agent.hypervisor import SimulatedHypervisor
+from bcfleet.agent.local import simulate_round
 from bcfleet.agent.remote import AgentConnection
 from bcfleet.agent.runner import Agent, AgentOptions, simulated_inventory, write_domains
+from bcfleet.clock import FakeClock
 from bcfleet.domain.inventory import inventory_problems
 from bcfleet.errors import NotFoundError, UnauthenticatedError
 from bcfleet.fleet import Fleet
 from bcfleet.http.app import create_app
 from bcfleet.http.server import BackgroundServer
+from bcfleet.jobs.spares import run_spares
 from bcfleet.jobs.vps_hosts import run_vps_hosts
 from bcfleet.schemas import load_schema
 from tests.builders import OP, flavor, hosted_pool, token
+from tests.compute_builders import serverless_tenant
 from tests.conftest import run_cli
 
 PLACEMENT = {"bc.dev/cap.instance.placement": "true"}
@@ -168,3 +172,15 @@ def test_without_a_hypervisor_the_agent_writes_libvirt_domains(tmp_path: Path) -
     assert [p.name for p in written] == ["ins_01.xml"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ins_01.xml"]
     assert "<vcpu" in written[0].read_text()
+
+
+def test_the_simulated_agents_boot_placed_instances_after_the_delay(
+    fleet: Fleet, clock: FakeClock
+) -> None:
+    serverless_tenant(fleet, spares={"large": 1})
+    run_spares(fleet, clock.now())
+    assert simulate_round(fleet, clock.now(), OP, boot_seconds=20)["booted"] == 0
+    clock.advance(20)
+    assert simulate_round(fleet, clock.now(), OP, boot_seconds=20)["booted"] == 1
+    (spare,) = fleet.api.instances.list(OP, tenant_id="acme")["items"]
+    assert "readyAt" in spare

@@ -48,6 +48,7 @@ def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     fleet.close()
 
 
+@pytest.mark.slow
 @schema.parametrize()
 @settings(
     max_examples=EXAMPLES,

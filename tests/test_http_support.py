@@ -113,7 +113,14 @@ def two_tenants(fleet: Fleet) -> dict[str, Any]:
             admin, tenant_id=tenant, pool_id=pool["id"], flavor="g1.small", name=f"{tenant}-vm"
         )
         webhook = fleet.api.webhooks.create(admin, url=f"https://{tenant}.example/hook")
+        api = fleet.api
+        service = api.services.create(admin, tenant_id=tenant, workspace="prod", name="web")
+        index = api.indexes.create(admin, tenant_id=tenant, workspace="prod", name="docs")
+        environment = api.environments.create(admin, tenant_id=tenant, name="stg", size="medium")
         made[tenant] = {
+            "service": service,
+            "index": index,
+            "environment": environment,
             "webhook": webhook,
             "token": admin,
             "pool": pool,

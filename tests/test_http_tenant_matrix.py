@@ -28,6 +28,20 @@ BODIES: dict[str, Any] = {
     "instances.resize": {"flavor": "g1.small"},
     "quotas.set": {"vcpu": 1000},
     "webhooks.create": {"url": "https://globex.example/stolen"},
+    "settings.compute.save": {"spares": {"large": 5}},
+    "settings.compute.draft": {"spares": {"large": 5}},
+    "services.create": {"workspace": "prod", "name": "stolen"},
+    "services.setSize": {"size": "small"},
+    "indexes.create": {"workspace": "prod", "name": "stolen"},
+    "indexes.update": {"podSize": "small"},
+    "environments.create": {"name": "stolen", "size": "medium"},
+    "environments.update": {"size": "small"},
+}
+OWNED_BY_PREFIX = {
+    "/v1/webhooks": "webhook",
+    "/v1/services": "service",
+    "/v1/indexes": "index",
+    "/v1/environments": "environment",
 }
 
 PUBLIC = {"meta.healthz", "meta.metrics", "meta.openapi"}
@@ -36,13 +50,13 @@ STREAMS = {"events.stream"}  # covered by the SSE tests, with the same tenant ru
 
 def _path_values(acme: dict[str, Any], path: str) -> dict[str, list[str]]:
     """Every way to name acme's objects in a path: ids and names."""
-    webhooks = path.startswith("/v1/webhooks")
+    owner = next((k for p, k in OWNED_BY_PREFIX.items() if path.startswith(p)), "instance")
     return {
         "pool": [acme["pool"]["id"], acme["pool"]["name"]],
         "name": [acme["flavor"]["name"]],
         "host": [acme["host"]["id"], acme["host"]["name"]],
         "tenant": ["acme"],
-        "id": [acme["webhook" if webhooks else "instance"]["id"]],
+        "id": [acme[owner]["id"]],
         "delivery": ["1"],
     }
 
@@ -78,6 +92,10 @@ def _acme_state(fleet: Fleet) -> str:
         "instances": api.instances.list(OP, tenant_id="acme", include_deleted=True),
         "quotas": api.quotas.show(OP, tenant_id="acme"),
         "webhooks": api.webhooks.list(OP, tenant_id="acme"),
+        "services": api.services.list(OP, tenant_id="acme"),
+        "indexes": api.indexes.list(OP, tenant_id="acme"),
+        "environments": api.environments.list(OP, tenant_id="acme"),
+        "settings": api.settings.compute_show(OP, tenant_id="acme"),
         "events": api.events.list(OP, tenant_id="acme"),
         "tenants": api.tenants.list(OP),
     }
@@ -117,7 +135,8 @@ def test_every_route_aimed_at_another_tenants_objects_is_refused(
 def _assert_nothing_of_acme(operation: str, body: Any, acme: dict[str, Any]) -> None:
     """A 2xx answer to globex may only be about globex's own objects."""
     text = json.dumps(body)
-    secrets = [acme[k]["id"] for k in ("pool", "flavor", "host", "instance", "webhook")]
+    kinds = ("pool", "flavor", "host", "instance", "webhook", "service", "index", "environment")
+    secrets = [acme[k]["id"] for k in kinds]
     secrets.append("acme")
     for secret in secrets:
         assert secret not in text, f"{operation} told globex about {secret}: {text[:300]}"

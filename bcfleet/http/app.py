@@ -24,7 +24,16 @@ from bcfleet.fleet import Fleet
 from bcfleet.http.metrics import EventTally
 from bcfleet.http.openapi import build_document
 from bcfleet.http.operations import Operation
-from bcfleet.http.routes import events, flavors, hosts, instances, pools, tenants, webhooks
+from bcfleet.http.routes import (
+    compute,
+    events,
+    flavors,
+    hosts,
+    instances,
+    pools,
+    tenants,
+    webhooks,
+)
 from bcfleet.http.serving import (
     DEFAULT_MAX_BODY_BYTES,
     MethodNotAllowedError,
@@ -37,7 +46,7 @@ from bcfleet.http.serving import (
 
 log = logging.getLogger("bcfleet.http")
 
-AREAS: tuple[Any, ...] = (tenants, pools, flavors, hosts, instances, events, webhooks)
+AREAS: tuple[Any, ...] = (tenants, pools, flavors, hosts, instances, compute, events, webhooks)
 
 
 def all_operations(areas: Iterable[Any] = AREAS) -> list[Operation]:
