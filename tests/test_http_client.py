@@ -27,6 +27,7 @@ def client(fleet: Fleet) -> Iterator[FleetClient]:
 
 def test_the_client_walks_the_api(fleet: Fleet, client: FleetClient) -> None:
     assert client.healthz()["status"] == "ok"
+    assert client.now() == fleet.now()
     client.create_tenant("acme")
     client.create_pool("vps-fra", "vps-host", overcommit={"vcpu": 2})
     client.offer_pool("vps-fra", "acme")

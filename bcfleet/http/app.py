@@ -19,6 +19,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bcfleet import __version__
 from bcfleet.api.auth import LOCAL_OPERATOR
+from bcfleet.clock import format_time
 from bcfleet.errors import FleetError, NotFoundError
 from bcfleet.fleet import Fleet
 from bcfleet.http.metrics import EventTally
@@ -70,8 +71,12 @@ def openapi_document() -> dict[str, Any]:
     return build_document(all_operations(), all_schemas())
 
 
-async def healthz(_request: Request) -> Response:
-    return JSONResponse({"status": "ok", "version": __version__})
+async def healthz(request: Request) -> Response:
+    """Liveness, with the fleet's time (BCFLEET_NOW shifts it): remote dashboards age things by it."""
+    ctx: Served = request.app.state.served
+    return JSONResponse(
+        {"status": "ok", "version": __version__, "now": format_time(ctx.fleet.now())}
+    )
 
 
 async def metrics(request: Request) -> Response:
@@ -85,9 +90,13 @@ async def openapi(request: Request) -> Response:
 
 HEALTH_SCHEMA = {
     "type": "object",
-    "required": ["status", "version"],
+    "required": ["status", "version", "now"],
     "additionalProperties": False,
-    "properties": {"status": {"const": "ok"}, "version": {"type": "string"}},
+    "properties": {
+        "status": {"const": "ok"},
+        "version": {"type": "string"},
+        "now": {"type": "string", "format": "date-time"},
+    },
 }
 
 META = [

@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 
 from bcfleet import __version__
+from bcfleet.clock import parse_time
 from bcfleet.errors import ALL_ERRORS, FleetError, NoCapacityError
 
 JSON = dict[str, Any]
@@ -102,6 +104,10 @@ class FleetClient:
     def healthz(self) -> JSON:
         result: JSON = self.request("GET", "/healthz")
         return result
+
+    def now(self) -> datetime:
+        """The fleet's time, as the server's clock tells it."""
+        return parse_time(str(self.healthz()["now"]))
 
     def metrics(self) -> str:
         return str(self.request("GET", "/metrics"))
