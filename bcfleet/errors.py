@@ -12,7 +12,9 @@
     │   └── StalePlanError          STALE_PLAN              409
     ├── UnsupportedError            UNSUPPORTED             422
     ├── LockedError                 LOCKED                  423
-    └── NoCapacityError             NO_CAPACITY             503
+    ├── NoCapacityError             NO_CAPACITY             503
+    └── ProviderUnavailableError    PROVIDER_UNAVAILABLE    503   (bcfleet/providers/errors.py:
+                                    a cloud provider could not be reached after retries)
 
 Codes are stable: scripts and tests match on them, never on messages.
 Messages never name another tenant's objects.

@@ -33,6 +33,7 @@ PREFIXES = frozenset(
         "plan",
         "whk",
         "srv",
+        "flt",
     }
 )
 

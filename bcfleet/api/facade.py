@@ -13,6 +13,7 @@ from bcfleet.api.iam import IamAPI
 from bcfleet.api.indexes import IndexesAPI
 from bcfleet.api.instances import InstancesAPI
 from bcfleet.api.meters import MetersAPI
+from bcfleet.api.offer_checks import OfferCatalog
 from bcfleet.api.pools import PoolsAPI
 from bcfleet.api.provider_accounts import ProviderAccountsAPI
 from bcfleet.api.quotas import QuotasAPI
@@ -33,9 +34,12 @@ class FleetAPI:
         self.tenants = TenantsAPI(fleet)
         self.iam = IamAPI(fleet)
         self.pools = PoolsAPI(fleet)
-        self.provider_accounts = ProviderAccountsAPI(fleet)
+        self.offer_catalog = OfferCatalog(fleet)
+        self.provider_accounts = ProviderAccountsAPI(fleet, self.offer_catalog)
         self.hosts = HostsAPI(fleet)
         self.flavors = FlavorsAPI(fleet)
+        self.flavors.offer_check = self.offer_catalog.flavor_check
+        self.flavors.offer_prefetch = self.offer_catalog.warm_for_pool
         self.events = EventsAPI(fleet)
         self.meters = MetersAPI(fleet)
         self.instances = InstancesAPI(fleet)

@@ -24,6 +24,9 @@ from bcfleet.store.models import Flavor, Instance, Pool
 
 # A check of a provider pool's offer (issue of provider pools); returns warnings, raises on unknown.
 OfferCheck = Callable[[Session, Pool, str], list[str]]
+# Called with (credential, tenant_id, pool) before the write transaction, so that the
+# provider is asked for offers with no transaction open (api/offer_checks.py).
+OfferPrefetch = Callable[[Credential | None, str, str], None]
 
 
 def validate_flavor_input(
@@ -66,6 +69,7 @@ def _referenced(session: Session, flavor_id: str) -> bool:
 
 class FlavorsAPI(Area):
     offer_check: OfferCheck | None = None
+    offer_prefetch: OfferPrefetch | None = None
 
     def _pool_for_manage(self, session: Session, actor: Actor, pool: str) -> Pool:
         row = find_pool(session, actor, pool)
@@ -88,6 +92,8 @@ class FlavorsAPI(Area):
         managed: bool = False,
     ) -> dict[str, Any]:
         """compute:flavors:manage on the pool; CONFLICT for a second name in the pool."""
+        if self.offer_prefetch and offer_id:
+            self.offer_prefetch(credential, tenant_id, pool_id)
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
             pool = self._pool_for_manage(session, actor, pool_id)
@@ -189,6 +195,8 @@ class FlavorsAPI(Area):
         placement: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Replace the shape: gpus falls back to 0, offerId keeps its value; restores an archived flavor."""
+        if self.offer_prefetch and offer_id:
+            self.offer_prefetch(credential, tenant_id, pool_id)
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
             pool = self._pool_for_manage(session, actor, pool_id)

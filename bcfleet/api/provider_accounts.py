@@ -1,18 +1,29 @@
-"""Provider accounts: where a provider pool's servers are made; the token stays in an environment variable."""
+"""Provider accounts: where a provider pool's servers are made; the token stays in an environment variable.
+
+``offers`` asks the account's provider for what it sells (document 000, "Flavors
+on provider pools"), fresh each call, through the fleet's OfferCatalog. Provider
+failures keep their codes (UNAUTHENTICATED when the token variable is unset,
+PROVIDER_UNAVAILABLE when the provider cannot be reached, …).
+"""
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlmodel import select
+from sqlmodel import Session, select
 
 from bcfleet.api.auth import Credential, tenant_resource
 from bcfleet.api.base import Area
 from bcfleet.api.lookup import get_tenant
+from bcfleet.api.offer_checks import AccountRef, OfferCatalog
 from bcfleet.clock import format_time
-from bcfleet.errors import ConflictError, InvalidInputError
+from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError
+from bcfleet.providers.base import filter_offers
 from bcfleet.store.models import ProviderAccount
+
+if TYPE_CHECKING:
+    from bcfleet.fleet import Fleet
 
 PROVIDERS = ("hetzner",)
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
@@ -29,7 +40,33 @@ def account_json(account: ProviderAccount) -> dict[str, Any]:
     }
 
 
+def find_account(session: Session, tenant_id: str, ref: str) -> ProviderAccount:
+    """A tenant's provider account by id or name; NOT_FOUND otherwise."""
+    account = session.exec(
+        select(ProviderAccount).where(
+            ProviderAccount.tenant_id == tenant_id,
+            (ProviderAccount.id == ref) | (ProviderAccount.name == ref),
+        )
+    ).first()
+    if account is None:
+        raise NotFoundError(f"provider account {ref!r} not found", {"providerAccount": ref})
+    return account
+
+
+def _check_filters(kind: str | None, min_vcpu: int | None) -> None:
+    if kind is not None and (not isinstance(kind, str) or not kind):
+        raise InvalidInputError("kind must be a non-empty string such as vps", {"field": "kind"})
+    if min_vcpu is not None and (
+        isinstance(min_vcpu, bool) or not isinstance(min_vcpu, int) or min_vcpu < 0
+    ):
+        raise InvalidInputError("minVcpu must be a whole number >= 0", {"field": "minVcpu"})
+
+
 class ProviderAccountsAPI(Area):
+    def __init__(self, fleet: Fleet, catalog: OfferCatalog | None = None) -> None:
+        super().__init__(fleet)
+        self.catalog = catalog or OfferCatalog(fleet)
+
     def create(
         self,
         credential: Credential | None,
@@ -84,3 +121,26 @@ class ProviderAccountsAPI(Area):
                 .order_by(ProviderAccount.name)
             ).all()
             return {"items": [account_json(a) for a in rows]}
+
+    def offers(
+        self,
+        credential: Credential | None,
+        *,
+        tenant_id: str,
+        account_id: str,
+        kind: str | None = None,
+        min_vcpu: int | None = None,
+    ) -> dict[str, Any]:
+        """compute:providers:read: { items } of the provider's offers, sorted by id then region.
+
+        ``account_id`` is the account's id or name. Each item is document 000's
+        offer plus ``deprecated``; deprecated and unavailable offers are listed,
+        flagged, so that nobody picks one without seeing it.
+        """
+        _check_filters(kind, min_vcpu)
+        with self.fleet.read() as session:
+            actor = self.actor(session, credential, tenant_id)
+            actor.require("compute:providers:read", tenant_resource(tenant_id))
+            account = AccountRef.of(find_account(session, tenant_id, account_id))
+        offers = self.catalog.offers(account, fresh=True)  # no transaction open while it answers
+        return {"items": [offer.to_json() for offer in filter_offers(offers, kind, min_vcpu)]}

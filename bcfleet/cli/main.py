@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "hosts",
     "flavors",
     "provider_accounts",
+    "provider_fake",
     "events",
     "billing",
     "db",

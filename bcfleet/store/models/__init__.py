@@ -6,6 +6,7 @@ from bcfleet.store.models.capacity import Allocation, Booking, GpuAtom, Quota
 from bcfleet.store.models.events import Event
 from bcfleet.store.models.instances import Instance
 from bcfleet.store.models.pools import Flavor, Host, NodeResource, Pool, PoolOffer, ProviderAccount
+from bcfleet.store.models.providers import FleetIdentity
 from bcfleet.store.models.reservations import Reservation
 from bcfleet.store.models.state import Lock, StateRevision
 from bcfleet.store.models.tenancy import ApiToken, Policy, PolicyAttachment, Principal, Tenant
@@ -20,6 +21,7 @@ __all__ = [
     "Reservation",
     "BillingMeter",
     "Event",
+    "FleetIdentity",
     "Flavor",
     "Host",
     "Instance",

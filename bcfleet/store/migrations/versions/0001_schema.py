@@ -45,6 +45,13 @@ def upgrade() -> None:
         batch_op.create_index('ix_events_tenant_seq', ['tenant_id', 'seq'], unique=False)
         batch_op.create_index(batch_op.f('ix_events_type'), ['type'], unique=False)
 
+    op.create_table('fleet_identity',
+    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('fleet_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('created_at', bcfleet.store.types.UTCDateTime(), nullable=False),
+    sa.PrimaryKeyConstraint('id'),
+    sa.UniqueConstraint('fleet_id')
+    )
     op.create_table('locks',
     sa.Column('name', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.Column('id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
@@ -561,6 +568,7 @@ def downgrade() -> None:
     op.drop_table('tenants')
     op.drop_table('state_revision')
     op.drop_table('locks')
+    op.drop_table('fleet_identity')
     with op.batch_alter_table('events', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_events_type'))
         batch_op.drop_index('ix_events_tenant_seq')
