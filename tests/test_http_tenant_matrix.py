@@ -36,6 +36,11 @@ BODIES: dict[str, Any] = {
     "indexes.update": {"podSize": "small"},
     "environments.create": {"name": "stolen", "size": "medium"},
     "environments.update": {"size": "small"},
+    "providerAccounts.create": {
+        "name": "stolen",
+        "provider": "hetzner",
+        "tokenEnv": "HCLOUD_TOKEN",
+    },
 }
 OWNED_BY_PREFIX = {
     "/v1/webhooks": "webhook",
@@ -58,6 +63,7 @@ def _path_values(acme: dict[str, Any], path: str) -> dict[str, list[str]]:
         "tenant": ["acme"],
         "id": [acme[owner]["id"]],
         "delivery": ["1"],
+        "account": ["acme-hz"],
     }
 
 
@@ -96,6 +102,7 @@ def _acme_state(fleet: Fleet) -> str:
         "indexes": api.indexes.list(OP, tenant_id="acme"),
         "environments": api.environments.list(OP, tenant_id="acme"),
         "settings": api.settings.compute_show(OP, tenant_id="acme"),
+        "providerAccounts": api.provider_accounts.list(OP, tenant_id="acme"),
         "events": api.events.list(OP, tenant_id="acme"),
         "tenants": api.tenants.list(OP),
     }

@@ -32,6 +32,7 @@ from bcfleet.http.routes import (
     hosts,
     instances,
     pools,
+    providers,
     tenants,
     webhooks,
 )
@@ -47,7 +48,9 @@ from bcfleet.http.serving import (
 
 log = logging.getLogger("bcfleet.http")
 
-AREAS: tuple[Any, ...] = (tenants, pools, flavors, hosts, instances, compute, events, webhooks)
+AREAS: tuple[Any, ...] = (
+    tenants, pools, providers, flavors, hosts, instances, compute, events, webhooks,
+)  # fmt: skip
 
 
 def all_operations(areas: Iterable[Any] = AREAS) -> list[Operation]:
