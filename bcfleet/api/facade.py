@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from bcfleet.api.capacity import CapacityAPI
 from bcfleet.api.doctor import DoctorAPI
 from bcfleet.api.environments import EnvironmentsAPI
 from bcfleet.api.events import EventsAPI
@@ -17,6 +18,7 @@ from bcfleet.api.offer_checks import OfferCatalog
 from bcfleet.api.pools import PoolsAPI
 from bcfleet.api.provider_accounts import ProviderAccountsAPI
 from bcfleet.api.quotas import QuotasAPI
+from bcfleet.api.reservations import ReservationsAPI
 from bcfleet.api.services import ServicesAPI
 from bcfleet.api.settings import SettingsAPI
 from bcfleet.api.tenants import TenantsAPI
@@ -45,6 +47,8 @@ class FleetAPI:
         self.instances = InstancesAPI(fleet)
         self.quotas = QuotasAPI(fleet)
         self.doctor = DoctorAPI(fleet)
+        self.reservations = ReservationsAPI(fleet)
+        self.capacity = CapacityAPI(fleet)
         self.settings = SettingsAPI(fleet)
         self.services = ServicesAPI(fleet)
         self.indexes = IndexesAPI(fleet)

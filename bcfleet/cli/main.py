@@ -28,6 +28,8 @@ COMMAND_MODULES = (
     "quotas",
     "doctor",
     "demo",
+    "reservations",
+    "capacity",
     "settings",
     "services",
     "indexes",

@@ -221,7 +221,7 @@ def _group(
 class GpuSnapshot:
     """An immutable view of a pool's GPU nodes and bookings, indexed by node (sorted by id)."""
 
-    __slots__ = ("_index", "_atom_at", "bookings_ignored")
+    __slots__ = ("_index", "_atom_at", "_positions", "bookings_ignored")
 
     def __init__(self, nodes: Iterable[GpuNode], bookings: Iterable[Booking]) -> None:
         ordered = sorted(nodes, key=lambda node: node.id)
@@ -237,6 +237,7 @@ class GpuSnapshot:
             _index_node(node, position, grouped[position]) for position, node in enumerate(ordered)
         )
         self._atom_at = atom_at
+        self._positions = {node.id: position for position, node in enumerate(ordered)}
         self.bookings_ignored = ignored
 
     @property
@@ -261,8 +262,7 @@ class GpuSnapshot:
         write touched: O(touched bookings) instead of a whole-pool rebuild. Node
         changes (added, removed, draining) need a new snapshot.
         """
-        positions = {index.node.id: index.position for index in self._index}
-        replaced = {positions.get(node_id, -1) for node_id in node_ids}
+        replaced = {self._positions.get(node_id, -1) for node_id in node_ids}
         if -1 in replaced:
             raise ValueError("with_bookings lists a node the snapshot does not have")
         grouped: dict[int, list[Span]] = {position: [] for position in replaced}
@@ -276,6 +276,7 @@ class GpuSnapshot:
         fresh = object.__new__(GpuSnapshot)
         fresh._index = tuple(index)
         fresh._atom_at = self._atom_at
+        fresh._positions = self._positions  # nodes never change in a refresh
         fresh.bookings_ignored = self.bookings_ignored + ignored
         return fresh
 

@@ -10,6 +10,7 @@ from sqlalchemy import and_, func, or_
 from sqlmodel import Session, col, select
 
 from bcfleet.ids import IdFactory
+from bcfleet.placement.gpu_versions import touch_nodes
 from bcfleet.store.engine import is_sqlite
 from bcfleet.store.models import Booking, GpuAtom
 
@@ -113,6 +114,7 @@ def book(
         for a in atoms
     ]
     session.add_all(rows)
+    touch_nodes(session, (a.node_id for a in atoms))  # last: the version row is the final lock
     return rows
 
 
@@ -140,6 +142,7 @@ def release_bookings(session: Session, consumer_id: str, at: datetime) -> int:
         if row.ends_at is None or row.ends_at > at:
             row.ends_at = max(at, row.starts_at)
         session.add(row)
+    touch_nodes(session, (row.node_id for row in rows))
     return len(rows)
 
 

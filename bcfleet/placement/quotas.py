@@ -50,7 +50,8 @@ def lock_quotas(session: Session, tenant_id: str, pool_id: str) -> None:
     """Lock all of a tenant's quota rows in a pool, in resource order (PostgreSQL).
 
     The lock order of every writer is: quota rows (sorted), then node rows (vcpu, memoryGiB,
-    diskGiB), then GPU atoms (by id). A caller that both charges and refunds takes them all first.
+    diskGiB), then GPU atoms (by id), and last the pool's booking version row (gpu_versions).
+    A caller that both charges and refunds takes them all first.
     """
     if not is_sqlite(session.get_bind().engine):
         session.execute(

@@ -16,6 +16,9 @@ class Reservation(SQLModel, table=True):
     __table_args__ = (
         UniqueConstraint("tenant_id", "idempotency_key"),
         Index("ix_reservations_pool_state", "pool_id", "state"),
+        Index("ix_reservations_state_starts", "state", "starts_at"),
+        Index("ix_reservations_state_ends", "state", "ends_at"),
+        Index("ix_reservations_state_created", "state", "created_at"),
     )
 
     id: str = Field(primary_key=True)
@@ -32,6 +35,11 @@ class Reservation(SQLModel, table=True):
     starts_at: datetime | None = Field(default=None, sa_type=UTCDateTime)  # during.start
     ends_at: datetime | None = Field(default=None, sa_type=UTCDateTime)  # during.end
     deadline: datetime | None = Field(default=None, sa_type=UTCDateTime)  # set when preempted
+    # Who preempted it: kept so the release at the deadline words its event by the same rule.
+    preempted_by: str | None = None
+    preempted_by_tenant: str | None = None
+    node_ids: list[str] = Field(default_factory=list, sa_type=JSON)  # where it is placed
+    last_attempt_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     idempotency_key: str | None = None
     input_hash: str | None = None
     conditions: list[dict[str, Any]] = Field(default_factory=list, sa_type=JSON)
@@ -41,3 +49,29 @@ class Reservation(SQLModel, table=True):
     updated_at: datetime = Field(sa_type=UTCDateTime)
     activated_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     released_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+
+
+class GpuPoolVersion(SQLModel, table=True):
+    """A pool's GPU booking version: bumped, last, by every transaction that writes its bookings.
+
+    Writers take this row last (after quota, node and atom rows), so versions commit in order
+    and a reader that sees version V sees every change up to V. `token` is new whenever the row
+    is (re)created, so a cached snapshot of an older database with the same pool id is refused.
+    """
+
+    __tablename__ = "gpu_pool_versions"
+
+    pool_id: str = Field(primary_key=True)
+    version: int = 0
+    token: str
+
+
+class GpuNodeVersion(SQLModel, table=True):
+    """The pool version at which a node's GPU bookings last changed: what a cached snapshot reloads."""
+
+    __tablename__ = "gpu_node_versions"
+    __table_args__ = (Index("ix_gpu_node_versions_pool_version", "pool_id", "version"),)
+
+    node_id: str = Field(primary_key=True)
+    pool_id: str
+    version: int

@@ -52,6 +52,21 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('id'),
     sa.UniqueConstraint('fleet_id')
     )
+    op.create_table('gpu_node_versions',
+    sa.Column('node_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('pool_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('version', sa.Integer(), nullable=False),
+    sa.PrimaryKeyConstraint('node_id')
+    )
+    with op.batch_alter_table('gpu_node_versions', schema=None) as batch_op:
+        batch_op.create_index('ix_gpu_node_versions_pool_version', ['pool_id', 'version'], unique=False)
+
+    op.create_table('gpu_pool_versions',
+    sa.Column('pool_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('version', sa.Integer(), nullable=False),
+    sa.Column('token', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.PrimaryKeyConstraint('pool_id')
+    )
     op.create_table('locks',
     sa.Column('name', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.Column('id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
@@ -343,6 +358,10 @@ def upgrade() -> None:
     sa.Column('starts_at', bcfleet.store.types.UTCDateTime(), nullable=True),
     sa.Column('ends_at', bcfleet.store.types.UTCDateTime(), nullable=True),
     sa.Column('deadline', bcfleet.store.types.UTCDateTime(), nullable=True),
+    sa.Column('preempted_by', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
+    sa.Column('preempted_by_tenant', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
+    sa.Column('node_ids', sa.JSON(), nullable=False),
+    sa.Column('last_attempt_at', bcfleet.store.types.UTCDateTime(), nullable=True),
     sa.Column('idempotency_key', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
     sa.Column('input_hash', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
     sa.Column('conditions', sa.JSON(), nullable=False),
@@ -359,6 +378,9 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('reservations', schema=None) as batch_op:
         batch_op.create_index('ix_reservations_pool_state', ['pool_id', 'state'], unique=False)
+        batch_op.create_index('ix_reservations_state_created', ['state', 'created_at'], unique=False)
+        batch_op.create_index('ix_reservations_state_ends', ['state', 'ends_at'], unique=False)
+        batch_op.create_index('ix_reservations_state_starts', ['state', 'starts_at'], unique=False)
         batch_op.create_index(batch_op.f('ix_reservations_tenant_id'), ['tenant_id'], unique=False)
 
     op.create_table('allocations',
@@ -503,6 +525,9 @@ def downgrade() -> None:
     op.drop_table('allocations')
     with op.batch_alter_table('reservations', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_reservations_tenant_id'))
+        batch_op.drop_index('ix_reservations_state_starts')
+        batch_op.drop_index('ix_reservations_state_ends')
+        batch_op.drop_index('ix_reservations_state_created')
         batch_op.drop_index('ix_reservations_pool_state')
 
     op.drop_table('reservations')
@@ -568,6 +593,11 @@ def downgrade() -> None:
     op.drop_table('tenants')
     op.drop_table('state_revision')
     op.drop_table('locks')
+    op.drop_table('gpu_pool_versions')
+    with op.batch_alter_table('gpu_node_versions', schema=None) as batch_op:
+        batch_op.drop_index('ix_gpu_node_versions_pool_version')
+
+    op.drop_table('gpu_node_versions')
     op.drop_table('fleet_identity')
     with op.batch_alter_table('events', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_events_type'))
