@@ -5,7 +5,7 @@ process sends the load with a few threads, each with its own connection. Every s
 bounded by --requests and --seconds. The create is reservations.create when the server
 serves it, else instances.create (a placement through the whole stack). Prints a JSON line last.
 
-    python bench/bench_http.py [--requests 2000] [--seconds 20] [--concurrency 4] [--hosts 200]
+    python bench/bench_http.py [--requests 2000] [--seconds 20] [--concurrency 4] [--hosts 250]
 """
 
 from __future__ import annotations
@@ -29,11 +29,14 @@ import httpx  # noqa: E402
 
 from bcfleet.api.auth import LOCAL_OPERATOR  # noqa: E402
 from bcfleet.clock import FakeClock  # noqa: E402
+from bcfleet.domain.simulated_inventory import two_socket_host  # noqa: E402
 from bcfleet.fleet import Fleet  # noqa: E402
+from bcfleet.jobs.vps_hosts import run_vps_hosts  # noqa: E402
 from bcfleet.settings import FleetSettings  # noqa: E402
-from bench.common import T0, emit, seed_pool, summary  # noqa: E402
+from bench.common import T0, emit, summary  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
+PLACEMENT = {"bc.dev/cap.instance.placement": "true"}
 
 
 def free_port() -> int:
@@ -43,10 +46,24 @@ def free_port() -> int:
 
 
 def seed(url: str, hosts: int) -> tuple[str, str]:
-    """A pool of `hosts` hosts offered to tenant 'bench'; returns (pool id, bench admin token)."""
+    """A pool of `hosts` two-socket hosts with 8 GPUs each, offered to tenant 'bench'.
+
+    Returns (pool id, a token of bench's admin). Hosts report through the API and the
+    vps.hosts job derives their capacity rows and GPU atoms, as in a real fleet.
+    """
     fleet = Fleet.open(url, clock=FakeClock(T0), settings=FleetSettings(db_url=url))
-    pool = seed_pool(fleet, hosts)
-    made = fleet.api.iam.create_token(LOCAL_OPERATOR, tenant_id="bench", name="bench", role="admin")
+    api, op = fleet.api, LOCAL_OPERATOR
+    api.tenants.create(op, "bench")
+    pool = api.pools.create(op, tenant_id="root", name="bench", kind="vps-host", gpu_model="L40S")
+    api.pools.offer(op, tenant_id="root", pool=pool["id"], to="bench")
+    api.flavors.create(op, tenant_id="root", pool_id=pool["id"], name="b1.small", vcpu=2,
+                       memory_gib=4, disk_gib=40)  # fmt: skip
+    for i in range(hosts):
+        name = f"bench-{i:05d}"
+        api.hosts.adopt(op, tenant_id="root", pool=pool["id"], name=name, labels=PLACEMENT)
+        api.hosts.report(op, host=name, inventory=two_socket_host(seed=i, gpus=8, hostname=name))
+    run_vps_hosts(fleet, fleet.now())
+    made = api.iam.create_token(op, tenant_id="bench", name="bench", role="admin")
     fleet.close()
     return pool["id"], str(made["token"])
 
@@ -127,7 +144,7 @@ def creator(base: str, token: str, pool_id: str) -> tuple[str, Request]:
     document = httpx.get(f"{base}/v1/openapi.json", timeout=10).json()
     served = {op["operationId"] for item in document["paths"].values() for op in item.values()}
     if "reservations.create" in served:
-        body = {"pool": pool_id, "gpus": 0, "duration": "1h"}
+        body = {"pool": pool_id, "gpus": 1, "duration": "1h"}
 
         def reserve(client: httpx.Client, n: int) -> httpx.Response:
             return client.post("/v1/reservations", json={**body, "idempotencyKey": f"b{n}"})
@@ -148,7 +165,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--concurrency", type=int, default=4)
-    parser.add_argument("--hosts", type=int, default=200)
+    parser.add_argument("--hosts", type=int, default=250, help="8 GPUs each")
     parser.add_argument("--pg", help="A fresh PostgreSQL database URL instead of SQLite.")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:

@@ -107,7 +107,7 @@ def two_tenants(fleet: Fleet) -> dict[str, Any]:
         host = fleet.api.hosts.adopt(
             admin, tenant_id=tenant, pool=pool["id"], name=f"{tenant}-01", labels=PLACEMENT
         )
-        fleet.api.hosts.report(admin, host=host["name"], inventory=inventory(cpus=16))
+        fleet.api.hosts.report(admin, host=host["name"], inventory=inventory(cpus=16, gpus=2))
         run_vps_hosts(fleet, fleet.now())
         instance = fleet.api.instances.create(
             admin, tenant_id=tenant, pool_id=pool["id"], flavor="g1.small", name=f"{tenant}-vm"
@@ -124,7 +124,11 @@ def two_tenants(fleet: Fleet) -> dict[str, Any]:
             provider="hetzner",
             token_env="HCLOUD_TOKEN",
         )
+        reservation = api.reservations.create(
+            admin, tenant_id=tenant, pool_id=pool["id"], gpus=1, duration="1h"
+        )
         made[tenant] = {
+            "reservation": reservation,
             "service": service,
             "index": index,
             "environment": environment,

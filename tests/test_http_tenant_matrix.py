@@ -36,6 +36,12 @@ BODIES: dict[str, Any] = {
     "indexes.update": {"podSize": "small"},
     "environments.create": {"name": "stolen", "size": "medium"},
     "environments.update": {"size": "small"},
+    "reservations.create": {"pool": "acme-pool", "gpus": 1, "duration": "1h"},
+    "reservations.createBatch": {
+        "pool": "acme-pool",
+        "requests": [{"gpus": 1, "duration": "1h"}],
+    },
+    "capacity.preview": {"pool": "acme-pool", "gpus": 1, "duration": "1h"},
     "providerAccounts.create": {
         "name": "stolen",
         "provider": "hetzner",
@@ -47,6 +53,7 @@ OWNED_BY_PREFIX = {
     "/v1/services": "service",
     "/v1/indexes": "index",
     "/v1/environments": "environment",
+    "/v1/reservations": "reservation",
 }
 
 PUBLIC = {"meta.healthz", "meta.metrics", "meta.openapi"}
@@ -103,6 +110,7 @@ def _acme_state(fleet: Fleet) -> str:
         "environments": api.environments.list(OP, tenant_id="acme"),
         "settings": api.settings.compute_show(OP, tenant_id="acme"),
         "providerAccounts": api.provider_accounts.list(OP, tenant_id="acme"),
+        "reservations": api.reservations.list(OP, tenant_id="acme", include_released=True),
         "events": api.events.list(OP, tenant_id="acme"),
         "tenants": api.tenants.list(OP),
     }
@@ -142,7 +150,8 @@ def test_every_route_aimed_at_another_tenants_objects_is_refused(
 def _assert_nothing_of_acme(operation: str, body: Any, acme: dict[str, Any]) -> None:
     """A 2xx answer to globex may only be about globex's own objects."""
     text = json.dumps(body)
-    kinds = ("pool", "flavor", "host", "instance", "webhook", "service", "index", "environment")
+    kinds = ("pool", "flavor", "host", "instance", "webhook", "service", "index", "environment",
+             "reservation")  # fmt: skip
     secrets = [acme[k]["id"] for k in kinds]
     secrets.append("acme")
     for secret in secrets:

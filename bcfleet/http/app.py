@@ -33,6 +33,7 @@ from bcfleet.http.routes import (
     instances,
     pools,
     providers,
+    reservations,
     tenants,
     webhooks,
 )
@@ -49,7 +50,8 @@ from bcfleet.http.serving import (
 log = logging.getLogger("bcfleet.http")
 
 AREAS: tuple[Any, ...] = (
-    tenants, pools, providers, flavors, hosts, instances, compute, events, webhooks,
+    tenants, pools, providers, flavors, hosts, instances, reservations, compute, events,
+    webhooks,
 )  # fmt: skip
 
 
