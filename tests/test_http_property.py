@@ -34,17 +34,22 @@ CHECKS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """A served fleet with a pool, a host and a flavor under well-known names."""
+@pytest.fixture(scope="module", params=["root-admin", "tenant-member"])
+def target(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Any]]:
+    """A served fleet with a pool, a host and a flavor under well-known names, and a token."""
     path: Path = tmp_path_factory.mktemp("fuzz") / "fleet.db"
     fleet = open_fleet(f"sqlite:///{path}", FakeClock(T0))
     pool = hosted_pool(fleet, "vps-fra")
     host(fleet, pool["id"], "fra-01", inventory())
     flavor(fleet, pool["id"], "g1.small")
-    root = token(fleet, "root", "fuzzer", role="admin")
+    if request.param == "root-admin":
+        bearer = token(fleet, "root", "fuzzer", role="admin")
+    else:
+        bearer = token(fleet, "acme", "fuzzer", role="member")
     with BackgroundServer(create_app(fleet, tally_seconds=0)) as server:
-        yield {"url": server.url, "headers": {"Authorization": f"Bearer {root}"}}
+        yield {"url": server.url, "headers": {"Authorization": f"Bearer {bearer}"}}
     fleet.close()
 
 
