@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bcfleet.api.demo import build_demo
-from bcfleet.api.demo_workloads import populate
+from bcfleet.cli.demo_workloads import populate
 from bcfleet.fleet import Fleet
 from bcfleet.jobs.vps_hosts import run_vps_hosts
 from tests.builders import OP

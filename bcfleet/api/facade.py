@@ -22,6 +22,7 @@ from bcfleet.api.reservations import ReservationsAPI
 from bcfleet.api.services import ServicesAPI
 from bcfleet.api.settings import SettingsAPI
 from bcfleet.api.tenants import TenantsAPI
+from bcfleet.api.usage import UsageAPI
 from bcfleet.api.webhooks import WebhooksAPI
 
 if TYPE_CHECKING:
@@ -53,4 +54,5 @@ class FleetAPI:
         self.services = ServicesAPI(fleet)
         self.indexes = IndexesAPI(fleet)
         self.environments = EnvironmentsAPI(fleet)
+        self.usage = UsageAPI(fleet)
         self.webhooks = WebhooksAPI(fleet)

@@ -108,3 +108,19 @@ def policies_create(tenant: str, name: str, path: Path, attach: tuple[str, ...])
         ),
         lambda p: f"Policy {p['name']} created: {p['id']}",
     )
+
+
+@fleet_command(group, "setup")
+@click.option("--meters", is_flag=True, help="Create the standard billing meters (not spot ones).")
+def setup(meters: bool) -> None:
+    """Create what billing needs: vps.vcpu.hours, vps.memory.gib.hours, credits, gpu.<model>.hours."""
+    if not meters:
+        raise click.UsageError("nothing to set up: pass --meters")
+    s = state()
+    output(
+        s.fleet.api.usage.setup_meters(s.credential),
+        lambda r: (
+            f"Created meters: {', '.join(r['created']) or '(none)'}; "
+            f"already present: {', '.join(r['existing']) or '(none)'}"
+        ),
+    )

@@ -23,6 +23,8 @@ COMMAND_MODULES = (
     "provider_fake",
     "events",
     "billing",
+    "usage",
+    "jobs",
     "db",
     "instances",
     "quotas",

@@ -67,6 +67,28 @@ def upgrade() -> None:
     sa.Column('token', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.PrimaryKeyConstraint('pool_id')
     )
+    op.create_table('job_runs',
+    sa.Column('id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('job', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('holder', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('started_at', bcfleet.store.types.UTCDateTime(), nullable=False),
+    sa.Column('finished_at', bcfleet.store.types.UTCDateTime(), nullable=False),
+    sa.Column('outcome', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('counts', sa.JSON(), nullable=False),
+    sa.Column('error', sa.Text(), nullable=True),
+    sa.PrimaryKeyConstraint('id')
+    )
+    with op.batch_alter_table('job_runs', schema=None) as batch_op:
+        batch_op.create_index('ix_job_runs_job_started', ['job', 'started_at'], unique=False)
+
+    op.create_table('job_state',
+    sa.Column('job', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('last_run_at', bcfleet.store.types.UTCDateTime(), nullable=True),
+    sa.Column('last_outcome', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
+    sa.Column('next_due_at', bcfleet.store.types.UTCDateTime(), nullable=True),
+    sa.Column('watermark', bcfleet.store.types.UTCDateTime(), nullable=True),
+    sa.PrimaryKeyConstraint('job')
+    )
     op.create_table('locks',
     sa.Column('name', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.Column('id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
@@ -162,6 +184,43 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('provider_accounts', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_provider_accounts_tenant_id'), ['tenant_id'], unique=False)
+
+    op.create_table('usage_dead_letters',
+    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('tenant_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('subject_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('subject_kind', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('pool_id', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
+    sa.Column('meter', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('window_start', bcfleet.store.types.UTCDateTime(), nullable=False),
+    sa.Column('quantity', sa.Numeric(precision=20, scale=6), nullable=False),
+    sa.Column('reason', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('created_at', bcfleet.store.types.UTCDateTime(), nullable=False),
+    sa.Column('replayed_at', bcfleet.store.types.UTCDateTime(), nullable=True),
+    sa.ForeignKeyConstraint(['tenant_id'], ['tenants.id'], ),
+    sa.PrimaryKeyConstraint('id'),
+    sa.UniqueConstraint('window_start', 'subject_id', 'meter', name='uq_usage_dead_letters_key')
+    )
+    with op.batch_alter_table('usage_dead_letters', schema=None) as batch_op:
+        batch_op.create_index('ix_usage_dead_letters_pending', ['replayed_at', 'meter'], unique=False)
+        batch_op.create_index(batch_op.f('ix_usage_dead_letters_tenant_id'), ['tenant_id'], unique=False)
+
+    op.create_table('usage_windows',
+    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('tenant_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('subject_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('subject_kind', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('pool_id', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
+    sa.Column('meter', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('window_start', bcfleet.store.types.UTCDateTime(), nullable=False),
+    sa.Column('quantity', sa.Numeric(precision=20, scale=6), nullable=False),
+    sa.Column('created_at', bcfleet.store.types.UTCDateTime(), nullable=False),
+    sa.ForeignKeyConstraint(['tenant_id'], ['tenants.id'], ),
+    sa.PrimaryKeyConstraint('id'),
+    sa.UniqueConstraint('window_start', 'subject_id', 'meter', name='uq_usage_windows_key')
+    )
+    with op.batch_alter_table('usage_windows', schema=None) as batch_op:
+        batch_op.create_index('ix_usage_windows_tenant_window', ['tenant_id', 'window_start'], unique=False)
 
     op.create_table('webhooks',
     sa.Column('id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
@@ -570,6 +629,15 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f('ix_webhooks_tenant_id'))
 
     op.drop_table('webhooks')
+    with op.batch_alter_table('usage_windows', schema=None) as batch_op:
+        batch_op.drop_index('ix_usage_windows_tenant_window')
+
+    op.drop_table('usage_windows')
+    with op.batch_alter_table('usage_dead_letters', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_usage_dead_letters_tenant_id'))
+        batch_op.drop_index('ix_usage_dead_letters_pending')
+
+    op.drop_table('usage_dead_letters')
     with op.batch_alter_table('provider_accounts', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_provider_accounts_tenant_id'))
 
@@ -593,6 +661,11 @@ def downgrade() -> None:
     op.drop_table('tenants')
     op.drop_table('state_revision')
     op.drop_table('locks')
+    op.drop_table('job_state')
+    with op.batch_alter_table('job_runs', schema=None) as batch_op:
+        batch_op.drop_index('ix_job_runs_job_started')
+
+    op.drop_table('job_runs')
     op.drop_table('gpu_pool_versions')
     with op.batch_alter_table('gpu_node_versions', schema=None) as batch_op:
         batch_op.drop_index('ix_gpu_node_versions_pool_version')

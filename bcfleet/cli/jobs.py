@@ -1,0 +1,172 @@
+"""`fleet jobs run|tick|list`: the scheduler daemon, one pass for cron, and what ran and what is due."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from typing import Any
+
+import click
+
+from bcfleet.cli.common import fleet_command, output, parse_pairs, state, table
+from bcfleet.clock import OffsetClock, parse_time
+from bcfleet.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK
+from bcfleet.jobs.registry import get_job, job_names
+from bcfleet.jobs.runner import recent_runs, status, tick
+from bcfleet.jobs.scheduler import (
+    ignore_stop_signals,
+    install_stop_signals,
+    restore_signals,
+    run_scheduler,
+)
+from bcfleet.jobs.stop import clear_stop
+
+JOB_NAME = click.Choice(list(job_names()))
+STRUCTURED = ("job", "outcome", "counts", "duration_ms", "run_id")
+
+
+@click.group("jobs")
+def group() -> None:
+    """Scheduled jobs: vps.hosts, vps.usage, reservations.*, spares, providers.reconcile."""
+
+
+class JsonLines(logging.Formatter):
+    """One JSON object per log record, with the run fields (job, outcome, counts, …) when present."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        body: dict[str, Any] = {
+            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S%z"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        body.update({k: getattr(record, k) for k in STRUCTURED if hasattr(record, k)})
+        if record.exc_info:
+            body["exception"] = self.formatException(record.exc_info)
+        return json.dumps(body, default=str)
+
+
+def _configure_logging(level: int, as_json: bool) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        JsonLines() if as_json else logging.Formatter("%(asctime)s %(levelname)s %(message)s")
+    )
+    logger = logging.getLogger("bcfleet")
+    logger.handlers[:] = [handler]
+    logger.setLevel(level)
+    logger.propagate = False
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)
+
+
+def _runs_table(runs: list[dict[str, Any]]) -> str:
+    rows = [
+        {**r, "counts": " ".join(f"{k}={v}" for k, v in r["counts"].items()) or "-"} for r in runs
+    ]
+    columns = [
+        ("JOB", "job"),
+        ("STARTED", "startedAt"),
+        ("OUTCOME", "outcome"),
+        ("MS", "durationMs"),
+        ("COUNTS", "counts"),
+        ("ERROR", "error"),
+    ]
+    return table(rows, columns)
+
+
+def _every(seconds: float) -> str:
+    if seconds >= 60 and seconds % 60 == 0:
+        return f"{seconds / 60:g}m"
+    return f"{seconds:g}s"
+
+
+def _jobs_table(jobs: list[dict[str, Any]]) -> str:
+    jobs = [
+        {
+            **j,
+            "every": _every(j["intervalSeconds"]),
+            "runningOn": j["heldBy"]["holder"] if j["heldBy"] else None,
+        }
+        for j in jobs
+    ]
+    columns = [
+        ("JOB", "job"),
+        ("EVERY", "every"),
+        ("AVAILABLE", "available"),
+        ("LAST RUN", "lastRunAt"),
+        ("OUTCOME", "lastOutcome"),
+        ("NEXT DUE", "nextDueAt"),
+        ("DUE", "due"),
+        ("OVERDUE", "overdue"),
+        ("RUNNING ON", "runningOn"),
+    ]
+    return table(jobs, columns)
+
+
+@fleet_command(group, "list")
+@click.option("--runs", "run_count", type=int, default=10, show_default=True, help="Recent runs.")
+@click.option("--job", type=JOB_NAME, help="Only this job's runs.")
+def list_(run_count: int, job: str | None) -> None:
+    """Each job's last run and next due time, then the latest runs."""
+    s = state()
+    body = {"jobs": status(s.fleet), "runs": recent_runs(s.fleet, limit=run_count, job=job)}
+    output(body, lambda b: _jobs_table(b["jobs"]) + "\n\n" + _runs_table(b["runs"]))
+
+
+@fleet_command(group, "tick")
+@click.option("--job", type=JOB_NAME, help="Run this job now, due or not.")
+@click.option("--check", is_flag=True, help="Run nothing; exit 2 when a job is overdue.")
+@click.option(
+    "--grace",
+    type=float,
+    help="With --check: seconds past its due time before a job counts as overdue "
+    "(default: the job's interval).",
+)
+@click.option("-v", "--verbose", is_flag=True, help="Log one line per run on stderr.")
+def tick_(job: str | None, check: bool, grace: float | None, verbose: bool) -> int:
+    """Run every due job once and exit (for cron and systemd timers)."""
+    s = state()
+    _configure_logging(logging.INFO if verbose else logging.WARNING, as_json=False)
+    if check:
+        jobs = status(s.fleet, grace=grace)
+        late = [j["job"] for j in jobs if j["overdue"]]
+        output(
+            {"overdue": late, "jobs": jobs},
+            lambda b: _jobs_table(b["jobs"]) + f"\n\noverdue: {', '.join(late) or 'none'}",
+        )
+        return EXIT_CHANGES if late else EXIT_OK
+    clear_stop()
+    previous = install_stop_signals()  # SIGTERM: finish the running batch and job, start no other
+    try:
+        results = [r.to_json() for r in tick(s.fleet, job=job)]
+    finally:
+        restore_signals(previous)
+        clear_stop()
+    output({"runs": results}, lambda b: _runs_table(b["runs"]) if b["runs"] else "nothing due")
+    return EXIT_ERROR if any(r["outcome"] == "error" for r in results) else EXIT_OK
+
+
+@fleet_command(group, "run")
+@click.option("--job", "only", multiple=True, type=JOB_NAME, help="Run only these jobs.")
+@click.option("--interval", "overrides", multiple=True, help="NAME=SECONDS, e.g. vps.usage=60.")
+@click.option("--log-json", is_flag=True, help="Log JSON lines instead of text.")
+def run(only: tuple[str, ...], overrides: tuple[str, ...], log_json: bool) -> int:
+    """The scheduler daemon: every job at its interval until SIGTERM or SIGINT (then exit 0)."""
+    s = state()
+    _configure_logging(logging.INFO, as_json=log_json)
+    intervals: dict[str, float] = {}
+    for item in overrides:
+        intervals.update(parse_pairs(item, "--interval"))
+    for name, seconds in intervals.items():
+        get_job(name)
+        if seconds <= 0:
+            raise click.BadParameter(
+                f"{name}={seconds:g} must be positive", param_hint="--interval"
+            )
+    pinned = os.environ.get("BCFLEET_NOW")
+    if pinned:
+        s.fleet.clock = OffsetClock(parse_time(pinned))  # a daemon's time moves on from there
+    code = run_scheduler(s.fleet, jobs=list(only) or None, intervals=intervals)
+    ignore_stop_signals()  # stopped: exit 0 even if timeout's second SIGTERM comes late
+    return code
