@@ -22,7 +22,7 @@ from bcfleet.api.auth import LOCAL_OPERATOR
 from bcfleet.clock import format_time
 from bcfleet.errors import FleetError, NotFoundError
 from bcfleet.fleet import Fleet
-from bcfleet.http.metrics import EventTally
+from bcfleet.http.metrics import EventTally, JobRunTally
 from bcfleet.http.openapi import build_document
 from bcfleet.http.operations import Operation
 from bcfleet.http.routes import (
@@ -35,6 +35,7 @@ from bcfleet.http.routes import (
     providers,
     reservations,
     tenants,
+    usage,
     webhooks,
 )
 from bcfleet.http.serving import (
@@ -46,11 +47,12 @@ from bcfleet.http.serving import (
     error_response,
     internal_error_response,
 )
+from bcfleet.jobs.runner import recent_runs
 
 log = logging.getLogger("bcfleet.http")
 
 AREAS: tuple[Any, ...] = (
-    tenants, pools, providers, flavors, hosts, instances, reservations, compute, events,
+    tenants, pools, providers, flavors, hosts, instances, reservations, compute, usage, events,
     webhooks,
 )  # fmt: skip
 
@@ -169,12 +171,17 @@ def _routes(ops: Sequence[Operation], schemas: dict[str, Any]) -> list[Route]:
     return routes
 
 
-def _tally(fleet: Fleet, served: Served) -> EventTally:
+def _tallies(fleet: Fleet, served: Served) -> tuple[EventTally, JobRunTally]:
+    """The server's own reads for the fleet's counters (events as root, the jobs' run records)."""
+
     def read_page(after: int | None) -> dict[str, Any]:
         page: dict[str, Any] = fleet.api.events.list(LOCAL_OPERATOR, after=after, limit=1000)
         return page
 
-    return EventTally(served.metrics, read_page)
+    def read_runs(limit: int) -> list[dict[str, Any]]:
+        return recent_runs(fleet, limit=limit)
+
+    return EventTally(served.metrics, read_page), JobRunTally(served.metrics, read_runs)
 
 
 def create_app(
@@ -192,13 +199,13 @@ def create_app(
         poll_seconds=poll_seconds,
         heartbeat_seconds=heartbeat_seconds,
     )
-    tally = _tally(fleet, served)
+    tallies = _tallies(fleet, served)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         async with anyio.create_task_group() as group:
             if tally_seconds > 0:
-                group.start_soon(_tally_loop, tally, tally_seconds)
+                group.start_soon(_tally_loop, tallies, tally_seconds)
             yield
             group.cancel_scope.cancel()
 
@@ -209,16 +216,17 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.served = served
-    app.state.tally = tally
+    app.state.tallies = tallies
     app.state.openapi = build_document(ops, schemas)
     app.add_middleware(MetricsMiddleware, served=served)
     return app
 
 
-async def _tally_loop(tally: EventTally, every: float) -> None:
+async def _tally_loop(tallies: tuple[EventTally, JobRunTally], every: float) -> None:
     while True:
-        try:
-            await run_in_threadpool(tally.collect)
-        except Exception:  # the next round tries again; the server keeps serving
-            log.exception("tallying the event log failed")
+        for tally in tallies:
+            try:
+                await run_in_threadpool(tally.collect)
+            except Exception:  # the next round tries again; the server keeps serving
+                log.exception("tallying the fleet's counters failed")
         await anyio.sleep(every)

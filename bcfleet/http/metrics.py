@@ -1,10 +1,10 @@
 """Prometheus metrics of `fleet serve`, in the text exposition format, written by hand.
 
 Request counts and a latency histogram per route template come from this process. The
-fleet's counters (placements, preemptions, job runs, events by type) come from the event
-log, which a background task of the server tallies by cursor (EventTally): those count
-what every process sharing the database did, not just this one. No request ever reads
-the log with more than its own token; the tally runs outside requests, as the server.
+fleet's counters come from what every process sharing the database recorded: placements,
+preemptions and events by type from the event log (EventTally, by cursor), job runs from
+the jobs' run records (JobRunTally). A background task of the server tallies them; no
+request ever reads them with more than its own token.
 """
 
 from __future__ import annotations
@@ -21,15 +21,11 @@ LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
 FLEET_COUNTERS: Mapping[str, tuple[str, tuple[str, ...]]] = {
     "bcfleet_placements_total": (
         "Instances placed on a host or started at a provider.",
-        ("instance.placed", "instance.created", "reservation.placed", "reservation.active"),
+        ("instance.placed", "reservation.placed"),
     ),
     "bcfleet_preemptions_total": (
         "Reservations or instances preempted for another.",
-        ("reservation.preempting", "reservation.preempted", "instance.preempted"),
-    ),
-    "bcfleet_job_runs_total": (
-        "Runs of scheduled jobs.",
-        ("job.ran", "job.run", "job.completed", "job.failed"),
+        ("reservation.preempting",),
     ),
 }
 
@@ -58,6 +54,7 @@ class Metrics:
         self._requests: dict[tuple[str, str, str], int] = {}
         self._latency: dict[tuple[str, str], _Histogram] = {}
         self.events_by_type: dict[str, int] = {}
+        self.job_runs: dict[tuple[str, str], int] = {}
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
         """Count one finished request and its latency."""
@@ -76,14 +73,21 @@ class Metrics:
             for event_type, n in counts.items():
                 self.events_by_type[event_type] = self.events_by_type.get(event_type, 0) + n
 
+    def add_job_runs(self, counts: Mapping[tuple[str, str], int]) -> None:
+        with self._lock:
+            for key, n in counts.items():
+                self.job_runs[key] = self.job_runs.get(key, 0) + n
+
     def render(self) -> str:
         """The whole exposition, ending in a newline."""
         with self._lock:
             requests = dict(self._requests)
             latency = {k: (list(v.counts), v.total, v.count) for k, v in self._latency.items()}
             events = dict(self.events_by_type)
+            runs = dict(self.job_runs)
         lines: list[str] = []
         lines += _fleet_lines(events)
+        lines += _job_lines(runs)
         lines += [
             "# HELP bcfleet_http_requests_total HTTP requests by method, route and status.",
             "# TYPE bcfleet_http_requests_total counter",
@@ -109,6 +113,15 @@ def _fleet_lines(events: Mapping[str, int]) -> list[str]:
     return lines
 
 
+def _job_lines(runs: Mapping[tuple[str, str], int]) -> list[str]:
+    name = "bcfleet_job_runs_total"
+    lines = [f"# HELP {name} Recorded runs of scheduled jobs by job and outcome.",
+             f"# TYPE {name} counter"]  # fmt: skip
+    for (job, outcome), n in sorted(runs.items()):
+        lines.append(f"{name}{_labels([('job', job), ('outcome', outcome)])} {n}")
+    return lines
+
+
 def _latency_lines(latency: Mapping[tuple[str, str], tuple[list[int], float, int]]) -> list[str]:
     name = "bcfleet_http_request_duration_seconds"
     lines = [f"# HELP {name} HTTP request latency by method and route.", f"# TYPE {name} histogram"]
@@ -123,6 +136,7 @@ def _latency_lines(latency: Mapping[tuple[str, str], tuple[list[int], float, int
 
 
 PageReader = Callable[[int | None], dict[str, Any]]
+RunsReader = Callable[[int], list[dict[str, Any]]]
 
 
 class EventTally:
@@ -148,3 +162,29 @@ class EventTally:
             if len(page["items"]) < 1000:
                 break
         return seen
+
+
+class JobRunTally:
+    """Counts recorded job runs by job and outcome; read_runs(limit) lists the newest runs.
+
+    Runs are recognised by id, so a run is counted once however often it is listed; a
+    round that lists only runs already counted reads no more. At most `limit` new runs
+    are counted per round (runs are kept a week, so a first round starts from recent ones).
+    """
+
+    def __init__(self, metrics: Metrics, read_runs: RunsReader, *, limit: int = 500) -> None:
+        self.metrics = metrics
+        self.read_runs = read_runs
+        self.limit = limit
+        self.seen: set[str] = set()
+
+    def collect(self) -> int:
+        runs = [r for r in self.read_runs(self.limit) if r.get("id")]
+        counts: dict[tuple[str, str], int] = {}
+        for run in runs:
+            if run["id"] not in self.seen:
+                key = (str(run["job"]), str(run["outcome"]))
+                counts[key] = counts.get(key, 0) + 1
+        self.metrics.add_job_runs(counts)
+        self.seen = {str(r["id"]) for r in runs}
+        return sum(counts.values())

@@ -77,6 +77,8 @@ def _success(op: Operation) -> dict[str, Any]:
             _ref(op.response) if op.response_media == "application/json" else {"type": "string"}
         )
         body["content"] = {op.response_media: {"schema": schema}}
+        for media in op.other_media:
+            body["content"][media] = {"schema": {"type": "string"}}
     if op.response_headers:
         body["headers"] = {
             name: {"description": text, "schema": {"type": "string"}}

@@ -167,6 +167,7 @@ class Operation:
     request: str | None = None  # component schema of the JSON body
     response: str | None = None  # component schema of the success body
     response_media: str = "application/json"
+    other_media: tuple[str, ...] = ()  # further media types of the success answer (CSV, say)
     query: tuple[Param, ...] = ()
     auth: bool = True
     response_headers: Mapping[str, str] = field(default_factory=dict)
