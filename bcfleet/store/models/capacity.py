@@ -33,6 +33,7 @@ class Allocation(SQLModel, table=True):
     __table_args__ = (
         Index("ix_allocations_node_live", "node_id", "released_at"),
         Index("ix_allocations_consumer", "consumer_id"),
+        Index("ix_allocations_kind_live", "consumer_kind", "released_at"),  # metering's scan
     )
 
     id: str = Field(primary_key=True)

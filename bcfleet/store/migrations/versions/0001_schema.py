@@ -461,6 +461,7 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('allocations', schema=None) as batch_op:
         batch_op.create_index('ix_allocations_consumer', ['consumer_id'], unique=False)
+        batch_op.create_index('ix_allocations_kind_live', ['consumer_kind', 'released_at'], unique=False)
         batch_op.create_index('ix_allocations_node_live', ['node_id', 'released_at'], unique=False)
         batch_op.create_index(batch_op.f('ix_allocations_tenant_id'), ['tenant_id'], unique=False)
 
@@ -579,6 +580,7 @@ def downgrade() -> None:
     with op.batch_alter_table('allocations', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_allocations_tenant_id'))
         batch_op.drop_index('ix_allocations_node_live')
+        batch_op.drop_index('ix_allocations_kind_live')
         batch_op.drop_index('ix_allocations_consumer')
 
     op.drop_table('allocations')
