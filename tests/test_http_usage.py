@@ -1,4 +1,4 @@
-"""Metered usage over HTTP: pages by cursor, NDJSON and CSV exports, dead letters; job-run metrics."""
+"""Metered usage over HTTP (pages by cursor, NDJSON and CSV exports, dead letters) and the fleet's counters on /metrics."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from bcfleet.jobs.runner import run_job
 from bcfleet.jobs.vps_hosts import run_vps_hosts
 from tests.builders import OP, flavor, token
 from tests.capacity_builders import pool_with_hosts
+from tests.reservation_builders import gpu_pool, reserve
 from tests.test_http_support import ApiClient, error_code, served
 
 
@@ -86,3 +87,15 @@ def test_job_runs_are_counted_on_metrics(fleet: Fleet) -> None:
         tally.collect()  # runs already counted are not counted again
     text = app.state.served.metrics.render()
     assert 'bcfleet_job_runs_total{job="vps.hosts",outcome="ok"} 2' in text
+
+
+def test_placements_and_preemptions_are_counted_from_the_event_log(fleet: Fleet) -> None:
+    pool = gpu_pool(fleet, hosts=1, gpus=4)
+    reserve(fleet, pool, tenant="acme", spot=True)
+    reserve(fleet, pool, tenant="beta")  # a regular reservation preempts the spot one
+    app = create_app(fleet, tally_seconds=0)
+    for tally in app.state.tallies:
+        tally.collect()
+    text = app.state.served.metrics.render()
+    assert "bcfleet_placements_total 2" in text
+    assert "bcfleet_preemptions_total 1" in text

@@ -227,5 +227,9 @@ def test_webhooks_over_http_and_the_cli(fleet: Fleet, cli: Any, receiver: Receiv
     hook = made.json()
     listed = cli("webhooks", "list", "--json").json()
     assert [h["id"] for h in listed["items"]] == [hook["id"]]
+    cli("pools", "create", "--tenant", "root", "--name", "p1", "--kind", "vps-host")
+    delivered = cli("webhooks", "deliver", "--json")
+    assert delivered.json() == {"queued": 1, "delivered": 1, "retried": 0, "dead": 0}
+    assert [e["type"] for e in receiver.events()] == ["pool.created"]
     assert cli("webhooks", "deliveries", hook["id"], "--state", "dead").exit_code == 0
     assert cli("webhooks", "delete", hook["id"]).exit_code == 0

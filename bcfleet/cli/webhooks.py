@@ -88,3 +88,13 @@ def redeliver(webhook_id: str, delivery_id: int, tenant: str | None) -> None:
     """Queue a delivery again, its tries reset (the webhooks job sends it)."""
     s = state()
     output(s.fleet.api.webhooks.redeliver(s.credential, webhook_id, delivery_id, tenant_id=tenant))
+
+
+@fleet_command(group, "deliver")
+def deliver() -> None:
+    """One round of the webhooks job now: queue new events, send what is due."""
+    from bcfleet.jobs.webhooks import run_webhooks
+
+    s = state()
+    counts = run_webhooks(s.fleet, s.fleet.now())
+    output(counts, lambda d: ", ".join(f"{k} {v}" for k, v in d.items()))

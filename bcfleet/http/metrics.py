@@ -20,12 +20,12 @@ LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
 # Fleet counters: each sums the events of the listed types.
 FLEET_COUNTERS: Mapping[str, tuple[str, tuple[str, ...]]] = {
     "bcfleet_placements_total": (
-        "Instances placed on a host or started at a provider.",
+        "Instances and reservations placed on hosts (instance.placed, reservation.placed).",
         ("instance.placed", "reservation.placed"),
     ),
     "bcfleet_preemptions_total": (
-        "Reservations or instances preempted for another.",
-        ("reservation.preempting",),
+        "Reservations preempted: cut back at a deadline or requeued.",
+        ("reservation.preempting", "reservation.preempted"),
     ),
 }
 
