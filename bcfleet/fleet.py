@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,9 @@ from bcfleet.store.uow import read_session, write_session
 
 if TYPE_CHECKING:
     from bcfleet.api.facade import FleetAPI
+
+# The transaction that write() and read() calls join: (the fleet it belongs to, its session).
+_JOINED: ContextVar[tuple[Fleet, Session] | None] = ContextVar("bcfleet_joined", default=None)
 
 
 class Fleet:
@@ -77,17 +81,47 @@ class Fleet:
     def new_id(self, prefix: str) -> str:
         return self.ids.new(prefix, self.clock.now())
 
+    def _joined(self) -> Session | None:
+        joined = _JOINED.get()
+        return joined[1] if joined is not None and joined[0] is self else None
+
     @contextmanager
     def write(self, *, bump_revision: bool = True) -> Iterator[Session]:
-        """One write transaction."""
+        """One write transaction, or the enclosing transaction() when there is one."""
+        joined = self._joined()
+        if joined is not None:
+            yield joined
+            return
         with write_session(self.engine, bump_revision=bump_revision) as session:
             yield session
 
     @contextmanager
     def read(self) -> Iterator[Session]:
-        """One read transaction."""
+        """One read transaction, or the enclosing transaction() when there is one."""
+        joined = self._joined()
+        if joined is not None:
+            yield joined
+            return
         with read_session(self.engine) as session:
             yield session
+
+    @contextmanager
+    def transaction(self, *, bump_revision: bool = True) -> Iterator[Session]:
+        """One write transaction that every write() and read() inside the block joins.
+
+        So several API calls, each keeping its own authorization, commit together or
+        not at all (`fleet apply`). The revision is bumped once, here, never by the
+        joined calls. An error raised by a joined call must leave the block: the
+        transaction is rolled back as a whole, never continued after a failed call.
+        """
+        if self._joined() is not None:
+            raise RuntimeError("a transaction is already open in this context")
+        with write_session(self.engine, bump_revision=bump_revision) as session:
+            token = _JOINED.set((self, session))
+            try:
+                yield session
+            finally:
+                _JOINED.reset(token)
 
     @cached_property
     def api(self) -> FleetAPI:

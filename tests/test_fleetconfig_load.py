@@ -735,3 +735,43 @@ def test_mutated_documents_fail_only_with_located_invalid_input(data: st.DataObj
 )
 def test_text_edits_fail_only_with_located_invalid_input(start: int, cut: int, insert: str) -> None:
     _assert_located(EXAMPLE_TEXT[:start] + insert + EXAMPLE_TEXT[start + cut :])
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_the_fast_schema_check_never_accepts_what_jsonschema_refuses(data: st.DataObject) -> None:
+    """jsonschema-rs only short-cuts documents jsonschema would accept as well."""
+    from bcfleet.reconcile.schema import _surely_valid
+
+    document = json.loads(json.dumps(EXAMPLE_DATA))
+    for _ in range(data.draw(st.integers(1, 4))):
+        document = _mutate(data.draw, document)
+    if _surely_valid(document):
+        assert list(_validator().iter_errors(document)) == []
+
+
+@pytest.mark.parametrize(
+    ("pools", "message"),
+    [
+        pytest.param(
+            "  - {name: p, kind: vps-host}\n",
+            "pool 'p' is neither owned by nor offered to tenant 'acme'",
+            id="not-offered",
+        ),
+        pytest.param(
+            "  - {name: p, kind: provider, offeredTo: [acme], providerAccount: hz}\n",
+            "pool 'p' is a provider pool; spare instances run on a vps-host pool",
+            id="a-provider-pool",
+        ),
+    ],
+)
+def test_a_serverless_pool_the_tenant_cannot_use_is_an_error(pools: str, message: str) -> None:
+    text = doc(
+        "tenants: [{id: acme}]\n"
+        "providerAccounts: [{name: hz, provider: hetzner, tokenEnv: HCLOUD_TOKEN}]\n"
+        f"pools:\n{pools}"
+        "compute:\n  - {tenant: acme, serverlessPool: p}\n"
+    )
+    [error] = errors_of(text)
+    assert error["path"] == "$.compute[0].serverlessPool"
+    assert error["message"].startswith(message)

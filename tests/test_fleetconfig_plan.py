@@ -254,7 +254,14 @@ CASES = [
         id="changed-flavor-is-updated",
     ),
     pytest.param(
-        lambda: (edited("offeredTo: [acme]", "offeredTo: []"), observed_from(desired())),
+        lambda: (
+            desired(
+                BASE.replace("offeredTo: [acme]", "offeredTo: []").replace(
+                    "    serverlessPool: vps-fra\n", ""
+                )
+            ),
+            observed_from(desired()),
+        ),
         {"offer.vps-fra.acme": ("delete",)},
         id="tenant-removed-from-offered-to-loses-the-offer",
     ),

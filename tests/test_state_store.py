@@ -135,3 +135,22 @@ def test_concurrent_creates_of_one_name_give_one_flavor_and_conflicts(any_fleet:
     with ThreadPoolExecutor(max_workers=4) as pool_executor:
         outcomes = sorted(pool_executor.map(attempt, range(8)))
     assert outcomes.count("created") == 1 and outcomes.count("conflict") == 7
+
+
+def test_a_job_tick_that_changes_nothing_leaves_the_revision(any_fleet: Fleet) -> None:
+    """Saved plans stay valid while the scheduler runs: only transactions that change a row bump."""
+    from bcfleet.jobs.vps_hosts import run_vps_hosts
+    from tests.builders import host, inventory
+
+    pool = hosted_pool(any_fleet)
+    host(any_fleet, pool["id"], "h1", inventory())
+    run_vps_hosts(any_fleet, any_fleet.now())
+    with any_fleet.read() as session:
+        before = state_revision(session)
+    run_vps_hosts(any_fleet, any_fleet.now())
+    with any_fleet.read() as session:
+        assert state_revision(session) == before
+    any_fleet.api.pools.update(OP, tenant_id="root", pool=pool["id"], overcommit={"vcpu": 2})
+    run_vps_hosts(any_fleet, any_fleet.now())
+    with any_fleet.read() as session:
+        assert state_revision(session) > before

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import insert
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, select
+from sqlmodel import Session, SQLModel, col, select
 
 from bcfleet.api.auth import Actor, Credential, pool_resource
 from bcfleet.api.base import Area
@@ -21,6 +24,9 @@ from bcfleet.domain.flavor_rules import (
 )
 from bcfleet.errors import ConflictError, InvalidInputError
 from bcfleet.store.models import Flavor, Instance, Pool
+
+if TYPE_CHECKING:
+    from bcfleet.fleet import Fleet
 
 # A check of a provider pool's offer (issue of provider pools); returns warnings, raises on unknown.
 OfferCheck = Callable[[Session, Pool, str], list[str]]
@@ -65,6 +71,69 @@ def _referenced(session: Session, flavor_id: str) -> bool:
         session.exec(select(Instance.id).where(Instance.flavor_id == flavor_id).limit(1)).first()
         is not None
     )
+
+
+def _item(pool: Pool, raw: Mapping[str, Any]) -> dict[str, Any]:
+    """One item of create_many, validated as create validates, with its defaults."""
+    item = {
+        "name": raw.get("name"),
+        "vcpu": raw.get("vcpu"),
+        "memory_gib": raw.get("memory_gib"),
+        "disk_gib": raw.get("disk_gib"),
+        "gpus": raw.get("gpus", 0),
+        "offer_id": raw.get("offer_id"),
+        "placement": raw.get("placement"),
+    }
+    validate_flavor_input(pool, **item)
+    item["placement"] = normalize_placement(item["placement"])
+    return item
+
+
+def _check_names_free(session: Session, pool: Pool, names: list[str]) -> None:
+    """CONFLICT for a name given twice or already in the pool (archived ones included)."""
+    twice = {name for name, count in Counter(names).items() if count > 1}
+    taken = session.exec(
+        select(Flavor.name).where(Flavor.pool_id == pool.id, col(Flavor.name).in_(names))
+    ).all()
+    clash = sorted(set(taken) | twice)
+    if clash:
+        raise ConflictError(
+            f"flavors {', '.join(map(repr, clash))} already exist in pool {pool.name!r}",
+            {"flavors": clash, "pool": pool.id},
+        )
+
+
+def _row_json(row: Mapping[str, Any]) -> dict[str, Any]:
+    """flavor_json of a row written in bulk, without building the ORM object."""
+    body: dict[str, Any] = {
+        "id": row["id"],
+        "poolId": row["pool_id"],
+        "name": row["name"],
+        "vcpu": row["vcpu"],
+        "memoryGiB": row["memory_gib"],
+        "diskGiB": row["disk_gib"],
+        "gpus": row["gpus"],
+        "archived": row["archived"],
+        "version": row["version"],
+    }
+    if row["offer_id"] is not None:
+        body["offerId"] = row["offer_id"]
+    if row["placement"]:
+        body["placement"] = dict(row["placement"])
+    return body
+
+
+def _created_event(
+    fleet: Fleet, pool: Pool, row: Mapping[str, Any], now: datetime
+) -> dict[str, Any]:
+    return {
+        "id": fleet.ids.new("evt", now),
+        "type": "flavor.created",
+        "tenant_id": pool.owner_tenant_id,
+        "subject_id": row["id"],
+        "data": {"name": row["name"], "poolId": pool.id},
+        "at": now,
+    }
 
 
 class FlavorsAPI(Area):
@@ -156,6 +225,47 @@ class FlavorsAPI(Area):
                 body["warnings"] = warnings
             return body
 
+    def create_many(
+        self,
+        credential: Credential | None,
+        *,
+        tenant_id: str,
+        pool_id: str,
+        flavors: Sequence[Mapping[str, Any]],
+        managed: bool = False,
+    ) -> dict[str, Any]:
+        """Several flavors of one pool at once, with every rule of create: all of them or none.
+
+        Each item has create's fields (name, vcpu, memory_gib, disk_gib, and optionally gpus,
+        offer_id, placement). One authorization, one lookup of the names taken, and the rows
+        and their flavor.created events written in bulk (`fleet apply` of large documents).
+        """
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            pool = self._pool_for_manage(session, actor, pool_id)
+            items = [_item(pool, raw) for raw in flavors]
+            warnings = {
+                item["name"]: self.offer_check(session, pool, item["offer_id"])
+                for item in items
+                if self.offer_check and item["offer_id"]
+            }
+            _check_names_free(session, pool, [item["name"] for item in items])
+            now = self.fleet.now()
+            rows = [
+                {"id": self.fleet.new_id("flv"), "pool_id": pool.id, **item, "archived": False,
+                 "version": 1, "created_at": now, "updated_at": now, "managed": managed}
+                for item in items
+            ]  # fmt: skip
+            if rows:  # Core inserts of the tables: one executemany each, no ORM bookkeeping
+                events = [_created_event(self.fleet, pool, row, now) for row in rows]
+                session.execute(insert(SQLModel.metadata.tables["flavors"]), rows)
+                session.execute(insert(SQLModel.metadata.tables["events"]), events)
+            bodies = [_row_json(row) for row in rows]
+            for body in bodies:
+                if warnings.get(body["name"]):
+                    body["warnings"] = warnings[body["name"]]
+            return {"items": bodies}
+
     def list(
         self, credential: Credential | None, *, tenant_id: str, pool_id: str
     ) -> dict[str, Any]:
@@ -238,6 +348,24 @@ class FlavorsAPI(Area):
             if warnings:
                 body["warnings"] = warnings
             return body
+
+    def set_managed(
+        self,
+        credential: Credential | None,
+        *,
+        tenant_id: str,
+        pool_id: str,
+        name: str,
+        managed: bool = True,
+    ) -> dict[str, Any]:
+        """Bring a flavor, archived or not, under FleetConfig management (or release it)."""
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            pool = self._pool_for_manage(session, actor, pool_id)
+            flavor = find_flavor(session, pool, name, include_archived=True)
+            flavor.managed = managed
+            session.add(flavor)
+            return flavor_json(flavor)
 
     def delete(
         self, credential: Credential | None, *, tenant_id: str, pool_id: str, name: str

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy import delete
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Credential, pool_resource
@@ -15,7 +17,15 @@ from bcfleet.api.views import host_json
 from bcfleet.domain.inventory import validate_inventory
 from bcfleet.errors import ConflictError, InvalidInputError
 from bcfleet.schemas import load_schema
-from bcfleet.store.models import Host, NodeResource, Pool
+from bcfleet.store.models import (
+    Allocation,
+    Booking,
+    GpuAtom,
+    Host,
+    Instance,
+    NodeResource,
+    Pool,
+)
 
 PLACEMENT_LABEL = "bc.dev/cap.instance.placement"
 
@@ -34,6 +44,23 @@ def _resources(session: Session, node_ids: list[str]) -> dict[str, list[NodeReso
         ).all():
             rows[row.node_id].append(row)
     return rows
+
+
+def _host_history(session: Session, node_id: str) -> list[str]:
+    """What ties a host's row to the past or present: instances, allocations, GPU bookings."""
+    checks = (
+        ("instances", select(Instance.id).where(Instance.node_id == node_id)),
+        ("allocations", select(Allocation.id).where(Allocation.node_id == node_id)),
+        ("GPU bookings", select(Booking.id).where(Booking.node_id == node_id)),
+    )
+    return [label for label, query in checks if session.exec(query.limit(1)).first() is not None]
+
+
+def _live_allocations(session: Session, node_id: str) -> bool:
+    query = select(Allocation.id).where(
+        Allocation.node_id == node_id, col(Allocation.released_at).is_(None)
+    )
+    return session.exec(query.limit(1)).first() is not None
 
 
 class HostsAPI(Area):
@@ -81,6 +108,103 @@ class HostsAPI(Area):
                 data={"name": name},
             )
             return host_json(host, row, [])
+
+    def update(
+        self,
+        credential: Credential | None,
+        *,
+        tenant_id: str | None = None,
+        host: str,
+        labels: dict[str, str] | None = None,
+        tenant_controlled: bool | None = None,
+        pool: str | None = None,
+    ) -> dict[str, Any]:
+        """Replace a host's labels, its tenant-controlled flag, or move it (without allocations)
+        to another vps-host pool; what is left out (None) stays as it is."""
+        if labels is not None:
+            validate_labels(labels)
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            row, current = find_host(session, actor, host)
+            actor.require("compute:hosts:manage", pool_resource(current))
+            target = current
+            if pool is not None:
+                target = self._move(session, row, current, find_pool(session, actor, pool))
+                actor.require("compute:hosts:manage", pool_resource(target))
+            if labels is not None:
+                row.labels = dict(labels)
+            if tenant_controlled is not None:
+                row.tenant_controlled = tenant_controlled
+            session.add(row)
+            return host_json(row, target, _resources(session, [row.id])[row.id])
+
+    def _move(self, session: Session, row: Host, current: Pool, target: Pool) -> Pool:
+        if target.id == current.id:
+            return target
+        if target.kind != "vps-host":
+            raise InvalidInputError(
+                f"pool {target.name!r} is a {target.kind} pool; hosts belong to vps-host pools",
+                {"pool": target.id},
+            )
+        if _live_allocations(session, row.id):
+            raise ConflictError(
+                f"host {row.name!r} has allocations; drain it before moving it to another pool",
+                {"host": row.id},
+            )
+        row.pool_id = target.id
+        return target
+
+    def set_managed(
+        self,
+        credential: Credential | None,
+        *,
+        tenant_id: str | None = None,
+        host: str,
+        managed: bool = True,
+    ) -> dict[str, Any]:
+        """Bring a host under FleetConfig management (or release it)."""
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            row, pool = find_host(session, actor, host)
+            actor.require("compute:hosts:manage", pool_resource(pool))
+            row.managed = managed
+            session.add(row)
+            return host_json(row, pool)
+
+    def remove(
+        self, credential: Credential | None, *, tenant_id: str | None = None, host: str
+    ) -> dict[str, Any]:
+        """Forget a host with no instances, allocations or bookings, past or present; CONFLICT
+        otherwise (drain it instead). Its capacity rows and GPU atoms go with it."""
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            row, pool = find_host(session, actor, host)
+            actor.require("compute:hosts:manage", pool_resource(pool))
+            history = _host_history(session, row.id)
+            if history:
+                raise ConflictError(
+                    f"host {row.name!r} has {', '.join(history)}; drain it instead",
+                    {"host": row.id, "has": history},
+                )
+            session.execute(delete(NodeResource).where(col(NodeResource.node_id) == row.id))
+            session.execute(delete(GpuAtom).where(col(GpuAtom.node_id) == row.id))
+            session.delete(row)
+            try:
+                session.flush()
+            except IntegrityError as exc:
+                raise ConflictError(
+                    f"host {row.name!r} is still referenced", {"host": row.id}
+                ) from exc
+            emit(
+                session,
+                self.fleet.ids,
+                self.fleet.now(),
+                "host.removed",
+                tenant_id=pool.owner_tenant_id,
+                subject_id=row.id,
+                data={"name": row.name},
+            )
+            return {"deleted": True, "id": row.id}
 
     def report(
         self,

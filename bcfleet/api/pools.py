@@ -6,6 +6,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from sqlalchemy import delete
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Actor, Credential, pool_resource, tenant_resource, visible_pool_ids
@@ -14,7 +16,8 @@ from bcfleet.api.events import emit
 from bcfleet.api.lookup import find_pool, get_tenant
 from bcfleet.api.views import pool_json
 from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError
-from bcfleet.store.models import Pool, PoolOffer, ProviderAccount
+from bcfleet.store.models import Flavor, Host, Instance, Pool, PoolOffer, ProviderAccount, Quota
+from bcfleet.store.models.compute import ComputeSettingsRow
 
 POOL_KINDS = ("vps-host", "provider")
 OVERCOMMIT_RESOURCES = ("vcpu", "memoryGiB", "diskGiB")
@@ -87,6 +90,23 @@ def _provider_account(session: Session, tenant_id: str, ref: str) -> ProviderAcc
     if account is None:
         raise NotFoundError(f"provider account {ref!r} not found", {"providerAccount": ref})
     return account
+
+
+def _pool_holders(session: Session, pool_id: str) -> list[str]:
+    """What keeps a pool from being deleted: hosts, flavors (archived ones too), instances, used quota."""
+    checks = (
+        ("hosts", select(Host.id).where(Host.pool_id == pool_id)),
+        ("flavors", select(Flavor.id).where(Flavor.pool_id == pool_id)),
+        ("instances", select(Instance.id).where(Instance.pool_id == pool_id)),
+        ("quota in use", select(Quota.pool_id).where(Quota.pool_id == pool_id, Quota.used > 0)),
+        (
+            "compute settings naming it as serverless pool",
+            select(ComputeSettingsRow.tenant_id).where(
+                ComputeSettingsRow.serverless_pool_id == pool_id
+            ),
+        ),
+    )
+    return [label for label, query in checks if session.exec(query.limit(1)).first() is not None]
 
 
 class PoolsAPI(Area):
@@ -172,6 +192,50 @@ class PoolsAPI(Area):
             row.version += 1
             session.add(row)
             return pool_json(row, offered_to(session, row.id))
+
+    def set_managed(
+        self, credential: Credential | None, *, tenant_id: str, pool: str, managed: bool = True
+    ) -> dict[str, Any]:
+        """Bring a pool (and so its offers) under FleetConfig management, or release it."""
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            row = find_pool(session, actor, pool, lock=True)
+            actor.require("compute:pools:manage", pool_resource(row))
+            row.managed = managed
+            session.add(row)
+            return pool_json(row, offered_to(session, row.id))
+
+    def delete(self, credential: Credential | None, *, tenant_id: str, pool: str) -> dict[str, Any]:
+        """Delete an empty pool with its offers and unused quotas; CONFLICT naming what it holds."""
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            row = find_pool(session, actor, pool, lock=True)
+            actor.require("compute:pools:manage", pool_resource(row))
+            holders = _pool_holders(session, row.id)
+            if holders:
+                raise ConflictError(
+                    f"pool {row.name!r} still has {', '.join(holders)}",
+                    {"pool": row.id, "has": holders},
+                )
+            session.execute(delete(PoolOffer).where(col(PoolOffer.pool_id) == row.id))
+            session.execute(delete(Quota).where(col(Quota.pool_id) == row.id))
+            session.delete(row)
+            try:
+                session.flush()
+            except IntegrityError as exc:  # reservations, usage, settings … still refer to it
+                raise ConflictError(
+                    f"pool {row.name!r} is still referenced", {"pool": row.id}
+                ) from exc
+            emit(
+                session,
+                self.fleet.ids,
+                self.fleet.now(),
+                "pool.deleted",
+                tenant_id=row.owner_tenant_id,
+                subject_id=row.id,
+                data={"name": row.name},
+            )
+            return {"deleted": True, "id": row.id}
 
     def offer(
         self,

@@ -20,7 +20,7 @@ from bcfleet.api.offer_checks import AccountRef, OfferCatalog
 from bcfleet.clock import format_time
 from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError
 from bcfleet.providers.base import filter_offers
-from bcfleet.store.models import ProviderAccount
+from bcfleet.store.models import Pool, ProviderAccount
 
 if TYPE_CHECKING:
     from bcfleet.fleet import Fleet
@@ -38,6 +38,18 @@ def account_json(account: ProviderAccount) -> dict[str, Any]:
         "endpoint": account.endpoint,
         "createdAt": format_time(account.created_at),
     }
+
+
+def validate_account(provider: str, token_env: str) -> None:
+    if provider not in PROVIDERS:
+        raise InvalidInputError(
+            f"provider must be one of {', '.join(PROVIDERS)}", {"provider": provider}
+        )
+    if not ENV_NAME.match(token_env):
+        raise InvalidInputError(
+            "tokenEnv names the environment variable that holds the token, e.g. HCLOUD_TOKEN",
+            {"tokenEnv": token_env},
+        )
 
 
 def find_account(session: Session, tenant_id: str, ref: str) -> ProviderAccount:
@@ -78,15 +90,7 @@ class ProviderAccountsAPI(Area):
         endpoint: str | None = None,
         managed: bool = False,
     ) -> dict[str, Any]:
-        if provider not in PROVIDERS:
-            raise InvalidInputError(
-                f"provider must be one of {', '.join(PROVIDERS)}", {"provider": provider}
-            )
-        if not ENV_NAME.match(token_env):
-            raise InvalidInputError(
-                "tokenEnv names the environment variable that holds the token, e.g. HCLOUD_TOKEN",
-                {"tokenEnv": token_env},
-            )
+        validate_account(provider, token_env)
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
             actor.require("compute:providers:manage", tenant_resource(tenant_id))
@@ -110,6 +114,56 @@ class ProviderAccountsAPI(Area):
             )
             session.add(account)
             return account_json(account)
+
+    def update(
+        self,
+        credential: Credential | None,
+        *,
+        tenant_id: str,
+        name: str,
+        provider: str,
+        token_env: str,
+        endpoint: str | None = None,
+    ) -> dict[str, Any]:
+        """Replace an account's provider, tokenEnv and endpoint (None: no endpoint)."""
+        validate_account(provider, token_env)
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            actor.require("compute:providers:manage", tenant_resource(tenant_id))
+            account = find_account(session, tenant_id, name)
+            account.provider, account.token_env = provider, token_env
+            account.endpoint = endpoint
+            session.add(account)
+            return account_json(account)
+
+    def set_managed(
+        self, credential: Credential | None, *, tenant_id: str, name: str, managed: bool = True
+    ) -> dict[str, Any]:
+        """Bring an account under FleetConfig management (or release it)."""
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            actor.require("compute:providers:manage", tenant_resource(tenant_id))
+            account = find_account(session, tenant_id, name)
+            account.managed = managed
+            session.add(account)
+            return account_json(account)
+
+    def delete(self, credential: Credential | None, *, tenant_id: str, name: str) -> dict[str, Any]:
+        """Delete an account no pool uses; CONFLICT naming the pools that still do."""
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            actor.require("compute:providers:manage", tenant_resource(tenant_id))
+            account = find_account(session, tenant_id, name)
+            pools = session.exec(
+                select(Pool.name).where(Pool.provider_account_id == account.id).order_by(Pool.name)
+            ).all()
+            if pools:
+                raise ConflictError(
+                    f"provider account {name!r} is used by pools {', '.join(pools)}",
+                    {"providerAccount": name, "pools": list(pools)},
+                )
+            session.delete(account)
+            return {"deleted": True, "id": account.id}
 
     def list(self, credential: Credential | None, *, tenant_id: str) -> dict[str, Any]:
         with self.fleet.read() as session:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sqlmodel import select
+from sqlalchemy import delete
+from sqlmodel import col, select
 
 from bcfleet.api.auth import Credential, pool_resource
 from bcfleet.api.base import Area
@@ -67,6 +68,23 @@ class QuotasAPI(Area):
                     select(Quota).where(Quota.tenant_id == tenant_id, Quota.pool_id == row.id)
                 ).all()
             )
+            return quota_json(row, tenant_id, rows)
+
+    def clear(self, credential: Credential | None, *, tenant_id: str, pool: str) -> dict[str, Any]:
+        """Remove a tenant's limits in a pool: unused rows go, rows in use stay unlimited and
+        unmanaged, so what the tenant uses is still counted."""
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, None)
+            row = find_pool(session, actor, pool)
+            actor.require("compute:quotas:manage", pool_resource(row))
+            get_tenant(session, tenant_id)
+            mine = (col(Quota.tenant_id) == tenant_id, col(Quota.pool_id) == row.id)
+            session.execute(delete(Quota).where(*mine, col(Quota.used) == 0))
+            for quota in session.exec(select(Quota).where(*mine)).all():
+                quota.limit, quota.managed = None, False
+                session.add(quota)
+            session.flush()
+            rows = list(session.exec(select(Quota).where(*mine)).all())
             return quota_json(row, tenant_id, rows)
 
     def show(

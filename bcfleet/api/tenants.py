@@ -5,13 +5,21 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sqlmodel import select
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, select
 
-from bcfleet.api.auth import Credential, tenant_resource
+from bcfleet.api.auth import ROOT_TENANT, Credential, tenant_resource
 from bcfleet.api.base import Area
+from bcfleet.api.lookup import get_tenant
 from bcfleet.api.views import tenant_json
 from bcfleet.errors import ConflictError, InvalidInputError
-from bcfleet.store.models import Tenant
+from bcfleet.store.models import Pool, PoolOffer, Principal, ProviderAccount, Quota, Tenant
+from bcfleet.store.models.compute import (
+    ComputeSettingsRow,
+    FleetEnvironment,
+    PipelineIndex,
+    Service,
+)
 
 TENANT_ID = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 
@@ -24,9 +32,35 @@ def validate_tenant_id(tenant_id: str) -> None:
         )
 
 
+def _holders(session: Session, tenant_id: str) -> list[str]:
+    """What still belongs to a tenant and keeps it from being deleted."""
+    checks = (
+        ("pools", select(Pool.id).where(Pool.owner_tenant_id == tenant_id)),
+        ("pool offers", select(PoolOffer.pool_id).where(PoolOffer.tenant_id == tenant_id)),
+        ("principals", select(Principal.id).where(Principal.tenant_id == tenant_id)),
+        (
+            "provider accounts",
+            select(ProviderAccount.id).where(ProviderAccount.tenant_id == tenant_id),
+        ),
+        ("quotas", select(Quota.pool_id).where(Quota.tenant_id == tenant_id)),
+        ("services", select(Service.id).where(Service.tenant_id == tenant_id)),
+        ("indexes", select(PipelineIndex.id).where(PipelineIndex.tenant_id == tenant_id)),
+        (
+            "environments",
+            select(FleetEnvironment.id).where(FleetEnvironment.tenant_id == tenant_id),
+        ),
+    )
+    return [label for label, query in checks if session.exec(query.limit(1)).first() is not None]
+
+
 class TenantsAPI(Area):
     def create(
-        self, credential: Credential | None, tenant_id: str, *, name: str | None = None
+        self,
+        credential: Credential | None,
+        tenant_id: str,
+        *,
+        name: str | None = None,
+        managed: bool = False,
     ) -> dict[str, Any]:
         validate_tenant_id(tenant_id)
         with self.fleet.write() as session:
@@ -34,9 +68,64 @@ class TenantsAPI(Area):
             actor.require("compute:tenants:manage", tenant_resource(tenant_id))
             if session.get(Tenant, tenant_id) is not None:
                 raise ConflictError(f"tenant {tenant_id!r} already exists", {"tenant": tenant_id})
-            tenant = Tenant(id=tenant_id, name=name or tenant_id, created_at=self.fleet.now())
+            tenant = Tenant(
+                id=tenant_id, name=name or tenant_id, created_at=self.fleet.now(), managed=managed
+            )
             session.add(tenant)
             return tenant_json(tenant)
+
+    def update(self, credential: Credential | None, tenant_id: str, *, name: str) -> dict[str, Any]:
+        """Rename a tenant (its display name; the id never changes)."""
+        if not name:
+            raise InvalidInputError("a tenant's name cannot be empty", {"field": "name"})
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, None)
+            actor.require("compute:tenants:manage", tenant_resource(tenant_id))
+            tenant = get_tenant(session, tenant_id)
+            tenant.name = name
+            session.add(tenant)
+            return tenant_json(tenant)
+
+    def set_managed(
+        self, credential: Credential | None, tenant_id: str, *, managed: bool = True
+    ) -> dict[str, Any]:
+        """Bring a tenant under FleetConfig management (or release it)."""
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, None)
+            actor.require("compute:tenants:manage", tenant_resource(tenant_id))
+            tenant = get_tenant(session, tenant_id)
+            tenant.managed = managed
+            session.add(tenant)
+            return tenant_json(tenant)
+
+    def delete(self, credential: Credential | None, tenant_id: str) -> dict[str, Any]:
+        """Delete a tenant that owns nothing (its compute settings go with it): CONFLICT naming
+        what it still has; root never."""
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, None)
+            actor.require("compute:tenants:manage", tenant_resource(tenant_id))
+            tenant = get_tenant(session, tenant_id)
+            if tenant_id == ROOT_TENANT:
+                raise ConflictError("the root tenant cannot be deleted", {"tenant": tenant_id})
+            holders = _holders(session, tenant_id)
+            if holders:
+                raise ConflictError(
+                    f"tenant {tenant_id!r} still has {', '.join(holders)}",
+                    {"tenant": tenant_id, "has": holders},
+                )
+            settings = session.get(ComputeSettingsRow, tenant_id)
+            if settings is not None:  # a tenant's compute settings go with it
+                session.delete(settings)
+                session.flush()
+            session.delete(tenant)
+            try:
+                session.flush()
+            except IntegrityError as exc:  # instances, usage, … still refer to it
+                raise ConflictError(
+                    f"tenant {tenant_id!r} is still referenced (instances, usage, …)",
+                    {"tenant": tenant_id},
+                ) from exc
+            return {"deleted": True, "id": tenant_id}
 
     def list(self, credential: Credential | None) -> dict[str, Any]:
         with self.fleet.read() as session:

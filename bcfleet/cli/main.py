@@ -12,7 +12,8 @@ from bcfleet import __version__
 from bcfleet.cli.common import common_options, fail, reset_state, state
 from bcfleet.errors import EXIT_USAGE, FleetError
 
-# Each module defines `group` (a click.Group or click.Command) registered under its name.
+# Each module defines `group` (a click.Group or click.Command) registered under its name,
+# or `commands`, a list of top-level commands.
 COMMAND_MODULES = (
     "tenants",
     "iam",
@@ -36,6 +37,7 @@ COMMAND_MODULES = (
     "services",
     "indexes",
     "environments",
+    "fleetconfig",
     "serve",
     "webhooks",
     "agent",
@@ -53,8 +55,8 @@ def cli() -> None:
 def _register() -> None:
     for module_name in COMMAND_MODULES:
         module = import_module(f"bcfleet.cli.{module_name}")
-        command = module.group
-        cli.add_command(command)
+        for command in getattr(module, "commands", None) or [module.group]:
+            cli.add_command(command)
 
 
 _register()

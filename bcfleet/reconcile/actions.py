@@ -41,20 +41,41 @@ _ERROR_CLASSES: dict[str, type[FleetError]] = {
 
 def freeze(value: Any) -> Any:
     """A read-only copy: mappings become MappingProxyType, lists become tuples."""
-    if isinstance(value, Mapping):
-        return MappingProxyType({str(k): freeze(v) for k, v in value.items()})
-    if isinstance(value, list | tuple):
+    kind = type(value)  # exact types first: ABC checks are slow over tens of thousands of objects
+    if (
+        kind is dict
+        or kind is MappingProxyType
+        or (kind not in _PLAIN and isinstance(value, Mapping))
+    ):
+        return MappingProxyType(
+            {
+                key if type(key) is str else str(key): item
+                if type(item) in _SCALARS
+                else freeze(item)
+                for key, item in value.items()
+            }
+        )
+    if kind is list or kind is tuple:
         return tuple(freeze(item) for item in value)
     return value
 
 
 def thaw(value: Any) -> Any:
     """JSON-ready plain data from frozen attributes."""
-    if isinstance(value, Mapping):
+    kind = type(value)
+    if (
+        kind is dict
+        or kind is MappingProxyType
+        or (kind not in _PLAIN and isinstance(value, Mapping))
+    ):
         return {str(k): thaw(v) for k, v in value.items()}
-    if isinstance(value, tuple | list):
+    if kind is list or kind is tuple:
         return [thaw(item) for item in value]
     return value
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_PLAIN = _SCALARS | {list, tuple}
 
 
 @dataclass(frozen=True)

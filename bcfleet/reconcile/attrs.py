@@ -249,9 +249,11 @@ def diff(
     changes: list[FieldChange] = []
     for key in [*before, *(k for k in after if k not in before)]:
         old, new = before.get(key), after.get(key)
+        if old == new:
+            continue
         path = _join(prefix, key)
         if isinstance(old, Mapping) and isinstance(new, Mapping):
             changes.extend(diff(old, new, path))
-        elif old != new:
+        else:
             changes.append(FieldChange(path, old, new))
     return changes

@@ -120,8 +120,15 @@ def _check_pools(data: Mapping[str, Any], names: _Names, found: Findings) -> Non
     for index, pool in enumerate(_section(data, "pools")):
         at: PathKey = ("pools", index)
         _reference(found, (*at, "owner"), "tenant", pool.get("owner", ROOT_TENANT), names.tenants)
+        owner = pool.get("owner", ROOT_TENANT)
         for position, tenant in enumerate(pool.get("offeredTo") or []):
             _reference(found, (*at, "offeredTo", position), "tenant", tenant, names.tenants)
+            if tenant == owner:
+                found.warn(
+                    (*at, "offeredTo", position),
+                    f"{tenant!r} owns pool {pool['name']!r}, so offering it to {tenant!r} "
+                    "changes nothing and is ignored",
+                )
         account = pool.get("providerAccount")
         if account is not None and pool["kind"] != "provider":
             found.error(
@@ -218,9 +225,15 @@ def _check_compute(data: Mapping[str, Any], names: _Names, found: Findings) -> N
             found, (*at, "serverlessPool"), "pool", pool_name, names.pools
         )
         if known and not _tenant_may_use(names.pools[pool_name], tenant):
-            found.warn(
+            found.error(
                 (*at, "serverlessPool"),
-                f"pool {pool_name!r} is neither owned by nor offered to tenant {tenant!r}",
+                f"pool {pool_name!r} is neither owned by nor offered to tenant {tenant!r}: "
+                "offer it to the tenant (offeredTo) to run its spare instances there",
+            )
+        elif known and names.pools[pool_name]["kind"] != "vps-host":
+            found.error(
+                (*at, "serverlessPool"),
+                f"pool {pool_name!r} is a provider pool; spare instances run on a vps-host pool",
             )
         _check_sizes(at, settings, found)
 

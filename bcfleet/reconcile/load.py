@@ -34,6 +34,7 @@ from bcfleet.reconcile.model import (
     normalize_placement,
     normalize_sizes,
 )
+from bcfleet.reconcile.perf import collector_paused
 from bcfleet.reconcile.schema import schema_problems
 from bcfleet.reconcile.yamldoc import (
     ParsedDocument,
@@ -73,6 +74,11 @@ def load_fleetconfig_text(
     text: str, *, file: str = "<string>", host_reserve: HostReserve | None = None
 ) -> DesiredFleet:
     """Validate and normalize FleetConfig text; ``file`` names it in diagnostics."""
+    with collector_paused():
+        return _load_text(text, file, host_reserve)
+
+
+def _load_text(text: str, file: str, host_reserve: HostReserve | None) -> DesiredFleet:
     try:
         document = parse_yaml(text)
     except YamlProblems as exc:
@@ -123,7 +129,12 @@ def build_desired(
             for a in section("providerAccounts")
         ),
         pools=tuple(_pool(p, host_reserve) for p in pools),
-        offers=tuple(OfferSpec(p["name"], t) for p in pools for t in p.get("offeredTo") or []),
+        offers=tuple(
+            OfferSpec(p["name"], t)
+            for p in pools
+            for t in p.get("offeredTo") or []
+            if t != p.get("owner", ROOT_TENANT)
+        ),
         hosts=tuple(
             HostSpec(
                 h["name"],

@@ -165,8 +165,7 @@ def _compare(want: Entry, have: Entry) -> Action:
             reason = f"{reason}; {REASON_RESHAPE}" if reason else REASON_RESHAPE
     else:
         kinds = ("no-op",)
-    action = _action(want, kinds, have.attrs, want.attrs, reason)
-    return replace(action, changes=changes)
+    return Action(want.address, want.type, kinds, have.attrs, want.attrs, reason, changes)
 
 
 def _remove(have: Entry, context: _Context) -> Action | None:
@@ -211,15 +210,25 @@ def _decorate_pool(
         return action
     before = have.spec
     assert isinstance(before, PoolSpec)
-    if before.kind != after.kind:
+    fixed = [
+        (label, old, new)
+        for label, old, new in (
+            ("kind", before.kind, after.kind),
+            ("owner", before.owner, after.owner),
+            ("providerAccount", before.provider_account, after.provider_account),
+        )
+        if old != new
+    ]
+    for label, old, new in fixed:
         context.errors.append(
             PlanMessage(
                 "UNSUPPORTED",
-                f"{action.address}: a pool's kind cannot change ({before.kind} -> {after.kind}); "
+                f"{action.address}: a pool's {label} cannot change ({old} -> {new}); "
                 "declare a new pool instead",
                 action.address,
             )
         )
+    if fixed:
         return action
     policy_changed = any(change.path.startswith("policy.") for change in action.changes)
     if after.kind != "vps-host" or not policy_changed:

@@ -1,4 +1,9 @@
-"""Validate FleetConfig data against fleetconfig.schema.json, in words an operator can act on."""
+"""Validate FleetConfig data against fleetconfig.schema.json, in words an operator can act on.
+
+When jsonschema-rs is installed, it answers first whether the data is valid at all (some
+forty times faster on large documents); only data it does not accept goes through the
+jsonschema validator, which explains each problem and has the last word.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,11 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
+
+try:
+    import jsonschema_rs
+except ImportError:  # the pure-Python validator alone is correct, only slower
+    jsonschema_rs = None  # type: ignore[assignment]
 
 from bcfleet.reconcile.yamldoc import PathKey, Problem, describe
 
@@ -59,8 +69,25 @@ def suggest(word: str, candidates: Sequence[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
+@cache
+def _fast_validator() -> Any:
+    return None if jsonschema_rs is None else jsonschema_rs.validator_for(fleetconfig_schema())
+
+
+def _surely_valid(data: Any) -> bool:
+    fast = _fast_validator()
+    if fast is None:
+        return False
+    try:
+        return bool(fast.is_valid(data))
+    except Exception:  # noqa: BLE001 - values JSON cannot hold (dates, NaN, huge ints): ask jsonschema
+        return False
+
+
 def schema_problems(data: Any) -> list[Problem]:
     """Every schema violation in ``data``; each unknown field is a Problem of its own."""
+    if _surely_valid(data):
+        return []
     problems: list[Problem] = []
     for error in _validator().iter_errors(data):
         problems.extend(_explain(error))

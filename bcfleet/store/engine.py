@@ -20,6 +20,19 @@ def normalize_url(url: str) -> str:
     return url
 
 
+CHANGED_FLAG = "bcfleet_changed"
+_DML = ("INSERT", "UPDATE", "DELETE")
+
+
+def _track_changes(engine: Engine) -> None:
+    """Mark a connection that changed a row, so a write transaction bumps the revision only then."""
+
+    @event.listens_for(engine, "after_cursor_execute")
+    def _after(conn: Any, cursor: Any, statement: str, *_args: Any) -> None:
+        if statement.lstrip()[:6].upper() in _DML and (cursor.rowcount or 0) != 0:
+            conn.info[CHANGED_FLAG] = True
+
+
 def is_sqlite(engine: Engine) -> bool:
     return engine.dialect.name == "sqlite"
 
@@ -28,8 +41,11 @@ def make_engine(url: str, *, echo: bool = False) -> Engine:
     """An engine whose transactions behave the same on SQLite and PostgreSQL."""
     url = normalize_url(url)
     if url.startswith("sqlite"):
-        return _sqlite_engine(url, echo)
-    return create_engine(url, echo=echo, pool_pre_ping=True, pool_size=5, max_overflow=10)
+        engine = _sqlite_engine(url, echo)
+    else:
+        engine = create_engine(url, echo=echo, pool_pre_ping=True, pool_size=5, max_overflow=10)
+    _track_changes(engine)
+    return engine
 
 
 def _sqlite_engine(url: str, echo: bool) -> Engine:

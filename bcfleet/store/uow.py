@@ -1,4 +1,4 @@
-"""Units of work: one transaction per API call, the state revision bumped by every writer."""
+"""Units of work: one transaction per API call, the state revision bumped by every writer that changed a row."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from sqlalchemy import Engine, text
 from sqlmodel import Session
 
-from bcfleet.store.engine import WRITE_OPTION, is_sqlite
+from bcfleet.store.engine import CHANGED_FLAG, WRITE_OPTION, is_sqlite
 
 
 @contextmanager
@@ -16,9 +16,13 @@ def write_session(engine: Engine, *, bump_revision: bool = True) -> Iterator[Ses
     """A session in one write transaction: committed on success, rolled back on any error."""
     bound = engine.execution_options(**{WRITE_OPTION: True})
     with Session(bound, expire_on_commit=False) as session, session.begin():
-        if bump_revision:
-            bump(session)
+        connection = session.connection()
+        connection.info[CHANGED_FLAG] = False
         yield session
+        session.flush()
+        # A transaction that changed nothing (a job tick finding all as it was) leaves saved plans valid.
+        if bump_revision and connection.info.get(CHANGED_FLAG):
+            bump(session)
 
 
 @contextmanager

@@ -1,0 +1,261 @@
+"""`fleet validate`, `fleet plan`, `fleet apply` and `fleet force-unlock`: FleetConfig on the CLI.
+
+Exit codes (PRODUCT.md §5): 0 success (for `plan --detailed-exitcode`: no
+changes), 1 error, 2 the plan has changes (with `--detailed-exitcode`), 3 the
+apply lock is held, 4 a saved plan is stale, 64 usage. A failed validate, plan
+or apply leaves the database as it was: the document and the plan are checked
+before the apply lock is taken.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from bcfleet.cli.common import common_options, output, print_json, state
+from bcfleet.domain.durations import parse_duration
+from bcfleet.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, InvalidInputError
+from bcfleet.fleet import Fleet
+from bcfleet.reconcile.apply import ApplyResult, Approved, StepHook, apply, make_plan, plan_json
+from bcfleet.reconcile.load import load_fleetconfig
+from bcfleet.reconcile.lock import force_unlock as unlock
+from bcfleet.reconcile.model import DesiredFleet
+from bcfleet.reconcile.render import NO_CHANGES, render_json_text, render_text
+from bcfleet.reconcile.saved import approved_from, read_plan, save_plan
+from bcfleet.settings import load_settings
+
+PROMPT = (
+    "\nDo you want to perform these actions?\n"
+    "  bcfleet will perform the actions described above.\n"
+    "  Only 'yes' will be accepted to approve.\n\n"
+    "  Enter a value"
+)
+PAUSE_ENV = "BCFLEET_APPLY_PAUSE"  # "N:SECONDS": pause after the Nth action (tests, demos)
+
+
+def _load(file: str) -> DesiredFleet:
+    """The document, or its diagnostics as `file:line:column: message` lines and exit 1."""
+    try:
+        return load_fleetconfig(file, host_reserve=load_settings().host_reserve)
+    except InvalidInputError as error:
+        if state().json:
+            raise
+        for diagnostic in error.details.get("errors", []):
+            click.echo(_diagnostic_line(diagnostic), err=True)
+        count = len(error.details.get("errors", []))
+        click.echo(f"error: INVALID_INPUT: {file}: {count} error(s)", err=True)
+        sys.exit(EXIT_ERROR)
+
+
+def _diagnostic_line(d: dict[str, Any]) -> str:
+    return f"{d['file']}:{d['line']}:{d['column']}: {d['message']} [{d['path']}]"
+
+
+@click.command("validate")
+@click.option("-f", "--file", "file", required=True, metavar="FILE", help="The FleetConfig.")
+@common_options
+def validate(file: str) -> int:
+    """Check a FleetConfig's YAML, schema and meaning; print file:line:column: message."""
+    desired = _load(file)
+    warnings = [w.to_json() for w in desired.warnings]
+    body = {"valid": True, "file": file, "objects": desired.object_count, "warnings": warnings}
+
+    def text(_: Any) -> str:
+        lines = [f"warning: {_diagnostic_line(w)}" for w in warnings]
+        return "\n".join([*lines, f"{file}: valid ({desired.object_count} objects)"])
+
+    output(body, text)
+    return EXIT_OK
+
+
+@click.command("plan")
+@click.option("-f", "--file", "file", required=True, metavar="FILE", help="The FleetConfig.")
+@click.option("--out", type=click.Path(dir_okay=False), help="Save the plan for `fleet apply`.")
+@click.option("--detailed-exitcode", is_flag=True, help="Exit 0 no changes, 2 changes, 1 error.")
+@click.option("--allow-empty", is_flag=True, help="Allow removing every managed object.")
+@common_options
+def plan_(file: str, out: str | None, detailed_exitcode: bool, allow_empty: bool) -> int:
+    """Show what `fleet apply` would change; writes nothing to the state."""
+    desired = _load(file)
+    s = state()
+    result = make_plan(s.fleet, s.credential, desired, allow_empty=allow_empty)
+    if s.json:
+        click.echo(render_json_text(result), nl=False)
+    else:
+        click.echo(render_text(result), nl=False)
+    if result.errors:
+        return EXIT_ERROR
+    if out is not None:
+        text = Path(file).read_bytes().decode("utf-8-sig")  # as the loader read it
+        if hashlib.sha256(text.encode("utf-8")).hexdigest() != desired.digest:
+            raise InvalidInputError(f"{file} changed while it was planned: plan again")
+        save_plan(out, result, file=file, text=text, allow_empty=allow_empty)
+        if not s.json:
+            click.echo(f"\nSaved the plan to: {out}\n\nTo perform exactly these actions, run:")
+            click.echo(f"  fleet apply {out}")
+    return EXIT_CHANGES if detailed_exitcode and result.has_changes else EXIT_OK
+
+
+def _lock_timeout(text: str) -> float:
+    """Seconds from `0`, `30`, `30s`, `5m`, `1h` …; a usage error otherwise."""
+    stripped = text.strip().lower()
+    if stripped in ("0", "0s"):
+        return 0.0
+    try:
+        seconds = float(stripped)
+    except ValueError:
+        try:
+            seconds = parse_duration(stripped, field="--lock-timeout").total_seconds()
+        except InvalidInputError as error:
+            raise click.BadParameter(error.message, param_hint="--lock-timeout") from None
+    if seconds < 0:
+        raise click.BadParameter("cannot be negative", param_hint="--lock-timeout")
+    return seconds
+
+
+def _pause_hook(fleet: Fleet) -> StepHook | None:
+    """BCFLEET_APPLY_PAUSE=N:SECONDS pauses inside the transaction once N actions are done."""
+    raw = os.environ.get(PAUSE_ENV, "")
+    if not raw:
+        return None
+    after, _, seconds = raw.partition(":")
+    paused: list[int] = []
+
+    def pause(done: int) -> None:
+        if done >= int(after) and not paused:
+            paused.append(done)
+            click.echo(f"apply: paused after {done} actions ({PAUSE_ENV})", err=True)
+            sys.stderr.flush()
+            fleet.clock.sleep(float(seconds or 60))
+
+    return pause
+
+
+def _approve() -> None:
+    """The terminal's prompt; anything but 'yes' cancels."""
+    answer = click.prompt(PROMPT, default="", show_default=False, prompt_suffix=": ")
+    if answer.strip() != "yes":
+        click.echo("\nApply cancelled.", err=True)
+        sys.exit(EXIT_ERROR)
+
+
+def _usage(message: str) -> None:
+    raise click.UsageError(message)
+
+
+def _stdin_is_terminal() -> bool:
+    return sys.stdin is not None and sys.stdin.isatty()
+
+
+@click.command("apply")
+@click.argument("plan_file", required=False, metavar="[PLAN.json]")
+@click.option("-f", "--file", "file", metavar="FILE", help="The FleetConfig to plan and apply.")
+@click.option("--yes", "auto_approve", is_flag=True, help="Apply without asking (CI, cron).")
+@click.option("--allow-empty", is_flag=True, help="Allow removing every managed object.")
+@click.option(
+    "--lock-timeout",
+    default="0s",
+    show_default=True,
+    metavar="DURATION",
+    help="How long to wait for another apply's lock (e.g. 30s, 5m) before exiting 3.",
+)
+@common_options
+def apply_(
+    plan_file: str | None,
+    file: str | None,
+    auto_approve: bool,
+    allow_empty: bool,
+    lock_timeout: str,
+) -> int:
+    """Make the state match a FleetConfig (-f, after a prompt or --yes) or a saved plan."""
+    timeout = _lock_timeout(lock_timeout)
+    if (plan_file is None) == (file is None):
+        _usage("give either -f FILE or a saved plan (fleet apply PLAN.json), not both")
+    if file is not None and not auto_approve and (state().json or not _stdin_is_terminal()):
+        _usage(
+            "fleet apply -f asks for approval on a terminal; without one (CI, cron) pass --yes, "
+            "or save a plan with `fleet plan -f FILE --out plan.json` and run `fleet apply plan.json`"
+        )
+    approved = (
+        _approved_saved(plan_file)
+        if plan_file
+        else _approved_config(file, allow_empty=allow_empty, auto_approve=auto_approve)
+    )
+    if approved is None:
+        return EXIT_OK
+    s = state()
+    result = apply(
+        s.fleet,
+        s.credential,
+        approved,
+        lock_timeout=timeout,
+        operation=f"apply {plan_file or file}",
+        between=_pause_hook(s.fleet),
+    )
+    _report(result)
+    return EXIT_OK
+
+
+def _approved_config(file: str | None, *, allow_empty: bool, auto_approve: bool) -> Approved | None:
+    """Plan, show, ask; None when there is nothing to do."""
+    assert file is not None
+    s = state()
+    desired = _load(file)
+    result = make_plan(s.fleet, s.credential, desired, allow_empty=allow_empty)
+    if not s.json:
+        click.echo(render_text(result), nl=False)
+    if result.errors:
+        if s.json:
+            click.echo(render_json_text(result), nl=False)
+        sys.exit(EXIT_ERROR)
+    if not result.has_changes:
+        if s.json:
+            print_json({"applied": False, "message": NO_CHANGES, "plan": plan_json(result)})
+        return None
+    if not auto_approve:
+        _approve()
+    return Approved(desired, plan_json(result), allow_empty=allow_empty, auto_approve=auto_approve)
+
+
+def _approved_saved(plan_file: str) -> Approved:
+    saved = read_plan(plan_file)
+    if not state().json:
+        click.echo(f"Applying the saved plan {plan_file} (state revision {saved.state_revision}).")
+    return approved_from(saved, host_reserve=load_settings().host_reserve)
+
+
+def _report(result: ApplyResult) -> None:
+    if state().json:
+        print_json(result.to_json())
+        return
+    if result.replanned:
+        click.echo("\nThe state changed while waiting; this is the plan made under the lock:\n")
+        click.echo(render_text(result.plan), nl=False)
+    for warning in result.warnings:
+        click.echo(f"\nWarning: {warning}")
+    click.echo(f"\n{result.message}")
+
+
+@click.command("force-unlock")
+@click.argument("lock_id")
+@common_options
+def force_unlock(lock_id: str) -> int:
+    """Remove the apply lock LOCK_ID whose holder is gone (the id is in the LOCKED error)."""
+    s = state()
+    info = unlock(s.fleet, s.credential, lock_id)
+    output(
+        {"unlocked": True, "lock": info.to_json()},
+        lambda _: (
+            f"Lock {info.id} of {info.holder} (pid {info.pid}, {info.operation}) removed: "
+            "fleet apply is unlocked."
+        ),
+    )
+    return EXIT_OK
+
+
+commands = [validate, plan_, apply_, force_unlock]

@@ -1,0 +1,226 @@
+"""Plan and apply a FleetConfig against the state: what `fleet plan` and `fleet apply` run.
+
+Apply takes the apply lock, opens ONE write transaction that every API call
+joins (``Fleet.transaction``), and inside it observes the state again and plans
+again before changing anything:
+
+- a saved plan (``fleet apply plan.json``) must have been made at the state
+  revision the transaction reads, and planning its recorded configuration again
+  must give exactly the recorded plan; otherwise STALE_PLAN and nothing changes;
+- a plan shown before a prompt (``fleet apply -f``) must still have the same
+  changes; if it does not, an auto-approved apply (``--yes``, as Terraform's
+  ``-auto-approve`` plans under the lock) applies the plan made under the lock,
+  and an interactive one fails with STALE_PLAN so the operator reviews again.
+
+Then every change runs through the API; any error rolls the whole transaction
+back, so either all of the plan lands or none of it, and a process killed
+mid-apply leaves the state as it was.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from bcfleet.api.auth import Credential
+from bcfleet.errors import StalePlanError
+from bcfleet.reconcile.actions import Plan, Summary, thaw
+from bcfleet.reconcile.execute import Executor
+from bcfleet.reconcile.lock import LockInfo, held
+from bcfleet.reconcile.model import DesiredFleet, ObservedFleet
+from bcfleet.reconcile.observe import observe, require_operator
+from bcfleet.reconcile.perf import collector_paused
+from bcfleet.reconcile.plan import plan
+from bcfleet.reconcile.render import render_json
+from bcfleet.store.uow import bump, current_revision
+
+if TYPE_CHECKING:
+    from bcfleet.fleet import Fleet
+
+StepHook = Callable[[int], None]
+
+
+def observe_state(fleet: Fleet, credential: Credential | None) -> ObservedFleet:
+    """The state in one read transaction, for root's admin only."""
+    with fleet.read() as session:
+        require_operator(session, credential)
+        return observe(session, host_reserve=fleet.settings.host_reserve)
+
+
+def make_plan(
+    fleet: Fleet, credential: Credential | None, desired: DesiredFleet, *, allow_empty: bool = False
+) -> Plan:
+    """`fleet plan`: compare the document with the state; writes nothing."""
+    with collector_paused():
+        return plan(desired, observe_state(fleet, credential), allow_empty=allow_empty)
+
+
+def plan_json(result: Plan) -> dict[str, Any]:
+    """The plan's JSON exactly as it reads back from a file (lists, floats, nulls)."""
+    loaded: dict[str, Any] = json.loads(json.dumps(render_json(result)))
+    return loaded
+
+
+def _approved_changes(document: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    return [
+        (change["address"], tuple(change["actions"]), change["after"])
+        for change in document.get("resource_changes", [])
+        if change["actions"] != ["no-op"]
+    ]
+
+
+def _fresh_changes(result: Plan) -> list[tuple[Any, ...]]:
+    return [(a.address, a.actions, thaw(a.after)) for a in result.changes]
+
+
+@dataclass(frozen=True)
+class Approved:
+    """What the operator approved: the plan as JSON, the document it came from, and how."""
+
+    desired: DesiredFleet
+    plan: Mapping[str, Any]  # plan_json() of the approved plan
+    allow_empty: bool = False
+    saved: bool = False  # a saved plan: any change of the state since is STALE_PLAN
+    auto_approve: bool = False  # --yes: a plan made again under the lock may be applied
+
+    @property
+    def state_revision(self) -> int:
+        return int(self.plan.get("state_revision", -1))
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    plan: Plan
+    revision: int  # the state revision after the apply
+    lock: LockInfo
+    replanned: bool = False  # the state changed after the prompt: this plan was made under the lock
+    warnings: tuple[str, ...] = ()  # what the API warned about (deprecated or unchecked offers)
+
+    @property
+    def message(self) -> str:
+        return complete_line(self.plan.summary)
+
+    def to_json(self) -> dict[str, Any]:
+        summary = self.plan.summary
+        return {
+            "applied": True,
+            "message": self.message,
+            "summary": {
+                "adopted": summary.adopt,
+                "added": summary.add,
+                "changed": summary.change,
+                "deleted": summary.delete,
+                "archived": summary.archive,
+            },
+            "stateRevision": self.revision,
+            "replanned": self.replanned,
+            "warnings": list(self.warnings),
+            "lock": self.lock.to_json(),
+            "plan": render_json(self.plan),
+        }
+
+
+def complete_line(summary: Summary) -> str:
+    """``Apply complete! 3 added, 1 changed, 0 deleted.``, with adoptions and archives if any."""
+    parts = [f"{summary.add} added", f"{summary.change} changed", f"{summary.delete} deleted"]
+    if summary.adopt:
+        parts.insert(0, f"{summary.adopt} adopted")
+    if summary.archive:
+        parts.append(f"{summary.archive} archived")
+    return f"Apply complete! {', '.join(parts)}."
+
+
+def apply(
+    fleet: Fleet,
+    credential: Credential | None,
+    approved: Approved,
+    *,
+    lock_timeout: float = 0.0,
+    operation: str = "apply",
+    between: StepHook | None = None,
+) -> ApplyResult:
+    """Apply under the lock, in one transaction: all of the plan or none of it."""
+    with held(fleet, operation=operation, timeout=lock_timeout) as lock:
+        _warm_offers(fleet, approved.plan)
+        return _apply_locked(fleet, credential, approved, lock, between)
+
+
+def _warm_offers(fleet: Fleet, approved: Mapping[str, Any]) -> None:
+    """Ask providers for their offers before the transaction, not while it holds the database:
+    flavors of provider pools are checked against them (existing accounts only; a new
+    account's offers are fetched, briefly, inside)."""
+    if any(
+        change["type"] == "flavor" and (change.get("after") or {}).get("offerId")
+        for change in approved.get("resource_changes", [])
+        if change["actions"] != ["no-op"]
+    ):
+        fleet.api.offer_catalog.warm_all()
+
+
+def _apply_locked(
+    fleet: Fleet,
+    credential: Credential | None,
+    approved: Approved,
+    lock: LockInfo,
+    between: StepHook | None,
+) -> ApplyResult:
+    with fleet.transaction(bump_revision=False) as session, collector_paused():
+        require_operator(session, credential)
+        revision = current_revision(session)
+        observed = observe(session, host_reserve=fleet.settings.host_reserve)
+        fresh = plan(approved.desired, observed, allow_empty=approved.allow_empty)
+        replanned = _check_fresh(approved, fresh, revision)
+        fresh.raise_for_errors()
+        warnings: list[str] = []
+        if fresh.has_changes:
+            warnings = _execute(fleet, credential, approved.desired, observed, fresh, between)
+            bump(session)  # last: PostgreSQL's counter is a sequence, which never rolls back
+        return ApplyResult(fresh, current_revision(session), lock, replanned, tuple(warnings))
+
+
+def _check_fresh(approved: Approved, fresh: Plan, revision: int) -> bool:
+    """Whether the fresh plan replaces the approved one; STALE_PLAN when it may not."""
+    if approved.saved:
+        if revision != approved.state_revision:
+            raise stale(approved.state_revision, revision)
+        if render_json(fresh) != dict(approved.plan):  # JSON types already: no round trip
+            raise StalePlanError(
+                "the saved plan no longer matches what its configuration plans against the "
+                "state (the settings or the state changed); make a new plan",
+                {"planRevision": approved.state_revision, "stateRevision": revision},
+            )
+        return False
+    if _fresh_changes(fresh) == _approved_changes(approved.plan):
+        return False
+    if approved.auto_approve:
+        return True
+    raise StalePlanError(
+        "the state changed after this plan was shown, and the plan with it; nothing was "
+        "applied: run `fleet apply` again to review the new plan",
+        {"planRevision": approved.state_revision, "stateRevision": revision},
+    )
+
+
+def stale(planned: int, current: int) -> StalePlanError:
+    return StalePlanError(
+        f"the saved plan was made at state revision {planned}, but the state is now at "
+        f"revision {current}: nothing was applied; make a new plan with `fleet plan --out`",
+        {"planRevision": planned, "stateRevision": current},
+    )
+
+
+def _execute(
+    fleet: Fleet,
+    credential: Credential | None,
+    desired: DesiredFleet,
+    observed: ObservedFleet,
+    result: Plan,
+    between: StepHook | None,
+) -> list[str]:
+    owners = {pool.spec.name: pool.spec.owner for pool in observed.pools}
+    owners.update({pool.name: pool.owner for pool in desired.pools})
+    executor = Executor(fleet, credential, owners)
+    executor.run_all(result.changes, between)
+    return executor.warnings

@@ -1,0 +1,271 @@
+"""Build the ObservedFleet the planner compares against, from the database; plan and apply call it.
+
+Wide rows are read as plain column tuples (SQLAlchemy's ``select``, whose
+overloads type more than four columns) rather than as ORM objects. A handful of set-based queries (one per table, never one per object), read in
+the caller's transaction so the snapshot and its revision agree. Every stored
+value goes through the same ``normalize_*`` helpers as the document loader, so
+an applied document plans no changes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sqlalchemy import select as select_columns
+from sqlmodel import Session, col, select
+
+from bcfleet.api.auth import Credential, authenticate
+from bcfleet.errors import ForbiddenError
+from bcfleet.reconcile.compute_state import observe_compute, observe_size_users
+from bcfleet.reconcile.model import (
+    ROOT_TENANT,
+    FlavorSpec,
+    HostCapacity,
+    HostSpec,
+    ObservedFlavor,
+    ObservedFleet,
+    ObservedHost,
+    ObservedOffer,
+    ObservedPool,
+    ObservedProviderAccount,
+    ObservedQuota,
+    ObservedTenant,
+    OfferSpec,
+    PoolSpec,
+    ProviderAccountSpec,
+    QuotaSpec,
+    ResourceRow,
+    TenantSpec,
+    normalize_host_reserve,
+    normalize_labels,
+    normalize_overcommit,
+    normalize_placement,
+)
+from bcfleet.settings import HostReserve
+from bcfleet.store.models import (
+    Flavor,
+    Host,
+    Instance,
+    NodeResource,
+    Pool,
+    PoolOffer,
+    ProviderAccount,
+    Quota,
+    Tenant,
+)
+from bcfleet.store.uow import current_revision
+
+QUOTA_FIELDS = {"vcpu": "vcpu", "memoryGiB": "memory_gib", "diskGiB": "disk_gib", "gpu": "gpu"}
+
+
+def require_operator(session: Session, credential: Credential | None) -> None:
+    """FleetConfig reads and changes the whole fleet, so it is root's admin's (PRODUCT.md §5)."""
+    actor = authenticate(session, credential, None)
+    if not actor.is_root_admin:
+        raise ForbiddenError(
+            "FleetConfig plans and applies read and change the whole fleet: "
+            "they need root's admin (the local operator or a root admin token)",
+            {"tenant": actor.tenant_id},
+        )
+
+
+def observe(session: Session, *, host_reserve: HostReserve | None = None) -> ObservedFleet:
+    """The state as the planner sees it, at the session's snapshot."""
+    revision = current_revision(session)
+    pools = _pools(session, host_reserve)
+    names = {pool.id: pool.spec.name for pool in pools}
+    managed_pools = {pool.id for pool in pools if pool.managed}
+    return ObservedFleet(
+        revision=revision,
+        tenants=_tenants(session),
+        provider_accounts=_accounts(session),
+        pools=tuple(pools),
+        offers=_offers(session, names, managed_pools),
+        hosts=_hosts(session, names),
+        flavors=_flavors(session, names),
+        quotas=_quotas(session, names),
+        compute=observe_compute(session, names),
+        size_users=observe_size_users(session),
+        capacity=_capacity(session, names),
+    )
+
+
+def _tenants(session: Session) -> tuple[ObservedTenant, ...]:
+    rows = session.execute(select(col(Tenant.id), col(Tenant.name), col(Tenant.managed))).all()
+    return tuple(
+        ObservedTenant(TenantSpec(id_, name), bool(managed)) for id_, name, managed in rows
+    )
+
+
+def _accounts(session: Session) -> tuple[ObservedProviderAccount, ...]:
+    """Root's provider accounts: the ones a FleetConfig declares."""
+    rows = session.exec(select(ProviderAccount).where(ProviderAccount.tenant_id == ROOT_TENANT))
+    return tuple(
+        ObservedProviderAccount(
+            ProviderAccountSpec(row.name, row.provider, row.token_env, row.endpoint),
+            row.id,
+            row.managed,
+        )
+        for row in rows
+    )
+
+
+def _pools(session: Session, host_reserve: HostReserve | None) -> list[ObservedPool]:
+    accounts = dict(
+        session.execute(select(col(ProviderAccount.id), col(ProviderAccount.name))).all()
+    )
+    result = []
+    for row in session.exec(select(Pool)).all():
+        spec = PoolSpec(
+            name=row.name,
+            kind=row.kind,
+            owner=row.owner_tenant_id,
+            gpu_model=row.gpu_model or None,
+            overcommit=normalize_overcommit(row.overcommit),
+            host_reserve=normalize_host_reserve(row.host_reserve, host_reserve),
+            provider_account=accounts.get(row.provider_account_id or ""),
+        )
+        result.append(ObservedPool(spec, row.id, row.managed, row.version))
+    return result
+
+
+def _offers(
+    session: Session, names: Mapping[str, str], managed_pools: set[str]
+) -> tuple[ObservedOffer, ...]:
+    rows = session.execute(select(col(PoolOffer.pool_id), col(PoolOffer.tenant_id))).all()
+    return tuple(
+        ObservedOffer(OfferSpec(names[pool_id], tenant), pool_id in managed_pools)
+        for pool_id, tenant in rows
+    )
+
+
+def _hosts(session: Session, names: Mapping[str, str]) -> tuple[ObservedHost, ...]:
+    query = select_columns(
+        col(Host.id),
+        col(Host.name),
+        col(Host.pool_id),
+        col(Host.labels),
+        col(Host.tenant_controlled),
+        col(Host.managed),
+        col(Host.state),
+    )
+    return tuple(
+        ObservedHost(
+            HostSpec(name, names[pool_id], normalize_labels(labels), bool(tenant_controlled)),
+            id_,
+            bool(managed),
+            state,
+        )
+        for id_, name, pool_id, labels, tenant_controlled, managed, state in session.execute(
+            query
+        ).all()
+    )
+
+
+def _flavors(session: Session, names: Mapping[str, str]) -> tuple[ObservedFlavor, ...]:
+    used = set(
+        session.execute(
+            select(col(Instance.flavor_id))
+            .where(col(Instance.flavor_id).is_not(None))
+            .group_by(col(Instance.flavor_id))
+        ).scalars()
+    )
+    query = select_columns(
+        col(Flavor.id),
+        col(Flavor.pool_id),
+        col(Flavor.name),
+        col(Flavor.vcpu),
+        col(Flavor.memory_gib),
+        col(Flavor.disk_gib),
+        col(Flavor.gpus),
+        col(Flavor.offer_id),
+        col(Flavor.placement),
+        col(Flavor.archived),
+        col(Flavor.managed),
+        col(Flavor.version),
+    )
+    return tuple(_flavor(row, names, used) for row in session.execute(query).all())
+
+
+def _flavor(row: Any, names: Mapping[str, str], used: set[str]) -> ObservedFlavor:
+    (id_, pool_id, name, vcpu, memory, disk, gpus, offer, placement, archived, managed, version) = (
+        row
+    )
+    spec = FlavorSpec(
+        pool=names[pool_id],
+        name=name,
+        vcpu=vcpu,
+        memory_gib=memory,
+        disk_gib=disk,
+        gpus=gpus,
+        offer_id=offer,
+        placement=normalize_placement(placement),
+    )
+    return ObservedFlavor(
+        spec, id_, bool(managed), bool(archived), referenced=id_ in used, version=version
+    )
+
+
+def _quotas(session: Session, names: Mapping[str, str]) -> tuple[ObservedQuota, ...]:
+    """One quota per tenant and pool; managed when any of its rows is."""
+    limits: dict[tuple[str, str], dict[str, int | None]] = defaultdict(dict)
+    managed: dict[tuple[str, str], bool] = defaultdict(bool)
+    query = select(col(Quota.tenant_id), col(Quota.pool_id), col(Quota.resource), col(Quota.limit))
+    flags = select(col(Quota.tenant_id), col(Quota.pool_id)).where(col(Quota.managed))
+    for tenant, pool_id, resource, limit in session.execute(query).all():
+        if resource in QUOTA_FIELDS:
+            limits[(tenant, pool_id)][QUOTA_FIELDS[resource]] = limit
+    for key in session.execute(flags).all():
+        managed[(key[0], key[1])] = True
+    return tuple(
+        ObservedQuota(QuotaSpec(tenant, names[pool_id], **values), managed[(tenant, pool_id)])
+        for (tenant, pool_id), values in limits.items()
+    )
+
+
+def _capacity(session: Session, names: Mapping[str, str]) -> tuple[HostCapacity, ...]:
+    """Each host's node_resources rows with the inventory totals they were derived from."""
+    query = select_columns(
+        col(NodeResource.node_id),
+        col(NodeResource.resource),
+        col(NodeResource.allocatable),
+        col(NodeResource.ratio),
+        col(NodeResource.allocated),
+    )
+    rows: dict[str, list[tuple[str, int, float, int]]] = defaultdict(list)
+    for node_id, resource, allocatable, ratio, allocated in session.execute(query).all():
+        rows[node_id].append((resource, allocatable, ratio, allocated))
+    if not rows:
+        return ()
+    hosts = session.execute(
+        select(col(Host.id), col(Host.name), col(Host.pool_id), col(Host.inventory)).where(
+            col(Host.id).in_(list(rows))
+        )
+    ).all()
+    return tuple(
+        HostCapacity(name, names[pool_id], _resource_rows(rows[id_], _totals(inventory)))
+        for id_, name, pool_id, inventory in sorted(hosts, key=lambda h: h[1])
+    )
+
+
+def _totals(inventory: Mapping[str, Any] | None) -> dict[str, int]:
+    """What the inventory reports, as vps.hosts derives rows from it: CPUs, whole GiB."""
+    if not inventory:
+        return {}
+    return {
+        "vcpu": len(inventory.get("cpus") or ()),
+        "memoryGiB": math.floor(float(inventory.get("memoryGiB") or 0)),
+        "diskGiB": math.floor(float(inventory.get("diskGiB") or 0)),
+    }
+
+
+def _resource_rows(
+    rows: Iterable[tuple[str, int, float, int]], totals: Mapping[str, int]
+) -> tuple[ResourceRow, ...]:
+    return tuple(
+        ResourceRow(resource, totals.get(resource, allocatable), allocatable, ratio, allocated)
+        for resource, allocatable, ratio, allocated in sorted(rows)
+    )

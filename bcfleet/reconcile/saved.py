@@ -1,0 +1,132 @@
+"""Saved plans (`fleet plan --out plan.json`, `fleet apply plan.json`): the plan and what it rests on.
+
+A saved plan records the bcfleet version, the state revision it was made
+against, the configuration's text with its sha256, and the plan as JSON.
+Applying it plans the recorded configuration again under the apply lock and
+refuses (STALE_PLAN) unless the revision and the plan are unchanged, the way
+Terraform refuses a saved plan whose state moved on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bcfleet import __version__
+from bcfleet.errors import InvalidInputError, StalePlanError
+from bcfleet.reconcile.actions import Plan
+from bcfleet.reconcile.apply import Approved, plan_json
+from bcfleet.reconcile.load import load_fleetconfig_text
+from bcfleet.settings import HostReserve
+
+FORMAT = "bcfleet-plan"
+FORMAT_VERSION = "1"
+
+
+@dataclass(frozen=True)
+class SavedPlan:
+    file: str  # the configuration's file name, as diagnostics name it
+    text: str  # the configuration's text
+    plan: Mapping[str, Any]  # plan_json() of the plan
+    allow_empty: bool = False
+    version: str = __version__
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+
+    @property
+    def state_revision(self) -> int:
+        return int(self.plan["state_revision"])
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "bcfleet_version": self.version,
+            "config": {"file": self.file, "sha256": self.digest, "text": self.text},
+            "state_revision": self.state_revision,
+            "allow_empty": self.allow_empty,
+            "plan": dict(self.plan),
+        }
+
+
+def save_plan(
+    path: str | os.PathLike[str], result: Plan, *, file: str, text: str, allow_empty: bool
+) -> SavedPlan:
+    """Write a plan that has no errors; INVALID_INPUT for one that could never be applied."""
+    if result.errors:
+        raise InvalidInputError(
+            "a plan with errors cannot be saved: fix them first",
+            {"errors": [error.to_json() for error in result.errors]},
+        )
+    saved = SavedPlan(file=file, text=text, plan=plan_json(result), allow_empty=allow_empty)
+    body = json.dumps(saved.to_json(), indent=2) + "\n"
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(body)
+    except OSError as exc:
+        raise InvalidInputError(
+            f"cannot write the plan to {os.fspath(path)}: {exc.strerror or exc}"
+        ) from exc
+    return saved
+
+
+def read_plan(path: str | os.PathLike[str]) -> SavedPlan:
+    """Read a saved plan; INVALID_INPUT for a file that is not one or was edited,
+    STALE_PLAN for one made by another bcfleet version."""
+    name = os.fspath(path)
+    try:
+        with open(name, encoding="utf-8") as handle:
+            document = json.load(handle)
+    except OSError as exc:
+        raise InvalidInputError(f"cannot read the plan {name}: {exc.strerror or exc}") from exc
+    except ValueError as exc:
+        raise _not_a_plan(name, f"not JSON ({exc})") from exc
+    saved = _parse(name, document)
+    if saved.version != __version__:
+        raise StalePlanError(
+            f"{name} was made by bcfleet {saved.version}, this is {__version__}: make a new plan",
+            {"planVersion": saved.version, "version": __version__},
+        )
+    return saved
+
+
+def _not_a_plan(name: str, why: str) -> InvalidInputError:
+    return InvalidInputError(
+        f"{name} is not a saved plan: {why}; make one with `fleet plan -f FILE --out {name}`",
+        {"file": name},
+    )
+
+
+def _parse(name: str, document: Any) -> SavedPlan:
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise _not_a_plan(name, f'no "format": "{FORMAT}"')
+    try:
+        config, plan = document["config"], document["plan"]
+        saved = SavedPlan(
+            file=str(config["file"]),
+            text=str(config["text"]),
+            plan=plan,
+            allow_empty=bool(document.get("allow_empty", False)),
+            version=str(document["bcfleet_version"]),
+        )
+        consistent = (
+            config["sha256"] == saved.digest
+            and int(document["state_revision"]) == saved.state_revision
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _not_a_plan(name, f"missing or malformed {exc}") from exc
+    if not consistent or str(document.get("format_version")) != FORMAT_VERSION:
+        raise _not_a_plan(name, "it was edited after it was made")
+    return saved
+
+
+def approved_from(saved: SavedPlan, *, host_reserve: HostReserve | None = None) -> Approved:
+    """What applying a saved plan approves: its recorded configuration and plan."""
+    desired = load_fleetconfig_text(saved.text, file=saved.file, host_reserve=host_reserve)
+    return Approved(desired=desired, plan=saved.plan, allow_empty=saved.allow_empty, saved=True)
