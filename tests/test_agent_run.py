@@ -90,14 +90,22 @@ def test_an_agent_with_a_bad_token_or_host_stops_with_the_servers_error(
         Agent(AgentConnection(server.url, good), AgentOptions("nowhere", simulate=True)).round()
 
 
-def test_state_reports_stop_when_the_server_has_no_state_route(
+def test_a_simulated_agent_boots_its_instances_and_reports_them_ready(
     fleet: Fleet, server: BackgroundServer
 ) -> None:
-    placed_instance(fleet)
-    connection = AgentConnection(server.url, token(fleet, "root", "agent"))
-    if connection.report_state("fra-01", "ins_x", "ready"):
-        pytest.skip("the server records instance states")
-    assert connection.states_supported is False
+    from bcfleet.jobs.vps_hosts import run_vps_hosts
+
+    pool = placed_instance(fleet)
+    connection = AgentConnection(server.url, token(fleet, "root", "fra-01-agent"))
+    Agent(connection, AgentOptions("fra-01", simulate=True, boot_seconds=0, rounds=1)).run()
+    run_vps_hosts(fleet, fleet.now())
+    fleet.api.flavors.create(OP, tenant_id="root", pool_id=pool["id"], name="g1.small", vcpu=2,
+                             memory_gib=4, disk_gib=40)  # fmt: skip
+    made = fleet.api.instances.create(OP, tenant_id="acme", pool_id=pool["id"], flavor="g1.small")
+    assert made["state"] == "running" and "readyAt" not in made
+    Agent(connection, AgentOptions("fra-01", simulate=True, boot_seconds=0, rounds=2)).run()
+    assert connection.states_supported is True
+    assert fleet.api.instances.show(OP, made["id"])["readyAt"] is not None
 
 
 @pytest.mark.parametrize(

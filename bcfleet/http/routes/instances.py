@@ -58,6 +58,9 @@ SCHEMAS = {
         {"pool": NAME, "flavor": NAME, "name": NAME}, required=["pool", "flavor"]
     ),
     "InstanceResize": obj({"flavor": NAME}),
+    "InstanceStateReport": obj(
+        {"state": {"type": "string", "enum": ["running", "ready", "stopped"]}}, required=["state"]
+    ),
     "InstanceSpec": obj(
         {
             "id": STRING,
@@ -144,6 +147,12 @@ def host_specs(call: Call) -> Any:
     return call.api.instances.specs_for_host(call.token, call.path["host"])
 
 
+def report_instance_state(call: Call) -> Any:
+    return call.api.instances.report_state(
+        call.token, host=call.path["host"], instance_id=call.path["id"], state=call.field("state")
+    )
+
+
 def set_quota(call: Call) -> Any:
     limits = {r: call.body[r] for r in RESOURCES if r in call.body}
     return call.api.quotas.set(
@@ -187,6 +196,9 @@ OPERATIONS = [
     Operation("GET", "/v1/hosts/{host}/specs", "hosts.specs",
               "The InstanceSpecs a host's agent should apply", "hosts", host_specs,
               response="HostSpecs"),
+    Operation("POST", "/v1/hosts/{host}/instances/{id}/state", "hosts.reportInstanceState",
+              "A host agent reports an instance's observed state", "hosts", report_instance_state,
+              request="InstanceStateReport", response="Instance"),
     Operation("PUT", "/v1/quotas/{tenant}/{pool}", "quotas.set",
               "Set a tenant's quota in a pool (null removes a limit)", "quotas", set_quota,
               request="QuotaSet", response="Quota"),
