@@ -180,3 +180,25 @@ def test_tenants_cannot_see_each_others_instances(fleet: Fleet) -> None:
         fleet.api.instances.show(alice, theirs["id"], tenant_id="acme")
     with pytest.raises(NotFoundError):
         fleet.api.instances.delete(alice, theirs["id"], tenant_id="acme")
+
+
+def test_a_host_agent_reports_an_instance_ready(fleet: Fleet) -> None:
+    from bcfleet.errors import InvalidInputError
+
+    pool = pool_with_hosts(fleet, hosts=2)
+    small_flavor(fleet, pool)
+    made = create(fleet, pool, "g1.small")
+    host_name = next(
+        h["name"] for h in fleet.api.hosts.list(OP)["items"] if h["id"] == made["nodeId"]
+    )
+    other = "h2" if host_name == "h1" else "h1"
+    with pytest.raises(NotFoundError):
+        fleet.api.instances.report_state(OP, host=other, instance_id=made["id"], state="running")
+    with pytest.raises(InvalidInputError):
+        fleet.api.instances.report_state(
+            OP, host=host_name, instance_id=made["id"], state="exploded"
+        )
+    ready = fleet.api.instances.report_state(
+        OP, host=host_name, instance_id=made["id"], state="running"
+    )
+    assert ready["readyAt"] == "2026-11-30T10:00:00Z"

@@ -39,7 +39,9 @@ def runs(fleet: Fleet, job: str) -> list[JobRun]:
 
 
 def test_the_six_jobs_of_the_product_with_their_default_intervals() -> None:
+    """PRODUCT.md §7's six jobs, plus webhook delivery."""
     assert {s.name: s.default_interval for s in JOBS} == {
+        "webhooks": 10.0,
         "vps.hosts": 30.0,
         "vps.usage": 300.0,
         "reservations.retry": 30.0,
@@ -208,13 +210,14 @@ def test_tick_runs_what_is_due_and_nothing_else(fleet: Fleet, clock: FakeClock) 
     assert [r.job for r in first] == list(job_names())  # never run: all due
     assert tick(fleet) == []
     clock.advance(seconds=10)
-    assert [r.job for r in tick(fleet)] == ["reservations.lifecycle"]
+    assert [r.job for r in tick(fleet)] == ["reservations.lifecycle", "webhooks"]
     clock.advance(seconds=20)
     assert [r.job for r in tick(fleet)] == [
         "vps.hosts",
         "reservations.retry",
         "reservations.lifecycle",
         "spares",
+        "webhooks",
     ]
 
 

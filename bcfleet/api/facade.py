@@ -23,6 +23,7 @@ from bcfleet.api.services import ServicesAPI
 from bcfleet.api.settings import SettingsAPI
 from bcfleet.api.tenants import TenantsAPI
 from bcfleet.api.usage import UsageAPI
+from bcfleet.api.webhooks import WebhooksAPI
 
 if TYPE_CHECKING:
     from bcfleet.fleet import Fleet
@@ -54,3 +55,4 @@ class FleetAPI:
         self.indexes = IndexesAPI(fleet)
         self.environments = EnvironmentsAPI(fleet)
         self.usage = UsageAPI(fleet)
+        self.webhooks = WebhooksAPI(fleet)

@@ -314,6 +314,31 @@ class InstancesAPI(Area):
             raise InvalidInputError("format is json or libvirt", {"format": format})
         return spec
 
+    def report_state(
+        self, credential: Credential | None, *, host: str, instance_id: str, state: str
+    ) -> dict[str, Any]:
+        """A host agent reports an instance's observed state: running/ready marks it ready (spares count then)."""
+        from bcfleet.api.lookup import find_host
+
+        if state not in AGENT_STATES:
+            raise InvalidInputError(
+                f"state must be one of {', '.join(AGENT_STATES)}", {"state": state}
+            )
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, None)
+            row, pool = find_host(session, actor, host)
+            actor.require("compute:hosts:report", pool_resource(pool))
+            instance = session.get(Instance, instance_id, with_for_update=True)
+            if instance is None or instance.node_id != row.id or instance.state == "deleted":
+                raise NotFoundError(
+                    f"instance {instance_id!r} is not on host {row.name!r}",
+                    {"instance": instance_id},
+                )
+            if report_state_of(session, self.fleet, instance, state):
+                emit(session, self.fleet.ids, self.fleet.now(), "instance.ready",
+                     tenant_id=instance.tenant_id, subject_id=instance.id, data={"host": row.name})  # fmt: skip
+            return instance_json(instance)
+
     def specs_for_host(self, credential: Credential | None, host: str) -> dict[str, Any]:
         """Every live instance's spec on one host: what its agent pulls."""
         from bcfleet.api.lookup import find_host
@@ -329,6 +354,19 @@ class InstancesAPI(Area):
             ).all()
             floor = self.fleet.settings.balloon_floor_percent
             return {"host": row.name, "items": [spec_of(session, i, floor) for i in instances]}
+
+
+AGENT_STATES = ("running", "ready", "stopped")
+
+
+def report_state_of(session: Session, fleet: Any, instance: Instance, state: str) -> bool:
+    """Record what a host agent observed; True when it changed something (ready_at set once)."""
+    if state in ("running", "ready") and instance.ready_at is None and instance.state == "running":
+        instance.ready_at = fleet.now()
+        instance.updated_at = fleet.now()
+        session.add(instance)
+        return True
+    return False
 
 
 def spec_of(session: Session, instance: Instance, balloon_floor_percent: int) -> dict[str, Any]:

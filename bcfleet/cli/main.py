@@ -38,6 +38,9 @@ COMMAND_MODULES = (
     "indexes",
     "environments",
     "fleetconfig",
+    "serve",
+    "webhooks",
+    "agent",
     "tui",
 )
 

@@ -80,6 +80,7 @@ JOBS: tuple[JobSpec, ...] = (
         60.0,
         "create and delete provider servers",
     ),
+    JobSpec("webhooks", "bcfleet.jobs.webhooks:run_webhooks", 10.0, "deliver events to webhooks"),
 )
 
 _BY_NAME = {spec.name: spec for spec in JOBS}

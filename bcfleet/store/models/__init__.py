@@ -10,6 +10,7 @@ from bcfleet.store.models.providers import FleetIdentity
 from bcfleet.store.models.reservations import Reservation
 from bcfleet.store.models.state import Lock, StateRevision
 from bcfleet.store.models.tenancy import ApiToken, Policy, PolicyAttachment, Principal, Tenant
+from bcfleet.store.models.webhooks import Webhook, WebhookDelivery  # noqa: F401
 
 __all__ = [
     "Allocation",

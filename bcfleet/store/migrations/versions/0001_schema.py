@@ -222,6 +222,22 @@ def upgrade() -> None:
     with op.batch_alter_table('usage_windows', schema=None) as batch_op:
         batch_op.create_index('ix_usage_windows_tenant_window', ['tenant_id', 'window_start'], unique=False)
 
+    op.create_table('webhooks',
+    sa.Column('id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('tenant_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('url', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('secret', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('event_types', sa.JSON(), nullable=False),
+    sa.Column('active', sa.Boolean(), nullable=False),
+    sa.Column('cursor', sa.Integer(), nullable=False),
+    sa.Column('created_at', bcfleet.store.types.UTCDateTime(), nullable=False),
+    sa.Column('updated_at', bcfleet.store.types.UTCDateTime(), nullable=False),
+    sa.ForeignKeyConstraint(['tenant_id'], ['tenants.id'], ),
+    sa.PrimaryKeyConstraint('id')
+    )
+    with op.batch_alter_table('webhooks', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_webhooks_tenant_id'), ['tenant_id'], unique=False)
+
     op.create_table('api_tokens',
     sa.Column('id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.Column('principal_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
@@ -286,6 +302,31 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f('ix_services_environment_id'), ['environment_id'], unique=False)
         batch_op.create_index(batch_op.f('ix_services_instance_id'), ['instance_id'], unique=False)
         batch_op.create_index(batch_op.f('ix_services_tenant_id'), ['tenant_id'], unique=False)
+
+    op.create_table('webhook_deliveries',
+    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('webhook_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('tenant_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('event_seq', sa.Integer(), nullable=False),
+    sa.Column('event_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('event_type', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('payload', sa.JSON(), nullable=False),
+    sa.Column('state', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('attempts', sa.Integer(), nullable=False),
+    sa.Column('next_attempt_at', bcfleet.store.types.UTCDateTime(), nullable=False),
+    sa.Column('last_status', sa.Integer(), nullable=True),
+    sa.Column('last_error', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
+    sa.Column('created_at', bcfleet.store.types.UTCDateTime(), nullable=False),
+    sa.Column('updated_at', bcfleet.store.types.UTCDateTime(), nullable=False),
+    sa.Column('delivered_at', bcfleet.store.types.UTCDateTime(), nullable=True),
+    sa.ForeignKeyConstraint(['webhook_id'], ['webhooks.id'], ),
+    sa.PrimaryKeyConstraint('id'),
+    sa.UniqueConstraint('webhook_id', 'event_seq')
+    )
+    with op.batch_alter_table('webhook_deliveries', schema=None) as batch_op:
+        batch_op.create_index('ix_webhook_deliveries_due', ['state', 'next_attempt_at'], unique=False)
+        batch_op.create_index(batch_op.f('ix_webhook_deliveries_tenant_id'), ['tenant_id'], unique=False)
+        batch_op.create_index(batch_op.f('ix_webhook_deliveries_webhook_id'), ['webhook_id'], unique=False)
 
     op.create_table('compute_settings',
     sa.Column('tenant_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
@@ -565,6 +606,12 @@ def downgrade() -> None:
 
     op.drop_table('flavors')
     op.drop_table('compute_settings')
+    with op.batch_alter_table('webhook_deliveries', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_webhook_deliveries_webhook_id'))
+        batch_op.drop_index(batch_op.f('ix_webhook_deliveries_tenant_id'))
+        batch_op.drop_index('ix_webhook_deliveries_due')
+
+    op.drop_table('webhook_deliveries')
     with op.batch_alter_table('services', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_services_tenant_id'))
         batch_op.drop_index(batch_op.f('ix_services_instance_id'))
@@ -580,6 +627,10 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f('ix_api_tokens_principal_id'))
 
     op.drop_table('api_tokens')
+    with op.batch_alter_table('webhooks', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_webhooks_tenant_id'))
+
+    op.drop_table('webhooks')
     with op.batch_alter_table('usage_windows', schema=None) as batch_op:
         batch_op.drop_index('ix_usage_windows_tenant_window')
 

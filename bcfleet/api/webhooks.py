@@ -1,0 +1,231 @@
+"""Webhooks: a tenant registers URLs for its events; list, show, delete, deliveries, redeliver.
+
+The webhooks job (bcfleet/jobs/webhooks.py) queues each new event of the webhook's own
+tenant and POSTs it signed with the webhook's secret; after the last failed try a
+delivery is dead-lettered, listed here with state=dead and redelivered on request.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from sqlalchemy import func
+from sqlmodel import Session, col, select
+
+from bcfleet.api.auth import Actor, Credential, owned_resource
+from bcfleet.api.base import Area
+from bcfleet.clock import format_time
+from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError
+from bcfleet.store.models import Event
+from bcfleet.store.models.webhooks import Webhook, WebhookDelivery
+
+MAX_URL = 2048
+MAX_TYPES = 50
+MIN_SECRET = 16
+MAX_WEBHOOKS_PER_TENANT = 20
+DELIVERY_STATES = ("pending", "delivered", "dead")
+
+
+def webhook_json(hook: Webhook, *, with_secret: bool = False) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "id": hook.id,
+        "tenantId": hook.tenant_id,
+        "url": hook.url,
+        "eventTypes": list(hook.event_types),
+        "active": hook.active,
+        "cursor": hook.cursor,
+        "createdAt": format_time(hook.created_at),
+    }
+    if with_secret:
+        body["secret"] = hook.secret
+    return body
+
+
+def delivery_json(row: WebhookDelivery) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "webhookId": row.webhook_id,
+        "eventId": row.event_id,
+        "eventSeq": row.event_seq,
+        "eventType": row.event_type,
+        "state": row.state,
+        "attempts": row.attempts,
+        "nextAttemptAt": format_time(row.next_attempt_at),
+        "lastStatus": row.last_status,
+        "lastError": row.last_error,
+        "createdAt": format_time(row.created_at),
+        "deliveredAt": format_time(row.delivered_at),
+    }
+
+
+def validate_webhook(url: Any, event_types: Any, secret: Any) -> None:
+    """INVALID_INPUT naming each bad field: an http(s) URL, type names, a long enough secret."""
+    problems: dict[str, str] = {}
+    parts = urlsplit(url) if isinstance(url, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        problems["url"] = "url must be an http or https URL with a host"
+    elif len(url) > MAX_URL:
+        problems["url"] = f"url must be at most {MAX_URL} characters"
+    if not isinstance(event_types, Sequence) or isinstance(event_types, str):
+        problems["eventTypes"] = "eventTypes must be a list of event types"
+    elif len(event_types) > MAX_TYPES or not all(
+        isinstance(t, str) and 0 < len(t) <= 100 for t in event_types
+    ):
+        problems["eventTypes"] = f"eventTypes lists at most {MAX_TYPES} names of 1-100 characters"
+    if secret is not None and (not isinstance(secret, str) or not MIN_SECRET <= len(secret) <= 200):
+        problems["secret"] = f"a secret has {MIN_SECRET} to 200 characters"
+    if problems:
+        raise InvalidInputError(
+            "invalid webhook: " + "; ".join(problems.values()), {"fields": problems}
+        )
+
+
+def _find(session: Session, actor: Actor, webhook_id: str) -> Webhook:
+    """A webhook of the actor's tenant (root's admin: any); NOT_FOUND otherwise."""
+    hook = session.get(Webhook, webhook_id)
+    if hook is None or not (actor.is_root_admin or hook.tenant_id == actor.tenant_id):
+        raise NotFoundError(f"webhook {webhook_id!r} not found", {"webhook": webhook_id})
+    return hook
+
+
+class WebhooksAPI(Area):
+    """compute:webhooks:manage and compute:webhooks:read on the tenant's webhooks."""
+
+    def create(
+        self,
+        credential: Credential | None,
+        *,
+        tenant_id: str | None = None,
+        url: str,
+        event_types: Sequence[str] = (),
+        secret: str | None = None,
+    ) -> dict[str, Any]:
+        """Register a webhook for events from now on; the secret is shown once, here."""
+        validate_webhook(url, event_types, secret)
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            actor.require(
+                "compute:webhooks:manage", owned_resource(actor.tenant_id, "webhooks", "*")
+            )
+            count = session.scalar(
+                select(func.count())
+                .select_from(Webhook)
+                .where(Webhook.tenant_id == actor.tenant_id)
+            )
+            if (count or 0) >= MAX_WEBHOOKS_PER_TENANT:
+                raise ConflictError(
+                    f"a tenant has at most {MAX_WEBHOOKS_PER_TENANT} webhooks",
+                    {"limit": MAX_WEBHOOKS_PER_TENANT},
+                )
+            now = self.fleet.now()
+            hook = Webhook(
+                id=self.fleet.new_id("whk"),
+                tenant_id=actor.tenant_id,
+                url=url,
+                secret=secret or "whsec_" + secrets.token_urlsafe(32),
+                event_types=list(dict.fromkeys(event_types)),
+                cursor=session.scalar(select(func.max(col(Event.seq)))) or 0,
+                created_at=now,
+                updated_at=now,
+            )
+            session.add(hook)
+            return webhook_json(hook, with_secret=True)
+
+    def list(
+        self, credential: Credential | None, *, tenant_id: str | None = None
+    ) -> dict[str, Any]:
+        with self.fleet.read() as session:
+            actor = self.actor(session, credential, tenant_id)
+            actor.require("compute:webhooks:read", owned_resource(actor.tenant_id, "webhooks", "*"))
+            query = select(Webhook).order_by(col(Webhook.created_at), col(Webhook.id))
+            if not (actor.is_root_admin and tenant_id is None):
+                query = query.where(Webhook.tenant_id == actor.tenant_id)
+            return {"items": [webhook_json(h) for h in session.exec(query).all()]}
+
+    def show(
+        self, credential: Credential | None, webhook_id: str, *, tenant_id: str | None = None
+    ) -> dict[str, Any]:
+        with self.fleet.read() as session:
+            actor = self.actor(session, credential, tenant_id)
+            hook = _find(session, actor, webhook_id)
+            actor.require(
+                "compute:webhooks:read", owned_resource(hook.tenant_id, "webhook", hook.id)
+            )
+            return webhook_json(hook)
+
+    def delete(
+        self, credential: Credential | None, webhook_id: str, *, tenant_id: str | None = None
+    ) -> dict[str, Any]:
+        """Remove a webhook and its deliveries, dead letters included."""
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            hook = _find(session, actor, webhook_id)
+            actor.require(
+                "compute:webhooks:manage", owned_resource(hook.tenant_id, "webhook", hook.id)
+            )
+            for row in session.exec(
+                select(WebhookDelivery).where(WebhookDelivery.webhook_id == hook.id)
+            ).all():
+                session.delete(row)
+            session.flush()
+            session.delete(hook)
+            return {"id": webhook_id, "deleted": True}
+
+    def deliveries(
+        self,
+        credential: Credential | None,
+        webhook_id: str,
+        *,
+        tenant_id: str | None = None,
+        state: str | None = None,
+        limit: int = 100,
+    ) -> dict[str, Any]:
+        """A webhook's deliveries, newest first; state=dead lists its dead letters."""
+        if state is not None and state not in DELIVERY_STATES:
+            raise InvalidInputError(
+                f"state is one of {', '.join(DELIVERY_STATES)}", {"state": state}
+            )
+        if not 1 <= limit <= 1000:
+            raise InvalidInputError("limit must be between 1 and 1000", {"limit": limit})
+        with self.fleet.read() as session:
+            actor = self.actor(session, credential, tenant_id)
+            hook = _find(session, actor, webhook_id)
+            actor.require(
+                "compute:webhooks:read", owned_resource(hook.tenant_id, "webhook", hook.id)
+            )
+            query = (
+                select(WebhookDelivery)
+                .where(WebhookDelivery.webhook_id == hook.id)
+                .order_by(col(WebhookDelivery.id).desc())
+                .limit(limit)
+            )
+            if state is not None:
+                query = query.where(WebhookDelivery.state == state)
+            return {"items": [delivery_json(r) for r in session.exec(query).all()]}
+
+    def redeliver(
+        self,
+        credential: Credential | None,
+        webhook_id: str,
+        delivery_id: int,
+        *,
+        tenant_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Put a dead (or delivered) delivery back in the queue, with its tries reset."""
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            hook = _find(session, actor, webhook_id)
+            actor.require(
+                "compute:webhooks:manage", owned_resource(hook.tenant_id, "webhook", hook.id)
+            )
+            row = session.get(WebhookDelivery, delivery_id)
+            if row is None or row.webhook_id != hook.id:
+                raise NotFoundError(f"delivery {delivery_id} not found", {"delivery": delivery_id})
+            now = self.fleet.now()
+            row.state, row.attempts, row.next_attempt_at = "pending", 0, now
+            row.updated_at = now
+            session.add(row)
+            return delivery_json(row)

@@ -1,0 +1,111 @@
+"""`fleet agent inventory|run|simulate`: the host agent, real or simulated."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from pathlib import Path
+
+import click
+
+from bcfleet.agent.inventory import read_inventory
+from bcfleet.cli.common import fleet_command, output, print_json, state
+from bcfleet.domain.inventory import validate_inventory
+from bcfleet.errors import InvalidInputError, UnauthenticatedError
+from bcfleet.schemas import load_schema
+from bcfleet.settings import load_settings
+
+
+@click.group("agent")
+def group() -> None:
+    """The host agent: this machine's inventory, the agent loop, the simulated agents."""
+
+
+@fleet_command(group, "inventory")
+@click.option(
+    "--root", default="/", show_default=True, hidden=True, help="Read sysfs/procfs below."
+)
+def inventory(root: str) -> None:
+    """Print this machine's inventory (schemas/inventory.schema.json) as JSON."""
+    document = read_inventory(root)
+    validate_inventory(document, load_schema("inventory"))
+    print_json(document)
+
+
+def _inventory_file(path: Path | None) -> dict[str, object] | None:
+    if path is None:
+        return None
+    try:
+        document: dict[str, object] = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise InvalidInputError(f"{path}: {exc}", {"file": str(path)}) from exc
+    return document
+
+
+@fleet_command(group, "run")
+@click.option("--server", required=True, help="The fleet's HTTP API, e.g. http://127.0.0.1:8080.")
+@click.option("--host", default=socket.gethostname, help="This host's name in the fleet.")
+@click.option("--simulate", is_flag=True, help="Act out boots and stops instead of a hypervisor.")
+@click.option("--once", is_flag=True, help="One round, then exit.")
+@click.option("--rounds", type=click.IntRange(1), help="Stop after this many rounds.")
+@click.option("--interval", type=click.FloatRange(0.01), default=5.0, show_default=True)
+@click.option("--boot-seconds", type=click.FloatRange(0), help="Simulated boot delay.")
+@click.option("--inventory-file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--domains", type=click.Path(file_okay=False, path_type=Path),
+              help="Write each spec's libvirt domain XML here (without --simulate).")  # fmt: skip
+def run(
+    server: str,
+    host: str,
+    simulate: bool,
+    once: bool,
+    rounds: int | None,
+    interval: float,
+    boot_seconds: float | None,
+    inventory_file: Path | None,
+    domains: Path | None,
+) -> None:
+    """Report the inventory, pull the host's InstanceSpecs and report instance states."""
+    from bcfleet.agent.remote import AgentConnection
+    from bcfleet.agent.runner import Agent, AgentOptions
+
+    token = state().token
+    if not token:
+        raise UnauthenticatedError("fleet agent run needs --token (or BCFLEET_TOKEN)")
+    boot = load_settings().spare_boot_seconds if boot_seconds is None else boot_seconds
+    options = AgentOptions(
+        host=host,
+        simulate=simulate,
+        boot_seconds=boot,
+        interval=interval,
+        rounds=1 if once else rounds,
+        domains_dir=domains,
+        inventory=_inventory_file(inventory_file),
+    )
+    connection = AgentConnection(server, token)
+    try:
+        report = Agent(connection, options).run()
+    finally:
+        connection.close()
+    output(report.to_json(), lambda d: f"{d['rounds']} rounds, {len(d['states'])} states reported")
+
+
+@fleet_command(group, "simulate")
+@click.option("--once", is_flag=True, help="One round, then exit.")
+@click.option("--rounds", type=click.IntRange(1), help="Stop after this many rounds.")
+@click.option("--interval", type=click.FloatRange(0.01), default=1.0, show_default=True)
+@click.option("--boot-seconds", type=click.FloatRange(0), help="Boot delay (default: settings).")
+def simulate(once: bool, rounds: int | None, interval: float, boot_seconds: float | None) -> None:
+    """The simulated agent of every host in the database, in process."""
+    from bcfleet.agent.local import simulate_round
+
+    s = state()
+    limit = 1 if once else rounds
+    done = 0
+    result: dict[str, object] = {}
+    while limit is None or done < limit:
+        result = simulate_round(s.fleet, s.fleet.now(), s.credential, boot_seconds=boot_seconds)
+        done += 1
+        if limit is None or done < limit:
+            time.sleep(interval)
+    output({"rounds": done, **result}, lambda d: f"{d['rounds']} rounds over {d['hosts']} hosts")

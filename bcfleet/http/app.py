@@ -1,0 +1,232 @@
+"""The Starlette application of `fleet serve`: the /v1 operations, /healthz, /metrics, OpenAPI."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Iterable, Sequence
+from typing import Any
+
+import anyio
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from bcfleet import __version__
+from bcfleet.api.auth import LOCAL_OPERATOR
+from bcfleet.clock import format_time
+from bcfleet.errors import FleetError, NotFoundError
+from bcfleet.fleet import Fleet
+from bcfleet.http.metrics import EventTally, JobRunTally
+from bcfleet.http.openapi import build_document
+from bcfleet.http.operations import Operation
+from bcfleet.http.routes import (
+    compute,
+    events,
+    flavors,
+    hosts,
+    instances,
+    pools,
+    providers,
+    reservations,
+    tenants,
+    usage,
+    webhooks,
+)
+from bcfleet.http.serving import (
+    DEFAULT_MAX_BODY_BYTES,
+    MethodNotAllowedError,
+    Served,
+    body_validator,
+    endpoint_for,
+    error_response,
+    internal_error_response,
+)
+from bcfleet.jobs.runner import recent_runs
+
+log = logging.getLogger("bcfleet.http")
+
+AREAS: tuple[Any, ...] = (
+    tenants, pools, providers, flavors, hosts, instances, reservations, compute, usage, events,
+    webhooks,
+)  # fmt: skip
+
+
+def all_operations(areas: Iterable[Any] = AREAS) -> list[Operation]:
+    """Every /v1 operation, area by area, plus the meta routes."""
+    ops: list[Operation] = [*META]
+    for area in areas:
+        ops.extend(area.OPERATIONS)
+    return ops
+
+
+def all_schemas(areas: Iterable[Any] = AREAS) -> dict[str, Any]:
+    schemas: dict[str, Any] = {"Health": HEALTH_SCHEMA, "Metrics": {"type": "string"}}
+    schemas["OpenAPI"] = {"type": "object"}
+    for area in areas:
+        schemas.update(area.SCHEMAS)
+    return schemas
+
+
+def openapi_document() -> dict[str, Any]:
+    """The OpenAPI 3.1 document of everything the application serves."""
+    return build_document(all_operations(), all_schemas())
+
+
+async def healthz(request: Request) -> Response:
+    """Liveness, with the fleet's time (BCFLEET_NOW shifts it): remote dashboards age things by it."""
+    ctx: Served = request.app.state.served
+    return JSONResponse(
+        {"status": "ok", "version": __version__, "now": format_time(ctx.fleet.now())}
+    )
+
+
+async def metrics(request: Request) -> Response:
+    ctx: Served = request.app.state.served
+    return PlainTextResponse(ctx.metrics.render(), media_type="text/plain; version=0.0.4")
+
+
+async def openapi(request: Request) -> Response:
+    return JSONResponse(request.app.state.openapi)
+
+
+HEALTH_SCHEMA = {
+    "type": "object",
+    "required": ["status", "version", "now"],
+    "additionalProperties": False,
+    "properties": {
+        "status": {"const": "ok"},
+        "version": {"type": "string"},
+        "now": {"type": "string", "format": "date-time"},
+    },
+}
+
+META = [
+    Operation("GET", "/healthz", "meta.healthz", "Liveness", "meta", endpoint=healthz,
+              response="Health", auth=False),
+    Operation("GET", "/metrics", "meta.metrics", "Prometheus metrics", "meta", endpoint=metrics,
+              response="Metrics", response_media="text/plain", auth=False),
+    Operation("GET", "/v1/openapi.json", "meta.openapi", "This OpenAPI 3.1 document", "meta",
+              endpoint=openapi, response="OpenAPI", auth=False),
+]  # fmt: skip
+
+
+class MetricsMiddleware:
+    """Times every HTTP request and counts it by method, route template and status."""
+
+    def __init__(self, app: ASGIApp, served: Served) -> None:
+        self.app = app
+        self.served = served
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = [500]
+
+        async def send_wrapper(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            route = scope.get("bcfleet.route", "unmatched")
+            elapsed = time.perf_counter() - started
+            self.served.metrics.observe(scope["method"], route, status[0], elapsed)
+
+
+async def http_exception(request: Request, exc: Exception) -> Response:
+    """Starlette's own 404 and 405 in the error JSON."""
+    assert isinstance(exc, HTTPException)
+    error: FleetError
+    if exc.status_code == 404:
+        error = NotFoundError("no such route", {"reason": "no_route"})
+    else:
+        error = MethodNotAllowedError(
+            f"{request.method} is not allowed here", {"reason": "method_not_allowed"}
+        )
+    response = error_response(error)
+    response.headers.update(exc.headers or {})
+    return response
+
+
+async def server_error(_request: Request, exc: Exception) -> Response:
+    log.error("unhandled error", exc_info=exc)
+    return internal_error_response()
+
+
+def _routes(ops: Sequence[Operation], schemas: dict[str, Any]) -> list[Route]:
+    routes = []
+    for op in ops:
+        validator = body_validator(schemas, op.request) if op.request else None
+        routes.append(Route(op.path, endpoint_for(op, validator), methods=[op.method]))
+    return routes
+
+
+def _tallies(fleet: Fleet, served: Served) -> tuple[EventTally, JobRunTally]:
+    """The server's own reads for the fleet's counters (events as root, the jobs' run records)."""
+
+    def read_page(after: int | None) -> dict[str, Any]:
+        page: dict[str, Any] = fleet.api.events.list(LOCAL_OPERATOR, after=after, limit=1000)
+        return page
+
+    def read_runs(limit: int) -> list[dict[str, Any]]:
+        return recent_runs(fleet, limit=limit)
+
+    return EventTally(served.metrics, read_page), JobRunTally(served.metrics, read_runs)
+
+
+def create_app(
+    fleet: Fleet,
+    *,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    poll_seconds: float = 1.0,
+    heartbeat_seconds: float = 15.0,
+    tally_seconds: float = 10.0,
+) -> Starlette:
+    """The application over one fleet; tally_seconds paces the event-log counters (0: never)."""
+    served = Served(
+        fleet,
+        max_body_bytes=max_body_bytes,
+        poll_seconds=poll_seconds,
+        heartbeat_seconds=heartbeat_seconds,
+    )
+    tallies = _tallies(fleet, served)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        async with anyio.create_task_group() as group:
+            if tally_seconds > 0:
+                group.start_soon(_tally_loop, tallies, tally_seconds)
+            yield
+            group.cancel_scope.cancel()
+
+    ops, schemas = all_operations(), all_schemas()
+    app = Starlette(
+        routes=_routes(ops, schemas),
+        exception_handlers={HTTPException: http_exception, Exception: server_error},
+        lifespan=lifespan,
+    )
+    app.state.served = served
+    app.state.tallies = tallies
+    app.state.openapi = build_document(ops, schemas)
+    app.add_middleware(MetricsMiddleware, served=served)
+    return app
+
+
+async def _tally_loop(tallies: tuple[EventTally, JobRunTally], every: float) -> None:
+    while True:
+        for tally in tallies:
+            try:
+                await run_in_threadpool(tally.collect)
+            except Exception:  # the next round tries again; the server keeps serving
+                log.exception("tallying the fleet's counters failed")
+        await anyio.sleep(every)

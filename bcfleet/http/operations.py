@@ -1,0 +1,178 @@
+"""Operations: one documented route each; app.py serves them and openapi.py describes them.
+
+An Operation names its method, path, body and response schemas, query parameters and a
+synchronous handler. The handler gets a Call (the bearer token, path and query values,
+the validated JSON body) and calls ``fleet.api``; app.py runs it in a worker thread.
+Serving and documenting the same list is how the OpenAPI document stays true.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from threading import Lock
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from bcfleet.errors import InvalidInputError
+from bcfleet.fleet import Fleet
+
+TENANT_CACHE_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class Param:
+    """A query parameter: integer, string, boolean or a repeatable string."""
+
+    name: str
+    kind: str = "string"  # string | integer | boolean | strings
+    description: str = ""
+    minimum: int | None = None
+    maximum: int | None = None
+    default: Any = None
+    enum: tuple[str, ...] = ()
+
+    def schema(self) -> dict[str, Any]:
+        """The parameter's JSON Schema."""
+        if self.kind == "strings":
+            return {"type": "array", "items": {"type": "string"}}
+        body: dict[str, Any] = {"type": self.kind}
+        if self.minimum is not None:
+            body["minimum"] = self.minimum
+        if self.maximum is not None:
+            body["maximum"] = self.maximum
+        if self.default is not None:
+            body["default"] = self.default
+        if self.enum:
+            body["enum"] = list(self.enum)
+        return body
+
+    def parse(self, request: Request) -> Any:
+        """The parameter's value from the query string; INVALID_INPUT when it is malformed."""
+        if self.kind == "strings":
+            return tuple(request.query_params.getlist(self.name))
+        raw = request.query_params.get(self.name)
+        if raw is None:
+            return self.default
+        if self.kind == "integer":
+            return self._integer(raw)
+        if self.kind == "boolean":
+            if raw.lower() not in ("true", "false"):
+                raise self._bad(raw, "true or false")
+            return raw.lower() == "true"
+        if self.enum and raw not in self.enum:
+            raise self._bad(raw, "one of " + ", ".join(self.enum))
+        return raw
+
+    def _integer(self, raw: str) -> int:
+        try:
+            value = int(raw)
+        except ValueError:
+            raise self._bad(raw, "a whole number") from None
+        if (self.minimum is not None and value < self.minimum) or (
+            self.maximum is not None and value > self.maximum
+        ):
+            raise self._bad(raw, f"between {self.minimum} and {self.maximum}")
+        return value
+
+    def _bad(self, raw: str, wanted: str) -> InvalidInputError:
+        return InvalidInputError(
+            f"query parameter {self.name} must be {wanted}, got {raw!r}",
+            {"parameter": self.name, "value": raw},
+        )
+
+
+TENANT = Param("tenant", description="Act as (and see as) this tenant; root's admin only.")
+
+
+class TenantResolver:
+    """The tenant of a token, remembered briefly: principals never change tenants."""
+
+    def __init__(self, fleet: Fleet) -> None:
+        self.fleet = fleet
+        self._cache: dict[str, tuple[float, str]] = {}
+        self._lock = Lock()
+
+    def tenant_of(self, token: str) -> str:
+        """The tenant the token belongs to (the API re-checks the token on every call)."""
+        now = time.monotonic()
+        with self._lock:
+            hit = self._cache.get(token)
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        ids = [t["id"] for t in self.fleet.api.tenants.list(token)["items"]]
+        tenant = "root" if "root" in ids else ids[0]
+        with self._lock:
+            if len(self._cache) > 10_000:
+                self._cache.clear()
+            self._cache[token] = (now + TENANT_CACHE_SECONDS, tenant)
+        return tenant
+
+
+@dataclass
+class Call:
+    """One request as a handler sees it: never a LOCAL_OPERATOR, only the bearer token."""
+
+    fleet: Fleet
+    token: str | None
+    path: Mapping[str, str]
+    query: Mapping[str, Any]
+    body: Any
+    tenants: TenantResolver
+
+    @property
+    def api(self) -> Any:
+        return self.fleet.api
+
+    @property
+    def tenant(self) -> str | None:
+        """The ?tenant= the caller asked to act as, if any."""
+        value = self.query.get("tenant")
+        return str(value) if value is not None else None
+
+    def acting_tenant(self) -> str:
+        """?tenant=, else the token's own tenant: for calls that need a tenant id."""
+        if self.tenant is not None:
+            return self.tenant
+        if not self.token:
+            return ""  # the API answers UNAUTHENTICATED
+        return self.tenants.tenant_of(self.token)
+
+    def field(self, name: str, default: Any = None) -> Any:
+        """A field of the JSON body (bodies are objects once validated)."""
+        if isinstance(self.body, Mapping):
+            return self.body.get(name, default)
+        return default
+
+
+Handler = Callable[[Call], Any]
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One route: how it is served and how it is documented."""
+
+    method: str
+    path: str
+    operation_id: str
+    summary: str
+    tag: str
+    handler: Handler | None = None
+    endpoint: Endpoint | None = None  # a raw endpoint (streams), still documented
+    status: int = 200
+    request: str | None = None  # component schema of the JSON body
+    response: str | None = None  # component schema of the success body
+    response_media: str = "application/json"
+    other_media: tuple[str, ...] = ()  # further media types of the success answer (CSV, say)
+    query: tuple[Param, ...] = ()
+    auth: bool = True
+    response_headers: Mapping[str, str] = field(default_factory=dict)
+    description: str = ""
+
+    @property
+    def path_params(self) -> list[str]:
+        return [part[1:-1] for part in self.path.split("/") if part.startswith("{")]

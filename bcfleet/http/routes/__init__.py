@@ -1,0 +1,1 @@
+"""The route modules of the HTTP API, one per area; each exports OPERATIONS and SCHEMAS."""

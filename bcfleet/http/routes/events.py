@@ -1,0 +1,149 @@
+"""Routes of the event log: a page by cursor, and a server-sent stream that resumes from one."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from bcfleet.errors import FleetError, InvalidInputError
+from bcfleet.http.operations import TENANT, Call, Operation, Param
+from bcfleet.http.schemas import ANY_OBJECT, INT, STRING, TIME, nullable, obj, page
+from bcfleet.http.serving import Served, bearer_token, served
+
+TAG = "events"
+PAGE = 100
+
+SCHEMAS = {
+    "Event": obj(
+        {
+            "id": STRING,
+            "seq": INT,
+            "type": STRING,
+            "subjectId": nullable(STRING),
+            "at": TIME,
+            "data": ANY_OBJECT,
+        }
+    ),
+    "EventPage": page("Event", cursor=True),
+}
+
+AFTER = Param("after", "integer", "Only events after this cursor (an event's seq).", minimum=0)
+TYPES = Param("type", "strings", "Only events of these types (repeatable).")
+LIMIT = Param("limit", "integer", "At most this many events.", minimum=1, maximum=1000, default=100)
+STREAM_LIMIT = Param(
+    "limit", "integer", "Close the stream after this many events.", minimum=1, maximum=100000
+)
+
+
+def list_events(call: Call) -> Any:
+    return call.api.events.list(
+        call.token,
+        tenant_id=call.tenant,
+        after=call.query.get("after"),
+        types=call.query.get("type", ()),
+        limit=call.query.get("limit", 100),
+    )
+
+
+def _resume_cursor(request: Request, after: int | None) -> int | None:
+    """Last-Event-ID (a reconnecting EventSource sends it) wins over ?after=."""
+    header = request.headers.get("last-event-id")
+    if header is None or header == "":
+        return after
+    try:
+        value = int(header)
+    except ValueError:
+        raise InvalidInputError(
+            "Last-Event-ID must be an event's seq", {"lastEventId": header}
+        ) from None
+    if value < 0:
+        raise InvalidInputError("Last-Event-ID must be an event's seq", {"lastEventId": header})
+    return value
+
+
+def sse_frame(item: dict[str, Any]) -> str:
+    """One server-sent event: its seq as the id, its type as the event name, JSON as data."""
+    data = json.dumps(item, separators=(",", ":"))
+    return f"id: {item['seq']}\nevent: {item['type']}\ndata: {data}\n\n"
+
+
+async def _frames(
+    ctx: Served, token: str, query: dict[str, Any], first: dict[str, Any]
+) -> AsyncIterator[str]:
+    limit: int | None = query.get("limit")
+    sent, idle, current = 0, 0.0, first
+    yield f"retry: {int(ctx.poll_seconds * 2000)}\n\n"
+    while True:
+        for item in current["items"]:
+            yield sse_frame(item)
+            sent += 1
+            if limit is not None and sent >= limit:
+                return
+        if len(current["items"]) < PAGE:
+            await anyio.sleep(ctx.poll_seconds)
+            idle += ctx.poll_seconds
+            if idle >= ctx.heartbeat_seconds:
+                idle = 0.0
+                yield ": keep-alive\n\n"
+        try:
+            current = await run_in_threadpool(_page, ctx, token, query, current["cursor"])
+        except FleetError as error:  # e.g. the token was revoked while watching
+            yield f"event: error\ndata: {json.dumps(error.to_json())}\n\n"
+            return
+
+
+def _page(ctx: Served, token: str, query: dict[str, Any], after: int | None) -> dict[str, Any]:
+    result: dict[str, Any] = ctx.fleet.api.events.list(
+        token, tenant_id=query.get("tenant"), after=after, types=query["type"], limit=PAGE
+    )
+    return result
+
+
+async def stream_events(request: Request) -> Response:
+    """GET /v1/events/stream: text/event-stream of the caller's events, from a cursor on."""
+    ctx = served(request)
+    token = bearer_token(request, required=True)
+    assert token is not None
+    query = {p.name: p.parse(request) for p in STREAM_QUERY}
+    after = _resume_cursor(request, query["after"])
+    first = await run_in_threadpool(_page, ctx, token, query, after)  # errors answer as JSON
+    return StreamingResponse(
+        _frames(ctx, token, query, first),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+STREAM_QUERY = (TENANT, AFTER, TYPES, STREAM_LIMIT)
+OPERATIONS = [
+    Operation(
+        "GET",
+        "/v1/events",
+        "events.list",
+        "A page of the caller's events after a cursor",
+        TAG,
+        list_events,
+        response="EventPage",
+        query=(TENANT, AFTER, TYPES, LIMIT),
+    ),
+    Operation(
+        "GET",
+        "/v1/events/stream",
+        "events.stream",
+        "Server-sent events of the caller's log, resuming after Last-Event-ID or ?after=",
+        TAG,
+        endpoint=stream_events,
+        response="EventStream",
+        response_media="text/event-stream",
+        query=STREAM_QUERY,
+        description="Each event is `id: <seq>`, `event: <type>`, `data: <Event JSON>`. "
+        "Send the last seq seen as Last-Event-ID (or ?after=) to resume without gaps.",
+    ),
+]
+SCHEMAS["EventStream"] = {"type": "string"}

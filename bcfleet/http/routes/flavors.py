@@ -1,0 +1,158 @@
+"""Routes of flavors: POST/GET /v1/pools/{pool}/flavors and GET/PUT/DELETE …/flavors/{name}."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bcfleet.http.operations import TENANT, Call, Operation
+from bcfleet.http.schemas import BOOL, COUNT, INT, NAME, STRING, array, nullable, obj, page
+
+TAG = "flavors"
+
+PLACEMENT = obj(
+    {"numaAffine": BOOL, "pinned": BOOL, "hugepageSizeBytes": nullable(COUNT)}, required=[]
+)
+SHAPE = {"vcpu": COUNT, "memoryGiB": COUNT, "diskGiB": COUNT, "gpus": COUNT}
+
+SCHEMAS = {
+    "FlavorPlacement": PLACEMENT,
+    "Flavor": obj(
+        {
+            "id": STRING,
+            "poolId": STRING,
+            "name": STRING,
+            **SHAPE,
+            "archived": BOOL,
+            "version": INT,
+            "offerId": STRING,
+            "placement": PLACEMENT,
+            "warnings": array(STRING),
+        },
+        required=["id", "poolId", "name", *SHAPE, "archived", "version"],
+    ),
+    "FlavorPage": page("Flavor"),
+    "FlavorCreate": obj(
+        {"name": NAME, **SHAPE, "offerId": NAME, "placement": nullable(PLACEMENT)},
+        required=["name", "vcpu", "memoryGiB", "diskGiB"],
+    ),
+    "FlavorUpdate": obj(
+        {**SHAPE, "offerId": NAME, "placement": nullable(PLACEMENT)},
+        required=["vcpu", "memoryGiB", "diskGiB"],
+    ),
+    "FlavorDeleted": obj({"deleted": BOOL, "archived": BOOL}),
+}
+
+
+def _shape(call: Call) -> dict[str, Any]:
+    return {
+        "vcpu": call.field("vcpu"),
+        "memory_gib": call.field("memoryGiB"),
+        "disk_gib": call.field("diskGiB"),
+        "offer_id": call.field("offerId"),
+        "placement": call.field("placement"),
+    }
+
+
+def create_flavor(call: Call) -> Any:
+    return call.api.flavors.create(
+        call.token,
+        tenant_id=call.acting_tenant(),
+        pool_id=call.path["pool"],
+        name=call.field("name"),
+        gpus=call.field("gpus", 0),
+        **_shape(call),
+    )
+
+
+def list_flavors(call: Call) -> Any:
+    return call.api.flavors.list(
+        call.token, tenant_id=call.acting_tenant(), pool_id=call.path["pool"]
+    )
+
+
+def get_flavor(call: Call) -> Any:
+    return call.api.flavors.get(
+        call.token,
+        tenant_id=call.acting_tenant(),
+        pool_id=call.path["pool"],
+        name=call.path["name"],
+    )
+
+
+def update_flavor(call: Call) -> Any:
+    return call.api.flavors.update(
+        call.token,
+        tenant_id=call.acting_tenant(),
+        pool_id=call.path["pool"],
+        name=call.path["name"],
+        gpus=call.field("gpus"),
+        **_shape(call),
+    )
+
+
+def delete_flavor(call: Call) -> Any:
+    return call.api.flavors.delete(
+        call.token,
+        tenant_id=call.acting_tenant(),
+        pool_id=call.path["pool"],
+        name=call.path["name"],
+    )
+
+
+Q = (TENANT,)
+BASE = "/v1/pools/{pool}/flavors"
+OPERATIONS = [
+    Operation(
+        "POST",
+        BASE,
+        "flavors.create",
+        "Define a flavor in a pool",
+        TAG,
+        create_flavor,
+        status=201,
+        request="FlavorCreate",
+        response="Flavor",
+        query=Q,
+    ),
+    Operation(
+        "GET",
+        BASE,
+        "flavors.list",
+        "List a pool's flavors (archived ones hidden)",
+        TAG,
+        list_flavors,
+        response="FlavorPage",
+        query=Q,
+    ),
+    Operation(
+        "GET",
+        BASE + "/{name}",
+        "flavors.get",
+        "Show a flavor",
+        TAG,
+        get_flavor,
+        response="Flavor",
+        query=Q,
+    ),
+    Operation(
+        "PUT",
+        BASE + "/{name}",
+        "flavors.update",
+        "Replace a flavor's shape (restores an archived flavor)",
+        TAG,
+        update_flavor,
+        request="FlavorUpdate",
+        response="Flavor",
+        query=Q,
+    ),
+    Operation(
+        "DELETE",
+        BASE + "/{name}",
+        "flavors.delete",
+        "Delete a flavor, or archive it when an instance references it",
+        TAG,
+        delete_flavor,
+        response="FlavorDeleted",
+        query=Q,
+    ),
+]

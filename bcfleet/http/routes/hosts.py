@@ -1,0 +1,176 @@
+"""Routes of hosts: adopt, report an inventory, drain and return to ready, list and show."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bcfleet.http.operations import TENANT, Call, Operation, Param
+from bcfleet.http.schemas import (
+    ANY_OBJECT,
+    BOOL,
+    INT,
+    NAME,
+    NUMBER,
+    STRING,
+    STRING_MAP,
+    TIME,
+    array,
+    nullable,
+    obj,
+    page,
+    ref,
+)
+from bcfleet.schemas import load_schema
+
+TAG = "hosts"
+
+HOST_FIELDS = {
+    "id": STRING,
+    "name": STRING,
+    "poolId": STRING,
+    "pool": STRING,
+    "labels": STRING_MAP,
+    "tenantControlled": BOOL,
+    "state": {"type": "string", "enum": ["ready", "draining"]},
+    "status": STRING,
+    "inventoryReportedAt": nullable(TIME),
+    "createdAt": TIME,
+    "resources": array(ref("NodeResource")),
+}
+
+
+def inventory_schema() -> dict[str, Any]:
+    """schemas/inventory.schema.json as a component (it has no references of its own)."""
+    schema = load_schema("inventory")
+    for key in ("$schema", "$id"):
+        schema.pop(key, None)
+    return schema
+
+
+SCHEMAS = {
+    "NodeResource": obj(
+        {
+            "resource": STRING,
+            "allocatable": INT,
+            "ratio": NUMBER,
+            "capacity": INT,
+            "allocated": INT,
+        }
+    ),
+    "Host": obj(HOST_FIELDS, required=[k for k in HOST_FIELDS if k != "resources"]),
+    "HostDetail": obj(
+        {**HOST_FIELDS, "inventory": nullable(ANY_OBJECT)},
+        required=[k for k in HOST_FIELDS if k != "resources"] + ["inventory"],
+    ),
+    "HostPage": page("Host"),
+    "HostAdopt": obj(
+        {"pool": NAME, "name": NAME, "labels": STRING_MAP, "tenantControlled": BOOL},
+        required=["pool", "name"],
+    ),
+    "Inventory": inventory_schema(),
+}
+
+
+def adopt_host(call: Call) -> Any:
+    return call.api.hosts.adopt(
+        call.token,
+        tenant_id=call.acting_tenant(),
+        pool=call.field("pool"),
+        name=call.field("name"),
+        labels=call.field("labels"),
+        tenant_controlled=bool(call.field("tenantControlled", False)),
+    )
+
+
+def list_hosts(call: Call) -> Any:
+    return call.api.hosts.list(call.token, tenant_id=call.tenant, pool=call.query.get("pool"))
+
+
+def show_host(call: Call) -> Any:
+    return call.api.hosts.show(call.token, tenant_id=call.tenant, host=call.path["host"])
+
+
+def report_inventory(call: Call) -> Any:
+    return call.api.hosts.report(
+        call.token, tenant_id=call.tenant, host=call.path["host"], inventory=call.body
+    )
+
+
+def drain_host(call: Call) -> Any:
+    return call.api.hosts.set_state(
+        call.token, tenant_id=call.tenant, host=call.path["host"], draining=True
+    )
+
+
+def ready_host(call: Call) -> Any:
+    return call.api.hosts.set_state(
+        call.token, tenant_id=call.tenant, host=call.path["host"], draining=False
+    )
+
+
+Q = (TENANT,)
+OPERATIONS = [
+    Operation(
+        "GET",
+        "/v1/hosts",
+        "hosts.list",
+        "List hosts (a pool's, or the caller's pools')",
+        TAG,
+        list_hosts,
+        response="HostPage",
+        query=(TENANT, Param("pool", description="A pool id or name.")),
+    ),
+    Operation(
+        "POST",
+        "/v1/hosts",
+        "hosts.adopt",
+        "Adopt a host into a vps-host pool by name",
+        TAG,
+        adopt_host,
+        status=201,
+        request="HostAdopt",
+        response="Host",
+        query=Q,
+    ),
+    Operation(
+        "GET",
+        "/v1/hosts/{host}",
+        "hosts.show",
+        "Show a host and its inventory",
+        TAG,
+        show_host,
+        response="HostDetail",
+        query=Q,
+    ),
+    Operation(
+        "POST",
+        "/v1/hosts/{host}/inventory",
+        "hosts.report",
+        "Report a host's inventory (PRODUCT.md §8)",
+        TAG,
+        report_inventory,
+        request="Inventory",
+        response="Host",
+        query=Q,
+    ),
+    Operation(
+        "POST",
+        "/v1/hosts/{host}/drain",
+        "hosts.drain",
+        "Drain a host: no new placements",
+        TAG,
+        drain_host,
+        response="Host",
+        query=Q,
+    ),
+    Operation(
+        "POST",
+        "/v1/hosts/{host}/ready",
+        "hosts.ready",
+        "Return a drained host to ready",
+        TAG,
+        ready_host,
+        response="Host",
+        query=Q,
+    ),
+]

@@ -1,0 +1,208 @@
+"""Routes of instances (create, list, show, stop, start, resize, delete, spec) and quotas."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bcfleet.http.operations import TENANT, Call, Operation, Param
+from bcfleet.http.schemas import (
+    ANY_OBJECT,
+    BOOL,
+    COUNT,
+    INT,
+    NAME,
+    STRING,
+    TIME,
+    array,
+    nullable,
+    obj,
+    page,
+    ref,
+)
+
+TAG = "instances"
+
+INSTANCE_FIELDS = {
+    "id": STRING,
+    "tenantId": STRING,
+    "poolId": STRING,
+    "flavorId": nullable(STRING),
+    "name": STRING,
+    "state": STRING,
+    "shape": ANY_OBJECT,
+    "nodeId": nullable(STRING),
+    "conditions": array(ANY_OBJECT),
+    "createdAt": TIME,
+    "updatedAt": TIME,
+}
+INTS = array(INT)
+RESOURCES = ("vcpu", "memoryGiB", "diskGiB", "gpu")
+
+SCHEMAS = {
+    "Instance": obj(
+        {
+            **INSTANCE_FIELDS,
+            "flavor": STRING,
+            "hostPlacement": ANY_OBJECT,
+            "purpose": STRING,
+            "size": nullable(STRING),
+            "readyAt": TIME,
+            "deletedAt": TIME,
+            "providerServerId": STRING,
+            "providerStatus": nullable(STRING),
+        },
+        required=list(INSTANCE_FIELDS),
+    ),
+    "InstancePage": page("Instance"),
+    "InstanceCreate": obj(
+        {"pool": NAME, "flavor": NAME, "name": NAME}, required=["pool", "flavor"]
+    ),
+    "InstanceResize": obj({"flavor": NAME}),
+    "InstanceStateReport": obj(
+        {"state": {"type": "string", "enum": ["running", "ready", "stopped"]}}, required=["state"]
+    ),
+    "InstanceSpec": obj(
+        {
+            "id": STRING,
+            "name": STRING,
+            "state": STRING,
+            "shape": ANY_OBJECT,
+            "placement": obj(
+                {
+                    "cpus": nullable(INTS),
+                    "cpuset": INTS,
+                    "mems": nullable(INTS),
+                    "hugepageSizeBytes": nullable(INT),
+                },
+                strict=False,
+            ),
+            "balloon": obj({"enabled": BOOL, "floorPercent": INT}, strict=False),
+            "gpus": array(obj({"pciAddress": STRING}, strict=False)),
+        },
+        strict=False,
+        description="What a host agent applies (bcfleet.domain.instance_spec).",
+    ),
+    "HostSpecs": obj({"host": STRING, "items": array(ref("InstanceSpec"))}),
+    "Quota": obj(
+        {
+            "tenantId": STRING,
+            "poolId": STRING,
+            "pool": STRING,
+            "limits": {"type": "object", "additionalProperties": nullable(INT)},
+            "used": {"type": "object", "additionalProperties": INT},
+        }
+    ),
+    "QuotaPage": page("Quota"),
+    "QuotaSet": obj({r: nullable(COUNT) for r in RESOURCES}, required=[]),
+}
+
+
+def create_instance(call: Call) -> Any:
+    return call.api.instances.create(
+        call.token,
+        tenant_id=call.acting_tenant(),
+        pool_id=call.field("pool"),
+        flavor=call.field("flavor"),
+        name=call.field("name"),
+    )
+
+
+def list_instances(call: Call) -> Any:
+    return call.api.instances.list(
+        call.token,
+        tenant_id=call.tenant,
+        pool=call.query.get("pool"),
+        state=call.query.get("state"),
+        include_deleted=bool(call.query.get("includeDeleted")),
+    )
+
+
+def show_instance(call: Call) -> Any:
+    return call.api.instances.show(call.token, call.path["id"], tenant_id=call.tenant)
+
+
+def stop_instance(call: Call) -> Any:
+    return call.api.instances.stop(call.token, call.path["id"], tenant_id=call.tenant)
+
+
+def start_instance(call: Call) -> Any:
+    return call.api.instances.start(call.token, call.path["id"], tenant_id=call.tenant)
+
+
+def delete_instance(call: Call) -> Any:
+    return call.api.instances.delete(call.token, call.path["id"], tenant_id=call.tenant)
+
+
+def resize_instance(call: Call) -> Any:
+    return call.api.instances.resize(
+        call.token, call.path["id"], flavor=call.field("flavor"), tenant_id=call.tenant
+    )
+
+
+def instance_spec(call: Call) -> Any:
+    return call.api.instances.spec(call.token, call.path["id"], tenant_id=call.tenant)
+
+
+def host_specs(call: Call) -> Any:
+    return call.api.instances.specs_for_host(call.token, call.path["host"])
+
+
+def report_instance_state(call: Call) -> Any:
+    return call.api.instances.report_state(
+        call.token, host=call.path["host"], instance_id=call.path["id"], state=call.field("state")
+    )
+
+
+def set_quota(call: Call) -> Any:
+    limits = {r: call.body[r] for r in RESOURCES if r in call.body}
+    return call.api.quotas.set(
+        call.token, tenant_id=call.path["tenant"], pool=call.path["pool"], limits=limits
+    )
+
+
+def show_quotas(call: Call) -> Any:
+    return call.api.quotas.show(
+        call.token, tenant_id=call.acting_tenant(), pool=call.query.get("pool")
+    )
+
+
+Q = (TENANT,)
+ONE = "/v1/instances/{id}"
+LIST_QUERY = (
+    TENANT,
+    Param("pool", description="A pool id or name."),
+    Param("state", description="Only instances in this state."),
+    Param("includeDeleted", "boolean", "Deleted instances too.", default=False),
+)
+OPERATIONS = [
+    Operation("POST", "/v1/instances", "instances.create",
+              "Create an instance: admit and place it in one transaction", TAG, create_instance,
+              status=201, request="InstanceCreate", response="Instance", query=Q),
+    Operation("GET", "/v1/instances", "instances.list", "List the caller's instances", TAG,
+              list_instances, response="InstancePage", query=LIST_QUERY),
+    Operation("GET", ONE, "instances.show", "Show an instance", TAG, show_instance,
+              response="Instance", query=Q),
+    Operation("DELETE", ONE, "instances.delete", "Delete an instance, releasing its capacity",
+              TAG, delete_instance, response="Instance", query=Q),
+    Operation("POST", ONE + "/stop", "instances.stop", "Stop a running instance", TAG,
+              stop_instance, response="Instance", query=Q),
+    Operation("POST", ONE + "/start", "instances.start", "Start a stopped instance", TAG,
+              start_instance, response="Instance", query=Q),
+    Operation("POST", ONE + "/resize", "instances.resize",
+              "Resize a stopped instance in place to another flavor", TAG, resize_instance,
+              request="InstanceResize", response="Instance", query=Q),
+    Operation("GET", ONE + "/spec", "instances.spec", "The InstanceSpec its host's agent applies",
+              TAG, instance_spec, response="InstanceSpec", query=Q),
+    Operation("GET", "/v1/hosts/{host}/specs", "hosts.specs",
+              "The InstanceSpecs a host's agent should apply", "hosts", host_specs,
+              response="HostSpecs"),
+    Operation("POST", "/v1/hosts/{host}/instances/{id}/state", "hosts.reportInstanceState",
+              "A host agent reports an instance's observed state", "hosts", report_instance_state,
+              request="InstanceStateReport", response="Instance"),
+    Operation("PUT", "/v1/quotas/{tenant}/{pool}", "quotas.set",
+              "Set a tenant's quota in a pool (null removes a limit)", "quotas", set_quota,
+              request="QuotaSet", response="Quota"),
+    Operation("GET", "/v1/quotas", "quotas.show", "The caller's quotas and what they use",
+              "quotas", show_quotas, response="QuotaPage",
+              query=(TENANT, Param("pool", description="A pool id or name."))),
+]  # fmt: skip

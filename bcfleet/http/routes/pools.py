@@ -1,0 +1,167 @@
+"""Routes of pools: create, list, show, change policy, offer to a tenant and take it back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bcfleet.http.operations import TENANT, Call, Operation
+from bcfleet.http.schemas import COUNT, INT, NAME, NUMBER, STRING, TIME, array, obj, page
+
+TAG = "pools"
+
+RATIOS = {"type": "object", "additionalProperties": NUMBER}
+RESERVE = {"type": "object", "additionalProperties": COUNT}
+POLICY = obj({"overcommit": RATIOS, "hostReserve": RESERVE}, required=[])
+
+SCHEMAS = {
+    "Pool": obj(
+        {
+            "id": STRING,
+            "name": STRING,
+            "kind": {"type": "string", "enum": ["vps-host", "provider"]},
+            "owner": STRING,
+            "policy": obj({"overcommit": RATIOS, "hostReserve": RESERVE}),
+            "version": INT,
+            "createdAt": TIME,
+            "gpuModel": STRING,
+            "providerAccountId": STRING,
+            "offeredTo": array(STRING),
+        },
+        required=["id", "name", "kind", "owner", "policy", "version", "createdAt"],
+    ),
+    "PoolPage": page("Pool"),
+    "PoolCreate": obj(
+        {
+            "name": NAME,
+            "kind": {"type": "string", "enum": ["vps-host", "provider"]},
+            "gpuModel": NAME,
+            "policy": POLICY,
+            "providerAccount": NAME,
+        },
+        required=["name", "kind"],
+    ),
+    "PoolUpdate": obj({"gpuModel": NAME, "policy": POLICY}, required=[]),
+    "PoolOffer": obj({"tenant": NAME}),
+}
+
+
+def _policy(call: Call, key: str) -> Any:
+    policy = call.field("policy") or {}
+    return policy.get(key)
+
+
+def create_pool(call: Call) -> Any:
+    return call.api.pools.create(
+        call.token,
+        tenant_id=call.acting_tenant(),
+        name=call.field("name"),
+        kind=call.field("kind"),
+        gpu_model=call.field("gpuModel"),
+        overcommit=_policy(call, "overcommit"),
+        host_reserve=_policy(call, "hostReserve"),
+        provider_account=call.field("providerAccount"),
+    )
+
+
+def list_pools(call: Call) -> Any:
+    return call.api.pools.list(call.token, tenant_id=call.tenant)
+
+
+def show_pool(call: Call) -> Any:
+    return call.api.pools.show(call.token, tenant_id=call.tenant, pool=call.path["pool"])
+
+
+def update_pool(call: Call) -> Any:
+    return call.api.pools.update(
+        call.token,
+        tenant_id=call.acting_tenant(),
+        pool=call.path["pool"],
+        gpu_model=call.field("gpuModel"),
+        overcommit=_policy(call, "overcommit"),
+        host_reserve=_policy(call, "hostReserve"),
+    )
+
+
+def offer_pool(call: Call) -> Any:
+    return call.api.pools.offer(
+        call.token, tenant_id=call.acting_tenant(), pool=call.path["pool"], to=call.field("tenant")
+    )
+
+
+def revoke_offer(call: Call) -> Any:
+    return call.api.pools.offer(
+        call.token,
+        tenant_id=call.acting_tenant(),
+        pool=call.path["pool"],
+        to=call.path["tenant"],
+        revoke=True,
+    )
+
+
+Q = (TENANT,)
+OPERATIONS = [
+    Operation(
+        "GET",
+        "/v1/pools",
+        "pools.list",
+        "List the pools the caller may see",
+        TAG,
+        list_pools,
+        response="PoolPage",
+        query=Q,
+    ),
+    Operation(
+        "POST",
+        "/v1/pools",
+        "pools.create",
+        "Create a pool",
+        TAG,
+        create_pool,
+        status=201,
+        request="PoolCreate",
+        response="Pool",
+        query=Q,
+    ),
+    Operation(
+        "GET",
+        "/v1/pools/{pool}",
+        "pools.show",
+        "Show a pool (by id or name)",
+        TAG,
+        show_pool,
+        response="Pool",
+        query=Q,
+    ),
+    Operation(
+        "PATCH",
+        "/v1/pools/{pool}",
+        "pools.update",
+        "Change a pool's GPU model or policy",
+        TAG,
+        update_pool,
+        request="PoolUpdate",
+        response="Pool",
+        query=Q,
+    ),
+    Operation(
+        "POST",
+        "/v1/pools/{pool}/offers",
+        "pools.offer",
+        "Offer a pool to a tenant",
+        TAG,
+        offer_pool,
+        request="PoolOffer",
+        response="Pool",
+        query=Q,
+    ),
+    Operation(
+        "DELETE",
+        "/v1/pools/{pool}/offers/{tenant}",
+        "pools.revokeOffer",
+        "Take back a pool's offer to a tenant",
+        TAG,
+        revoke_offer,
+        response="Pool",
+        query=Q,
+    ),
+]

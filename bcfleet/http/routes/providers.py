@@ -1,0 +1,77 @@
+"""Routes of provider accounts (where a provider pool's servers come from) and their offers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bcfleet.http.operations import TENANT, Call, Operation, Param
+from bcfleet.http.schemas import ANY_OBJECT, NAME, STRING, TIME, array, nullable, obj, page
+
+TAG = "providers"
+
+SCHEMAS = {
+    "ProviderAccount": obj(
+        {
+            "id": STRING,
+            "name": STRING,
+            "provider": STRING,
+            "tokenEnv": STRING,
+            "endpoint": nullable(STRING),
+            "createdAt": TIME,
+        }
+    ),
+    "ProviderAccountPage": page("ProviderAccount"),
+    "ProviderAccountCreate": obj(
+        {
+            "name": NAME,
+            "provider": NAME,
+            "tokenEnv": NAME,
+            "endpoint": {"type": "string", "maxLength": 2048},
+        },
+        required=["name", "provider", "tokenEnv"],
+    ),
+    "OfferPage": obj({"items": array(ANY_OBJECT)}),
+}
+
+
+def create_account(call: Call) -> Any:
+    return call.api.provider_accounts.create(
+        call.token,
+        tenant_id=call.acting_tenant(),
+        name=call.field("name"),
+        provider=call.field("provider"),
+        token_env=call.field("tokenEnv"),
+        endpoint=call.field("endpoint"),
+    )
+
+
+def list_accounts(call: Call) -> Any:
+    return call.api.provider_accounts.list(call.token, tenant_id=call.acting_tenant())
+
+
+def list_offers(call: Call) -> Any:
+    return call.api.provider_accounts.offers(
+        call.token,
+        tenant_id=call.acting_tenant(),
+        account_id=call.path["account"],
+        kind=call.query.get("kind"),
+        min_vcpu=call.query.get("minVcpu"),
+    )
+
+
+Q = (TENANT,)
+OPERATIONS = [
+    Operation("POST", "/v1/provider-accounts", "providerAccounts.create",
+              "Register a provider account (the token stays in an environment variable)", TAG,
+              create_account, status=201, request="ProviderAccountCreate",
+              response="ProviderAccount", query=Q),
+    Operation("GET", "/v1/provider-accounts", "providerAccounts.list",
+              "List the caller's provider accounts", TAG, list_accounts,
+              response="ProviderAccountPage", query=Q),
+    Operation("GET", "/v1/provider-accounts/{account}/offers", "providerAccounts.offers",
+              "The provider's offers, deprecated and unavailable ones flagged", TAG, list_offers,
+              response="OfferPage",
+              query=(TENANT, Param("kind", description="Only offers of this kind, e.g. vps."),
+                     Param("minVcpu", "integer", "At least this many vCPUs.", minimum=0,
+                           maximum=100000))),
+]  # fmt: skip

@@ -1,0 +1,164 @@
+"""Routes of GPU reservations (document 003): create, batch, list, get, cancel; capacity preview."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bcfleet.http.operations import TENANT, Call, Operation, Param
+from bcfleet.http.schemas import (
+    ANY_OBJECT,
+    BOOL,
+    COUNT,
+    INT,
+    NAME,
+    STRING,
+    TIME,
+    array,
+    nullable,
+    obj,
+    page,
+)
+
+TAG = "reservations"
+BINDING = {"type": "string", "enum": ["pool", "node"]}
+ASK = {
+    "gpus": COUNT,
+    "duration": {"type": "string", "maxLength": 40, "description": "e.g. 12h, 90m, 2d"},
+    "start": {"type": "string", "maxLength": 40, "description": "RFC 3339; default now"},
+    "spot": BOOL,
+    "binding": BINDING,
+    "nodes": COUNT,
+}
+KEY = {"type": "string", "maxLength": 200}
+RESERVATION = {
+    "id": STRING, "tenantId": STRING, "poolId": STRING, "devices": array(ANY_OBJECT),
+    "nodes": INT, "binding": STRING, "spot": BOOL, "state": STRING, "duration": STRING,
+    "requestedStart": TIME, "during": nullable(obj({"start": nullable(TIME), "end": nullable(TIME)})),
+    "nodeIds": array(STRING), "conditions": array(ANY_OBJECT), "createdAt": TIME, "updatedAt": TIME,
+}  # fmt: skip
+
+SCHEMAS = {
+    "Reservation": obj(
+        {
+            **RESERVATION,
+            "idempotencyKey": STRING,
+            "deadline": TIME,
+            "activatedAt": TIME,
+            "releasedAt": TIME,
+            "releaseReason": STRING,
+        },
+        required=list(RESERVATION),
+    ),  # fmt: skip
+    "ReservationPage": page("Reservation"),
+    "ReservationCreate": obj(
+        {"pool": NAME, **ASK, "idempotencyKey": KEY}, required=["pool", "gpus", "duration"]
+    ),
+    "ReservationBatch": obj(
+        {
+            "pool": NAME,
+            "requests": array(
+                obj({**ASK, "idempotencyKey": KEY}, required=["gpus", "duration"]), max_items=1000
+            ),
+        }
+    ),
+    "HostReservations": obj(
+        {"host": STRING, "generation": INT, "items": array(ANY_OBJECT)},
+        description="A node's desired GPU state: reservations booked on it and their windows.",
+    ),
+    "PreviewRequest": obj({"pool": NAME, **ASK}, required=["pool", "gpus", "duration"]),
+    "Preview": obj(
+        {
+            "fits": BOOL,
+            "candidates": array(ANY_OBJECT),
+            "reason": nullable(STRING),
+            "preemptible": ANY_OBJECT,
+        },  # fmt: skip
+        required=["fits"],
+        strict=False,
+        description="Candidate nodes, and what it would preempt as a count and a start (startsAt, epoch ms).",
+    ),
+}
+
+
+def _ask(fields: dict[str, Any]) -> dict[str, Any]:
+    """The API's keyword arguments of a request's camelCase fields."""
+    names = {"gpus": "gpus", "duration": "duration", "start": "start", "spot": "spot",
+             "binding": "binding", "nodes": "nodes", "idempotencyKey": "idempotency_key"}  # fmt: skip
+    return {names[k]: v for k, v in fields.items() if k in names}
+
+
+def create_reservation(call: Call) -> Any:
+    return call.api.reservations.create(
+        call.token, tenant_id=call.acting_tenant(), pool_id=call.field("pool"), **_ask(call.body)
+    )
+
+
+def create_batch(call: Call) -> Any:
+    return call.api.reservations.create_batch(
+        call.token,
+        tenant_id=call.acting_tenant(),
+        pool_id=call.field("pool"),
+        requests=[_ask(r) for r in call.field("requests")],
+    )
+
+
+def list_reservations(call: Call) -> Any:
+    return call.api.reservations.list(
+        call.token,
+        tenant_id=call.tenant,
+        pool=call.query.get("pool"),
+        state=call.query.get("state"),
+        include_released=bool(call.query.get("includeReleased")),
+    )
+
+
+def get_reservation(call: Call) -> Any:
+    return call.api.reservations.get(call.token, call.path["id"], tenant_id=call.tenant)
+
+
+def cancel_reservation(call: Call) -> Any:
+    return call.api.reservations.cancel(call.token, call.path["id"], tenant_id=call.tenant)
+
+
+def host_reservations(call: Call) -> Any:
+    return call.api.reservations.for_host(call.token, call.path["host"])
+
+
+def preview(call: Call) -> Any:
+    ask = _ask(call.body)
+    ask.pop("idempotency_key", None)
+    return call.api.capacity.preview(
+        call.token, tenant_id=call.acting_tenant(), pool_id=call.field("pool"), **ask
+    )
+
+
+Q = (TENANT,)
+ONE = "/v1/reservations/{id}"
+LIST_QUERY = (
+    TENANT,
+    Param("pool", description="A pool id or name."),
+    Param("state", description="Only reservations in this state."),
+    Param("includeReleased", "boolean", "Released ones too.", default=False),
+)
+OPERATIONS = [
+    Operation("POST", "/v1/reservations", "reservations.create",
+              "Reserve GPUs for a time: placed, preempting, or pending with the counted reason",
+              TAG, create_reservation, status=201, request="ReservationCreate",
+              response="Reservation", query=Q),
+    Operation("POST", "/v1/reservations/batch", "reservations.createBatch",
+              "A pool-lease batch, admitted in order, all or none", TAG, create_batch,
+              status=201, request="ReservationBatch", response="ReservationPage", query=Q),
+    Operation("GET", "/v1/reservations", "reservations.list", "List the caller's reservations",
+              TAG, list_reservations, response="ReservationPage", query=LIST_QUERY),
+    Operation("GET", ONE, "reservations.get", "Show a reservation", TAG, get_reservation,
+              response="Reservation", query=Q),
+    Operation("POST", ONE + "/cancel", "reservations.cancel",
+              "Release a reservation now (quota refunded)", TAG, cancel_reservation,
+              response="Reservation", query=Q),
+    Operation("GET", "/v1/hosts/{host}/reservations", "hosts.reservations",
+              "The GPU reservations booked on a host (what its agent applies)", "hosts",
+              host_reservations, response="HostReservations"),
+    Operation("POST", "/v1/capacity/preview", "capacity.preview",
+              "Would a reservation fit now, and how many reservations would it preempt?",
+              "capacity", preview, request="PreviewRequest", response="Preview", query=Q),
+]  # fmt: skip

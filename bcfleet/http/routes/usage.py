@@ -1,0 +1,136 @@
+"""Routes of metered usage: a page of windows by cursor, a streamed export (NDJSON or CSV),
+dead letters of unknown meters and their replay."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from bcfleet.clock import parse_time
+from bcfleet.http.operations import TENANT, Call, Operation, Param
+from bcfleet.http.schemas import INT, STRING, TIME, nullable, obj, page
+from bcfleet.http.serving import bearer_token, served
+
+TAG = "usage"
+CSV_FIELDS = ["windowStart", "windowEnd", "tenantId", "subjectKind", "subjectId", "poolId",
+              "meter", "quantity"]  # fmt: skip
+WINDOW = {
+    "id": INT, "tenantId": STRING, "subjectId": STRING, "subjectKind": STRING,
+    "poolId": nullable(STRING), "meter": STRING, "windowStart": TIME, "windowEnd": TIME,
+    "quantity": {"type": "string", "description": "Decimal with 6 places, exact."},
+    "createdAt": TIME,
+}  # fmt: skip
+
+SCHEMAS = {
+    "UsageWindow": obj(
+        {**WINDOW, "reason": STRING, "replayedAt": nullable(TIME)}, required=list(WINDOW)
+    ),  # fmt: skip
+    "UsagePage": page("UsageWindow", cursor=True),
+    "DeadLetterPage": page("UsageWindow"),
+    "UsageExport": {"type": "string", "description": "NDJSON (one window a line) or CSV."},
+    "Replayed": obj({"replayed": INT, "billed": INT, "pending": INT}),
+}
+
+FILTERS = (
+    TENANT,
+    Param("meter", description="Only this meter."),
+    Param("subject", description="Only this subject (an instance or reservation id)."),
+    Param("since", description="Windows starting at or after this RFC 3339 time."),
+    Param("until", description="Windows starting before this RFC 3339 time."),
+)
+
+
+def _filters(query: dict[str, Any]) -> dict[str, Any]:
+    since, until = query.get("since"), query.get("until")
+    return {
+        "tenant_id": query.get("tenant"),
+        "meter": query.get("meter"),
+        "subject": query.get("subject"),
+        "since": parse_time(since) if since else None,
+        "until": parse_time(until) if until else None,
+    }
+
+
+def list_usage(call: Call) -> Any:
+    return call.api.usage.list(
+        call.token,
+        after=call.query.get("after"),
+        limit=call.query.get("limit", 100),
+        **_filters(dict(call.query)),
+    )
+
+
+def dead_letters(call: Call) -> Any:
+    return call.api.usage.dead_letters(
+        call.token,
+        tenant_id=call.tenant,
+        pending_only=bool(call.query.get("pendingOnly")),
+        limit=call.query.get("limit", 100),
+    )
+
+
+def replay(call: Call) -> Any:
+    return call.api.usage.replay(call.token)
+
+
+def _csv_lines(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=CSV_FIELDS, extrasaction="ignore")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow(row)
+        yield buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
+    yield buffer.getvalue()
+
+
+async def export_usage(request: Request) -> Response:
+    """Every matching window, streamed from one read transaction."""
+    ctx = served(request)
+    token = bearer_token(request, required=True)
+    query = {p.name: p.parse(request) for p in EXPORT_QUERY}
+    filters = _filters(query)
+    # A first look answers bad filters and tokens as JSON errors, not as a broken stream.
+    await run_in_threadpool(ctx.fleet.api.usage.list, token, limit=1, **filters)
+    rows = ctx.fleet.api.usage.export(token, **filters)
+    as_csv = query["format"] == "csv"
+    lines = _csv_lines(rows) if as_csv else (json.dumps(r) + "\n" for r in rows)
+
+    async def body() -> AsyncIterator[str]:
+        async for line in iterate_in_threadpool(lines):
+            yield line
+
+    media = "text/csv" if as_csv else "application/x-ndjson"
+    return StreamingResponse(body(), media_type=media)
+
+
+LIMIT = Param("limit", "integer", "At most this many.", minimum=1, maximum=10000, default=100)
+EXPORT_QUERY = (*FILTERS, Param("format", description="json (NDJSON) or csv.", default="json",
+                                enum=("json", "csv")))  # fmt: skip
+OPERATIONS = [
+    Operation("GET", "/v1/usage", "usage.list", "A page of metered windows after a cursor", TAG,
+              list_usage, response="UsagePage",
+              query=(*FILTERS, Param("after", "integer", "Windows after this id.", minimum=0),
+                     LIMIT)),
+    Operation("GET", "/v1/usage/export", "usage.export",
+              "Every matching window, streamed as NDJSON or CSV", TAG, endpoint=export_usage,
+              response="UsageExport", response_media="application/x-ndjson",
+              other_media=("text/csv",),
+              query=EXPORT_QUERY),
+    Operation("GET", "/v1/usage/dead-letters", "usage.deadLetters",
+              "Windows of meters missing from the catalogue", TAG, dead_letters,
+              response="DeadLetterPage",
+              query=(TENANT, Param("pendingOnly", "boolean", "Not yet replayed.", default=False),
+                     LIMIT)),
+    Operation("POST", "/v1/usage/replay", "usage.replay",
+              "Bill every dead letter whose meter exists now (root's admin)", TAG, replay,
+              response="Replayed"),
+]  # fmt: skip

@@ -1,0 +1,213 @@
+"""Serving one operation: bearer token, size-limited JSON body, validation, the API call, errors.
+
+app.py wraps every Operation with endpoint_for(). The API methods are synchronous and do
+I/O, so the handler runs in a worker thread (run_in_threadpool). Errors become the
+error JSON of PRODUCT.md §3 with their code's status; NO_CAPACITY adds Retry-After.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from bcfleet.errors import FleetError, InvalidInputError, NoCapacityError, UnauthenticatedError
+from bcfleet.fleet import Fleet
+from bcfleet.http.metrics import Metrics
+from bcfleet.http.operations import Call, Endpoint, Operation, TenantResolver
+
+log = logging.getLogger("bcfleet.http")
+
+DEFAULT_MAX_BODY_BYTES = 1 << 20  # 1 MiB: an inventory of a large host is a few hundred KiB
+
+
+class PayloadTooLargeError(InvalidInputError):
+    """A request body over the server's limit: 413."""
+
+    http_status = 413
+
+
+class MethodNotAllowedError(InvalidInputError):
+    """A method the route does not serve: 405."""
+
+    http_status = 405
+
+
+@dataclass
+class Served:
+    """What every endpoint of one application shares."""
+
+    fleet: Fleet
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    poll_seconds: float = 1.0
+    heartbeat_seconds: float = 15.0
+    metrics: Metrics = field(default_factory=Metrics)
+    tenants: TenantResolver = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.tenants = TenantResolver(self.fleet)
+
+
+def served(request: Request) -> Served:
+    ctx: Served = request.app.state.served
+    return ctx
+
+
+def bearer_token(request: Request, *, required: bool) -> str | None:
+    """The token of `Authorization: Bearer bcf_…`; UNAUTHENTICATED when missing or malformed."""
+    header = request.headers.get("authorization")
+    if header is None:
+        if required:
+            raise UnauthenticatedError("a bearer token is required (Authorization: Bearer bcf_…)")
+        return None
+    scheme, _, token = header.partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise UnauthenticatedError("the Authorization header must be 'Bearer <token>'")
+    return token
+
+
+def error_response(error: FleetError) -> JSONResponse:
+    """The error document with its status; Retry-After for NO_CAPACITY, WWW-Authenticate for 401."""
+    headers: dict[str, str] = {}
+    if isinstance(error, NoCapacityError) and error.retry_after_seconds is not None:
+        headers["Retry-After"] = str(error.retry_after_seconds)
+    if isinstance(error, UnauthenticatedError):
+        headers["WWW-Authenticate"] = 'Bearer realm="bcfleet"'
+    return JSONResponse(error.to_json(), status_code=error.http_status, headers=headers)
+
+
+def internal_error_response() -> JSONResponse:
+    body = {"error": {"code": "INTERNAL", "message": "internal server error", "details": {}}}
+    return JSONResponse(body, status_code=500)
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The body, refused with 413 past the limit (by Content-Length, else while reading)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _too_large(limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(limit: int) -> PayloadTooLargeError:
+    return PayloadTooLargeError(
+        f"the request body is larger than {limit} bytes",
+        {"reason": "body_too_large", "limitBytes": limit},
+    )
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_json(raw: bytes) -> Any:
+    """Strict JSON (no NaN or Infinity); INVALID_INPUT naming where it broke."""
+    if not raw.strip():
+        raise InvalidInputError("a JSON body is required", {"reason": "empty_body"})
+    try:
+        value = json.loads(raw, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:
+        raise InvalidInputError(f"the body is not JSON: {exc}", {"reason": "bad_json"}) from None
+    check_text(value, "$")
+    return value
+
+
+def check_text(value: Any, path: str) -> None:
+    """Refuse NUL characters and lone surrogates: no database stores them."""
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            _check_string(item, where)
+        elif isinstance(item, dict):
+            for key, sub in item.items():
+                _check_string(key, where)
+                stack.append((sub, f"{where}.{key}"))
+        elif isinstance(item, list):
+            stack.extend((sub, f"{where}[{i}]") for i, sub in enumerate(item))
+
+
+def _check_string(text: str, where: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInputError(f"{where}: not valid Unicode", {"path": where}) from None
+    if "\x00" in text:
+        raise InvalidInputError(f"{where}: NUL characters are not allowed", {"path": where})
+
+
+def validate_body(validator: Draft202012Validator, body: Any) -> None:
+    """INVALID_INPUT listing every way the body breaks the operation's schema."""
+    problems = sorted(
+        {
+            ("$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e.absolute_path))
+            + ": "
+            + e.message
+            for e in validator.iter_errors(body)
+        }
+    )
+    if problems:
+        raise InvalidInputError(
+            "invalid request body: " + "; ".join(problems[:10]), {"problems": problems[:50]}
+        )
+
+
+def body_validator(schemas: Mapping[str, Any], name: str) -> Draft202012Validator:
+    """A validator of one component schema, its references resolved within the components."""
+    root = {"$ref": f"#/components/schemas/{name}", "components": {"schemas": dict(schemas)}}
+    return Draft202012Validator(root)
+
+
+async def _call_for(
+    op: Operation, request: Request, validator: Draft202012Validator | None
+) -> Call:
+    ctx = served(request)
+    token = bearer_token(request, required=op.auth)
+    path = dict(request.path_params)
+    check_text(path, "path")
+    query = {p.name: p.parse(request) for p in op.query}
+    check_text([v for v in query.values() if isinstance(v, str)], "query")
+    body: Any = None
+    if op.request is not None:
+        body = parse_json(await read_body(request, ctx.max_body_bytes))
+        if validator is not None:
+            validate_body(validator, body)
+    return Call(ctx.fleet, token, path, query, body, ctx.tenants)
+
+
+def endpoint_for(op: Operation, validator: Draft202012Validator | None) -> Endpoint:
+    """The Starlette endpoint of an operation (raw endpoints keep only the error rendering)."""
+
+    async def endpoint(request: Request) -> Response:
+        request.scope["bcfleet.route"] = op.path
+        try:
+            if op.endpoint is not None:
+                return await op.endpoint(request)
+            call = await _call_for(op, request, validator)
+            assert op.handler is not None
+            result = await run_in_threadpool(op.handler, call)
+        except FleetError as error:
+            return error_response(error)
+        except Exception:
+            log.exception("%s %s failed", op.method, op.path)
+            return internal_error_response()
+        if op.response_media != "application/json":
+            return Response(str(result), media_type=op.response_media, status_code=op.status)
+        return JSONResponse(result, status_code=op.status)
+
+    return endpoint
