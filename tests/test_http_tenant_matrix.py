@@ -24,6 +24,7 @@ BODIES: dict[str, Any] = {
     "flavors.update": {"vcpu": 1, "memoryGiB": 1, "diskGiB": 1},
     "hosts.adopt": {"pool": "acme-pool", "name": "sneaky-01"},
     "hosts.report": inventory(cpus=2),
+    "hosts.reportInstanceState": {"state": "running"},
     "instances.create": {"pool": "acme-pool", "flavor": "g1.small"},
     "instances.resize": {"flavor": "g1.small"},
     "quotas.set": {"vcpu": 1000},
