@@ -38,6 +38,19 @@ def run_dashboard(*, read_only: bool, refresh: float, tenant: str | None) -> Non
     help="Seconds between refreshes (0: only when you press r).",
 )
 @click.option("--tenant", help="The tenant the compute settings and preview start on.")
-def group(read_only: bool, refresh: float, tenant: str | None) -> None:
+@click.option("--server", help="Read through this HTTP API (fleet serve) instead of the database.")
+def group(read_only: bool, refresh: float, tenant: str | None, server: str | None) -> None:
     """The operator dashboard: hosts, reservations, previews, compute settings, usage, events."""
-    run_dashboard(read_only=read_only, refresh=refresh, tenant=tenant)
+    if server is None:
+        run_dashboard(read_only=read_only, refresh=refresh, tenant=tenant)
+        return
+    from bcfleet.http.client import FleetClient
+    from bcfleet.tui.app import FleetApp
+    from bcfleet.tui.remote_source import RemoteSource
+
+    token = state().token
+    if not token:
+        raise click.UsageError("--server needs --token (or BCFLEET_TOKEN)")
+    with FleetClient(server, token) as client:
+        source = RemoteSource(client, label=server)
+        FleetApp(source, read_only=read_only, refresh_seconds=refresh, tenant=tenant).run()

@@ -1,0 +1,157 @@
+"""The dashboard over the HTTP API (`fleet tui --server URL --token T`): the same reads as LocalSource."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from bcfleet.domain.compute_settings import (
+    ChangeResult,
+    ComputeChange,
+    ComputeSettings,
+    draft_change,
+)
+from bcfleet.http.client import FleetClient
+from bcfleet.tui.source import (
+    JSON,
+    USAGE_WINDOWS_READ,
+    ComputeSnapshot,
+    NotAvailable,
+    PreviewRequest,
+    SaveOutcome,
+    is_degraded,
+    snapshot_of,
+)
+
+
+def change_body(change: ComputeChange) -> dict[str, Any]:
+    """A ComputeChange as the PATCH /v1/settings/compute body (the CLI's flags, in camelCase)."""
+    enable = [s for s, c in change.sizes.items() if c.enabled is True]
+    disable = [s for s, c in change.sizes.items() if c.enabled is False]
+    spares = {s: c.spares for s, c in change.sizes.items() if c.spares is not None}
+    body: dict[str, Any] = {
+        "enable": enable,
+        "disable": disable,
+        "clearDefault": change.clear_default,
+    }
+    if spares:
+        body["spares"] = spares
+    if change.default_size is not None:
+        body["defaultSize"] = change.default_size
+    if change.serverless_pool is not None:
+        body["serverlessPool"] = change.serverless_pool
+    return body
+
+
+class RemoteSource:
+    """Reads through a FleetClient; what the HTTP API does not serve (job runs) is NotAvailable."""
+
+    def __init__(self, client: FleetClient, *, label: str) -> None:
+        self.client = client
+        self.label = label
+
+    def describe(self) -> str:
+        return self.label
+
+    def now(self) -> datetime:
+        return self.client.now()
+
+    def revision(self) -> int | None:
+        return None  # no cheap change marker over HTTP yet: every refresh reads
+
+    def tenants(self) -> list[JSON]:
+        return self.client.tenants()
+
+    def pools(self) -> list[JSON]:
+        return self.client.pools()
+
+    def hosts(self) -> list[JSON]:
+        return self.client.hosts()
+
+    def host(self, host: str) -> JSON:
+        return self.client.host(host)
+
+    def set_draining(self, host: str, draining: bool) -> JSON:
+        return self.client.set_draining(host, draining)
+
+    def instances(self) -> list[JSON]:
+        return self.client.instances()
+
+    def instance(self, instance_id: str) -> JSON:
+        return self.client.instance(instance_id)
+
+    def host_guests(self, host: str) -> list[JSON]:
+        return self.client.host_specs(host)
+
+    def degraded(self) -> list[JSON]:
+        found = [i for i in self.instances() if is_degraded(i)]
+        names = {h["id"]: h["name"] for h in self.hosts()}
+        return [{**i, "host": names.get(i.get("nodeId") or "")} for i in found]
+
+    def host_bookings(self, host: str) -> list[JSON]:
+        items: list[JSON] = self.client.request("GET", f"/v1/hosts/{host}/reservations")["items"]
+        return items
+
+    def reservations(self) -> list[JSON]:
+        items: list[JSON] = self.client.request("GET", "/v1/reservations")["items"]
+        return items
+
+    def reservation(self, reservation_id: str) -> JSON:
+        answer: JSON = self.client.request("GET", f"/v1/reservations/{reservation_id}")
+        return answer
+
+    def preview(self, request: PreviewRequest) -> JSON:
+        body = {"pool": request.pool, "gpus": request.gpus, "duration": request.duration,
+                "nodes": request.nodes, "spot": request.spot}  # fmt: skip
+        answer: JSON = self.client.request(
+            "POST", "/v1/capacity/preview", json_body=body, params={"tenant": request.tenant}
+        )
+        return answer
+
+    def compute_settings(self, tenant: str) -> ComputeSnapshot:
+        body = self.client.request("GET", "/v1/settings/compute", params={"tenant": tenant})
+        return snapshot_of(body)
+
+    def draft_compute_settings(
+        self, current: ComputeSettings, change: ComputeChange
+    ) -> ChangeResult:
+        return draft_change(current, change)
+
+    def save_compute_settings(
+        self, tenant: str, current: ComputeSettings, desired: ComputeChange
+    ) -> SaveOutcome:
+        del current  # the server saves against what is stored, in the saving transaction
+        body = self.client.request(
+            "PATCH",
+            "/v1/settings/compute",
+            json_body=change_body(desired),
+            params={"tenant": tenant},
+        )
+        notices = tuple(str(n["message"]) for n in body.get("notices") or ())
+        return SaveOutcome(snapshot_of(body).settings, str(body["message"]), notices)
+
+    def usage(self, since: datetime) -> JSON:
+        items: list[JSON] = []
+        cursor = None
+        while len(items) < USAGE_WINDOWS_READ:
+            page = self.client.request(
+                "GET",
+                "/v1/usage",
+                params={"since": since.isoformat(), "after": cursor, "limit": 10_000},
+            )
+            items.extend(page["items"])
+            if len(page["items"]) < 10_000 or page.get("cursor") is None:
+                return {"items": items, "complete": True}
+            cursor = page["cursor"]
+        return {"items": items, "complete": False}
+
+    def events(self, after: int | None, types: Sequence[str] = (), limit: int = 200) -> JSON:
+        return self.client.events(after=after, types=types, limit=limit)
+
+    def jobs(self) -> list[JSON]:
+        raise NotAvailable("jobs (the HTTP API has no jobs route yet)")
+
+    def job_runs(self, job: str) -> list[JSON]:
+        del job
+        raise NotAvailable("jobs (the HTTP API has no jobs route yet)")
