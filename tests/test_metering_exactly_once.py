@@ -220,7 +220,8 @@ def test_a_tick_killed_with_sigkill_mid_catch_up_then_another_runner_finishes(
             signal.SIGKILL
         )  # mid-catch-up: committed batches stay, the open one is lost
         tick.wait(timeout=30)
-        assert tick.returncode == -signal.SIGKILL, tick.stderr.read() if tick.stderr else ""
+        # killed mid-catch-up, or (on a quick run) already done: either way nothing is doubled
+        assert tick.returncode in (0, -signal.SIGKILL), tick.stderr.read() if tick.stderr else ""
         assert_exact_prefix(any_fleet, scenario)
     # Usually the kill lands mid-catch-up; on a quick run the tick may have finished first.
     # Either way the other runner must leave exactly one row per window.
