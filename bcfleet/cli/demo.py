@@ -60,9 +60,11 @@ def group(hosts: int, fresh: bool, no_tui: bool, read_only: bool) -> None:
         ) from exc
     summary.update(_workloads(s.fleet))
     if not (no_tui or s.json or not sys.stdout.isatty()):
+        from bcfleet.cli.demo_background import background
         from bcfleet.cli.tui import run_dashboard
 
-        run_dashboard(read_only=read_only, refresh=2.0, tenant=None)
+        with background(s.fleet):  # the jobs and a simulated agent keep the fleet moving
+            run_dashboard(read_only=read_only, refresh=2.0, tenant=None)
         return
     hosts_page = s.fleet.api.hosts.list(s.credential)
     pools_page = s.fleet.api.pools.list(s.credential)
