@@ -70,6 +70,7 @@ class ComputeView(ViewScreen):
         self.snapshot: ComputeSnapshot | None = None
         self.form: Form | None = None
         self.evaluation: Evaluation | None = None
+        self._choices: list[tuple[str, str]] = []
 
     # -- layout -------------------------------------------------------------------------------
 
@@ -193,9 +194,9 @@ class ComputeView(ViewScreen):
         select: Select[str] = self.query_one("#default", Select)
         select.disabled = self.fleet_app.read_only
         choices = list(ev.default_choices)
-        if load or getattr(select, "_choices", None) != choices:
+        if load or self._choices != choices:
             select.set_options((text, name) for name, text in choices)
-            select._choices = choices  # type: ignore[attr-defined]
+            self._choices = choices
         wanted = self.form.default if self.form is not None else None
         if wanted is not None and any(name == wanted for name, _ in choices):
             select.value = wanted
