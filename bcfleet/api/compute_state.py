@@ -12,7 +12,7 @@ from typing import Any, Literal, TypeVar
 from sqlalchemy.exc import InvalidRequestError
 from sqlmodel import Session, col, select
 
-from bcfleet.api.auth import Actor, acting_for
+from bcfleet.api.auth import Actor, acting_for, owned_resource
 from bcfleet.domain.compute_settings import (
     ComputeSettings,
     EnvironmentUse,
@@ -143,6 +143,24 @@ def lock_and_refresh(session: Session, row: Owned) -> Owned:
     except InvalidRequestError as exc:
         raise NotFoundError(f"{row.id!r} not found", {"id": row.id}) from exc
     return row
+
+
+def owned_for(
+    session: Session,
+    actor: Actor,
+    model: type[Owned],
+    object_id: str,
+    what: str,
+    action: str,
+    *,
+    changes: bool,
+) -> tuple[Actor, Owned]:
+    """find_owned, then authorize the action on the object, then (for changes) lock and re-read it."""
+    scoped, row = find_owned(session, actor, model, object_id, what)
+    scoped.require(action, owned_resource(row.tenant_id, what, row.id))
+    if changes:
+        lock_and_refresh(session, row)
+    return scoped, row
 
 
 def find_environment(session: Session, tenant_id: str, ref: str) -> FleetEnvironment:

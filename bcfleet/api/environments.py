@@ -9,9 +9,9 @@ from sqlalchemy import func
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from bcfleet.api.auth import Actor, Credential, owned_resource, tenant_resource
+from bcfleet.api.auth import Actor, Credential, tenant_resource
 from bcfleet.api.base import Area
-from bcfleet.api.compute_state import find_owned, lock_and_refresh, require_usable
+from bcfleet.api.compute_state import owned_for, require_usable
 from bcfleet.api.compute_views import environment_json
 from bcfleet.api.events import emit
 from bcfleet.api.pools import validate_name
@@ -51,17 +51,16 @@ class EnvironmentsAPI(Area):
         action: str,
         tenant_id: str | None = None,
     ) -> tuple[Actor, FleetEnvironment]:
-        actor, env = find_owned(
+        actor = self.actor(session, credential, tenant_id)
+        return owned_for(
             session,
-            self.actor(session, credential, tenant_id),
+            actor,
             FleetEnvironment,
             environment_id,
             "environment",
+            action,
+            changes=action == MANAGE,
         )
-        actor.require(action, owned_resource(env.tenant_id, "environment", env.id))
-        if action == MANAGE:
-            lock_and_refresh(session, env)
-        return actor, env
 
     def _event(self, session: Session, env: FleetEnvironment, kind: str) -> None:
         emit(

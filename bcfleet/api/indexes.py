@@ -14,9 +14,9 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from bcfleet.api.auth import Actor, Credential, owned_resource, tenant_resource
+from bcfleet.api.auth import Actor, Credential, tenant_resource
 from bcfleet.api.base import Area
-from bcfleet.api.compute_state import find_owned, lock_and_refresh, require_usable
+from bcfleet.api.compute_state import owned_for, require_usable
 from bcfleet.api.compute_views import index_json
 from bcfleet.api.events import emit
 from bcfleet.api.services import validate_names
@@ -38,13 +38,10 @@ class IndexesAPI(Area):
         action: str,
         tenant_id: str | None = None,
     ) -> tuple[Actor, PipelineIndex]:
-        actor, index = find_owned(
-            session, self.actor(session, credential, tenant_id), PipelineIndex, index_id, "index"
+        actor = self.actor(session, credential, tenant_id)
+        return owned_for(
+            session, actor, PipelineIndex, index_id, "index", action, changes=action == MANAGE
         )
-        actor.require(action, owned_resource(index.tenant_id, "index", index.id))
-        if action == MANAGE:
-            lock_and_refresh(session, index)
-        return actor, index
 
     def _event(self, session: Session, index: PipelineIndex, kind: str) -> None:
         emit(

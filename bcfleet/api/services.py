@@ -19,13 +19,12 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from bcfleet.api.auth import Actor, Credential, owned_resource, tenant_resource
+from bcfleet.api.auth import Actor, Credential, tenant_resource
 from bcfleet.api.base import Area
 from bcfleet.api.compute_state import (
     effective_size,
     find_environment,
-    find_owned,
-    lock_and_refresh,
+    owned_for,
     require_usable,
 )
 from bcfleet.api.compute_views import service_json
@@ -100,13 +99,10 @@ class ServicesAPI(Area):
         action: str,
         tenant_id: str | None = None,
     ) -> tuple[Actor, Service]:
-        actor, service = find_owned(
-            session, self.actor(session, credential, tenant_id), Service, service_id, "service"
+        actor = self.actor(session, credential, tenant_id)
+        return owned_for(
+            session, actor, Service, service_id, "service", action, changes=action == MANAGE
         )
-        actor.require(action, owned_resource(service.tenant_id, "service", service.id))
-        if action == MANAGE:
-            lock_and_refresh(session, service)
-        return actor, service
 
     def _json(self, session: Session, service: Service) -> dict[str, Any]:
         environment = (
