@@ -3,40 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
-from sqlmodel import Session, col, select
+from sqlmodel import col, select
 
 from bcfleet.api.auth import Credential, owned_resource
 from bcfleet.api.base import Area
 from bcfleet.api.views import event_json
 from bcfleet.errors import InvalidInputError
-from bcfleet.ids import IdFactory
+from bcfleet.store.event_log import emit
 from bcfleet.store.models import Event
 
-
-def emit(
-    session: Session,
-    ids: IdFactory,
-    at: datetime,
-    event_type: str,
-    *,
-    tenant_id: str | None,
-    subject_id: str | None = None,
-    data: dict[str, Any] | None = None,
-) -> Event:
-    """Add one tenant's copy of an event to the log, in the caller's transaction."""
-    event = Event(
-        id=ids.new("evt", at),
-        type=event_type,
-        tenant_id=tenant_id,
-        subject_id=subject_id,
-        data=dict(data or {}),
-        at=at,
-    )
-    session.add(event)
-    return event
+__all__ = ["EventsAPI", "emit"]
 
 
 class EventsAPI(Area):

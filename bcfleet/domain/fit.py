@@ -164,6 +164,7 @@ class HostSnapshot:
     gpus_free: int = 0
     draining: bool = False
     labels: Mapping[str, str] = field(default_factory=dict)
+    inventory_generation: int | None = None  # as the candidate query read it
 
     @property
     def applies_placement(self) -> bool:

@@ -234,6 +234,31 @@ class Inventory:
         except (KeyError, TypeError) as exc:
             raise ValueError(f"malformed inventory: {exc!r}") from exc
 
+    @classmethod
+    def from_stored(cls, doc: Mapping[str, Any]) -> Inventory:
+        """An inventory that was validated when it was stored: built without checking it again."""
+        return cls(
+            cpus=tuple(
+                Cpu(c["id"], c.get("numaNode"), c.get("isolated", False)) for c in doc["cpus"]
+            ),
+            numa_nodes=tuple(
+                NumaNode(
+                    n["id"],
+                    n["memoryGiB"],
+                    tuple(
+                        HugepagePool(p["sizeBytes"], p["total"], p["free"])
+                        for p in n.get("hugepages", ())
+                    ),
+                )
+                for n in doc["numaNodes"]
+            ),
+            memory_gib=doc["memoryGiB"],
+            disk_gib=doc["diskGiB"],
+            gpus=tuple(
+                Gpu(g["model"], g["pciAddress"], g.get("numaNode")) for g in doc.get("gpus", ())
+            ),
+        )
+
     def to_json(self) -> dict[str, Any]:
         return {
             "cpus": [

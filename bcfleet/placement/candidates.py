@@ -35,7 +35,7 @@ _COLUMNS = ", ".join(
     f"{a}.allocatable, {a}.ratio, {a}.capacity, {a}.allocated" for a in ("v", "m", "d")
 )
 _FEASIBLE = (
-    f"SELECT h.id, h.labels, {_COLUMNS} FROM hosts h "
+    f"SELECT h.id, h.labels, h.inventory_generation, {_COLUMNS} FROM hosts h "
     "JOIN node_resources v ON v.node_id = h.id AND v.resource = 'vcpu' "
     "JOIN node_resources m ON m.node_id = h.id AND m.resource = 'memoryGiB' "
     "JOIN node_resources d ON d.node_id = h.id AND d.resource = 'diskGiB' "
@@ -70,10 +70,10 @@ def _feasible_page(
 
 def _snapshot(row: Any, gpus: tuple[int, int]) -> HostSnapshot:
     values = list(row)
-    node_id, labels = values[0], values[1]
+    node_id, labels, generation = values[0], values[1], values[2]
     resources: dict[str, ResourceRow] = {}
     for i, resource in enumerate(SCALARS):
-        allocatable, ratio, capacity, allocated = values[2 + 4 * i : 6 + 4 * i]
+        allocatable, ratio, capacity, allocated = values[3 + 4 * i : 7 + 4 * i]
         resources[resource] = ResourceRow(resource, allocatable, ratio, capacity, allocated)
     return HostSnapshot(
         node_id=node_id,
@@ -82,6 +82,7 @@ def _snapshot(row: Any, gpus: tuple[int, int]) -> HostSnapshot:
         gpus_free=gpus[0],
         draining=False,
         labels=dict(labels or {}),
+        inventory_generation=int(generation),
     )
 
 
@@ -103,7 +104,9 @@ def feasible_hosts(
     for after, before in ((cursor, None), ("", cursor or None)):
         last = after
         while len(found) < want:
-            page = _feasible_page(session, pool_id, claims, last, before, PAGE)
+            # Without a GPU or label filter every row is a candidate: fetch no more than wanted.
+            limit = PAGE if gpus > 0 or needs_label else min(PAGE, want - len(found))
+            page = _feasible_page(session, pool_id, claims, last, before, limit)
             if not page:
                 break
             last = page[-1][0]
@@ -115,7 +118,7 @@ def feasible_hosts(
                 if needs_label and not snapshot.applies_placement:
                     continue
                 found.append(snapshot)
-            if len(page) < PAGE:
+            if len(page) < limit:
                 break
         if len(found) >= want or before is None and not cursor:
             break

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import text
+from sqlalchemy import bindparam, text
 from sqlmodel import Session, col, select
 
 from bcfleet.domain.fit import HostSnapshot, NoFit, check_fit, explain_no_fit, rank, weigher
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from bcfleet.fleet import Fleet
 
 CANDIDATES_TO_SCORE = 16
+_INSERT_ALLOCATION = Allocation.__table__.insert()  # type: ignore[attr-defined]
 LIVE_STATES = ("running", "stopped", "provisioning")
 
 
@@ -69,13 +70,12 @@ def place_instance(
         created_at=now,
         updated_at=now,
     )
-    session.add(instance)
-    session.flush()
     charge(session, tenant_id, pool.id, quota_charge_of(shape))
     if pool.kind == "provider":
         instance.state = "provisioning"  # the providers.reconcile job makes the server
-        return instance
-    try_place(session, fleet, instance, pool)
+    else:
+        try_place(session, fleet, instance, pool)
+    session.add(instance)  # one INSERT, with the outcome, when the transaction flushes
     return instance
 
 
@@ -135,11 +135,35 @@ def _mark_unschedulable(
     session.add(instance)
 
 
+# All of a node's scalar claims in one guarded statement (SQLite, whose writers are serialized):
+# every row is updated, or none is when any of them would go over its capacity.
+_CLAIM_ALL = text(
+    "UPDATE node_resources SET allocated = allocated + CASE resource "
+    "WHEN 'vcpu' THEN :vcpu WHEN 'memoryGiB' THEN :mem ELSE :disk END, "
+    "generation = generation + 1 "
+    "WHERE node_id = :node AND resource IN ('vcpu', 'memoryGiB', 'diskGiB') "
+    "AND NOT EXISTS (SELECT 1 FROM node_resources o WHERE o.node_id = :node AND "
+    "o.resource IN ('vcpu', 'memoryGiB', 'diskGiB') AND o.allocated + CASE o.resource "
+    "WHEN 'vcpu' THEN :vcpu WHEN 'memoryGiB' THEN :mem ELSE :disk END > o.capacity)"
+)
+
+
 def claim_scalars(session: Session, node_id: str, claims: Mapping[str, int]) -> str | None:
     """Guarded claims on one node (vcpu first: placements on a host take turns on its vcpu row).
 
     Returns the first resource whose guard refused, or None when every claim was taken.
+    On SQLite the three claims are one statement; on PostgreSQL one per row, in the lock order.
     """
+    if is_sqlite(session.get_bind().engine) and all(claims.get(r, 0) > 0 for r in SCALARS):
+        params = {
+            "node": node_id,
+            "vcpu": int(claims["vcpu"]),
+            "mem": int(claims["memoryGiB"]),
+            "disk": int(claims["diskGiB"]),
+        }
+        if session.execute(_CLAIM_ALL, params).rowcount == len(SCALARS):  # type: ignore[attr-defined]
+            return None
+        return _refusing_resource(session, node_id, claims)
     for resource in SCALARS:
         amount = int(claims.get(resource, 0))
         if amount <= 0:
@@ -154,6 +178,20 @@ def claim_scalars(session: Session, node_id: str, claims: Mapping[str, int]) -> 
         if updated.rowcount == 0:  # type: ignore[attr-defined]
             return resource
     return None
+
+
+def _refusing_resource(session: Session, node_id: str, claims: Mapping[str, int]) -> str:
+    """The first scalar (in claim order) whose row cannot take its claim."""
+    rows = dict(
+        session.execute(
+            text("SELECT resource, capacity - allocated FROM node_resources WHERE node_id = :n"),
+            {"n": node_id},
+        ).all()
+    )
+    for resource in SCALARS:
+        if int(claims.get(resource, 0)) > int(rows.get(resource, 0)):
+            return resource
+    return SCALARS[0]
 
 
 def lock_node_rows(session: Session, node_id: str) -> None:
@@ -205,22 +243,36 @@ def _claim_on(
         return NoFit("gpu", f"0 of {shape.gpus} gpu free")
     try:
         placement = choose_placement(
-            session, fleet, pool, host.node_id, shape, policy, atoms, instance.id
+            session,
+            fleet,
+            pool,
+            host.node_id,
+            shape,
+            policy,
+            atoms,
+            instance.id,
+            inventory_generation=host.inventory_generation,
         )
     except NotCandidate as refused:
         savepoint.rollback()
         return refused.no_fit()
-    allocation = Allocation(
-        id=fleet.new_id("alloc"),
-        node_id=host.node_id,
-        consumer_kind="instance",
-        consumer_id=instance.id,
-        tenant_id=instance.tenant_id,
-        pool_id=pool.id,
-        claims=shape.claims(),
-        starts_at=now,
+    allocation_id = fleet.new_id("alloc")
+    session.connection().execute(
+        _INSERT_ALLOCATION,
+        {
+            "id": allocation_id,
+            "node_id": host.node_id,
+            "consumer_kind": "instance",
+            "consumer_id": instance.id,
+            "tenant_id": instance.tenant_id,
+            "pool_id": pool.id,
+            "claims": shape.claims(),
+            "starts_at": now,
+            "ends_at": None,
+            "released_at": None,
+            "release_reason": None,
+        },
     )
-    session.add(allocation)
     gpu_atoms.book(
         session,
         fleet.ids,
@@ -232,8 +284,7 @@ def _claim_on(
         end=None,
         at=now,
     )
-    _record_placement(instance, host.node_id, allocation.id, placement, fleet)
-    session.add(instance)
+    _record_placement(instance, host.node_id, allocation_id, placement, fleet)
     savepoint.commit()
     return None
 
@@ -269,16 +320,17 @@ def choose_atoms(
     return list(free[:count])
 
 
+_OTHERS_ON = select(Instance.host_placement).where(
+    col(Instance.node_id) == bindparam("node"),
+    col(Instance.state).in_(LIVE_STATES),
+    col(Instance.id) != bindparam("exclude"),
+    col(Instance.host_placement).is_not(None),
+)
+
+
 def others_on(session: Session, node_id: str, exclude: str) -> list[HostPlacement]:
     """The placements of the host's other live guests (read after the vcpu row was claimed)."""
-    docs = session.scalars(
-        select(Instance.host_placement).where(
-            col(Instance.node_id) == node_id,
-            col(Instance.state).in_(LIVE_STATES),
-            col(Instance.id) != exclude,
-            col(Instance.host_placement).is_not(None),
-        )
-    ).all()
+    docs = session.connection().execute(_OTHERS_ON, {"node": node_id, "exclude": exclude}).scalars()
     return [HostPlacement.from_json(doc) for doc in docs if doc]
 
 
@@ -291,11 +343,13 @@ def choose_placement(
     policy: PlacementPolicy | None,
     atoms: Sequence[gpu_atoms.AtomRef],
     instance_id: str,
+    *,
+    inventory_generation: int | None = None,
 ) -> HostPlacement:
     """The NUMA chooser over this host's inventory and its other guests' placements."""
     reserve = pool.host_reserve.get("vcpu", fleet.settings.host_reserve.vcpu)
     return choose_host_placement(
-        host_inventory(session, fleet, node_id),
+        host_inventory(session, fleet, node_id, inventory_generation),
         shape,
         policy,
         gpus=[Gpu(a.model, a.pci_address, a.numa_node) for a in atoms],
@@ -306,20 +360,31 @@ def choose_placement(
 
 
 _INVENTORY_CACHE_MAX = 20_000
+_INVENTORY = select(Host.inventory_generation, Host.inventory).where(col(Host.id) == bindparam("n"))
 
 
-def host_inventory(session: Session, fleet: Fleet, node_id: str) -> Inventory:
-    """The host's parsed inventory, cached on the fleet by its generation (parsing dominated placements)."""
+def host_inventory(
+    session: Session, fleet: Fleet, node_id: str, known_generation: int | None = None
+) -> Inventory:
+    """The host's parsed inventory, cached on the fleet by its generation (parsing dominated placements).
+
+    known_generation is the one this transaction's candidate query read; SQLite serializes
+    writers, so it still holds. On PostgreSQL the generation is read again after the claim.
+    """
     _inventories: dict[str, tuple[int, Inventory]] = fleet.caches.setdefault("inventories", {})
-    generation = session.execute(
-        text("SELECT inventory_generation FROM hosts WHERE id = :n"), {"n": node_id}
-    ).scalar_one()
+    generation = known_generation
+    if generation is None or not is_sqlite(session.get_bind().engine):
+        generation = session.execute(
+            text("SELECT inventory_generation FROM hosts WHERE id = :n"), {"n": node_id}
+        ).scalar_one()
     cached = _inventories.get(node_id)
     if cached is not None and cached[0] == generation:
         return cached[1]
-    document = session.execute(select(Host.inventory).where(col(Host.id) == node_id)).scalar_one()
+    generation, document = session.connection().execute(_INVENTORY, {"n": node_id}).one()
     assert document is not None
-    inventory = Inventory.from_json(document)
+    # Validated when it was reported (the inventory schema) and by vps.hosts before the host
+    # had any capacity rows, so it is built here without checking it again.
+    inventory = Inventory.from_stored(document)
     if len(_inventories) >= _INVENTORY_CACHE_MAX:
         _inventories.clear()
     _inventories[node_id] = (int(generation), inventory)

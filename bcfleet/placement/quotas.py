@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 
-from sqlalchemy import text
+from sqlalchemy import TextClause, text
 from sqlmodel import Session
 
 from bcfleet.errors import QuotaExceededError
@@ -22,12 +23,44 @@ def _ensure_rows(session: Session, tenant_id: str, pool_id: str, resources: list
     session.execute(_ENSURE_ROW, [{"t": tenant_id, "p": pool_id, "r": r} for r in resources])
 
 
+@lru_cache(maxsize=64)
+def _charge_all(count: int) -> TextClause:
+    """One guarded UPDATE charging `count` resources: every row is charged, or none is."""
+    amount = "CASE {col} " + " ".join(f"WHEN :r{i} THEN :n{i}" for i in range(count)) + " END"
+    names = ", ".join(f":r{i}" for i in range(count))
+    return text(
+        f"UPDATE quotas SET used = used + {amount.format(col='resource')} "
+        f"WHERE tenant_id = :t AND pool_id = :p AND resource IN ({names}) "
+        "AND (SELECT count(*) FROM quotas c WHERE c.tenant_id = :t AND c.pool_id = :p "
+        f"AND c.resource IN ({names})) = {count} "
+        "AND NOT EXISTS (SELECT 1 FROM quotas q WHERE q.tenant_id = :t AND q.pool_id = :p "
+        f'AND q.resource IN ({names}) AND q."limit" IS NOT NULL '
+        f'AND q.used + {amount.format(col="q.resource")} > q."limit")'
+    )
+
+
+def _charge_at_once(
+    session: Session, tenant_id: str, pool_id: str, wanted: Mapping[str, int]
+) -> bool:
+    """SQLite (writers serialized): all rows in one statement; False when any is missing or would overrun."""
+    params: dict[str, object] = {"t": tenant_id, "p": pool_id}
+    for i, resource in enumerate(sorted(wanted)):
+        params[f"r{i}"], params[f"n{i}"] = resource, wanted[resource]
+    updated = session.execute(_charge_all(len(wanted)), params)
+    return bool(updated.rowcount == len(wanted))  # type: ignore[attr-defined]
+
+
 def charge(session: Session, tenant_id: str, pool_id: str, amounts: Mapping[str, int]) -> None:
     """Charge the tenant's quota in the pool; QUOTA_EXCEEDED (and nothing charged) when any would overrun."""
     wanted = {r: n for r, n in amounts.items() if n > 0}
     if not wanted:
         return
+    sqlite = is_sqlite(session.get_bind().engine)
+    if sqlite and _charge_at_once(session, tenant_id, pool_id, wanted):
+        return
     _ensure_rows(session, tenant_id, pool_id, sorted(wanted))
+    if sqlite and _charge_at_once(session, tenant_id, pool_id, wanted):
+        return
     for resource in sorted(wanted):  # a fixed order: concurrent chargers lock rows alike
         amount = wanted[resource]
         updated = session.execute(

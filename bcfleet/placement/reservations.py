@@ -28,7 +28,8 @@ from bcfleet.placement import gpus
 from bcfleet.placement.conditions import clear_condition, set_condition
 from bcfleet.placement.quotas import charge, refund
 from bcfleet.store.engine import is_sqlite
-from bcfleet.store.models import Event, GpuAtom, Host, Reservation
+from bcfleet.store.event_log import emit
+from bcfleet.store.models import GpuAtom, Host, Reservation
 
 if TYPE_CHECKING:
     from bcfleet.fleet import Fleet
@@ -46,8 +47,7 @@ def record_event(
     data: dict[str, Any],
 ) -> None:
     """One event for the reservation's own tenant (operators read every tenant's copy)."""
-    session.add(Event(id=ids.new("evt", at), type=event_type, tenant_id=rsv.tenant_id,
-                      subject_id=rsv.id, data=dict(data), at=at))  # fmt: skip
+    emit(session, ids, at, event_type, tenant_id=rsv.tenant_id, subject_id=rsv.id, data=data)
 
 
 def gpu_charge(rsv: Reservation) -> dict[str, int]:

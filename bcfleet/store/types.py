@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import DateTime
 from sqlalchemy.engine import Dialect
@@ -26,3 +27,14 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value is None:
             return None
         return value.replace(tzinfo=UTC)
+
+
+# Default factories for JSON columns. Plain Python functions, not the `dict`/`list` builtins:
+# pydantic inspects a default factory's signature on every construction, and a builtin's
+# signature is parsed from text (about 50 µs a call, a third of creating an Instance).
+def empty_dict() -> dict[str, Any]:
+    return {}
+
+
+def empty_list() -> list[Any]:
+    return []

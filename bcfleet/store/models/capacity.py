@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import JSON, Index, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from bcfleet.store.types import UTCDateTime
+from bcfleet.store.types import UTCDateTime, empty_dict
 
 
 class GpuAtom(SQLModel, table=True):
@@ -42,7 +42,7 @@ class Allocation(SQLModel, table=True):
     consumer_id: str
     tenant_id: str = Field(foreign_key="tenants.id", index=True)
     pool_id: str = Field(foreign_key="pools.id")
-    claims: dict[str, int] = Field(default_factory=dict, sa_type=JSON)
+    claims: dict[str, int] = Field(default_factory=empty_dict, sa_type=JSON)
     starts_at: datetime = Field(sa_type=UTCDateTime)
     ends_at: datetime | None = Field(default=None, sa_type=UTCDateTime)  # None: open-ended
     released_at: datetime | None = Field(default=None, sa_type=UTCDateTime)

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import JSON, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from bcfleet.store.types import UTCDateTime
+from bcfleet.store.types import UTCDateTime, empty_dict
 
 
 class ComputeSettingsRow(SQLModel, table=True):
@@ -23,7 +23,7 @@ class ComputeSettingsRow(SQLModel, table=True):
 
     tenant_id: str = Field(foreign_key="tenants.id", primary_key=True)
     # {size: {"enabled": bool, "spares": int}} for every size of the catalogue
-    sizes: dict[str, dict[str, Any]] = Field(default_factory=dict, sa_type=JSON)
+    sizes: dict[str, dict[str, Any]] = Field(default_factory=empty_dict, sa_type=JSON)
     default_size: str | None = None  # None: Medium
     serverless_pool_id: str | None = Field(default=None, foreign_key="pools.id")
     version: int = 1

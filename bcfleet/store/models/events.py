@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import JSON, Index
 from sqlmodel import Field, SQLModel
 
-from bcfleet.store.types import UTCDateTime
+from bcfleet.store.types import UTCDateTime, empty_dict
 
 
 class Event(SQLModel, table=True):
@@ -20,5 +20,5 @@ class Event(SQLModel, table=True):
     type: str = Field(index=True)
     tenant_id: str | None = Field(default=None)  # None: visible to operators only
     subject_id: str | None = None
-    data: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    data: dict[str, Any] = Field(default_factory=empty_dict, sa_type=JSON)
     at: datetime = Field(sa_type=UTCDateTime)

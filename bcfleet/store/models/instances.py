@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import JSON
 from sqlmodel import Field, SQLModel
 
-from bcfleet.store.types import UTCDateTime
+from bcfleet.store.types import UTCDateTime, empty_dict, empty_list
 
 
 class Instance(SQLModel, table=True):
@@ -22,11 +22,11 @@ class Instance(SQLModel, table=True):
     # pending | running | stopped | deleted (hosted); provider instances add provisioning
     state: str = "pending"
     # the flavor's shape copied at admission: vcpu, memoryGiB, diskGiB, gpus, offerId, placement
-    shape: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    shape: dict[str, Any] = Field(default_factory=empty_dict, sa_type=JSON)
     node_id: str | None = Field(default=None, foreign_key="hosts.id", index=True)
     allocation_id: str | None = Field(default=None, index=True)
     host_placement: dict[str, Any] | None = Field(default=None, sa_type=JSON)
-    conditions: list[dict[str, Any]] = Field(default_factory=list, sa_type=JSON)
+    conditions: list[dict[str, Any]] = Field(default_factory=empty_list, sa_type=JSON)
     purpose: str = "tenant"  # tenant | spare | service
     size: str | None = None  # the instance size of a spare or service instance
     created_at: datetime = Field(sa_type=UTCDateTime)

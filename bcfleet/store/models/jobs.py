@@ -7,7 +7,7 @@ from datetime import datetime
 from sqlalchemy import JSON, Index, Text
 from sqlmodel import Field, SQLModel
 
-from bcfleet.store.types import UTCDateTime
+from bcfleet.store.types import UTCDateTime, empty_dict
 
 
 class JobRun(SQLModel, table=True):
@@ -22,7 +22,7 @@ class JobRun(SQLModel, table=True):
     started_at: datetime = Field(sa_type=UTCDateTime)
     finished_at: datetime = Field(sa_type=UTCDateTime)
     outcome: str  # ok | error | skipped
-    counts: dict[str, int] = Field(default_factory=dict, sa_type=JSON)
+    counts: dict[str, int] = Field(default_factory=empty_dict, sa_type=JSON)
     error: str | None = Field(default=None, sa_type=Text)
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import JSON, Index, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from bcfleet.store.types import UTCDateTime
+from bcfleet.store.types import UTCDateTime, empty_dict
 
 
 class ProviderAccount(SQLModel, table=True):
@@ -33,8 +33,8 @@ class Pool(SQLModel, table=True):
     kind: str  # vps-host | provider
     owner_tenant_id: str = Field(foreign_key="tenants.id", index=True)
     gpu_model: str | None = None
-    overcommit: dict[str, float] = Field(default_factory=dict, sa_type=JSON)
-    host_reserve: dict[str, int] = Field(default_factory=dict, sa_type=JSON)
+    overcommit: dict[str, float] = Field(default_factory=empty_dict, sa_type=JSON)
+    host_reserve: dict[str, int] = Field(default_factory=empty_dict, sa_type=JSON)
     provider_account_id: str | None = Field(default=None, foreign_key="provider_accounts.id")
     created_at: datetime = Field(sa_type=UTCDateTime)
     version: int = 1
@@ -58,7 +58,7 @@ class Host(SQLModel, table=True):
     id: str = Field(primary_key=True)
     name: str = Field(unique=True)
     pool_id: str = Field(foreign_key="pools.id")
-    labels: dict[str, str] = Field(default_factory=dict, sa_type=JSON)
+    labels: dict[str, str] = Field(default_factory=empty_dict, sa_type=JSON)
     tenant_controlled: bool = False
     state: str = "ready"  # ready | draining
     inventory: dict[str, Any] | None = Field(default=None, sa_type=JSON)

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import JSON, Index, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from bcfleet.store.types import UTCDateTime
+from bcfleet.store.types import UTCDateTime, empty_list
 
 
 class Reservation(SQLModel, table=True):
@@ -38,11 +38,11 @@ class Reservation(SQLModel, table=True):
     # Who preempted it: kept so the release at the deadline words its event by the same rule.
     preempted_by: str | None = None
     preempted_by_tenant: str | None = None
-    node_ids: list[str] = Field(default_factory=list, sa_type=JSON)  # where it is placed
+    node_ids: list[str] = Field(default_factory=empty_list, sa_type=JSON)  # where it is placed
     last_attempt_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     idempotency_key: str | None = None
     input_hash: str | None = None
-    conditions: list[dict[str, Any]] = Field(default_factory=list, sa_type=JSON)
+    conditions: list[dict[str, Any]] = Field(default_factory=empty_list, sa_type=JSON)
     release_reason: str | None = None
     quota_charged: bool = False
     created_at: datetime = Field(sa_type=UTCDateTime)

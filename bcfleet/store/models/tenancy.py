@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import JSON, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from bcfleet.store.types import UTCDateTime
+from bcfleet.store.types import UTCDateTime, empty_list
 
 
 class Tenant(SQLModel, table=True):
@@ -50,7 +50,7 @@ class Policy(SQLModel, table=True):
     id: str = Field(primary_key=True)
     tenant_id: str = Field(foreign_key="tenants.id", index=True)
     name: str
-    statements: list[dict[str, Any]] = Field(default_factory=list, sa_type=JSON)
+    statements: list[dict[str, Any]] = Field(default_factory=empty_list, sa_type=JSON)
     created_at: datetime = Field(sa_type=UTCDateTime)
 
 

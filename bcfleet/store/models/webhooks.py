@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import JSON, Index, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from bcfleet.store.types import UTCDateTime
+from bcfleet.store.types import UTCDateTime, empty_dict, empty_list
 
 
 class Webhook(SQLModel, table=True):
@@ -20,7 +20,7 @@ class Webhook(SQLModel, table=True):
     tenant_id: str = Field(foreign_key="tenants.id", index=True)
     url: str
     secret: str  # the HMAC key: needed to sign, so kept (and shown only when created)
-    event_types: list[str] = Field(default_factory=list, sa_type=JSON)  # empty: every type
+    event_types: list[str] = Field(default_factory=empty_list, sa_type=JSON)  # empty: every type
     active: bool = True
     cursor: int = 0
     created_at: datetime = Field(sa_type=UTCDateTime)
@@ -42,7 +42,7 @@ class WebhookDelivery(SQLModel, table=True):
     event_seq: int
     event_id: str
     event_type: str
-    payload: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    payload: dict[str, Any] = Field(default_factory=empty_dict, sa_type=JSON)
     state: str = "pending"  # pending | delivered | dead
     attempts: int = 0
     next_attempt_at: datetime = Field(sa_type=UTCDateTime)

@@ -1,0 +1,41 @@
+"""Appending to the event log: one Core insert in the caller's transaction, sequenced in emit order."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlmodel import Session
+
+from bcfleet.ids import IdFactory
+from bcfleet.store.models import Event
+
+_INSERT_EVENT = Event.__table__.insert()  # type: ignore[attr-defined]
+
+
+def emit(
+    session: Session,
+    ids: IdFactory,
+    at: datetime,
+    event_type: str,
+    *,
+    tenant_id: str | None,
+    subject_id: str | None = None,
+    data: dict[str, Any] | None = None,
+) -> None:
+    """Add one tenant's copy of an event to the log, in the caller's transaction.
+
+    Written at once with a Core insert (no unit of work): events take their sequence numbers
+    in the order they were emitted.
+    """
+    session.connection().execute(
+        _INSERT_EVENT,
+        {
+            "id": ids.new("evt", at),
+            "type": event_type,
+            "tenant_id": tenant_id,
+            "subject_id": subject_id,
+            "data": dict(data or {}),
+            "at": at,
+        },
+    )
