@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import bindparam, text
+from sqlalchemy import JSON, bindparam, column, text
+from sqlalchemy.orm import make_transient_to_detached
 from sqlmodel import Session, col, select
 
 from bcfleet.domain.fit import HostSnapshot, NoFit, check_fit, explain_no_fit, rank, weigher
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
 
 CANDIDATES_TO_SCORE = 16
 _INSERT_ALLOCATION = Allocation.__table__.insert()  # type: ignore[attr-defined]
+_INSERT_INSTANCE = Instance.__table__.insert()  # type: ignore[attr-defined]
+_COLUMNS = tuple(c.key for c in Instance.__table__.columns)  # type: ignore[attr-defined]
 LIVE_STATES = ("running", "stopped", "provisioning")
 
 
@@ -75,7 +78,10 @@ def place_instance(
         instance.state = "provisioning"  # the providers.reconcile job makes the server
     else:
         try_place(session, fleet, instance, pool)
-    session.add(instance)  # one INSERT, with the outcome, when the transaction flushes
+    # One Core INSERT with the outcome, then the object joins the session as a loaded row.
+    session.connection().execute(_INSERT_INSTANCE, {c: getattr(instance, c) for c in _COLUMNS})
+    make_transient_to_detached(instance)
+    session.add(instance)
     return instance
 
 
@@ -132,7 +138,6 @@ def _mark_unschedulable(
         instance.conditions, "Unschedulable", reason="NoHostFits", message=message, at=fleet.now()
     )
     instance.updated_at = fleet.now()
-    session.add(instance)
 
 
 # All of a node's scalar claims in one guarded statement (SQLite, whose writers are serialized):
@@ -320,12 +325,11 @@ def choose_atoms(
     return list(free[:count])
 
 
-_OTHERS_ON = select(Instance.host_placement).where(
-    col(Instance.node_id) == bindparam("node"),
-    col(Instance.state).in_(LIVE_STATES),
-    col(Instance.id) != bindparam("exclude"),
-    col(Instance.host_placement).is_not(None),
-)
+_LIVE_IN = ", ".join(f"'{state}'" for state in LIVE_STATES)
+_OTHERS_ON = text(
+    "SELECT host_placement FROM instances WHERE node_id = :node AND id != :exclude "
+    f"AND state IN ({_LIVE_IN}) AND host_placement IS NOT NULL"
+).columns(column("host_placement", JSON))
 
 
 def others_on(session: Session, node_id: str, exclude: str) -> list[HostPlacement]:
