@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from sqlalchemy import bindparam
 from sqlmodel import Session, select
 
 from bcfleet.domain.policy import AccessRequest, evaluate, role_statements
@@ -102,13 +103,21 @@ def resolve(session: Session, credential: Credential | None) -> Actor:
     return Actor(principal.tenant_id, principal.role, principal.id, tuple(statements))
 
 
+# Existence checks on the path of every call: prebuilt statements, no entity loaded
+# (through the session, so rows added earlier in the same transaction are seen).
+_TENANT_EXISTS = select(Tenant.id).where(Tenant.id == bindparam("t"))
+_OFFERED = select(PoolOffer.pool_id).where(
+    PoolOffer.pool_id == bindparam("p"), PoolOffer.tenant_id == bindparam("t")
+)
+
+
 def acting_for(session: Session, actor: Actor, tenant_id: str | None) -> Actor:
     """The actor scoped to a tenant: root's admin may act as (and see as) any tenant."""
     if tenant_id is None or tenant_id == actor.tenant_id:
         return actor
     if not actor.is_root_admin:
         raise ForbiddenError("this credential belongs to another tenant", {"tenant": tenant_id})
-    if session.get(Tenant, tenant_id) is None:
+    if session.execute(_TENANT_EXISTS, {"t": tenant_id}).first() is None:
         raise NotFoundError(f"tenant {tenant_id!r} not found", {"tenant": tenant_id})
     return replace(
         actor,
@@ -138,7 +147,8 @@ def pool_visible(session: Session, actor: Actor, pool: Pool) -> bool:
     """The owner, the tenants it is offered to, and root's admin know a pool exists."""
     if actor.is_root_admin or pool.owner_tenant_id == actor.tenant_id:
         return True
-    return session.get(PoolOffer, (pool.id, actor.tenant_id)) is not None
+    found = session.execute(_OFFERED, {"p": pool.id, "t": actor.tenant_id})
+    return found.first() is not None
 
 
 def visible_pool_ids(session: Session, actor: Actor) -> Sequence[str] | None:

@@ -35,6 +35,7 @@ from bcfleet.placement.conditions import clear_condition, set_condition
 from bcfleet.placement.quotas import charge, quota_charge_of, refund
 from bcfleet.store.engine import is_sqlite
 from bcfleet.store.models import Allocation, Host, Instance, Pool
+from bcfleet.store.uow import CoreSavepoint
 
 if TYPE_CHECKING:
     from bcfleet.fleet import Fleet
@@ -237,7 +238,7 @@ def _claim_on(
 ) -> NoFit | None:
     """Claim one host inside a savepoint; a NoFit (and nothing written) when it cannot take the guest."""
     now = fleet.now()
-    savepoint = session.begin_nested()
+    savepoint = CoreSavepoint(session)
     failed = claim_scalars(session, host.node_id, shape.claims())
     if failed is not None:
         savepoint.rollback()
@@ -290,7 +291,7 @@ def _claim_on(
         at=now,
     )
     _record_placement(instance, host.node_id, allocation_id, placement, fleet)
-    savepoint.commit()
+    savepoint.release()
     return None
 
 

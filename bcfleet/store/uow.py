@@ -51,3 +51,27 @@ def current_revision(session: Session) -> int:
         return int(value or 0)
     row = session.execute(text("SELECT last_value, is_called FROM bcfleet_state_revision")).one()
     return int(row[0]) if row[1] else 0
+
+
+class CoreSavepoint:
+    """A savepoint written as plain SQL, for a block that writes through Core statements only.
+
+    The ORM's begin_nested() compiles a new SAVEPOINT statement on every call, which cost a
+    placement more than its claim. The session is flushed first, so a rollback to this
+    savepoint never undoes rows the ORM believes written; the block must not flush ORM
+    objects it might roll back (pending objects added last are flushed after release()).
+    """
+
+    NAME = "bcfleet_core"
+
+    def __init__(self, session: Session) -> None:
+        session.flush()
+        self._connection = session.connection()
+        self._connection.exec_driver_sql(f"SAVEPOINT {self.NAME}")
+
+    def release(self) -> None:
+        self._connection.exec_driver_sql(f"RELEASE SAVEPOINT {self.NAME}")
+
+    def rollback(self) -> None:
+        self._connection.exec_driver_sql(f"ROLLBACK TO SAVEPOINT {self.NAME}")
+        self._connection.exec_driver_sql(f"RELEASE SAVEPOINT {self.NAME}")
