@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sqlalchemy import bindparam
 from sqlmodel import Session, select
 
 from bcfleet.api.auth import Actor, pool_visible
@@ -17,14 +18,26 @@ def get_tenant(session: Session, tenant_id: str) -> Tenant:
     return tenant
 
 
+# Statements built once, with bind parameters: building a select per call cost more than running it.
+_POOL_BY_ID = select(Pool).where(Pool.id == bindparam("ref"))
+_POOL_BY_NAME = select(Pool).where(Pool.name == bindparam("ref"))
+_POOLS = {
+    (by_id, lock): (query.with_for_update() if lock else query)
+    for by_id, query in ((True, _POOL_BY_ID), (False, _POOL_BY_NAME))
+    for lock in (False, True)
+}
+_FLAVOR_BY_ID = select(Flavor).where(
+    Flavor.pool_id == bindparam("pool"), Flavor.id == bindparam("ref")
+)
+_FLAVOR_BY_NAME = select(Flavor).where(
+    Flavor.pool_id == bindparam("pool"), Flavor.name == bindparam("ref")
+)
+
+
 def find_pool(session: Session, actor: Actor, ref: str, *, lock: bool = False) -> Pool:
     """A pool by id or name; NOT_FOUND (never FORBIDDEN) for pools the actor may not see."""
-    query = select(Pool).where(Pool.id == ref) if has_prefix(ref, "pool") else None
-    if query is None:
-        query = select(Pool).where(Pool.name == ref)
-    if lock:
-        query = query.with_for_update()
-    pool = session.exec(query).first()
+    query = _POOLS[(has_prefix(ref, "pool"), lock)]
+    pool: Pool | None = session.execute(query, {"ref": ref}).scalars().first()
     if pool is None or not pool_visible(session, actor, pool):
         raise NotFoundError(f"pool {ref!r} not found", {"pool": ref})
     return pool
@@ -46,8 +59,8 @@ def find_flavor(
     session: Session, pool: Pool, name: str, *, include_archived: bool = False
 ) -> Flavor:
     """A flavor of a pool by name (or id); archived ones are NOT_FOUND unless asked for."""
-    column = Flavor.id if has_prefix(name, "flv") else Flavor.name
-    flavor = session.exec(select(Flavor).where(Flavor.pool_id == pool.id, column == name)).first()
+    query = _FLAVOR_BY_ID if has_prefix(name, "flv") else _FLAVOR_BY_NAME
+    flavor: Flavor | None = session.execute(query, {"pool": pool.id, "ref": name}).scalars().first()
     if flavor is None or (flavor.archived and not include_archived):
         raise NotFoundError(
             f"flavor {name!r} not found in pool {pool.name!r}",

@@ -7,12 +7,13 @@ savepoint back and moves on to the next candidate. Nothing here reads the wall c
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import JSON, bindparam, column, text
+from sqlalchemy import JSON, column, text
 from sqlalchemy.orm import make_transient_to_detached
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
 from bcfleet.domain.fit import HostSnapshot, NoFit, check_fit, explain_no_fit, rank, weigher
 from bcfleet.domain.numa import (
@@ -34,7 +35,7 @@ from bcfleet.placement.candidates import advance_cursor, feasible_hosts, pool_sn
 from bcfleet.placement.conditions import clear_condition, set_condition
 from bcfleet.placement.quotas import charge, quota_charge_of, refund
 from bcfleet.store.engine import is_sqlite
-from bcfleet.store.models import Allocation, Host, Instance, Pool
+from bcfleet.store.models import Allocation, Instance, Pool
 from bcfleet.store.uow import CoreSavepoint
 
 if TYPE_CHECKING:
@@ -365,7 +366,10 @@ def choose_placement(
 
 
 _INVENTORY_CACHE_MAX = 20_000
-_INVENTORY = select(Host.inventory_generation, Host.inventory).where(col(Host.id) == bindparam("n"))
+_INVENTORY_DOCUMENTS_MAX = 1_000
+# The document as text: hosts of one hardware model report the same inventory, and share one
+# parsed copy (keyed by the text) instead of each decoding and building its own.
+_INVENTORY = text("SELECT inventory_generation, CAST(inventory AS TEXT) FROM hosts WHERE id = :n")
 
 
 def host_inventory(
@@ -387,9 +391,15 @@ def host_inventory(
         return cached[1]
     generation, document = session.connection().execute(_INVENTORY, {"n": node_id}).one()
     assert document is not None
-    # Validated when it was reported (the inventory schema) and by vps.hosts before the host
-    # had any capacity rows, so it is built here without checking it again.
-    inventory = Inventory.from_stored(document)
+    by_document: dict[str, Inventory] = fleet.caches.setdefault("inventory_documents", {})
+    inventory = by_document.get(document)
+    if inventory is None:
+        # Validated when it was reported (the inventory schema) and by vps.hosts before the
+        # host had any capacity rows, so it is built here without checking it again.
+        inventory = Inventory.from_stored(json.loads(document))
+        if len(by_document) >= _INVENTORY_DOCUMENTS_MAX:
+            by_document.clear()
+        by_document[document] = inventory
     if len(_inventories) >= _INVENTORY_CACHE_MAX:
         _inventories.clear()
     _inventories[node_id] = (int(generation), inventory)
