@@ -155,11 +155,18 @@ _CLAIM_ALL = text(
 )
 
 
+_CLAIM_ONE = text(
+    "UPDATE node_resources SET allocated = allocated + :n, generation = generation + 1 "
+    "WHERE node_id = :node AND resource = :r AND allocated + :n <= capacity"
+)
+
+
 def claim_scalars(session: Session, node_id: str, claims: Mapping[str, int]) -> str | None:
     """Guarded claims on one node (vcpu first: placements on a host take turns on its vcpu row).
 
-    Returns the first resource whose guard refused, or None when every claim was taken.
-    On SQLite the three claims are one statement; on PostgreSQL one per row, in the lock order.
+    Returns the first resource whose guard refused (and nothing claimed), or None when every
+    claim was taken. On SQLite the three claims are one statement; on PostgreSQL one per row,
+    in the lock order, the rows already taken given back when a later one refuses.
     """
     if is_sqlite(session.get_bind().engine) and all(claims.get(r, 0) > 0 for r in SCALARS):
         params = {
@@ -171,19 +178,16 @@ def claim_scalars(session: Session, node_id: str, claims: Mapping[str, int]) -> 
         if session.execute(_CLAIM_ALL, params).rowcount == len(SCALARS):  # type: ignore[attr-defined]
             return None
         return _refusing_resource(session, node_id, claims)
+    taken: dict[str, int] = {}
     for resource in SCALARS:
         amount = int(claims.get(resource, 0))
         if amount <= 0:
             continue
-        updated = session.execute(
-            text(
-                "UPDATE node_resources SET allocated = allocated + :n, generation = generation + 1 "
-                "WHERE node_id = :node AND resource = :r AND allocated + :n <= capacity"
-            ),
-            {"n": amount, "node": node_id, "r": resource},
-        )
+        updated = session.execute(_CLAIM_ONE, {"n": amount, "node": node_id, "r": resource})
         if updated.rowcount == 0:  # type: ignore[attr-defined]
+            return_scalars(session, node_id, taken)  # all or nothing, as on SQLite
             return resource
+        taken[resource] = amount
     return None
 
 
