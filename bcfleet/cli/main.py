@@ -12,55 +12,68 @@ from bcfleet import __version__
 from bcfleet.cli.common import common_options, fail, reset_state, state
 from bcfleet.errors import EXIT_USAGE, FleetError
 
-# Each module defines `group` (a click.Group or click.Command) registered under its name,
-# or `commands`, a list of top-level commands.
-COMMAND_MODULES = (
-    "tenants",
-    "iam",
-    "pools",
-    "hosts",
-    "flavors",
-    "provider_accounts",
-    "provider_fake",
-    "events",
-    "billing",
-    "usage",
-    "jobs",
-    "db",
-    "instances",
-    "quotas",
-    "doctor",
-    "demo",
-    "reservations",
-    "capacity",
-    "settings",
-    "services",
-    "indexes",
-    "environments",
-    "fleetconfig",
-    "serve",
-    "webhooks",
-    "agent",
-    "tui",
-)
+# Each command's module, imported only when the command runs (or help lists it): a cron
+# job running `fleet plan` does not pay for the dashboard, the server or the agent.
+# A module defines `group` (the command of its name) or `commands` (several top-level ones).
+COMMANDS = {
+    "tenants": "tenants",
+    "iam": "iam",
+    "pools": "pools",
+    "hosts": "hosts",
+    "flavors": "flavors",
+    "provider-accounts": "provider_accounts",
+    "provider-fake": "provider_fake",
+    "events": "events",
+    "billing": "billing",
+    "usage": "usage",
+    "jobs": "jobs",
+    "db": "db",
+    "instances": "instances",
+    "quotas": "quotas",
+    "doctor": "doctor",
+    "demo": "demo",
+    "reservations": "reservations",
+    "capacity": "capacity",
+    "settings": "settings",
+    "services": "services",
+    "indexes": "indexes",
+    "environments": "environments",
+    "validate": "fleetconfig",
+    "plan": "fleetconfig",
+    "apply": "fleetconfig",
+    "force-unlock": "fleetconfig",
+    "serve": "serve",
+    "webhooks": "webhooks",
+    "agent": "agent",
+    "tui": "tui",
+}
+COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def module_commands(module_name: str) -> dict[str, click.Command]:
+    """The top-level commands a command module defines, by name."""
+    module = import_module(f"bcfleet.cli.{module_name}")
+    found = getattr(module, "commands", None) or [module.group]
+    return {command.name or "": command for command in found}
+
+
+class LazyGroup(click.Group):
+    """The root group: lists every command by name and imports its module on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:  # noqa: ARG002
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:  # noqa: ARG002
+        module_name = COMMANDS.get(cmd_name)
+        return None if module_name is None else module_commands(module_name).get(cmd_name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="fleet")
 @common_options
 def cli() -> None:
     """bcfleet: declare a compute fleet, plan and apply it, place and meter what runs on it."""
     state()
-
-
-def _register() -> None:
-    for module_name in COMMAND_MODULES:
-        module = import_module(f"bcfleet.cli.{module_name}")
-        for command in getattr(module, "commands", None) or [module.group]:
-            cli.add_command(command)
-
-
-_register()
 
 
 def _usage_error(error: click.ClickException) -> None:
