@@ -280,3 +280,17 @@ async def test_the_keys_panel_lists_this_views_keys_and_read_only_drops_drain(
             assert ("Drain/undrain" in shown) is drain
             await pilot.press("escape")
             assert isinstance(app.screen, HostsView)
+
+
+async def test_a_refresh_rebuilds_only_the_rows_of_hosts_that_changed(fleet_db: Path) -> None:
+    app, fleet = local_app(fleet_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        before = dict(table(app).all_rows)
+        fleet.api.hosts.set_state(OP, host="fra-01", draining=True)
+        await pilot.press("r")
+        await settle(pilot)
+        after = table(app).all_rows
+        changed = [key for key, row in after.items() if row is not before[key]]
+        assert [str(after[key].cells[0]) for key in changed] == ["fra-01"]
+        assert str(table(app).get_row(changed[0])[2]) == "draining"  # and the table shows it

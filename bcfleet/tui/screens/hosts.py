@@ -16,6 +16,7 @@ from textual.binding import Binding, BindingType
 from bcfleet.tui.host_rows import COLUMNS, host_row, with_age
 from bcfleet.tui.screens.confirm import Confirm
 from bcfleet.tui.screens.table import TableView
+from bcfleet.tui.widgets.keyed_table import Row
 
 NARROW_BELOW = 100
 """Terminal widths under this get the compact cells that fit 80 columns."""
@@ -51,11 +52,22 @@ class HostsView(TableView):
         return self.source.hosts()
 
     def show(self, data: Any) -> None:
-        self._drawn_narrow = self.narrow
-        self.hosts = {h["id"]: h for h in data}
-        now = self.now or self.source.now()
+        """Rows for the hosts; a host whose item has not changed keeps its row (AGE brought up
+        to now), so a refresh where little moved builds and compares little."""
         narrow = self.narrow
-        self.table.set_rows(host_row(h, now, narrow=narrow) for h in data)
+        now = self.now or self.source.now()
+        before = self.hosts if narrow == self._drawn_narrow else {}
+        drawn = self.table.all_rows
+        self._drawn_narrow = narrow
+        self.hosts = {h["id"]: h for h in data}
+
+        def row(host: dict[str, Any]) -> Row:
+            old = drawn.get(host["id"])
+            if old is not None and before.get(host["id"]) == host:
+                return with_age(old, host, now) or old
+            return host_row(host, now, narrow=narrow)
+
+        self.table.set_rows(row(h) for h in data)
 
     def clock_tick(self) -> None:
         """Only the AGE cells move with the clock; patch the rows whose text changed."""

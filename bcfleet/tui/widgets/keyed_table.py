@@ -123,6 +123,9 @@ class KeyedTable(SteadyTable):
         self.sort_index: int | None = None
         self.sort_reverse = False
         self._shown: list[str] = []
+        self._drawn: dict[str, Row] = {}
+        """The rows the DataTable holds, as of the last sync: the same Row object again is
+        known to be drawn already, so a refresh of 5,000 unchanged rows compares none."""
         self._widened = False
 
     def on_mount(self) -> None:
@@ -200,6 +203,7 @@ class KeyedTable(SteadyTable):
         if not self.is_mounted or len(self.columns) != len(self.spec):
             return
         wanted = self._visible()
+        updates = self._update_count
         cursor = self.cursor_key
         wanted_set = set(wanted)
         gone = [k for k in self._shown if k not in wanted_set]
@@ -212,6 +216,11 @@ class KeyedTable(SteadyTable):
             if list(self._ordered_keys()) != wanted:
                 self._reorder(wanted)
         self._shown = wanted
+        self._drawn = {key: self.all_rows[key] for key in wanted}
+        if self._update_count != updates:
+            # DataTable's render caches are keyed by the update count: what they hold now is
+            # never read again, only kept (thousands of segments) until the LRU pushes it out.
+            self._clear_caches()
         if cursor is not None and cursor in wanted_set:
             index = self.get_row_index(cursor)
             if index != self.cursor_row:
@@ -225,8 +234,11 @@ class KeyedTable(SteadyTable):
         present = set(self.rows)
         keys = [c.key for c in self.spec]
         new = []
+        drawn = self._drawn
         for key in wanted:
             row = self.all_rows[key]
+            if drawn.get(key) is row:
+                continue
             if RowKey(key) not in present:
                 new.append(key)
                 continue
