@@ -294,3 +294,20 @@ async def test_a_refresh_rebuilds_only_the_rows_of_hosts_that_changed(fleet_db: 
         changed = [key for key, row in after.items() if row is not before[key]]
         assert [str(after[key].cells[0]) for key in changed] == ["fra-01"]
         assert str(table(app).get_row(changed[0])[2]) == "draining"  # and the table shows it
+
+
+async def test_a_clock_tick_moves_only_the_ages_that_change(fleet_db: Path) -> None:
+    app, fleet = local_app(fleet_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, HostsView)
+        before = dict(table(app).all_rows)
+        ages = {str(r.cells[0]): str(r.cells[-1]) for r in before.values()}
+        assert (ages["fra-03"], ages["fra-01"]) == ("10s", "2h")  # fra-03 reported at T0 + 30s
+        fleet.clock.advance(seconds=60)  # type: ignore[attr-defined]
+        screen.request_refresh()  # what the timer asks: nothing changed, so only the clock moved
+        await settle(pilot)
+        after = table(app).all_rows
+        moved = {str(r.cells[0]): str(r.cells[-1]) for k, r in after.items() if r is not before[k]}
+        assert moved == {"fra-03": "1m"}

@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.text import Text
 
-from bcfleet.tui.format import DIM_DASH, Cell, age, count_of, usage_cell
+from bcfleet.tui.format import DIM_DASH, Cell, age, count_of, parse_stamp, usage_cell
 from bcfleet.tui.widgets.keyed_table import Column, Row
 
 COLUMNS = (
@@ -96,3 +96,18 @@ def with_age(row: Row, host: Mapping[str, Any], now: datetime) -> Row | None:
         return None
     cells = row.cells[:AGE] + (text,) + row.cells[AGE + 1 :]
     return Row(row.key, cells, row.sort[:AGE] + (seconds,) + row.sort[AGE + 1 :])
+
+
+_AGE_UNITS = ((60, 1), (3600, 60), (86400, 3600))
+"""(below this many seconds, the short AGE text moves every so many seconds); then by days."""
+
+
+def next_age_change(when: str | None, now: datetime) -> float | None:
+    """The fleet time (epoch seconds) after `now` at which the AGE text of `when` changes next;
+    None for no time (the cell is a dash for good)."""
+    if not when:
+        return None
+    start = parse_stamp(when).timestamp()
+    elapsed = max(now.timestamp() - start, 0.0)
+    unit = next((every for below, every in _AGE_UNITS if elapsed < below), 86400)
+    return start + (elapsed // unit + 1) * unit

@@ -7,13 +7,15 @@ the fleet's instances or a host's inventory.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import Any, ClassVar
 
 from textual.app import SystemCommand
 from textual.binding import Binding, BindingType
 
-from bcfleet.tui.host_rows import COLUMNS, host_row, with_age
+from bcfleet.tui.host_rows import COLUMNS, host_row, next_age_change, with_age
 from bcfleet.tui.screens.confirm import Confirm
 from bcfleet.tui.screens.table import TableView
 from bcfleet.tui.widgets.keyed_table import Row
@@ -47,37 +49,74 @@ class HostsView(TableView):
         super().__init__()
         self.hosts: dict[str, dict[str, Any]] = {}
         self._drawn_narrow = False
+        self._age_due: dict[str, float] = {}
+        """Per row, the fleet time (epoch seconds) at which its AGE text changes next."""
+        self._age_heap: list[tuple[float, str]] = []
+        """The same times as a heap, so a clock tick looks at the rows whose AGE moved only."""
 
     def fetch(self) -> Any:
         return self.source.hosts()
 
     def show(self, data: Any) -> None:
-        """Rows for the hosts; a host whose item has not changed keeps its row (AGE brought up
-        to now), so a refresh where little moved builds and compares little."""
+        """Rows for the hosts; a host whose item has not changed keeps its row (its AGE brought
+        up to now when that moved), so a refresh where little changed builds little."""
         narrow = self.narrow
         now = self.now or self.source.now()
+        at = now.timestamp()
         before = self.hosts if narrow == self._drawn_narrow else {}
         drawn = self.table.all_rows
+        dues = self._age_due
         self._drawn_narrow = narrow
         self.hosts = {h["id"]: h for h in data}
+        self._age_due = {}
 
         def row(host: dict[str, Any]) -> Row:
-            old = drawn.get(host["id"])
-            if old is not None and before.get(host["id"]) == host:
-                return with_age(old, host, now) or old
-            return host_row(host, now, narrow=narrow)
+            key = host["id"]
+            old = drawn.get(key)
+            if old is not None and before.get(key) == host:
+                due = dues.get(key)
+                if due is None or due > at:
+                    if due is not None:
+                        self._age_due[key] = due
+                    return old
+                new = with_age(old, host, now) or old
+            else:
+                new = host_row(host, now, narrow=narrow)
+            self._due(key, host, now)
+            return new
 
         self.table.set_rows(row(h) for h in data)
+        self._age_heap = [(due, key) for key, due in self._age_due.items()]
+        heapq.heapify(self._age_heap)
+
+    def _due(self, key: str, host: Mapping[str, Any], now: datetime) -> None:
+        due = next_age_change(host.get("inventoryReportedAt"), now)
+        if due is not None:
+            self._age_due[key] = due
+        else:
+            self._age_due.pop(key, None)
 
     def clock_tick(self) -> None:
-        """Only the AGE cells move with the clock; patch the rows whose text changed."""
+        """Only the AGE cells move with the clock: patch the rows whose AGE text is due to."""
         now = self.now or self.source.now()
-        table = self.table
-        changed = [
-            row
-            for key, old in table.all_rows.items()
-            if key in self.hosts and (row := with_age(old, self.hosts[key], now)) is not None
-        ]
+        at = now.timestamp()
+        heap, due_keys = self._age_heap, []
+        while heap and heap[0][0] <= at:
+            due, key = heapq.heappop(heap)
+            if self._age_due.get(key) == due:
+                due_keys.append(key)
+        table, changed = self.table, []
+        for key in due_keys:
+            host, old = self.hosts.get(key), table.all_rows.get(key)
+            if host is None or old is None:
+                self._age_due.pop(key, None)
+                continue
+            new = with_age(old, host, now)
+            if new is not None:
+                changed.append(new)
+            self._due(key, host, now)
+            if key in self._age_due:
+                heapq.heappush(heap, (self._age_due[key], key))
         if changed:
             table.patch(changed)
 
