@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from rich.console import Console
+from textual.widgets import DataTable
 
 from bcfleet.api.auth import LOCAL_OPERATOR as OP
 from bcfleet.tui.screens.base import ViewScreen
@@ -311,3 +312,25 @@ async def test_a_clock_tick_moves_only_the_ages_that_change(fleet_db: Path) -> N
         after = table(app).all_rows
         moved = {str(r.cells[0]): str(r.cells[-1]) for k, r in after.items() if r is not before[k]}
         assert moved == {"fra-03": "1m"}
+
+
+async def test_a_refresh_draws_again_only_the_cells_that_changed(
+    fleet_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app, fleet = local_app(fleet_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        drawn: list[int] = []
+        original = DataTable._render_cell
+
+        def counted(self: Any, row_index: int, *args: Any, **kwargs: Any) -> Any:
+            drawn.append(row_index)
+            return original(self, row_index, *args, **kwargs)
+
+        monkeypatch.setattr(DataTable, "_render_cell", counted)
+        fleet.api.hosts.set_state(OP, host="fra-01", draining=True)
+        await pilot.press("r")
+        await settle(pilot)
+        assert "fra-01" in names(app)
+        fra_01 = names(app).index("fra-01")
+        assert drawn and set(drawn) <= {-1, fra_01}  # the header and the row that changed
