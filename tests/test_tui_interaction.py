@@ -334,3 +334,21 @@ async def test_a_refresh_draws_again_only_the_cells_that_changed(
         assert "fra-01" in names(app)
         fra_01 = names(app).index("fra-01")
         assert drawn and set(drawn) <= {-1, fra_01}  # the header and the row that changed
+
+
+async def test_a_timer_tick_that_finds_nothing_changed_draws_nothing(fleet_db: Path) -> None:
+    app, _ = local_app(fleet_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        line = app.screen.query_one(StatusLine)
+        updates: list[Any] = []
+        original = line.update
+        line.update = lambda *a, **k: (updates.append(a), original(*a, **k))[1]  # type: ignore[method-assign]
+        screen = app.screen
+        assert isinstance(screen, ViewScreen)
+        screen.request_refresh()  # what the timer asks
+        await settle(pilot)
+        assert updates == []
+        await pilot.press("r")  # asked for: says refreshing…, then updated
+        await settle(pilot)
+        assert len(updates) == 2
