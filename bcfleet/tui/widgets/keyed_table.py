@@ -217,11 +217,14 @@ class KeyedTable(SteadyTable):
         else:
             for key in gone:
                 self.remove_row(key)
-            self._update_and_add(wanted)
-            if list(self._ordered_keys()) != wanted:
+            added = self._update_and_add(wanted)
+            # With no row added or removed the table is still in the order last shown.
+            order = self._ordered_keys() if gone or added else self._shown
+            if list(order) != wanted:
                 self._reorder(wanted)
         self._shown = wanted
-        self._drawn = {key: self.all_rows[key] for key in wanted}
+        everything = len(wanted) == len(self.all_rows)
+        self._drawn = dict(self.all_rows) if everything else {k: self.all_rows[k] for k in wanted}
         if self._update_count != updates:
             # DataTable's render caches are keyed by the update count: what they hold now is
             # never read again, only kept (thousands of segments) until the LRU pushes it out.
@@ -235,8 +238,8 @@ class KeyedTable(SteadyTable):
     def _ordered_keys(self) -> Iterable[str]:
         return (str(row.key.value) for row in self.ordered_rows)
 
-    def _update_and_add(self, wanted: Sequence[str]) -> None:
-        present = set(self.rows)
+    def _update_and_add(self, wanted: Sequence[str]) -> int:
+        """Update the rows that changed, append the new ones; returns how many were new."""
         keys = [c.key for c in self.spec]
         new = []
         drawn = self._drawn
@@ -244,7 +247,7 @@ class KeyedTable(SteadyTable):
             row = self.all_rows[key]
             if drawn.get(key) is row:
                 continue
-            if RowKey(key) not in present:
+            if RowKey(key) not in self.rows:
                 new.append(key)
                 continue
             old = self.get_row(key)
@@ -258,6 +261,7 @@ class KeyedTable(SteadyTable):
             self._clear_caches()
             self._require_update_dimensions = True
             self.check_idle()
+        return len(new)
 
     def _widen(self, column_key: str, cell: Cell) -> None:
         """Columns grow to fit a wider cell and never shrink on updates.
