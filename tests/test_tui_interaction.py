@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import Any
 
@@ -352,3 +353,17 @@ async def test_a_timer_tick_that_finds_nothing_changed_draws_nothing(fleet_db: P
         await pilot.press("r")  # asked for: says refreshing…, then updated
         await settle(pilot)
         assert len(updates) == 2
+
+
+async def test_the_command_line_dashboard_freezes_its_heap_after_the_first_paint(
+    fleet_db: Path,
+) -> None:
+    app, _ = local_app(fleet_db, freeze_heap=True)
+    try:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot)
+            await pilot.pause()
+            assert app._frozen_after_load and gc.get_freeze_count() > 0
+            assert len(names(app)) == 52
+    finally:
+        gc.unfreeze()  # the rest of this test process collects as usual

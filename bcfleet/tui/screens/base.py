@@ -200,6 +200,8 @@ class ViewScreen(Screen[None]):
         self.set_notice(None)
         self.show(message.data)
         self.update_status()
+        if not message.partial:
+            self.fleet_app.first_load_shown()
 
     def on_view_screen_fetching(self, _message: Fetching) -> None:
         if self._busy:
