@@ -3,21 +3,29 @@
 Run from the repository root: `python bench/bench_tui.py [--hosts N] [--instances M] [--idle S]`.
 The fleet is written straight into a fresh SQLite file (the API would take minutes
 to seed it): one vps-host pool with overcommit, every host with the simulated
-two-socket inventory (4 GPUs) and its node_resources rows, and the instances spread
-over the hosts, one in fifty with a PlacementDegraded condition. Then, headless at
-120×40:
+two-socket inventory (4 GPUs), its node_resources rows and GPU atoms, and the
+instances spread over the hosts, one in fifty with a PlacementDegraded condition.
+Then, headless at 120×40, the app run as `fleet tui` runs it (freeze_heap):
 
 - first_paint_s: from starting the app to the Hosts table showing its rows (and its CPU);
-- full_load_s: until the guests' GPUs and degraded counts are in, then with the GPU
-  counts of the rows on screen;
-- refresh_s: `r` (a forced refetch of hosts and instances), median of --runs, and its CPU;
-- refresh_after_change_s: the timer's refresh after a write (hosts.list only: the guests'
-  use is read at most every 10 s);
+  hosts.list carries the GPUs and degraded guests, so that is the whole load;
+- full_load_s: until that first fetch has finished and been shown;
+- refresh_s: `r` (a forced hosts.list), median of --runs: from the key press to the first
+  draw of the screen after the view showed the fetched rows; refresh_cpu_s, its CPU;
+- refresh_pilot_s: the same refreshes until Pilot has seen the app idle, as refresh_s was
+  timed before: Pilot.press and Pilot.pause sleep 20 ms at a time until a 20 ms slice
+  passes without work, twice in press and once in pause, so this adds about 60-100 ms
+  that are the harness's, not the dashboard's;
+- refresh_after_change_s: the timer's refresh after a write, until the screen shows it
+  (refresh_after_change_pilot_s: until Pilot has seen the app idle);
 - refresh_unchanged_s: a timer tick when the state revision has not moved (no refetch);
+- degraded_view_s: switching to the Degraded view until its rows show (instances.list
+  asked for the PlacementDegraded ones only, and hosts.list for their hosts' names);
 - tui_*: the dashboard's own share on the fetched rows: fill the table, apply the same rows
   again (a refresh where nothing moved), sort by VCPU, filter;
 - idle_cpu_percent: CPU of the process over --idle seconds with the 2 s refresh running;
-- api_*: the API calls behind those numbers, timed on their own.
+- api_*: the API calls behind those numbers, timed on their own (instances.list of every
+  instance is no longer read by the dashboard; it is timed for the CLI and HTTP API).
 The last line is one JSON document.
 """
 
@@ -45,6 +53,7 @@ from bcfleet.domain.simulated_inventory import two_socket_host  # noqa: E402
 from bcfleet.fleet import Fleet  # noqa: E402
 from bcfleet.ids import IdFactory  # noqa: E402
 from bcfleet.tui.app import FleetApp  # noqa: E402
+from bcfleet.tui.screens.degraded import DegradedView  # noqa: E402
 from bcfleet.tui.screens.hosts import HostsView  # noqa: E402
 from bcfleet.tui.source import LocalSource  # noqa: E402
 
@@ -93,6 +102,13 @@ def seed(path: Path, hosts: int, instances: int) -> dict[str, float]:
         " generation) VALUES (?, ?, ?, ?, ?, ?, 1)",
         rows,
     )
+    gpus = two_socket_host(seed=1, gpus=4, hostname="big")["gpus"]
+    con.executemany(
+        "INSERT INTO gpu_atoms (node_id, \"index\", model, pci_address, numa_node, present)"
+        " VALUES (?, ?, ?, ?, ?, 1)",
+        ((f"node_{i:026d}", index, gpu["model"], gpu["pciAddress"], gpu["numaNode"])
+         for i in range(hosts) for index, gpu in enumerate(gpus)),
+    )  # fmt: skip
     con.executemany(
         "INSERT INTO instances (id, tenant_id, pool_id, name, state, shape, node_id, host_placement,"
         " conditions, purpose, created_at, updated_at)"
@@ -118,7 +134,8 @@ def api_times(source: LocalSource) -> dict[str, float]:
     host = source.hosts()[0]["id"]
     return {
         "api_hosts_list_s": timed(source.hosts),
-        "api_instances_list_s": timed(source.instances, runs=2),
+        "api_instances_list_s": timed(lambda: source.api.instances.list(source.credential), runs=2),
+        "api_degraded_s": timed(source.degraded),
         "api_host_show_ms": round(timed(lambda: source.host(host), runs=20) * 1000, 2),
         "api_revision_ms": round(timed(source.revision, runs=20) * 1000, 3),
     }
@@ -156,9 +173,58 @@ def table_times(view: HostsView) -> dict[str, float]:
     return out
 
 
+async def degraded_view(app: FleetApp, pilot: Any) -> float:
+    """Switch to the Degraded view, time until its rows show, and come back to Hosts."""
+    begun = time.perf_counter()
+    await pilot.press("2")
+
+    def shown() -> bool:
+        screen = app.screen
+        return isinstance(screen, DegradedView) and not screen._busy and screen.table.row_count > 0
+
+    await wait_for(shown)
+    took = round(time.perf_counter() - begun, 3)
+    await pilot.press("1")
+    await wait_for(lambda: isinstance(app.screen, HostsView) and not app.screen._busy)
+    return took
+
+
+class Draws:
+    """When the app drew its screen (App._display) and when the Hosts view showed fetched rows,
+    so a refresh is timed until the screen shows its result rather than until Pilot has seen
+    the process sit idle (Pilot.press and Pilot.pause sleep 20 ms at a time to find that out)."""
+
+    def __init__(self, app: FleetApp) -> None:
+        self.drawn: list[float] = []
+        self.shown: list[float] = []
+        display = app._display
+
+        def noted(screen: Any, renderable: Any) -> None:
+            display(screen, renderable)
+            if renderable is not None:
+                self.drawn.append(time.perf_counter())
+
+        app._display = noted  # type: ignore[method-assign]
+
+    def watch(self, view: HostsView) -> None:
+        show = view.show
+
+        def noted(data: Any) -> None:
+            show(data)
+            self.shown.append(time.perf_counter())
+
+        view.show = noted  # type: ignore[method-assign]
+
+    def on_screen_since(self, begun: float) -> float:
+        """Seconds from begun until the first draw after the last show (which came after begun)."""
+        assert self.shown and self.shown[-1] >= begun, "the view showed nothing new"
+        return next(t for t in self.drawn if t >= self.shown[-1]) - begun
+
+
 async def drive(source: LocalSource, runs: int, idle: float) -> dict[str, float]:
-    app = FleetApp(source, refresh_seconds=2.0)
+    app = FleetApp(source, refresh_seconds=2.0, freeze_heap=True)  # as `fleet tui` runs it
     app.animation_level = "none"
+    draws = Draws(app)
     out: dict[str, float] = {}
     started, cpu_started = time.perf_counter(), time.process_time()
     async with app.run_test(size=(120, 40)) as pilot:
@@ -176,31 +242,37 @@ async def drive(source: LocalSource, runs: int, idle: float) -> dict[str, float]
         await wait_for(lambda: hosts() is not None and not hosts()._busy)  # type: ignore[union-attr]
         out["full_load_s"] = round(time.perf_counter() - started, 3)
         await app.workers.wait_for_complete()
-        out["full_load_with_gpu_counts_s"] = round(time.perf_counter() - started, 3)
+        await pilot.pause()  # the first paint, and the heap frozen after it
         view = hosts()
         assert view is not None
-        refreshes, cpu = [], []
+        draws.watch(view)
+        refreshes, with_pilot, cpu = [], [], []
         for _ in range(runs):
             begun, cpu_begun = time.perf_counter(), time.process_time()
             await pilot.press("r")
             await wait_for(lambda: not view._busy)
             await pilot.pause()
-            refreshes.append(time.perf_counter() - begun)
+            with_pilot.append(time.perf_counter() - begun)
             cpu.append(time.process_time() - cpu_begun)
+            refreshes.append(draws.on_screen_since(begun))
         out["refresh_s"] = round(statistics.median(refreshes), 3)
+        out["refresh_pilot_s"] = round(statistics.median(with_pilot), 3)
         out["refresh_cpu_s"] = round(statistics.median(cpu), 3)
         out.update(table_times(view))
+        await pilot.pause()  # let the redraws of the sorts and filters above finish first
         source.set_draining("big-00001", True)  # a change: the next timed refresh refetches
         begun = time.perf_counter()
         view.request_refresh()
         await wait_for(lambda: not view._busy)
         await pilot.pause()
-        out["refresh_after_change_s"] = round(time.perf_counter() - begun, 3)
+        out["refresh_after_change_pilot_s"] = round(time.perf_counter() - begun, 3)
+        out["refresh_after_change_s"] = round(draws.on_screen_since(begun), 3)
         begun = time.perf_counter()
         view.tick()
         await wait_for(lambda: not view._busy)
         await pilot.pause()
         out["refresh_unchanged_s"] = round(time.perf_counter() - begun, 3)
+        out["degraded_view_s"] = await degraded_view(app, pilot)
         cpu, wall = time.process_time(), time.perf_counter()
         await asyncio.sleep(idle)
         used = time.process_time() - cpu
@@ -225,7 +297,8 @@ def main() -> None:
         result.update(api_times(source))
         result.update(asyncio.run(drive(source, args.runs, args.idle)))
         result["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-        result["targets"] = {"first_paint_s": 1.0, "refresh_s": 0.2, "idle_cpu_percent": "≈0"}
+        result["targets"] = {"first_paint_s": 1.0, "refresh_s": 0.2,
+                             "refresh_after_change_s": 0.2, "idle_cpu_percent": "≈0"}  # fmt: skip
         fleet.close()
     for key, value in result.items():
         print(f"{key:>24}: {value}")

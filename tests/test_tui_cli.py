@@ -21,6 +21,7 @@ def test_the_dashboard_gets_the_commands_options(tmp_path: Path) -> None:
     reset_state().db = db
     app = dashboard(read_only=True, refresh=5.0, tenant="acme")
     assert (app.read_only, app.refresh_seconds, app.tenant) == (True, 5.0, "acme")
+    assert app.freeze_heap  # the command's process keeps its long-lived objects out of GC
     assert app.source.describe() == db
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import Any
 
 import pytest
 from rich.console import Console
+from textual.widgets import DataTable
 
 from bcfleet.api.auth import LOCAL_OPERATOR as OP
 from bcfleet.tui.screens.base import ViewScreen
@@ -280,3 +282,88 @@ async def test_the_keys_panel_lists_this_views_keys_and_read_only_drops_drain(
             assert ("Drain/undrain" in shown) is drain
             await pilot.press("escape")
             assert isinstance(app.screen, HostsView)
+
+
+async def test_a_refresh_rebuilds_only_the_rows_of_hosts_that_changed(fleet_db: Path) -> None:
+    app, fleet = local_app(fleet_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        before = dict(table(app).all_rows)
+        fleet.api.hosts.set_state(OP, host="fra-01", draining=True)
+        await pilot.press("r")
+        await settle(pilot)
+        after = table(app).all_rows
+        changed = [key for key, row in after.items() if row is not before[key]]
+        assert [str(after[key].cells[0]) for key in changed] == ["fra-01"]
+        assert str(table(app).get_row(changed[0])[2]) == "draining"  # and the table shows it
+
+
+async def test_a_clock_tick_moves_only_the_ages_that_change(fleet_db: Path) -> None:
+    app, fleet = local_app(fleet_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, HostsView)
+        before = dict(table(app).all_rows)
+        ages = {str(r.cells[0]): str(r.cells[-1]) for r in before.values()}
+        assert (ages["fra-03"], ages["fra-01"]) == ("10s", "2h")  # fra-03 reported at T0 + 30s
+        fleet.clock.advance(seconds=60)  # type: ignore[attr-defined]
+        screen.request_refresh()  # what the timer asks: nothing changed, so only the clock moved
+        await settle(pilot)
+        after = table(app).all_rows
+        moved = {str(r.cells[0]): str(r.cells[-1]) for k, r in after.items() if r is not before[k]}
+        assert moved == {"fra-03": "1m"}
+
+
+async def test_a_refresh_draws_again_only_the_cells_that_changed(
+    fleet_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app, fleet = local_app(fleet_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        drawn: list[int] = []
+        original = DataTable._render_cell
+
+        def counted(self: Any, row_index: int, *args: Any, **kwargs: Any) -> Any:
+            drawn.append(row_index)
+            return original(self, row_index, *args, **kwargs)
+
+        monkeypatch.setattr(DataTable, "_render_cell", counted)
+        fleet.api.hosts.set_state(OP, host="fra-01", draining=True)
+        await pilot.press("r")
+        await settle(pilot)
+        assert "fra-01" in names(app)
+        fra_01 = names(app).index("fra-01")
+        assert drawn and set(drawn) <= {-1, fra_01}  # the header and the row that changed
+
+
+async def test_a_timer_tick_that_finds_nothing_changed_draws_nothing(fleet_db: Path) -> None:
+    app, _ = local_app(fleet_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        line = app.screen.query_one(StatusLine)
+        updates: list[Any] = []
+        original = line.update
+        line.update = lambda *a, **k: (updates.append(a), original(*a, **k))[1]  # type: ignore[method-assign]
+        screen = app.screen
+        assert isinstance(screen, ViewScreen)
+        screen.request_refresh()  # what the timer asks
+        await settle(pilot)
+        assert updates == []
+        await pilot.press("r")  # asked for: says refreshing…, then updated
+        await settle(pilot)
+        assert len(updates) == 2
+
+
+async def test_the_command_line_dashboard_freezes_its_heap_after_the_first_paint(
+    fleet_db: Path,
+) -> None:
+    app, _ = local_app(fleet_db, freeze_heap=True)
+    try:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot)
+            await pilot.pause()
+            assert app._frozen_after_load and gc.get_freeze_count() > 0
+            assert len(names(app)) == 52
+    finally:
+        gc.unfreeze()  # the rest of this test process collects as usual

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from rich.text import Text
 
 from bcfleet.tui.format import age, countdown, duration_text, short_id, usage_cell
-from bcfleet.tui.host_rows import host_row, state_cell
+from bcfleet.tui.host_rows import host_row, next_age_change, state_cell
 from bcfleet.tui.screens.detail import describe
 from bcfleet.tui.widgets.keyed_table import Column, Row, matches, parse_filter
 
@@ -57,6 +57,31 @@ def test_ages_and_countdowns_from_the_fleets_clock() -> None:
     left, seconds = countdown("2026-11-30T10:02:00Z", NOW)
     assert (left.plain, seconds) == ("in 1m 20s", 80.0)
     assert countdown("2026-11-30T10:00:00Z", NOW)[0].plain == "passed"
+
+
+@pytest.mark.parametrize(
+    ("later", "text", "changes"),
+    [
+        pytest.param(40, "40s", 41, id="seconds"),
+        pytest.param(310, "5m", 360, id="minutes"),
+        pytest.param(12_000, "3h", 14_400, id="hours"),
+        pytest.param(190_000, "2d", 259_200, id="days"),
+        pytest.param(-5, "0s", 1, id="a-clock-behind"),
+    ],
+)
+def test_the_age_text_changes_when_next_age_change_says(
+    later: int, text: str, changes: int
+) -> None:
+    reported = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
+    now = reported + timedelta(seconds=later)
+    when = "2026-11-30T10:00:00Z"
+    assert age(when, now, short=True)[0] == text
+    due = next_age_change(when, now)
+    assert due == (reported + timedelta(seconds=changes)).timestamp()
+    just_before = datetime.fromtimestamp(due - 0.001, UTC)
+    assert age(when, just_before, short=True)[0] == text
+    assert age(when, datetime.fromtimestamp(due, UTC), short=True)[0] != text
+    assert next_age_change(None, now) is None
 
 
 def test_host_states_are_words() -> None:

@@ -6,12 +6,12 @@ from typing import Any
 
 from sqlalchemy import delete
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import defer
 from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Credential, pool_resource
 from bcfleet.api.base import Area
 from bcfleet.api.events import emit
+from bcfleet.api.host_list import Scope, list_hosts
 from bcfleet.api.lookup import find_host, find_pool
 from bcfleet.api.pools import validate_name
 from bcfleet.api.views import host_json
@@ -40,9 +40,12 @@ def validate_labels(labels: dict[str, str]) -> None:
 def _resources(session: Session, node_ids: list[str]) -> dict[str, list[NodeResource]]:
     rows: dict[str, list[NodeResource]] = {n: [] for n in node_ids}
     if node_ids:
-        for row in session.exec(
-            select(NodeResource).where(col(NodeResource.node_id).in_(node_ids))
-        ).all():
+        query = (
+            select(NodeResource)
+            .where(col(NodeResource.node_id).in_(node_ids))
+            .order_by(col(NodeResource.node_id), col(NodeResource.resource))
+        )
+        for row in session.exec(query).all():
             rows[row.node_id].append(row)
     return rows
 
@@ -260,24 +263,25 @@ class HostsAPI(Area):
         tenant_id: str | None = None,
         pool: str | None = None,
     ) -> dict[str, Any]:
+        """Hosts by name, each as hosts.show has it without the inventory, and with:
+
+        - `resources`: its capacity rows (allocated of floor(allocatable × ratio));
+        - `gpus`: {"total": its GPUs present, "used": those booked now, by an instance or a
+          reservation};
+        - `degradedGuests`: its live instances with a PlacementDegraded condition.
+        """
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)
-            # The listing never shows inventories: leave the JSON unread (it dominated at 5,000 hosts).
-            query = (
-                select(Host, Pool)
-                .join(Pool, col(Pool.id) == col(Host.pool_id))
-                .options(defer(Host.inventory))  # type: ignore[arg-type]
-            )
             if pool is not None:
                 row = find_pool(session, actor, pool)
                 actor.require("compute:hosts:read", pool_resource(row))
-                query = query.where(Host.pool_id == row.id)
+                scope = Scope(pool_id=row.id)
             elif not actor.is_root_admin:
                 # Hosts are the owner's business: tenants a pool is offered to see flavors, not hosts.
-                query = query.where(Pool.owner_tenant_id == actor.tenant_id)
-            pairs = session.exec(query.order_by(Host.name)).all()
-            rows = _resources(session, [h.id for h, _ in pairs])
-            return {"items": [host_json(h, p, rows[h.id]) for h, p in pairs]}
+                scope = Scope(owner_tenant_id=actor.tenant_id)
+            else:
+                scope = Scope()
+            return {"items": list_hosts(session, scope, self.fleet.now())}
 
     def show(
         self, credential: Credential | None, *, tenant_id: str | None = None, host: str

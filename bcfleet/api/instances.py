@@ -9,6 +9,7 @@ from sqlmodel import Session, col, select
 from bcfleet.api.auth import Actor, Credential, owned_resource, pool_resource
 from bcfleet.api.base import Area
 from bcfleet.api.events import emit
+from bcfleet.api.instance_list import INSTANCES, check_condition, list_instances
 from bcfleet.api.lookup import find_flavor, find_pool
 from bcfleet.clock import format_time
 from bcfleet.domain.instance_spec import instance_spec, render_libvirt_domain
@@ -137,24 +138,28 @@ class InstancesAPI(Area):
         pool: str | None = None,
         include_deleted: bool = False,
         state: str | None = None,
+        condition: str | None = None,
     ) -> dict[str, Any]:
+        """The caller's instances (root's admin: every tenant's), oldest first; deleted ones only
+        with include_deleted or state="deleted". `condition` keeps those with a condition of
+        that type set (status True), such as PlacementDegraded."""
+        check_condition(condition)
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)
             actor.require(
                 "compute:instances:read", owned_resource(actor.tenant_id, "instances", "*")
             )
-            query = select(Instance).order_by(col(Instance.created_at), col(Instance.id))
+            c = INSTANCES.c
+            where = []
             if not (actor.is_root_admin and tenant_id is None):
-                query = query.where(Instance.tenant_id == actor.tenant_id)
+                where.append(c.tenant_id == actor.tenant_id)
             if pool is not None:
-                query = query.where(Instance.pool_id == find_pool(session, actor, pool).id)
+                where.append(c.pool_id == find_pool(session, actor, pool).id)
             if state is not None:
-                query = query.where(Instance.state == state)
+                where.append(c.state == state)
             elif not include_deleted:
-                query = query.where(Instance.state != "deleted")
-            rows = session.exec(query).all()
-            names = _flavor_names(session, sorted({r.flavor_id for r in rows if r.flavor_id}))
-            return {"items": [instance_json(r, names.get(r.flavor_id or "")) for r in rows]}
+                where.append(c.state != "deleted")
+            return {"items": list_instances(session, where, condition)}
 
     def show(
         self, credential: Credential | None, instance_id: str, *, tenant_id: str | None = None

@@ -19,7 +19,9 @@ def dashboard(*, read_only: bool, refresh: float, tenant: str | None) -> FleetAp
 
     s = state()
     source = LocalSource(s.fleet, s.credential)
-    return FleetApp(source, read_only=read_only, refresh_seconds=refresh, tenant=tenant)
+    return FleetApp(
+        source, read_only=read_only, refresh_seconds=refresh, tenant=tenant, freeze_heap=True
+    )
 
 
 def run_dashboard(*, read_only: bool, refresh: float, tenant: str | None) -> None:
@@ -53,4 +55,6 @@ def group(read_only: bool, refresh: float, tenant: str | None, server: str | Non
         raise click.UsageError("--server needs --token (or BCFLEET_TOKEN)")
     with FleetClient(server, token) as client:
         source = RemoteSource(client, label=server)
-        FleetApp(source, read_only=read_only, refresh_seconds=refresh, tenant=tenant).run()
+        FleetApp(
+            source, read_only=read_only, refresh_seconds=refresh, tenant=tenant, freeze_heap=True
+        ).run()

@@ -214,12 +214,18 @@ class FleetClient:
 
     # instances and quotas
     def instances(
-        self, *, pool: str | None = None, state: str | None = None, include_deleted: bool = False
+        self,
+        *,
+        pool: str | None = None,
+        state: str | None = None,
+        include_deleted: bool = False,
+        condition: str | None = None,
     ) -> list[JSON]:
         params = {
             "pool": pool,
             "state": state,
             "includeDeleted": "true" if include_deleted else None,
+            "condition": condition,
         }
         return list(self.request("GET", "/v1/instances", params=params)["items"])
 

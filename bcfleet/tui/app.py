@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -14,6 +15,19 @@ from bcfleet.tui.screens.base import ViewScreen
 from bcfleet.tui.screens.help import HelpScreen, keys_table, views_table
 from bcfleet.tui.source import FleetSource
 from bcfleet.tui.views import VIEWS, find_view
+
+
+def freeze_heap() -> None:
+    """Collect, then move every object that survived out of the collector's sight (gc.freeze).
+
+    A full collection walks every tracked object. The dashboard's process holds some 140,000
+    that live as long as it does (modules, the fleet's table mappings, Textual's widgets),
+    and 5,000 rows of hosts add as many again: each full collection took over 100 ms, and
+    refreshing 5,000 hosts set one off about every other refresh. Frozen, a full collection
+    walks only what changed since: a few milliseconds.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 class FleetApp(App[None]):
@@ -37,6 +51,7 @@ class FleetApp(App[None]):
         tenant: str | None = None,
         start: str = "hosts",
         cursor_blink: bool = True,
+        freeze_heap: bool = False,
     ) -> None:
         super().__init__()
         self.cursor_blink = cursor_blink
@@ -45,11 +60,26 @@ class FleetApp(App[None]):
         self.refresh_seconds = refresh_seconds
         self.tenant = tenant
         self.start = start
+        self.freeze_heap = freeze_heap
+        """Keep long-lived objects out of later garbage collections (`fleet tui` sets it)."""
+        self._frozen_after_load = False
 
     def on_mount(self) -> None:
+        if self.freeze_heap:
+            freeze_heap()  # the modules, the fleet's mappings, the app: they live as long as we do
         self.switch_mode(self.start)
         if self.refresh_seconds > 0:
             self.set_interval(self.refresh_seconds, self._tick)
+
+    def first_load_shown(self) -> None:
+        """A view has shown its first data: freeze what the dashboard holds, once, after the paint.
+
+        Its widgets and most of the first 5,000 rows stay for the session; rows that change
+        later are still freed (rows hold no reference cycles), only no collection walks them.
+        """
+        if self.freeze_heap and not self._frozen_after_load:
+            self._frozen_after_load = True
+            self.call_after_refresh(freeze_heap)
 
     def _tick(self) -> None:
         screen = self.screen

@@ -1,17 +1,14 @@
-"""The Hosts view's rows, pure: one host's cells and sort values from hosts.list and its guests."""
+"""The Hosts view's rows, pure: one host's cells and sort values from its hosts.list item."""
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from rich.text import Text
 
-from bcfleet.tui.format import DIM_DASH, Cell, age, count_of, usage_cell
-from bcfleet.tui.source import is_degraded
+from bcfleet.tui.format import DIM_DASH, Cell, age, count_of, parse_stamp, usage_cell
 from bcfleet.tui.widgets.keyed_table import Column, Row
 
 COLUMNS = (
@@ -41,42 +38,19 @@ def state_cell(host: Mapping[str, Any], *, narrow: bool = False) -> Cell:
     return Text(", ".join(words), style="yellow" if "draining" in words else "dim")
 
 
-@dataclass(frozen=True)
-class NodeUse:
-    """What the live instances on one host hold: GPUs, and how many run degraded."""
-
-    gpus: int = 0
-    degraded: int = 0
-
-
-def node_use(instances: Iterable[Mapping[str, Any]]) -> dict[str, NodeUse]:
-    """GPUs held and degraded guests per host, from the live instances."""
-    gpus: Counter[str] = Counter()
-    degraded: Counter[str] = Counter()
-    for instance in instances:
-        node = instance.get("nodeId")
-        if not node or instance.get("state") == "deleted":
-            continue
-        gpus[node] += int((instance.get("shape") or {}).get("gpus") or 0)
-        degraded[node] += is_degraded(instance)
-    return {n: NodeUse(gpus[n], degraded[n]) for n in set(gpus) | set(degraded)}
-
-
-def gpu_cell(host: Mapping[str, Any], used: int | None, total: int | None) -> tuple[Cell, float]:
+def gpu_cell(host: Mapping[str, Any]) -> tuple[Cell, float]:
+    """GPUs booked now of those present (hosts.list's `gpus`); a dash without an inventory."""
     gpus = host.get("gpus")
-    if isinstance(gpus, Mapping):
-        used, total = int(gpus.get("used", 0)), int(gpus.get("total", 0))
-    if used is None or not host.get("inventoryReportedAt"):
+    if not isinstance(gpus, Mapping) or not host.get("inventoryReportedAt"):
         return count_of(None, None)
+    used, total = int(gpus.get("used", 0)), int(gpus.get("total", 0))
     if total == 0 and used == 0:
         return Text("0/0", style="dim"), -1.0
-    if total is None:
-        return f"{used}/?", -1.0
     return count_of(used, total)
 
 
-def degraded_cell(host: Mapping[str, Any], known: int | None) -> tuple[Cell, int]:
-    count = host.get("degradedGuests", known)
+def degraded_cell(host: Mapping[str, Any]) -> tuple[Cell, int]:
+    count = host.get("degradedGuests")
     if count is None:
         return DIM_DASH, -1
     if not count:
@@ -84,14 +58,7 @@ def degraded_cell(host: Mapping[str, Any], known: int | None) -> tuple[Cell, int
     return Text(f"{count} !", style="bold yellow"), int(count)
 
 
-def host_row(
-    host: Mapping[str, Any],
-    now: datetime,
-    use: NodeUse | None = None,
-    gpu_total: int | None = None,
-    *,
-    narrow: bool = False,
-) -> Row:
+def host_row(host: Mapping[str, Any], now: datetime, *, narrow: bool = False) -> Row:
     """One host as the table shows it; sort values are fractions used, not the text.
 
     Narrow (under 100 columns) says "no inv." and leaves out ratios of 1, so the
@@ -101,8 +68,8 @@ def host_row(
     vcpu, vcpu_used = usage_cell(resources.get("vcpu"), narrow=narrow)
     memory, memory_used = usage_cell(resources.get("memoryGiB"), narrow=narrow)
     disk, disk_used = usage_cell(resources.get("diskGiB"), narrow=narrow)
-    gpu, gpu_used = gpu_cell(host, use.gpus if use else None, gpu_total)
-    degraded, degraded_count = degraded_cell(host, use.degraded if use else None)
+    gpu, gpu_used = gpu_cell(host)
+    degraded, degraded_count = degraded_cell(host)
     inventory_age, seconds = age(host.get("inventoryReportedAt"), now, short=True)
     state = state_cell(host, narrow=narrow)
     return Row(
@@ -129,3 +96,18 @@ def with_age(row: Row, host: Mapping[str, Any], now: datetime) -> Row | None:
         return None
     cells = row.cells[:AGE] + (text,) + row.cells[AGE + 1 :]
     return Row(row.key, cells, row.sort[:AGE] + (seconds,) + row.sort[AGE + 1 :])
+
+
+_AGE_UNITS = ((60, 1), (3600, 60), (86400, 3600))
+"""(below this many seconds, the short AGE text moves every so many seconds); then by days."""
+
+
+def next_age_change(when: str | None, now: datetime) -> float | None:
+    """The fleet time (epoch seconds) after `now` at which the AGE text of `when` changes next;
+    None for no time (the cell is a dash for good)."""
+    if not when:
+        return None
+    start = parse_stamp(when).timestamp()
+    elapsed = max(now.timestamp() - start, 0.0)
+    unit = next((every for below, every in _AGE_UNITS if elapsed < below), 86400)
+    return start + (elapsed // unit + 1) * unit

@@ -14,14 +14,15 @@ from bcfleet.domain.compute_settings import (
 )
 from bcfleet.http.client import FleetClient
 from bcfleet.tui.source import (
+    DEGRADED,
     JSON,
     USAGE_WINDOWS_READ,
     ComputeSnapshot,
     NotAvailable,
     PreviewRequest,
     SaveOutcome,
-    is_degraded,
     snapshot_of,
+    with_host_names,
 )
 
 
@@ -75,9 +76,6 @@ class RemoteSource:
     def set_draining(self, host: str, draining: bool) -> JSON:
         return self.client.set_draining(host, draining)
 
-    def instances(self) -> list[JSON]:
-        return self.client.instances()
-
     def instance(self, instance_id: str) -> JSON:
         return self.client.instance(instance_id)
 
@@ -85,9 +83,7 @@ class RemoteSource:
         return self.client.host_specs(host)
 
     def degraded(self) -> list[JSON]:
-        found = [i for i in self.instances() if is_degraded(i)]
-        names = {h["id"]: h["name"] for h in self.hosts()}
-        return [{**i, "host": names.get(i.get("nodeId") or "")} for i in found]
+        return with_host_names(self.client.instances(condition=DEGRADED), self.hosts)
 
     def host_bookings(self, host: str) -> list[JSON]:
         items: list[JSON] = self.client.request("GET", f"/v1/hosts/{host}/reservations")["items"]

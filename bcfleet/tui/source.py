@@ -11,7 +11,7 @@ so instead of inventing data. API errors arrive as `FleetError`; anything else
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -29,6 +29,8 @@ from bcfleet.domain.sizes import SIZE_NAMES
 from bcfleet.fleet import Fleet
 
 JSON = dict[str, Any]
+DEGRADED = "PlacementDegraded"
+"""The condition the Degraded view lists (instances.list's condition filter)."""
 USAGE_WINDOWS_READ = 50_000
 """The most usage windows the dashboard reads for its sparklines (the API has no sums yet)."""
 
@@ -96,10 +98,6 @@ class FleetSource(Protocol):
 
     def set_draining(self, host: str, draining: bool) -> JSON: ...
 
-    def instances(self) -> list[JSON]:
-        """Every live instance (running, stopped, pending) of the fleet."""
-        ...
-
     def instance(self, instance_id: str) -> JSON: ...
 
     def host_guests(self, host: str) -> list[JSON]:
@@ -166,12 +164,12 @@ def snapshot_of(body: Mapping[str, Any]) -> ComputeSnapshot:
     return ComputeSnapshot(str(body["tenant"]), settings, users)
 
 
-def is_degraded(instance: Mapping[str, Any]) -> bool:
-    """Whether an instance runs with a PlacementDegraded condition."""
-    return any(
-        c.get("type") == "PlacementDegraded" and c.get("status", "True") == "True"
-        for c in instance.get("conditions") or ()
-    )
+def with_host_names(instances: list[JSON], hosts: Callable[[], list[JSON]]) -> list[JSON]:
+    """The instances, each with its host's name as `host` (None for hosts the caller cannot see)."""
+    if not any(i.get("nodeId") for i in instances):
+        return [{**i, "host": None} for i in instances]
+    names = {h["id"]: h["name"] for h in hosts()}
+    return [{**i, "host": names.get(i.get("nodeId") or "")} for i in instances]
 
 
 class LocalSource:
@@ -218,10 +216,6 @@ class LocalSource:
     def set_draining(self, host: str, draining: bool) -> JSON:
         return self.api.hosts.set_state(self.credential, host=host, draining=draining)
 
-    def instances(self) -> list[JSON]:
-        items: list[JSON] = self.api.instances.list(self.credential)["items"]
-        return items
-
     def instance(self, instance_id: str) -> JSON:
         return self.api.instances.show(self.credential, instance_id)
 
@@ -230,11 +224,8 @@ class LocalSource:
         return items
 
     def degraded(self) -> list[JSON]:
-        found = [i for i in self.instances() if is_degraded(i)]
-        names: dict[str, str] = {}
-        for node_id in sorted({i["nodeId"] for i in found if i.get("nodeId")}):
-            names[node_id] = self.api.hosts.show(self.credential, host=node_id)["name"]
-        return [{**i, "host": names.get(i.get("nodeId") or "")} for i in found]
+        found: list[JSON] = self.api.instances.list(self.credential, condition=DEGRADED)["items"]
+        return with_host_names(found, self.hosts)
 
     def host_bookings(self, host: str) -> list[JSON]:
         items: list[JSON] = self.api.reservations.for_host(self.credential, host)["items"]

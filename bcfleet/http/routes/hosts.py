@@ -8,6 +8,7 @@ from bcfleet.http.operations import TENANT, Call, Operation, Param
 from bcfleet.http.schemas import (
     ANY_OBJECT,
     BOOL,
+    COUNT,
     INT,
     NAME,
     NUMBER,
@@ -62,7 +63,18 @@ SCHEMAS = {
         {**HOST_FIELDS, "inventory": nullable(ANY_OBJECT)},
         required=[k for k in HOST_FIELDS if k != "resources"] + ["inventory"],
     ),
-    "HostPage": page("Host"),
+    "HostListItem": obj(
+        {
+            **HOST_FIELDS,
+            "gpus": obj(
+                {"total": COUNT, "used": COUNT},
+                description="GPUs present, and those booked now by instances and reservations.",
+            ),
+            "degradedGuests": COUNT,
+        },
+        description="A host as hosts.list has it: no inventory; capacity, GPUs, degraded guests.",
+    ),
+    "HostPage": page("HostListItem"),
     "HostAdopt": obj(
         {"pool": NAME, "name": NAME, "labels": STRING_MAP, "tenantControlled": BOOL},
         required=["pool", "name"],

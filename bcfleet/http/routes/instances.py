@@ -114,6 +114,7 @@ def list_instances(call: Call) -> Any:
         pool=call.query.get("pool"),
         state=call.query.get("state"),
         include_deleted=bool(call.query.get("includeDeleted")),
+        condition=call.query.get("condition"),
     )
 
 
@@ -173,6 +174,11 @@ LIST_QUERY = (
     Param("pool", description="A pool id or name."),
     Param("state", description="Only instances in this state."),
     Param("includeDeleted", "boolean", "Deleted instances too.", default=False),
+    Param(
+        "condition",
+        description="Only instances with a condition of this type set (status True), "
+        "such as PlacementDegraded.",
+    ),
 )
 OPERATIONS = [
     Operation("POST", "/v1/instances", "instances.create",

@@ -59,6 +59,9 @@ class ViewScreen(Screen[None]):
             super().__init__()
             self.data, self.revision, self.at, self.partial = data, revision, at, partial
 
+    class Fetching(Message):
+        """A timed refresh found the state moved and fetches."""
+
     class Unchanged(Message):
         def __init__(self, at: datetime) -> None:
             super().__init__()
@@ -151,9 +154,14 @@ class ViewScreen(Screen[None]):
         if self._busy:
             return
         self._busy = True
+        force = force or self.data is None
+        if force:
+            self._show_loading()
+        self._fetch_in_thread(force)
+
+    def _show_loading(self) -> None:
         self.freshness.loading = True
         self.update_status()
-        self._fetch_in_thread(force or self.data is None)
 
     @work(thread=True, exclusive=True, group="fetch", exit_on_error=False)
     def _fetch_in_thread(self, force: bool) -> None:
@@ -164,6 +172,8 @@ class ViewScreen(Screen[None]):
             if not force and revision is not None and revision == self._revision:
                 self.post_message(self.Unchanged(source.now()))
                 return
+            if not force:  # a timed refresh says "refreshing…" only once it does fetch
+                self.post_message(self.Fetching())
             self.forced = force
             data = self.fetch()
             self._fetch_seconds = time.monotonic() - started
@@ -190,6 +200,12 @@ class ViewScreen(Screen[None]):
         self.set_notice(None)
         self.show(message.data)
         self.update_status()
+        if not message.partial:
+            self.fleet_app.first_load_shown()
+
+    def on_view_screen_fetching(self, _message: Fetching) -> None:
+        if self._busy:
+            self._show_loading()
 
     def on_view_screen_unchanged(self, message: Unchanged) -> None:
         self._busy = False

@@ -1,43 +1,27 @@
 """The Hosts view: every host with its pool, state, capacity used against overcommit, GPUs and age.
 
-A refresh reads hosts.list and paints it, then (at most every USE_EVERY
-seconds, or on r) the live instances for the GPUs held and degraded guests per
-host. How many GPUs a host has is only in its inventory (hosts.show), so it is
-read for the rows on screen (and a page around them) as they scroll into view,
-not for the whole fleet at once.
+A refresh is one hosts.list: it carries each host's capacity rows, its GPUs (present,
+and booked now) and how many of its guests run degraded, so the view never reads
+the fleet's instances or a host's inventory.
 """
 
 from __future__ import annotations
 
-import time
+import heapq
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, ClassVar
 
-from textual import work
 from textual.app import SystemCommand
 from textual.binding import Binding, BindingType
-from textual.message import Message
 
-from bcfleet.tui.host_rows import COLUMNS, NodeUse, host_row, node_use, with_age
+from bcfleet.tui.host_rows import COLUMNS, host_row, next_age_change, with_age
 from bcfleet.tui.screens.confirm import Confirm
 from bcfleet.tui.screens.table import TableView
 from bcfleet.tui.widgets.keyed_table import Row
 
 NARROW_BELOW = 100
 """Terminal widths under this get the compact cells that fit 80 columns."""
-UNKNOWN = -1
-"""A GPU count that could not be read this time."""
-USE_EVERY = 10.0
-"""Seconds between reads of every live instance (at least five times as long as one read)."""
-
-
-@dataclass(frozen=True)
-class HostsFetch:
-    """One refresh: the hosts, and the guests' use per host when it was read this time."""
-
-    hosts: list[dict[str, Any]]
-    use: dict[str, NodeUse] | None = None
 
 
 class HostsView(TableView):
@@ -47,10 +31,10 @@ class HostsView(TableView):
     ABOUT = (
         "Every host: its pool; its state (ready, draining, no inventory); vCPU, memory and "
         "disk as allocated of floor(allocatable × ratio) with the pool's ratio (×2); GPUs "
-        "used of total; guests whose placement is degraded (DEGR); and how long ago the host "
-        "last reported its inventory (AGE). A resource above its capacity reads 'over'. "
-        "Under 100 columns a ratio of 1 is left out and 'no inv.' means no inventory. "
-        "GPU totals are read as rows come into view ('1/?' until then). Enter opens the host."
+        "booked now (by instances and reservations) of those it has; guests whose placement "
+        "is degraded (DEGR); and how long ago the host last reported its inventory (AGE). "
+        "A resource above its capacity reads 'over'. Under 100 columns a ratio of 1 is left "
+        "out and 'no inv.' means no inventory. Enter opens the host."
     )
     COLUMNS = COLUMNS
     NOUN = ("host", "hosts")
@@ -61,110 +45,80 @@ class HostsView(TableView):
         Binding("d", "drain", "Drain/undrain"),
     ]
 
-    class TotalsRead(Message):
-        def __init__(self, totals: dict[str, tuple[str | None, int]]) -> None:
-            super().__init__()
-            self.totals = totals
-
     def __init__(self) -> None:
         super().__init__()
         self.hosts: dict[str, dict[str, Any]] = {}
-        self.use: dict[str, NodeUse] | None = None
-        self.totals: dict[str, tuple[str | None, int]] = {}
-        self._use_read_at = 0.0
-        self._use_seconds = 0.0
-        self._reading_totals = False
         self._drawn_narrow = False
-
-    def on_mount(self) -> None:
-        self.watch(self.table, "scroll_y", self._scrolled, init=False)
-
-    # -- fetching (worker thread) ---------------------------------------------------------------
+        self._age_due: dict[str, float] = {}
+        """Per row, the fleet time (epoch seconds) at which its AGE text changes next."""
+        self._age_heap: list[tuple[float, str]] = []
+        """The same times as a heap, so a clock tick looks at the rows whose AGE moved only."""
 
     def fetch(self) -> Any:
-        """Hosts first (painted at once), then, when due, what their guests use."""
-        hosts = self.source.hosts()
-        counted = bool(hosts) and "gpus" in hosts[0] and "degradedGuests" in hosts[0]
-        due = time.monotonic() - self._use_read_at >= max(USE_EVERY, 5 * self._use_seconds)
-        if counted or not (due or self.forced or self.use is None):
-            return HostsFetch(hosts)
-        self.deliver(HostsFetch(hosts))
-        started = time.monotonic()
-        use = node_use(self.source.instances())
-        self._use_read_at = time.monotonic()
-        self._use_seconds = self._use_read_at - started
-        return HostsFetch(hosts, use)
-
-    @work(thread=True, exclusive=True, group="gpu-totals", exit_on_error=False)
-    def _read_totals(self, hosts: list[dict[str, Any]]) -> None:
-        totals: dict[str, tuple[str | None, int]] = {}
-        for host in hosts:
-            try:
-                inventory = self.source.host(host["id"]).get("inventory") or {}
-            except Exception:  # noqa: BLE001 - unknown for now ('?'), read again next refresh
-                totals[host["id"]] = (host["inventoryReportedAt"], UNKNOWN)
-            else:
-                totals[host["id"]] = (host["inventoryReportedAt"], len(inventory.get("gpus") or []))
-        self.post_message(self.TotalsRead(totals))
-
-    # -- showing (UI thread) ----------------------------------------------------------------------
+        return self.source.hosts()
 
     def show(self, data: Any) -> None:
-        self._drawn_narrow = self.narrow
-        self.hosts = {h["id"]: h for h in data.hosts}
-        self.totals = {k: v for k, v in self.totals.items() if v[1] != UNKNOWN}
-        if data.use is not None:
-            self.use = data.use
-        self.table.set_rows(self._row(h) for h in data.hosts)
-        self._want_totals()
+        """Rows for the hosts; a host whose item has not changed keeps its row (its AGE brought
+        up to now when that moved), so a refresh where little changed builds little."""
+        narrow = self.narrow
+        now = self.now or self.source.now()
+        at = now.timestamp()
+        before = self.hosts if narrow == self._drawn_narrow else {}
+        drawn = self.table.all_rows
+        dues = self._age_due
+        self._drawn_narrow = narrow
+        self.hosts = {h["id"]: h for h in data}
+        self._age_due = {}
+
+        def row(host: dict[str, Any]) -> Row:
+            key = host["id"]
+            old = drawn.get(key)
+            if old is not None and before.get(key) == host:
+                due = dues.get(key)
+                if due is None or due > at:
+                    if due is not None:
+                        self._age_due[key] = due
+                    return old
+                new = with_age(old, host, now) or old
+            else:
+                new = host_row(host, now, narrow=narrow)
+            self._due(key, host, now)
+            return new
+
+        self.table.set_rows(row(h) for h in data)
+        self._age_heap = [(due, key) for key, due in self._age_due.items()]
+        heapq.heapify(self._age_heap)
+
+    def _due(self, key: str, host: Mapping[str, Any], now: datetime) -> None:
+        due = next_age_change(host.get("inventoryReportedAt"), now)
+        if due is not None:
+            self._age_due[key] = due
+        else:
+            self._age_due.pop(key, None)
 
     def clock_tick(self) -> None:
-        """Only the AGE cells move with the clock; patch the rows whose text changed."""
+        """Only the AGE cells move with the clock: patch the rows whose AGE text is due to."""
         now = self.now or self.source.now()
-        table = self.table
-        changed = [
-            row
-            for key, old in table.all_rows.items()
-            if key in self.hosts and (row := with_age(old, self.hosts[key], now)) is not None
-        ]
+        at = now.timestamp()
+        heap, due_keys = self._age_heap, []
+        while heap and heap[0][0] <= at:
+            due, key = heapq.heappop(heap)
+            if self._age_due.get(key) == due:
+                due_keys.append(key)
+        table, changed = self.table, []
+        for key in due_keys:
+            host, old = self.hosts.get(key), table.all_rows.get(key)
+            if host is None or old is None:
+                self._age_due.pop(key, None)
+                continue
+            new = with_age(old, host, now)
+            if new is not None:
+                changed.append(new)
+            self._due(key, host, now)
+            if key in self._age_due:
+                heapq.heappush(heap, (self._age_due[key], key))
         if changed:
             table.patch(changed)
-
-    def _row(self, host: Mapping[str, Any]) -> Row:
-        node = host["id"]
-        use = self.use.get(node, NodeUse()) if self.use is not None else None
-        total = self.totals.get(node)
-        current = total is not None and total[0] == host["inventoryReportedAt"]
-        known = total[1] if total is not None and current and total[1] != UNKNOWN else None
-        return host_row(host, self.now or self.source.now(), use, known, narrow=self.narrow)
-
-    def _scrolled(self, _value: float) -> None:
-        self._want_totals()
-
-    def _want_totals(self) -> None:
-        """Read the GPU count of the rows on screen (and a page around) that lack one."""
-        table = self.table
-        if self._reading_totals or not table.row_count:
-            return
-        page = max(table.size.height, 10)
-        first = max(0, int(table.scroll_y) - page)
-        keys = [r.key.value for r in table.ordered_rows[first : int(table.scroll_y) + 2 * page]]
-        missing = [
-            self.hosts[k]
-            for k in keys
-            if k in self.hosts
-            and self.hosts[k]["inventoryReportedAt"]
-            and self.totals.get(k, (None, 0))[0] != self.hosts[k]["inventoryReportedAt"]
-        ]
-        if missing:
-            self._reading_totals = True
-            self._read_totals(missing)
-
-    def on_hosts_view_totals_read(self, message: TotalsRead) -> None:
-        self._reading_totals = False
-        self.totals.update(message.totals)
-        self.table.patch(self._row(self.hosts[k]) for k in message.totals if k in self.hosts)
-        self._want_totals()
 
     @property
     def narrow(self) -> bool:
@@ -173,7 +127,8 @@ class HostsView(TableView):
     def on_resize(self) -> None:
         if self.hosts and self._drawn_narrow != self.narrow:
             self._drawn_narrow = self.narrow
-            self.table.set_rows(self._row(h) for h in self.hosts.values())
+            now = self.now or self.source.now()
+            self.table.set_rows(host_row(h, now, narrow=self.narrow) for h in self.hosts.values())
 
     def _host(self, key: str | None) -> Mapping[str, Any] | None:
         return self.hosts.get(key) if key is not None else None

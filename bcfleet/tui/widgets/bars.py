@@ -75,6 +75,7 @@ class StatusLine(Static):
     """What the view shows (counts, filter, sort) on the left; freshness on the right."""
 
     _last: tuple[Text | str, Freshness] = ("", Freshness())
+    _drawn: Text | None = None
 
     def on_resize(self) -> None:
         self.show(*self._last)
@@ -87,4 +88,7 @@ class StatusLine(Static):
         if left.cell_len + right.cell_len + 1 > width:
             left.truncate(max(0, width - right.cell_len - 1), overflow="ellipsis")
         gap = max(1, width - left.cell_len - right.cell_len)
-        self.update(Text.assemble(left, " " * gap, right))
+        line = Text.assemble(left, " " * gap, right)
+        if line != self._drawn:  # a timer tick that changed nothing draws nothing
+            self._drawn = line
+            self.update(line)
