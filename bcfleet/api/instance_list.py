@@ -25,27 +25,31 @@ CONDITION_TYPE = re.compile(r"[A-Z][A-Za-z0-9]{0,62}")
 """A condition type as the API sets them: PlacementDegraded, Unschedulable, Preempted."""
 
 _c = INSTANCES.c
-COLUMNS = (
-    _c.id,
-    _c.tenant_id,
-    _c.pool_id,
-    _c.flavor_id,
-    _c.name,
-    _c.state,
-    _c.shape,
-    _c.node_id,
-    _c.conditions,
-    _c.created_at,
-    _c.updated_at,
-    FLAVORS.c.name,
-    _c.host_placement,
-    _c.purpose,
-    _c.size,
-    _c.ready_at,
-    _c.deleted_at,
-    _c.provider_server_id,
-    _c.provider_status,
+FIELDS = (
+    "id",
+    "tenant_id",
+    "pool_id",
+    "flavor_id",
+    "name",
+    "state",
+    "shape",
+    "node_id",
+    "conditions",
+    "created_at",
+    "updated_at",
+    "host_placement",
+    "purpose",
+    "size",
+    "ready_at",
+    "deleted_at",
+    "provider_server_id",
+    "provider_status",
 )
+"""The instance columns instance_body reads."""
+TIME_FIELDS = ("created_at", "updated_at", "ready_at", "deleted_at")
+_JSON_FIELDS = ("shape", "host_placement")
+_NAMES = (*FIELDS, "flavor")
+COLUMNS = (*(_c[name] for name in FIELDS), FLAVORS.c.name)
 
 
 def has_condition(conditions: Iterable[Mapping[str, Any]] | None, kind: str) -> bool:
@@ -77,58 +81,47 @@ def list_instances(
     session.flush()  # Core reads skip the ORM's autoflush: changes made in a joined transaction
     rows = plain_rows(session.connection(), query.order_by(_c.created_at, _c.id))
     items = []
-    for (
-        id_,
-        tenant_id,
-        pool_id,
-        flavor_id,
-        name,
-        state,
-        shape,
-        node_id,
-        conditions,
-        created_at,
-        updated_at,
-        flavor,
-        host_placement,
-        purpose,
-        size,
-        ready_at,
-        deleted_at,
-        provider_server_id,
-        provider_status,
-    ) in rows:
-        conditions = json_value(conditions)
+    for row in rows:
+        values = dict(zip(_NAMES, row, strict=True))
+        conditions = json_value(values["conditions"])
         if condition is not None and not has_condition(conditions, condition):
             continue
-        shape = json_value(shape)
-        host_placement = json_value(host_placement)
-        body: dict[str, Any] = {
-            "id": id_,
-            "tenantId": tenant_id,
-            "poolId": pool_id,
-            "flavorId": flavor_id,
-            "name": name,
-            "state": state,
-            "shape": shape if shape is not None else {},
-            "nodeId": node_id,
-            "conditions": conditions if conditions is not None else [],
-            "createdAt": time_text(created_at),
-            "updatedAt": time_text(updated_at),
-        }
-        if flavor is not None:
-            body["flavor"] = flavor
-        if host_placement is not None:
-            body["hostPlacement"] = host_placement
-        if purpose != "tenant":
-            body["purpose"] = purpose
-            body["size"] = size
-        if ready_at is not None:
-            body["readyAt"] = time_text(ready_at)
-        if deleted_at is not None:
-            body["deletedAt"] = time_text(deleted_at)
-        if provider_server_id is not None:
-            body["providerServerId"] = provider_server_id
-            body["providerStatus"] = provider_status
-        items.append(body)
+        values["conditions"] = conditions
+        for name in _JSON_FIELDS:
+            values[name] = json_value(values[name])
+        for name in TIME_FIELDS:
+            values[name] = time_text(values[name])
+        items.append(instance_body(values, values.pop("flavor")))
     return items
+
+
+def instance_body(values: Mapping[str, Any], flavor: str | None) -> dict[str, Any]:
+    """An instance's JSON from its column values (times already as text, JSON decoded)."""
+    body: dict[str, Any] = {
+        "id": values["id"],
+        "tenantId": values["tenant_id"],
+        "poolId": values["pool_id"],
+        "flavorId": values["flavor_id"],
+        "name": values["name"],
+        "state": values["state"],
+        "shape": dict(values["shape"] or {}),
+        "nodeId": values["node_id"],
+        "conditions": list(values["conditions"] or []),
+        "createdAt": values["created_at"],
+        "updatedAt": values["updated_at"],
+    }
+    if flavor is not None:
+        body["flavor"] = flavor
+    if values["host_placement"] is not None:
+        body["hostPlacement"] = dict(values["host_placement"])
+    if values["purpose"] != "tenant":
+        body["purpose"] = values["purpose"]
+        body["size"] = values["size"]
+    if values["ready_at"] is not None:
+        body["readyAt"] = values["ready_at"]
+    if values["deleted_at"] is not None:
+        body["deletedAt"] = values["deleted_at"]
+    if values["provider_server_id"] is not None:
+        body["providerServerId"] = values["provider_server_id"]
+        body["providerStatus"] = values["provider_status"]
+    return body

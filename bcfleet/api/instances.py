@@ -9,7 +9,14 @@ from sqlmodel import Session, col, select
 from bcfleet.api.auth import Actor, Credential, owned_resource, pool_resource
 from bcfleet.api.base import Area
 from bcfleet.api.events import emit
-from bcfleet.api.instance_list import INSTANCES, check_condition, list_instances
+from bcfleet.api.instance_list import (
+    FIELDS,
+    INSTANCES,
+    TIME_FIELDS,
+    check_condition,
+    instance_body,
+    list_instances,
+)
 from bcfleet.api.lookup import find_flavor, find_pool
 from bcfleet.clock import format_time
 from bcfleet.domain.instance_spec import instance_spec, render_libvirt_domain
@@ -39,34 +46,10 @@ def flavor_shape(flavor: Flavor) -> dict[str, Any]:
 
 
 def instance_json(instance: Instance, flavor_name: str | None = None) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "id": instance.id,
-        "tenantId": instance.tenant_id,
-        "poolId": instance.pool_id,
-        "flavorId": instance.flavor_id,
-        "name": instance.name,
-        "state": instance.state,
-        "shape": dict(instance.shape),
-        "nodeId": instance.node_id,
-        "conditions": list(instance.conditions),
-        "createdAt": format_time(instance.created_at),
-        "updatedAt": format_time(instance.updated_at),
-    }
-    if flavor_name is not None:
-        body["flavor"] = flavor_name
-    if instance.host_placement is not None:
-        body["hostPlacement"] = dict(instance.host_placement)
-    if instance.purpose != "tenant":
-        body["purpose"] = instance.purpose
-        body["size"] = instance.size
-    if instance.ready_at is not None:
-        body["readyAt"] = format_time(instance.ready_at)
-    if instance.deleted_at is not None:
-        body["deletedAt"] = format_time(instance.deleted_at)
-    if instance.provider_server_id is not None:
-        body["providerServerId"] = instance.provider_server_id
-        body["providerStatus"] = instance.provider_status
-    return body
+    values = {name: getattr(instance, name) for name in FIELDS}
+    for name in TIME_FIELDS:
+        values[name] = format_time(values[name]) if values[name] is not None else None
+    return instance_body(values, flavor_name)
 
 
 def _find(session: Session, actor: Actor, instance_id: str, *, lock: bool = False) -> Instance:

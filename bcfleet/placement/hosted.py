@@ -339,7 +339,10 @@ _OTHERS_ON = text(
 
 
 def others_on(session: Session, node_id: str, exclude: str) -> list[HostPlacement]:
-    """The placements of the host's other live guests (read after the vcpu row was claimed)."""
+    """The placements of the host's other live guests (read after the vcpu row was claimed).
+
+    A Core read: callers have flushed the session (CoreSavepoint does, resize's ORM reads do).
+    """
     docs = session.connection().execute(_OTHERS_ON, {"node": node_id, "exclude": exclude}).scalars()
     return [HostPlacement.from_json(doc) for doc in docs if doc]
 

@@ -21,7 +21,6 @@ def normalize_url(url: str) -> str:
 
 
 CHANGED_FLAG = "bcfleet_changed"
-SQLITE_MMAP_BYTES = 0
 _DML = ("INSERT", "UPDATE", "DELETE")
 
 
@@ -69,9 +68,6 @@ def _sqlite_engine(url: str, echo: bool) -> Engine:
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA busy_timeout=30000")
         cursor.execute("PRAGMA synchronous=NORMAL")
-        # Reads through a shared memory map instead of copying pages into each connection's
-        # small default cache (2 MiB): placement walks host rows of a large pool.
-        cursor.execute(f"PRAGMA mmap_size={SQLITE_MMAP_BYTES}")
         cursor.close()
 
     @event.listens_for(engine, "begin")
