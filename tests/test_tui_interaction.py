@@ -367,3 +367,13 @@ async def test_the_command_line_dashboard_freezes_its_heap_after_the_first_paint
             assert len(names(app)) == 52
     finally:
         gc.unfreeze()  # the rest of this test process collects as usual
+
+
+def test_a_refresh_tick_with_no_screen_on_the_stack_does_nothing(fleet_db: Path) -> None:
+    """The timer can fire while the app exits (or before its first screen): no ScreenStackError."""
+    app, fleet = local_app(fleet_db)
+    try:
+        assert app.screen_stack == []
+        app._tick()
+    finally:
+        fleet.close()

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from textual.app import App, SystemCommand
+from textual.app import App, ScreenStackError, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
@@ -82,7 +82,10 @@ class FleetApp(App[None]):
             self.call_after_refresh(freeze_heap)
 
     def _tick(self) -> None:
-        screen = self.screen
+        try:
+            screen = self.screen
+        except ScreenStackError:  # exiting, or between modes: nothing on screen to refresh
+            return
         if isinstance(screen, ViewScreen):
             screen.tick()
 
