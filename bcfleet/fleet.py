@@ -17,7 +17,7 @@ from bcfleet.clock import Clock, clock_from_env
 from bcfleet.ids import IdFactory
 from bcfleet.settings import FleetSettings, load_settings
 from bcfleet.store.engine import make_engine
-from bcfleet.store.schema import ensure_schema
+from bcfleet.store.schema import ensure_schema, forget_schema
 from bcfleet.store.uow import read_session, write_session
 
 if TYPE_CHECKING:
@@ -130,4 +130,6 @@ class Fleet:
         return FleetAPI(self)
 
     def close(self) -> None:
+        """Dispose of the connections; a later open checks the schema again (the file may go)."""
         self.engine.dispose()
+        forget_schema(self.engine)

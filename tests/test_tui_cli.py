@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from bcfleet.cli.common import reset_state
@@ -38,3 +39,33 @@ def test_demo_no_tui(tmp_path: Path) -> None:
     result = run_cli("demo", "--no-tui", "--hosts", "10", db=db)
     assert result.exit_code == 0, result.stderr
     assert result.stdout.rstrip().endswith("hosts in 3 pools.")
+
+
+def test_demo_leaves_a_database_that_holds_a_fleet_alone(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'fleet.db'}"
+    assert run_cli("tenants", "create", "keepme", db=db).exit_code == 0
+    result = run_cli("--json", "demo", "--no-tui", "--hosts", "3", db=db)
+    assert result.exit_code == 1
+    error = json.loads(result.stdout)["error"]
+    assert error["code"] == "CONFLICT"
+    assert error["details"]["found"] == {"tenants": 1}
+    assert "--reset" in error["message"]
+    listed = json.loads(run_cli("--json", "tenants", "list", db=db).stdout)["items"]
+    assert [t["id"] for t in listed] == ["keepme", "root"]  # nothing touched
+
+
+def test_demo_reset_replaces_the_fleet_and_says_what_it_found(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'fleet.db'}"
+    assert run_cli("tenants", "create", "keepme", db=db).exit_code == 0
+    result = run_cli("demo", "--no-tui", "--reset", "--hosts", "10", db=db)
+    assert result.exit_code == 0, result.stderr
+    assert "Replaced the fleet" in result.stderr and "1 tenants" in result.stderr
+    listed = json.loads(run_cli("--json", "tenants", "list", db=db).stdout)["items"]
+    assert "keepme" not in [t["id"] for t in listed]
+
+
+def test_demo_twice_does_not_rebuild_over_the_first(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'fleet.db'}"
+    assert run_cli("demo", "--no-tui", "--hosts", "10", db=db).exit_code == 0
+    again = run_cli("demo", "--no-tui", "--hosts", "10", db=db)
+    assert again.exit_code == 1 and "holds a fleet" in again.stderr

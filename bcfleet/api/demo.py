@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy import func
+from sqlmodel import select
+
 from bcfleet.api.auth import LOCAL_OPERATOR
 from bcfleet.domain.simulated_inventory import two_socket_host
 from bcfleet.fleet import Fleet
+from bcfleet.store.models import Host, Instance, Pool, Tenant
 
 PLACEMENT_LABEL = "bc.dev/cap.instance.placement"
 
@@ -70,3 +74,15 @@ def build_demo(fleet: Fleet, *, hosts: int = 50) -> dict[str, Any]:
         placement={"numaAffine": True, "pinned": True, "hugepageSizeBytes": 1073741824},
     )
     return {"pools": [gpu_pool["name"], cpu_pool["name"]], "hosts": len(made)}
+
+
+def fleet_contents(fleet: Fleet) -> dict[str, int]:
+    """What a database already holds, counted: empty means only the root tenant is there."""
+    with fleet.read() as session:
+        counts = {
+            "tenants": session.exec(select(func.count()).select_from(Tenant)).one() - 1,
+            "pools": session.exec(select(func.count()).select_from(Pool)).one(),
+            "hosts": session.exec(select(func.count()).select_from(Host)).one(),
+            "instances": session.exec(select(func.count()).select_from(Instance)).one(),
+        }
+    return {kind: count for kind, count in counts.items() if count > 0}

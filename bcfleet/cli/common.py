@@ -34,6 +34,12 @@ class CliState:
             self._fleet = Fleet.open(self.db)
         return self._fleet
 
+    def close_fleet(self) -> None:
+        """Close the fleet handle, if one is open; the next use opens it again."""
+        if self._fleet is not None:
+            self._fleet.close()
+            self._fleet = None
+
     @property
     def credential(self) -> Credential:
         return self.token or os.environ.get("BCFLEET_TOKEN") or LOCAL_OPERATOR

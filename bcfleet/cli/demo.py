@@ -8,10 +8,10 @@ from pathlib import Path
 import click
 
 from bcfleet.api.auth import LOCAL_OPERATOR
-from bcfleet.api.demo import build_demo
-from bcfleet.cli.common import common_options, output, state, table
+from bcfleet.api.demo import build_demo, fleet_contents
+from bcfleet.cli.common import CliState, common_options, output, state, table
 from bcfleet.cli.demo_workloads import populate
-from bcfleet.errors import ConflictError
+from bcfleet.errors import ConflictError, InvalidInputError
 from bcfleet.fleet import Fleet
 from bcfleet.jobs.vps_hosts import run_vps_hosts
 
@@ -30,34 +30,25 @@ def _workloads(fleet: Fleet) -> dict[str, int]:
 @common_options
 @click.option("--hosts", type=click.IntRange(1, 10000), default=50, show_default=True)
 @click.option(
-    "--fresh/--keep",
-    default=True,
-    show_default=True,
-    help="Start from an empty database file (SQLite only).",
+    "--reset",
+    is_flag=True,
+    help="Replace the fleet an SQLite file already holds (without it, such a file is left alone).",
 )
 @click.option(
     "--no-tui", is_flag=True, help="Build and print the fleet; do not open the dashboard."
 )
 @click.option("--read-only", is_flag=True, help="Open the dashboard without state changes.")
-def group(hosts: int, fresh: bool, no_tui: bool, read_only: bool) -> None:
+def group(hosts: int, reset: bool, no_tui: bool, read_only: bool) -> None:
     """Create a simulated fleet and open the dashboard on it (--no-tui prints it instead).
 
-    Without a terminal on stdout (a pipe, a script) or with --json it prints, as --no-tui does.
+    The fleet is built only in an empty database: one that holds tenants, pools, hosts or
+    instances is left as it was (exit 1, saying what it holds) unless --reset is given, which
+    replaces an SQLite file. Without a terminal on stdout (a pipe, a script) or with --json it
+    prints, as --no-tui does.
     """
     s = state()
-    db = s.db or "fleet.db"
-    if "://" not in db or db.startswith("sqlite:///"):
-        path = Path(db.removeprefix("sqlite:///"))
-        if fresh and path.exists():
-            for suffix in ("", "-wal", "-shm"):
-                Path(f"{path}{suffix}").unlink(missing_ok=True)
-        s.db = f"sqlite:///{path}"
-    try:
-        summary = build_demo(s.fleet, hosts=hosts)
-    except ConflictError as exc:
-        raise ConflictError(
-            "the database already holds a fleet; use --fresh or another --db"
-        ) from exc
+    _make_room(s, reset)
+    summary = build_demo(s.fleet, hosts=hosts)
     summary.update(_workloads(s.fleet))
     if not (no_tui or s.json or not sys.stdout.isatty()):
         from bcfleet.cli.demo_background import background
@@ -86,3 +77,38 @@ def group(hosts: int, fresh: bool, no_tui: bool, read_only: bool) -> None:
             ]
         ),
     )
+
+
+def _describe(found: dict[str, int]) -> str:
+    return ", ".join(f"{count} {kind}" for kind, count in found.items())
+
+
+def _make_room(s: CliState, reset: bool) -> None:
+    """Leave a database that holds a fleet alone, or (with --reset) remove its SQLite file."""
+    db = s.db or "fleet.db"
+    sqlite_path = None
+    if "://" not in db or db.startswith("sqlite:///"):
+        sqlite_path = Path(db.removeprefix("sqlite:///"))
+        s.db = f"sqlite:///{sqlite_path}"
+        if not sqlite_path.exists():
+            return
+    found = fleet_contents(s.fleet)
+    if not found:
+        return
+    where = str(sqlite_path) if sqlite_path is not None else "the database"
+    if not reset:
+        raise ConflictError(
+            f"{where} holds a fleet ({_describe(found)}); `fleet demo --reset` replaces it,"
+            " `fleet tui` opens it as it is",
+            {"found": found},
+        )
+    if sqlite_path is None:
+        raise InvalidInputError(
+            f"{where} holds a fleet ({_describe(found)}); --reset removes an SQLite file only:"
+            " empty a PostgreSQL database yourself",
+            {"found": found},
+        )
+    s.close_fleet()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{sqlite_path}{suffix}").unlink(missing_ok=True)
+    click.echo(f"Replaced the fleet in {sqlite_path} ({_describe(found)}).", err=True)

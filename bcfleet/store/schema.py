@@ -52,6 +52,12 @@ def create_fresh(engine: Engine) -> None:
     command.stamp(alembic_config(engine), "head")
 
 
+def forget_schema(engine: Engine) -> None:
+    """Make the next ensure_schema() of this URL look at the database again."""
+    with _ready_lock:
+        _ready.discard(str(engine.url))
+
+
 def ensure_schema(engine: Engine) -> None:
     """Create the schema on a fresh database; migrate one that is behind. Once per engine URL."""
     key = str(engine.url)
