@@ -41,7 +41,7 @@ class FleetSettings:
             "providers.reconcile": 60.0,
         }
     )
-    lock_ttl_seconds: float = 600.0
+    lock_ttl_seconds: float = 30.0  # renewed every third of it while held (store/locks.py)
     provider_delete_grace_seconds: float = 300.0
 
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -84,8 +86,8 @@ def test_two_applies_at_once_one_is_locked_and_one_waits(
     assert "Apply complete! 1 adopted, 14 added, 0 changed, 0 deleted." in out
     out, err = waiter.communicate(timeout=120)
     assert waiter.returncode == 0, err
-    assert "The state changed while waiting" in out  # it planned while the first held the lock
-    assert "Apply complete! 0 added, 0 changed, 0 deleted." in out
+    # it planned again once it held the lock, as Terraform does: nothing left to change
+    assert "No changes." in out and "Apply complete" not in out
     assert run("plan", "-f", base, "--detailed-exitcode", db=db_url).returncode == 0
 
 
@@ -121,3 +123,60 @@ def test_a_process_killed_mid_apply_leaves_the_state_as_it_was(
     done = run("apply", "-f", changed, "--yes", db=db_url)
     assert done.returncode == 0 and "1 added, 5 changed, 2 deleted." in done.stdout
     assert run("plan", "-f", changed, "--detailed-exitcode", db=db_url).returncode == 0
+
+
+def start_at_prompt(file: str, db: str, **extra: str) -> tuple[subprocess.Popen[str], int]:
+    """An interactive `fleet apply -f` on a terminal, stopped at its prompt: (process, terminal)."""
+    primary, secondary = pty.openpty()
+    process = subprocess.Popen(
+        python_cli("apply", "-f", file, db=db),
+        cwd=ROOT,
+        env=env(**extra),
+        stdin=secondary,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    os.close(secondary)
+    assert process.stdout is not None
+    shown = ""
+    while "Enter a value" not in shown:
+        char = process.stdout.read(1)
+        if not char:
+            pytest.fail(f"no prompt: {shown}{process.stderr.read() if process.stderr else ''}")
+        shown += char
+    return process, primary
+
+
+def test_an_apply_waiting_at_its_prompt_holds_the_lock(db_url: str, docs: tuple[str, str]) -> None:
+    """Terraform's order: lock, plan, show, ask, apply. While the operator reads the plan, a
+    second apply gets LOCKED; the lock is renewed (TTL 1 s here) however long the prompt waits."""
+    base, changed = docs
+    first, terminal = start_at_prompt(base, db_url, BCFLEET_LOCK_TTL_SECONDS="1")
+    time.sleep(3)  # three TTLs at the prompt
+    locked = run("apply", "-f", changed, "--yes", "--json", db=db_url)
+    assert locked.returncode == 3, locked.stdout + locked.stderr
+    assert json.loads(locked.stdout)["error"]["details"]["lock"]["pid"] == first.pid
+    os.write(terminal, b"yes\n")
+    out, err = first.communicate(timeout=120)
+    os.close(terminal)
+    assert first.returncode == 0, err
+    assert "Apply complete! 1 adopted, 14 added, 0 changed, 0 deleted." in out
+    assert run("plan", "-f", base, "--detailed-exitcode", db=db_url).returncode == 0
+
+
+def test_a_killed_apply_frees_its_lock_one_ttl_later(db_url: str, docs: tuple[str, str]) -> None:
+    """The holder renews its lock while it lives; killed, it stops, and the lock runs out
+    (here after 2 s; by default 30 s) with no force-unlock."""
+    base, _ = docs
+    ttl = {"BCFLEET_LOCK_TTL_SECONDS": "2"}
+    victim, terminal = start_at_prompt(base, db_url, **ttl)
+    time.sleep(3)  # renewed past its first TTL while alive
+    assert run("apply", "-f", base, "--yes", db=db_url, **ttl).returncode == 3
+    victim.send_signal(signal.SIGKILL)
+    victim.wait(timeout=30)
+    os.close(terminal)
+    started = time.monotonic()
+    done = run("apply", "-f", base, "--yes", "--lock-timeout", "30s", db=db_url, **ttl)
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - started < 15  # well within a minute

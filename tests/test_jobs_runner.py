@@ -12,10 +12,10 @@ from sqlmodel import select
 from bcfleet.clock import FakeClock
 from bcfleet.errors import LockedError, NotFoundError
 from bcfleet.fleet import Fleet
-from bcfleet.jobs import lease as leases
 from bcfleet.jobs.registry import JOBS, JobSpec, get_job, job_names
-from bcfleet.jobs.runner import recent_runs, run_job, status, tick
+from bcfleet.jobs.runner import current_holder, recent_runs, run_job, status, tick
 from bcfleet.settings import FleetSettings
+from bcfleet.store import locks
 from bcfleet.store.models.jobs import JobRun, JobState
 from tests import job_fixtures
 from tests.conftest import T0, open_fleet
@@ -105,7 +105,7 @@ def test_a_failing_job_is_recorded_as_an_error_and_does_not_raise(fleet: Fleet) 
 def test_the_lease_is_given_back_after_a_run(fleet: Fleet) -> None:
     run_job(fleet, job_fixtures.spec("quick_job"))
     with fleet.read() as session:
-        assert leases.current_holder(session, "job:test.quick_job", fleet.now()) is None
+        assert current_holder(session, "job:test.quick_job", fleet.now()) is None
 
 
 def test_runs_older_than_a_week_are_pruned(fleet: Fleet, clock: FakeClock) -> None:
@@ -120,28 +120,33 @@ def test_runs_older_than_a_week_are_pruned(fleet: Fleet, clock: FakeClock) -> No
 # Leases
 
 
+def acquire(fleet: Fleet, name: str, holder: str, ttl: float = 60) -> locks.Lease | None:
+    lease, ours = locks.take(fleet, name, holder=holder, operation="job x", ttl_seconds=ttl)
+    return lease if ours else None
+
+
 def test_a_held_lease_is_not_taken_and_an_expired_one_is(fleet: Fleet, clock: FakeClock) -> None:
-    first = leases.acquire(fleet, "job:x", holder="a", operation="job x", ttl_seconds=60)
+    first = acquire(fleet, "job:x", "a")
     assert first is not None
-    assert leases.acquire(fleet, "job:x", holder="b", operation="job x", ttl_seconds=60) is None
+    assert acquire(fleet, "job:x", "b") is None
     clock.advance(seconds=59)
-    assert leases.acquire(fleet, "job:x", holder="b", operation="job x", ttl_seconds=60) is None
+    assert acquire(fleet, "job:x", "b") is None
     clock.advance(seconds=1)  # a killed holder stops renewing: its lease runs out
-    second = leases.acquire(fleet, "job:x", holder="b", operation="job x", ttl_seconds=60)
+    second = acquire(fleet, "job:x", "b")
     assert second is not None and second.id != first.id
-    assert not leases.renew(fleet, first, 60)  # the old holder has lost it
-    leases.release(fleet, first)  # and cannot release the new holder's lease
+    assert not locks.renew(fleet, first, 60)  # the old holder has lost it
+    locks.release(fleet, first)  # and cannot release the new holder's lease
     with fleet.read() as session:
-        assert leases.current_holder(session, "job:x", fleet.now())["holder"] == "b"  # type: ignore[index]
+        assert current_holder(session, "job:x", fleet.now())["holder"] == "b"  # type: ignore[index]
 
 
 def test_renewing_keeps_a_lease(fleet: Fleet, clock: FakeClock) -> None:
-    held = leases.acquire(fleet, "job:x", holder="a", operation="job x", ttl_seconds=60)
+    held = acquire(fleet, "job:x", "a")
     assert held is not None
     clock.advance(seconds=50)
-    assert leases.renew(fleet, held, 60)
+    assert locks.renew(fleet, held, 60)
     clock.advance(seconds=50)
-    assert leases.acquire(fleet, "job:x", holder="b", operation="job x", ttl_seconds=60) is None
+    assert acquire(fleet, "job:x", "b") is None
 
 
 def test_lease_expiry_lets_another_runner_take_over_the_job(
@@ -151,9 +156,7 @@ def test_lease_expiry_lets_another_runner_take_over_the_job(
     other = open_fleet(sqlite_url, clock, lock_ttl_seconds=120)
     spec = job_fixtures.spec("quick_job")
     # a runner took the lease and was killed before giving it back
-    assert leases.acquire(
-        killed, "job:test.quick_job", holder="gone", operation="-", ttl_seconds=120
-    )
+    assert acquire(killed, "job:test.quick_job", "gone", ttl=120)
     assert run_job(other, spec).outcome == "skipped"
     clock.advance(seconds=121)
     assert run_job(other, spec).outcome == "ok"
@@ -169,7 +172,7 @@ def test_concurrent_acquirers_get_one_lease(db_url: str, clock: FakeClock) -> No
 
     def race(fleet: Fleet, name: str) -> None:
         barrier.wait()
-        if leases.acquire(fleet, "job:race", holder=name, operation="-", ttl_seconds=60):
+        if acquire(fleet, "job:race", name):
             won.append(name)
 
     threads = [threading.Thread(target=race, args=(f, f"r{i}")) for i, f in enumerate(fleets)]
@@ -276,9 +279,7 @@ def test_cli_tick_job_and_list(cli) -> None:  # type: ignore[no-untyped-def]
 
 def test_cli_tick_of_a_job_held_elsewhere_exits_3(cli, sqlite_url: str) -> None:  # type: ignore[no-untyped-def]
     other = open_fleet(sqlite_url, FakeClock(T0))
-    assert leases.acquire(
-        other, "job:vps.usage", holder="elsewhere", operation="job vps.usage", ttl_seconds=600
-    )
+    assert acquire(other, "job:vps.usage", "elsewhere", ttl=600)
     result = cli("jobs", "tick", "--job", "vps.usage", "--json")
     assert result.exit_code == 3
     assert result.json()["error"]["code"] == "LOCKED"

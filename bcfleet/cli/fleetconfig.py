@@ -21,9 +21,19 @@ from bcfleet.cli.common import common_options, output, print_json, state
 from bcfleet.domain.durations import parse_duration
 from bcfleet.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, InvalidInputError
 from bcfleet.fleet import Fleet
-from bcfleet.reconcile.apply import ApplyResult, Approved, StepHook, apply, make_plan, plan_json
+from bcfleet.reconcile.actions import Plan
+from bcfleet.reconcile.apply import (
+    ApplyResult,
+    Approved,
+    StepHook,
+    apply,
+    apply_held,
+    make_plan,
+    plan_json,
+)
 from bcfleet.reconcile.load import load_fleetconfig
 from bcfleet.reconcile.lock import force_unlock as unlock
+from bcfleet.reconcile.lock import held
 from bcfleet.reconcile.model import DesiredFleet
 from bcfleet.reconcile.render import NO_CHANGES, render_json_text, render_text
 from bcfleet.reconcile.saved import approved_from, read_plan, save_plan
@@ -181,42 +191,67 @@ def apply_(
             "fleet apply -f asks for approval on a terminal; without one (CI, cron) pass --yes, "
             "or save a plan with `fleet plan -f FILE --out plan.json` and run `fleet apply plan.json`"
         )
-    approved = (
-        _approved_saved(plan_file)
-        if plan_file
-        else _approved_config(file, allow_empty=allow_empty, auto_approve=auto_approve)
-    )
-    if approved is None:
-        return EXIT_OK
     s = state()
-    result = apply(
-        s.fleet,
-        s.credential,
-        approved,
-        lock_timeout=timeout,
-        operation=f"apply {plan_file or file}",
-        between=_pause_hook(s.fleet),
-    )
+    operation = f"apply {plan_file or file}"
+    if plan_file is not None:
+        result = apply(
+            s.fleet,
+            s.credential,
+            _approved_saved(plan_file),
+            lock_timeout=timeout,
+            operation=operation,
+            between=_pause_hook(s.fleet),
+        )
+        _report(result)
+        return EXIT_OK
+    assert file is not None
+    desired = _load(file)
+    if not _worth_locking(desired, allow_empty=allow_empty):
+        return EXIT_OK
+    # As Terraform does: take the lock, then plan, show and ask; apply exactly what was shown
+    # under the same lock (renewed while the prompt waits), so no other apply runs meanwhile.
+    with held(s.fleet, operation=operation, timeout=timeout) as lock:
+        approved = _approved_config(desired, allow_empty=allow_empty, auto_approve=auto_approve)
+        if approved is None:
+            return EXIT_OK
+        result = apply_held(s.fleet, s.credential, approved, lock, _pause_hook(s.fleet))
     _report(result)
     return EXIT_OK
 
 
-def _approved_config(file: str | None, *, allow_empty: bool, auto_approve: bool) -> Approved | None:
-    """Plan, show, ask; None when there is nothing to do."""
-    assert file is not None
+def _ends_here(result: Plan) -> bool:
+    """Show a plan that has errors (exit 1) or no changes (True); False when it has changes."""
     s = state()
-    desired = _load(file)
-    result = make_plan(s.fleet, s.credential, desired, allow_empty=allow_empty)
+    if not result.errors and result.has_changes:
+        return False
     if not s.json:
         click.echo(render_text(result), nl=False)
     if result.errors:
         if s.json:
             click.echo(render_json_text(result), nl=False)
         sys.exit(EXIT_ERROR)
-    if not result.has_changes:
-        if s.json:
-            print_json({"applied": False, "message": NO_CHANGES, "plan": plan_json(result)})
+    if s.json:
+        print_json({"applied": False, "message": NO_CHANGES, "plan": plan_json(result)})
+    return True
+
+
+def _worth_locking(desired: DesiredFleet, *, allow_empty: bool) -> bool:
+    """A first plan, without the lock: a document that plans with errors or without changes
+    ends here, writing nothing, not even the lock's row."""
+    s = state()
+    return not _ends_here(make_plan(s.fleet, s.credential, desired, allow_empty=allow_empty))
+
+
+def _approved_config(
+    desired: DesiredFleet, *, allow_empty: bool, auto_approve: bool
+) -> Approved | None:
+    """Under the lock: plan, show, ask; None when there is nothing to do."""
+    s = state()
+    result = make_plan(s.fleet, s.credential, desired, allow_empty=allow_empty)
+    if _ends_here(result):
         return None
+    if not s.json:
+        click.echo(render_text(result), nl=False)
     if not auto_approve:
         _approve()
     return Approved(desired, plan_json(result), allow_empty=allow_empty, auto_approve=auto_approve)

@@ -11,6 +11,8 @@ with outcome error and its message; the runner itself never raises for it.
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,18 +25,9 @@ from sqlmodel import Session, col
 
 from bcfleet.clock import format_time
 from bcfleet.errors import LockedError
-from bcfleet.jobs.lease import (
-    RANDOM_IDS,
-    Lease,
-    acquire,
-    current_holder,
-    holder_name,
-    job_lock_name,
-    kept_alive,
-    release_in,
-)
 from bcfleet.jobs.registry import JOBS, JobFunction, JobSpec, get_job
 from bcfleet.jobs.stop import stop_requested
+from bcfleet.store.locks import RANDOM_IDS, Lease, kept_alive, live, release_in, take
 from bcfleet.store.models.jobs import JobRun, JobState
 
 if TYPE_CHECKING:
@@ -45,6 +38,30 @@ log = logging.getLogger("bcfleet.jobs")
 RUN_RETENTION = timedelta(days=7)
 """Job runs older than this are pruned when the job records a new one."""
 ERROR_TEXT_LIMIT = 4000
+
+
+def holder_name(role: str = "") -> str:
+    """host:pid, and the role (scheduler, tick) when given: who holds a job's lease."""
+    name = f"{socket.gethostname()}:{os.getpid()}"
+    return f"{name} {role}".strip()
+
+
+def job_lock_name(job: str) -> str:
+    return f"job:{job}"
+
+
+def current_holder(session: Session, name: str, now: datetime) -> dict[str, Any] | None:
+    """Who holds a live lease of that name, for LOCKED details and `fleet jobs list`."""
+    lease = live(session, name, now)
+    if lease is None:
+        return None
+    return {
+        "lockId": lease.id,
+        "holder": lease.holder,
+        "operation": lease.operation,
+        "since": format_time(lease.created_at),
+        "expiresAt": format_time(lease.expires_at),
+    }
 
 
 @dataclass(frozen=True)
@@ -100,14 +117,14 @@ def run_job(
     if function is None:
         return _record(fleet, spec, every, holder, None, started, "skipped", {}, "not available")
     ttl = fleet.settings.lock_ttl_seconds
-    lease = acquire(
+    lease, ours = take(
         fleet,
         job_lock_name(spec.name),
         holder=holder,
         operation=f"job {spec.name}",
         ttl_seconds=ttl,
     )
-    if lease is None:
+    if not ours:
         return _locked(fleet, spec, started, locked_is_error)
     started = fleet.now()
     with kept_alive(fleet, lease, ttl):

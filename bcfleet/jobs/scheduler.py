@@ -26,9 +26,8 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from bcfleet.clock import SystemClock
-from bcfleet.jobs.lease import holder_name
 from bcfleet.jobs.registry import JOBS, JobSpec, get_job
-from bcfleet.jobs.runner import run_job
+from bcfleet.jobs.runner import holder_name, run_job
 from bcfleet.jobs.stop import clear_stop, request_stop, stop_requested, wait_for_stop
 from bcfleet.store.models.jobs import JobState
 

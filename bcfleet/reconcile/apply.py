@@ -28,12 +28,13 @@ from bcfleet.api.auth import Credential
 from bcfleet.errors import StalePlanError
 from bcfleet.reconcile.actions import Plan, Summary, thaw
 from bcfleet.reconcile.execute import Executor
-from bcfleet.reconcile.lock import LockInfo, held
+from bcfleet.reconcile.lock import held
 from bcfleet.reconcile.model import DesiredFleet, ObservedFleet
 from bcfleet.reconcile.observe import observe, require_operator
 from bcfleet.reconcile.perf import collector_paused
 from bcfleet.reconcile.plan import plan
 from bcfleet.reconcile.render import render_json
+from bcfleet.store.locks import Lease
 from bcfleet.store.uow import bump, current_revision
 
 if TYPE_CHECKING:
@@ -94,7 +95,7 @@ class Approved:
 class ApplyResult:
     plan: Plan
     revision: int  # the state revision after the apply
-    lock: LockInfo
+    lock: Lease
     replanned: bool = False  # the state changed after the prompt: this plan was made under the lock
     warnings: tuple[str, ...] = ()  # what the API warned about (deprecated or unchecked offers)
 
@@ -143,8 +144,20 @@ def apply(
 ) -> ApplyResult:
     """Apply under the lock, in one transaction: all of the plan or none of it."""
     with held(fleet, operation=operation, timeout=lock_timeout) as lock:
-        _warm_offers(fleet, approved.plan)
-        return _apply_locked(fleet, credential, approved, lock, between)
+        return apply_held(fleet, credential, approved, lock, between)
+
+
+def apply_held(
+    fleet: Fleet,
+    credential: Credential | None,
+    approved: Approved,
+    lock: Lease,
+    between: StepHook | None = None,
+) -> ApplyResult:
+    """Apply a plan approved while the caller held the apply lock (``held``) and holds it still:
+    Terraform's order, lock → plan → show → ask → apply, so no other apply runs meanwhile."""
+    _warm_offers(fleet, approved.plan)
+    return _apply_locked(fleet, credential, approved, lock, between)
 
 
 def _warm_offers(fleet: Fleet, approved: Mapping[str, Any]) -> None:
@@ -163,7 +176,7 @@ def _apply_locked(
     fleet: Fleet,
     credential: Credential | None,
     approved: Approved,
-    lock: LockInfo,
+    lock: Lease,
     between: StepHook | None,
 ) -> ApplyResult:
     with fleet.transaction(bump_revision=False) as session, collector_paused():
