@@ -73,8 +73,16 @@ def as_utc(value: datetime) -> datetime:
     return value.astimezone(UTC)
 
 
+EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
+LATEST = datetime(2200, 1, 1, tzinfo=UTC)
+"""Times from outside (options, bodies, BCFLEET_NOW) lie in [EARLIEST, LATEST): far enough for any
+lease or replay, and far enough from datetime's year 9999 that adding the longest duration
+(100 years) to one can never overflow."""
+
+
 def parse_time(text: str) -> datetime:
-    """Parse an RFC 3339 time ('2026-11-30T10:00:00Z'); INVALID_INPUT otherwise."""
+    """Parse an RFC 3339 time ('2026-11-30T10:00:00Z') within [EARLIEST, LATEST); INVALID_INPUT
+    otherwise."""
     candidate = text.strip()
     if candidate.endswith(("Z", "z")):
         candidate = candidate[:-1] + "+00:00"
@@ -84,7 +92,17 @@ def parse_time(text: str) -> datetime:
         raise InvalidInputError(
             f"not an RFC 3339 time: {text!r}", {"value": text, "example": "2026-11-30T10:00:00Z"}
         ) from exc
-    return as_utc(parsed)
+    try:
+        parsed = as_utc(parsed)
+    except OverflowError:
+        parsed = LATEST
+    if not EARLIEST <= parsed < LATEST:
+        raise InvalidInputError(
+            f"{text!r} is out of range: times lie from {format_time(EARLIEST)} up to "
+            f"{format_time(LATEST)}",
+            {"value": text, "earliest": format_time(EARLIEST), "latest": format_time(LATEST)},
+        )
+    return parsed
 
 
 def format_time(value: datetime | None) -> str | None:
@@ -106,5 +124,8 @@ def clock_from_env(environ: dict[str, str] | None = None) -> Clock:
     env = os.environ if environ is None else environ
     pinned = env.get("BCFLEET_NOW")
     if pinned:
-        return FakeClock(parse_time(pinned))
+        try:
+            return FakeClock(parse_time(pinned))
+        except InvalidInputError as error:
+            raise InvalidInputError(f"BCFLEET_NOW: {error.message}", error.details) from None
     return SystemClock()
