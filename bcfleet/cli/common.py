@@ -25,6 +25,7 @@ class CliState:
 
     db: str | None = None
     json: bool = False
+    debug: bool = False
     token: str | None = None
     _fleet: Fleet | None = field(default=None, repr=False)
 
@@ -68,7 +69,7 @@ def _remember(name: str) -> Callable[[click.Context, click.Parameter, Any], Any]
 
 
 def common_options(func: F) -> F:
-    """--db, --json and --token, accepted on the root group and on every command."""
+    """--db, --json, --token and --debug, accepted on the root group and on every command."""
     options = [
         click.option(
             "--db",
@@ -96,6 +97,16 @@ def common_options(func: F) -> F:
             is_eager=True,
             callback=_remember("token"),
             help="Act as this token's principal (default: the local operator).",
+        ),
+        click.option(
+            "--debug",
+            "debug_opt",
+            is_flag=True,
+            envvar="BCFLEET_DEBUG",
+            expose_value=False,
+            is_eager=True,
+            callback=_remember("debug"),
+            help="Print the traceback of an internal error on stderr.",
         ),
     ]
     for option in reversed(options):

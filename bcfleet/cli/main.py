@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import traceback
 from importlib import import_module
 
 import click
@@ -106,4 +107,20 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as error:
         error.show()
         sys.exit(error.exit_code)
+    except BrokenPipeError:  # `fleet … | head`: the reader left; say nothing more
+        sys.stderr.close()
+        sys.exit(1)
+    except Exception as error:  # noqa: BLE001 - the last net: no traceback unless asked for
+        fail(internal_error(error, debug=state().debug))
     sys.exit(result if isinstance(result, int) else 0)
+
+
+def internal_error(error: Exception, *, debug: bool) -> FleetError:
+    """An error bcfleet did not expect, as the error document with code INTERNAL; the traceback
+    goes to stderr only with --debug (or BCFLEET_DEBUG=1)."""
+    if debug:
+        traceback.print_exception(error, file=sys.stderr)
+    return FleetError(
+        f"internal error ({type(error).__name__}); run again with --debug for the traceback",
+        {"type": type(error).__name__},
+    )
