@@ -12,6 +12,8 @@
     │   └── StalePlanError          STALE_PLAN              409
     ├── UnsupportedError            UNSUPPORTED             422
     ├── LockedError                 LOCKED                  423
+    ├── TooManyRequestsError        TOO_MANY_REQUESTS       429   (a tenant's long-lived requests
+    │                                                             are at their bound; Retry-After)
     ├── NoCapacityError             NO_CAPACITY             503
     └── ProviderUnavailableError    PROVIDER_UNAVAILABLE    503   (bcfleet/providers/errors.py:
                                     a cloud provider could not be reached after retries)
@@ -95,6 +97,27 @@ class LockedError(FleetError):
     http_status = 423
 
 
+class TooManyRequestsError(FleetError):
+    """A bound on concurrent requests was reached: HTTP 429 with Retry-After."""
+
+    code = "TOO_MANY_REQUESTS"
+    http_status = 429
+
+    def __init__(
+        self,
+        message: str,
+        details: dict[str, Any] | None = None,
+        *,
+        retry_after_seconds: int | None = None,
+    ) -> None:
+        merged = dict(details or {})
+        if retry_after_seconds is not None:
+            merged["retryAfterSeconds"] = retry_after_seconds
+        super().__init__(message, merged)
+        retry = merged.get("retryAfterSeconds")
+        self.retry_after_seconds: int | None = retry if isinstance(retry, int) else None
+
+
 class NoCapacityError(FleetError):
     """No free instance of a size: HTTP 503 with reason fleet_no_capacity (document 004)."""
 
@@ -130,6 +153,7 @@ ALL_ERRORS: tuple[type[FleetError], ...] = (
     StalePlanError,
     UnsupportedError,
     LockedError,
+    TooManyRequestsError,
     NoCapacityError,
 )
 

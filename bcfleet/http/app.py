@@ -47,6 +47,7 @@ from bcfleet.http.serving import (
     error_response,
     internal_error_response,
 )
+from bcfleet.http.streams import StreamSlots
 from bcfleet.jobs.runner import recent_runs
 
 log = logging.getLogger("bcfleet.http")
@@ -191,13 +192,16 @@ def create_app(
     poll_seconds: float = 1.0,
     heartbeat_seconds: float = 15.0,
     tally_seconds: float = 10.0,
+    streams_per_tenant: int | None = None,
 ) -> Starlette:
-    """The application over one fleet; tally_seconds paces the event-log counters (0: never)."""
+    """The application over one fleet; tally_seconds paces the event-log counters (0: never);
+    streams_per_tenant bounds each tenant's open streams (default BCFLEET_STREAMS_PER_TENANT)."""
     served = Served(
         fleet,
         max_body_bytes=max_body_bytes,
         poll_seconds=poll_seconds,
         heartbeat_seconds=heartbeat_seconds,
+        streams=StreamSlots(streams_per_tenant),
     )
     tallies = _tallies(fleet, served)
 

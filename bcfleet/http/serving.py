@@ -18,10 +18,17 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from bcfleet.errors import FleetError, InvalidInputError, NoCapacityError, UnauthenticatedError
+from bcfleet.errors import (
+    FleetError,
+    InvalidInputError,
+    NoCapacityError,
+    TooManyRequestsError,
+    UnauthenticatedError,
+)
 from bcfleet.fleet import Fleet
 from bcfleet.http.metrics import Metrics
 from bcfleet.http.operations import Call, Endpoint, Operation, TenantResolver
+from bcfleet.http.streams import StreamSlots
 
 log = logging.getLogger("bcfleet.http")
 
@@ -49,6 +56,7 @@ class Served:
     poll_seconds: float = 1.0
     heartbeat_seconds: float = 15.0
     metrics: Metrics = field(default_factory=Metrics)
+    streams: StreamSlots = field(default_factory=StreamSlots)
     tenants: TenantResolver = field(init=False)
 
     def __post_init__(self) -> None:
@@ -77,7 +85,10 @@ def bearer_token(request: Request, *, required: bool) -> str | None:
 def error_response(error: FleetError) -> JSONResponse:
     """The error document with its status; Retry-After for NO_CAPACITY, WWW-Authenticate for 401."""
     headers: dict[str, str] = {}
-    if isinstance(error, NoCapacityError) and error.retry_after_seconds is not None:
+    if (
+        isinstance(error, NoCapacityError | TooManyRequestsError)
+        and error.retry_after_seconds is not None
+    ):
         headers["Retry-After"] = str(error.retry_after_seconds)
     if isinstance(error, UnauthenticatedError):
         headers["WWW-Authenticate"] = 'Bearer realm="bcfleet"'

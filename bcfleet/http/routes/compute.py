@@ -7,10 +7,10 @@ Retry-After header; POST …/deploy/stream is the streaming deploy (NDJSON progr
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
@@ -32,6 +32,7 @@ from bcfleet.http.schemas import (
     page,
 )
 from bcfleet.http.serving import bearer_token, served
+from bcfleet.http.streams import held_open, iterate_in_stream_threads
 
 TAG = "compute"
 SIZE = {"type": "string", "maxLength": 20}
@@ -177,6 +178,9 @@ async def deploy_stream(request: Request) -> Response:
     query = {p.name: p.parse(request) for p in STREAM_QUERY}
     api = ctx.fleet.api
     await run_in_threadpool(api.services.show, token, request.path_params["id"])  # errors as JSON
+    assert token is not None
+    tenant = await run_in_threadpool(ctx.tenants.tenant_of, token)
+    ctx.streams.take(tenant)
     steps = ctx.fleet.api.services.deploy_stream(
         token, request.path_params["id"],
         poll_seconds=query["pollSeconds"], timeout_seconds=query["timeoutSeconds"],
@@ -189,11 +193,8 @@ async def deploy_stream(request: Request) -> Response:
         except FleetError as error:
             yield json.dumps(error.to_json()) + "\n"
 
-    async def body() -> AsyncIterator[str]:
-        async for line in iterate_in_threadpool(lines()):
-            yield line
-
-    return StreamingResponse(body(), media_type="application/x-ndjson")
+    body = held_open(ctx.streams, tenant, iterate_in_stream_threads(lines()))
+    return StreamingResponse(body, media_type="application/x-ndjson")
 
 
 def create_index(call: Call) -> Any:

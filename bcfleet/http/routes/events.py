@@ -15,6 +15,7 @@ from bcfleet.errors import FleetError, InvalidInputError
 from bcfleet.http.operations import TENANT, Call, Operation, Param
 from bcfleet.http.schemas import ANY_OBJECT, INT, STRING, TIME, nullable, obj, page
 from bcfleet.http.serving import Served, bearer_token, served
+from bcfleet.http.streams import held_open
 
 TAG = "events"
 PAGE = 100
@@ -113,8 +114,10 @@ async def stream_events(request: Request) -> Response:
     query = {p.name: p.parse(request) for p in STREAM_QUERY}
     after = _resume_cursor(request, query["after"])
     first = await run_in_threadpool(_page, ctx, token, query, after)  # errors answer as JSON
+    tenant = await run_in_threadpool(ctx.tenants.tenant_of, token)
+    ctx.streams.take(tenant)
     return StreamingResponse(
-        _frames(ctx, token, query, first),
+        held_open(ctx.streams, tenant, _frames(ctx, token, query, first)),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
