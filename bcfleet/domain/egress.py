@@ -79,14 +79,9 @@ def embedded_ipv4(address: IPAddress) -> ipaddress.IPv4Address | None:
 def refusal(address: IPAddress, allow: Sequence[IPNetwork] = ()) -> str | None:
     """Why ``address`` may not be reached (a class name), or None when it may."""
     inner = embedded_ipv4(address)
-    candidates: list[IPAddress] = [address] if inner is None else [address, inner]
-    if any(_allowed(candidate, allow) for candidate in candidates):
+    if _allowed(address, allow) or (inner is not None and _allowed(inner, allow)):
         return None
-    for candidate in reversed(candidates):  # the embedded IPv4 address decides first
-        reason = _classify(candidate)
-        if reason is not None:
-            return reason
-    return None
+    return _classify(address if inner is None else inner)  # the carried IPv4 address decides
 
 
 def _allowed(address: IPAddress, allow: Sequence[IPNetwork]) -> bool:
