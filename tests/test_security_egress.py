@@ -189,7 +189,7 @@ def test_a_redirect_to_another_host_is_not_followed(fleet: Fleet) -> None:
     assert (delivery["state"], delivery["lastStatus"]) == ("pending", 302)
 
 
-def test_the_guard_refuses_before_connecting(fleet: Fleet) -> None:
+def test_the_guard_refuses_before_connecting() -> None:
     guard = EgressGuard(resolver=lambda _host, _port: ["10.0.0.7"])
     with pytest.raises(EgressRefused):
         guard.check_url("https://internal.example/")
