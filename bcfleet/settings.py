@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from bcfleet.domain.egress import IPNetwork, parse_ranges
 from bcfleet.errors import InvalidInputError
 
 DEFAULT_DB_URL = "sqlite:///fleet.db"
@@ -43,6 +44,10 @@ class FleetSettings:
     )
     lock_ttl_seconds: float = 30.0  # renewed every third of it while held (store/locks.py)
     provider_delete_grace_seconds: float = 300.0
+    # The key sealing provider tokens at rest (bcfleet/secretbox.py); never shown.
+    secret_key: str | None = field(default=None, repr=False)
+    # Address ranges outbound requests for tenants may reach although private (bcfleet/egress.py).
+    egress_allow: tuple[IPNetwork, ...] = ()
 
 
 _ENV_FIELDS: dict[str, tuple[str, type]] = {
@@ -85,7 +90,37 @@ def load_settings(path: Path | None = None, environ: dict[str, str] | None = Non
     for variable, (attr, kind) in _ENV_FIELDS.items():
         if variable in env and env[variable] != "":
             updates[attr] = _convert(variable, kind, env[variable])
+    if env.get("BCFLEET_SECRET_KEY", "").strip():
+        updates["secret_key"] = env["BCFLEET_SECRET_KEY"].strip()
+    if env.get("BCFLEET_EGRESS_ALLOW", "").strip():
+        updates["egress_allow"] = _ranges("BCFLEET_EGRESS_ALLOW", env["BCFLEET_EGRESS_ALLOW"])
     return replace(settings, **updates)
+
+
+def _ranges(name: str, raw: Any) -> tuple[IPNetwork, ...]:
+    """An egress allow list: "127.0.0.0/8,::1/128" or a list of ranges."""
+    if not isinstance(raw, str | list):
+        raise InvalidInputError(f"setting {name} must be a list of address ranges")
+    try:
+        return parse_ranges(raw)
+    except ValueError as exc:
+        raise InvalidInputError(f"setting {name}: {exc}") from None
+
+
+def _secret_key(section: dict[str, Any], path: Path) -> str | None:
+    """secret_key, or the contents of secret_key_file (relative to fleet.toml's folder)."""
+    if isinstance(section.get("secret_key"), str) and section["secret_key"].strip():
+        return str(section["secret_key"]).strip()
+    named = section.get("secret_key_file")
+    if named is None:
+        return None
+    key_path = path.parent / str(named)
+    try:
+        return key_path.read_text().strip() or None
+    except OSError as exc:
+        raise InvalidInputError(
+            f"setting secret_key_file: cannot read {key_path} ({exc.strerror})"
+        ) from None
 
 
 def _apply_toml(settings: FleetSettings, path: Path) -> FleetSettings:
@@ -111,5 +146,10 @@ def _apply_toml(settings: FleetSettings, path: Path) -> FleetSettings:
         merged = dict(settings.job_intervals)
         merged.update({str(k): float(v) for k, v in intervals.items()})
         updates["job_intervals"] = merged
+    sealing_key = _secret_key(section, path)
+    if sealing_key is not None:
+        updates["secret_key"] = sealing_key
+    if "egress_allow" in section:
+        updates["egress_allow"] = _ranges("egress_allow", section["egress_allow"])
     assert set(updates) <= set(known)
     return replace(settings, **updates)

@@ -118,7 +118,7 @@ def two_tenants(fleet: Fleet) -> dict[str, Any]:
         index = api.indexes.create(admin, tenant_id=tenant, workspace="prod", name="docs")
         environment = api.environments.create(admin, tenant_id=tenant, name="stg", size="medium")
         api.provider_accounts.create(
-            admin,
+            OP,  # only root's admin may name a server environment variable
             tenant_id=tenant,
             name=f"{tenant}-hz",
             provider="hetzner",

@@ -21,6 +21,13 @@ own, say) finds the cache cold inside its transaction; it should call
 there and then, with a short budget (one retry, a five-second timeout), so
 the lock is held for seconds at worst.
 
+How an account is opened. Its token is the server's environment variable
+``token_env`` (root's admin named it) or the tenant's own token, unsealed with
+the operator's key for the one client. Its requests go through the egress guard
+(bcfleet/egress.py, with the operator's allowed ranges) unless the account is
+root's own and root's admin gave it an explicit endpoint: that endpoint is the
+operator's choice (the local fake provider in tests and demos) and is trusted.
+
 What the check says. An offer id the provider does not sell is INVALID_INPUT
 naming the nearest ids. An offer that is deprecated, or available in no region,
 is a warning in the response (PRODUCT.md §1: never used silently). When the
@@ -35,18 +42,20 @@ import difflib
 import os
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlmodel import Session, col, select
 
-from bcfleet.api.auth import Credential, authenticate, pool_resource
+from bcfleet.api.auth import ROOT_TENANT, Credential, authenticate, pool_resource
 from bcfleet.api.lookup import find_pool
+from bcfleet.egress import EgressGuard
 from bcfleet.errors import FleetError, InvalidInputError
 from bcfleet.providers.base import Offer, ProviderImpl
 from bcfleet.providers.registry import open_provider
 from bcfleet.providers.retrying import RetryPolicy
+from bcfleet.secretbox import open_sealed
 from bcfleet.store.models import Pool, ProviderAccount
 
 if TYPE_CHECKING:
@@ -70,8 +79,9 @@ class AccountRef:
     tenant_id: str
     name: str
     provider: str
-    token_env: str
+    token_env: str | None
     endpoint: str | None
+    sealed_token: str | None = field(default=None, repr=False)
 
     @classmethod
     def of(cls, account: ProviderAccount) -> AccountRef:
@@ -82,7 +92,13 @@ class AccountRef:
             provider=account.provider,
             token_env=account.token_env,
             endpoint=account.endpoint,
+            sealed_token=account.sealed_token,
         )
+
+    @property
+    def endpoint_trusted(self) -> bool:
+        """Root's own account with an endpoint root's admin set: not behind the egress guard."""
+        return self.tenant_id == ROOT_TENANT and self.endpoint is not None
 
 
 @dataclass(frozen=True)
@@ -117,8 +133,18 @@ class OfferCatalog:
     def open(self, account: AccountRef, **overrides: Any) -> ProviderImpl:
         """A provider client for the account (close it when done)."""
         options = {"clock": self.fleet.clock, **self.client_options, **overrides}
+        settings = self.fleet.settings
+        token = None
+        if account.sealed_token is not None:
+            token = open_sealed(settings.secret_key, account.sealed_token)
+        egress = None if account.endpoint_trusted else EgressGuard(settings.egress_allow)
         return open_provider(
-            account.provider, token_env=account.token_env, endpoint=account.endpoint, **options
+            account.provider,
+            token_env=None if token is not None else account.token_env,
+            token=token,
+            endpoint=account.endpoint,
+            egress=egress,
+            **options,
         )
 
     def offers(self, account: AccountRef, *, fresh: bool = False) -> list[Offer]:

@@ -1,4 +1,18 @@
-"""Provider accounts: where a provider pool's servers are made; the token stays in an environment variable.
+"""Provider accounts: where a provider pool's servers are made, and whose token pays for them.
+
+Where the token comes from, and who may say so:
+
+- ``token``: the provider token itself. Anyone who manages the tenant's provider
+  accounts may give it; it is sealed with the operator's key (bcfleet/secretbox.py)
+  and never shown again (the account's JSON says ``hasToken``). Without a
+  configured key it is INVALID_INPUT: a token is never stored in plaintext.
+- ``tokenEnv``: the name of one of the server's own environment variables. Only
+  root's admin (the local operator or a root admin token, also when acting as
+  another tenant) may name one; anyone else is FORBIDDEN, since the server would
+  send that variable's value to the provider.
+- ``endpoint``: only root's admin may set it; without it the account talks to
+  the provider's documented API host. See offer_checks.py for which accounts go
+  through the egress guard.
 
 ``offers`` asks the account's provider for what it sells (document 000, "Flavors
 on provider pools"), fresh each call, through the fleet's OfferCatalog. Provider
@@ -10,16 +24,18 @@ from __future__ import annotations
 
 import re
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from sqlmodel import Session, select
 
-from bcfleet.api.auth import Credential, tenant_resource
+from bcfleet.api.auth import Actor, Credential, acting_for, resolve, tenant_resource
 from bcfleet.api.base import Area
 from bcfleet.api.lookup import get_tenant
 from bcfleet.api.offer_checks import AccountRef, OfferCatalog
 from bcfleet.clock import format_time
-from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError
+from bcfleet.errors import ConflictError, ForbiddenError, InvalidInputError, NotFoundError
 from bcfleet.providers.base import filter_offers
+from bcfleet.secretbox import Secret, require_box
 from bcfleet.store.models import Pool, ProviderAccount
 
 if TYPE_CHECKING:
@@ -27,28 +43,81 @@ if TYPE_CHECKING:
 
 PROVIDERS = ("hetzner",)
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+MAX_TOKEN = 4096
+MAX_ENDPOINT = 2048
 
 
 def account_json(account: ProviderAccount) -> dict[str, Any]:
+    """The account as the API shows it: never the token, only whether one is stored."""
     return {
         "id": account.id,
         "name": account.name,
         "provider": account.provider,
         "tokenEnv": account.token_env,
+        "hasToken": account.sealed_token is not None,
         "endpoint": account.endpoint,
         "createdAt": format_time(account.created_at),
     }
 
 
-def validate_account(provider: str, token_env: str) -> None:
+def validate_account(
+    provider: str, token_env: str | None, token: str | None, endpoint: str | None
+) -> Secret | None:
+    """INVALID_INPUT for a bad field (never quoting the token); the token as a Secret."""
     if provider not in PROVIDERS:
         raise InvalidInputError(
             f"provider must be one of {', '.join(PROVIDERS)}", {"provider": provider}
         )
-    if not ENV_NAME.match(token_env):
+    if token_env is not None and token is not None:
+        raise InvalidInputError(
+            "give either token or tokenEnv, not both", {"fields": ["token", "tokenEnv"]}
+        )
+    if token_env is not None and (not isinstance(token_env, str) or not ENV_NAME.match(token_env)):
         raise InvalidInputError(
             "tokenEnv names the environment variable that holds the token, e.g. HCLOUD_TOKEN",
-            {"tokenEnv": token_env},
+            {"field": "tokenEnv"},
+        )
+    if endpoint is not None:
+        parts = urlsplit(endpoint) if isinstance(endpoint, str) else None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+            raise InvalidInputError(
+                "endpoint must be an http or https URL with a host", {"field": "endpoint"}
+            )
+        if len(endpoint) > MAX_ENDPOINT:
+            raise InvalidInputError(
+                f"endpoint must be at most {MAX_ENDPOINT} characters", {"field": "endpoint"}
+            )
+    return None if token is None else _token(token)
+
+
+def _token(token: Any) -> Secret:
+    if (
+        not isinstance(token, str)
+        or not 0 < len(token) <= MAX_TOKEN
+        or not all(33 <= ord(ch) <= 126 for ch in token)
+    ):
+        raise InvalidInputError(
+            f"token must be 1 to {MAX_TOKEN} printable ASCII characters without spaces",
+            {"field": "token"},
+        )
+    return Secret(token)
+
+
+def require_privilege(caller: Actor, token_env: str | None, endpoint: str | None) -> None:
+    """FORBIDDEN unless root's admin: naming a server variable or an endpoint (no value quoted)."""
+    if caller.is_root_admin:
+        return
+    if token_env is not None:
+        raise ForbiddenError(
+            "only the root tenant's admin may name a server environment variable (tokenEnv); "
+            "give the provider token itself as token",
+            {"field": "tokenEnv"},
+        )
+    if endpoint is not None:
+        raise ForbiddenError(
+            "only the root tenant's admin may set a provider account's endpoint; "
+            "accounts use the provider's own API",
+            {"field": "endpoint"},
         )
 
 
@@ -86,14 +155,19 @@ class ProviderAccountsAPI(Area):
         tenant_id: str,
         name: str,
         provider: str,
-        token_env: str,
+        token_env: str | None = None,
+        token: str | None = None,
         endpoint: str | None = None,
         managed: bool = False,
     ) -> dict[str, Any]:
-        validate_account(provider, token_env)
+        """Register an account whose token is ``token`` (sealed) or root's ``token_env``."""
         with self.fleet.write() as session:
-            actor = self.actor(session, credential, tenant_id)
-            actor.require("compute:providers:manage", tenant_resource(tenant_id))
+            self._authorize(session, credential, tenant_id, token_env, endpoint)
+            secret = validate_account(provider, token_env, token, endpoint)
+            if secret is None and token_env is None:
+                raise InvalidInputError(
+                    "a provider account needs its provider token (token)", {"field": "token"}
+                )
             get_tenant(session, tenant_id)
             clash = session.exec(
                 select(ProviderAccount.id).where(
@@ -108,6 +182,7 @@ class ProviderAccountsAPI(Area):
                 name=name,
                 provider=provider,
                 token_env=token_env,
+                sealed_token=self._seal(secret),
                 endpoint=endpoint,
                 created_at=self.fleet.now(),
                 managed=managed,
@@ -122,19 +197,42 @@ class ProviderAccountsAPI(Area):
         tenant_id: str,
         name: str,
         provider: str,
-        token_env: str,
+        token_env: str | None = None,
+        token: str | None = None,
         endpoint: str | None = None,
     ) -> dict[str, Any]:
-        """Replace an account's provider, tokenEnv and endpoint (None: no endpoint)."""
-        validate_account(provider, token_env)
+        """Replace an account's provider and endpoint (None: the provider's own API), and its
+        token source when ``token_env`` or ``token`` is given (the other one is dropped)."""
         with self.fleet.write() as session:
-            actor = self.actor(session, credential, tenant_id)
-            actor.require("compute:providers:manage", tenant_resource(tenant_id))
+            self._authorize(session, credential, tenant_id, token_env, endpoint)
+            secret = validate_account(provider, token_env, token, endpoint)
             account = find_account(session, tenant_id, name)
-            account.provider, account.token_env = provider, token_env
-            account.endpoint = endpoint
+            account.provider, account.endpoint = provider, endpoint
+            if token_env is not None or secret is not None:
+                account.token_env, account.sealed_token = token_env, self._seal(secret)
             session.add(account)
             return account_json(account)
+
+    def _authorize(
+        self,
+        session: Session,
+        credential: Credential | None,
+        tenant_id: str,
+        token_env: str | None,
+        endpoint: str | None,
+    ) -> None:
+        """compute:providers:manage on the tenant, and root's admin for tokenEnv or endpoint."""
+        caller = resolve(session, credential)
+        acting_for(session, caller, tenant_id).require(
+            "compute:providers:manage", tenant_resource(tenant_id)
+        )
+        require_privilege(caller, token_env, endpoint)
+
+    def _seal(self, secret: Secret | None) -> str | None:
+        """The sealed token, or INVALID_INPUT when the operator configured no key."""
+        if secret is None:
+            return None
+        return require_box(self.fleet.settings.secret_key).seal(secret)
 
     def set_managed(
         self, credential: Credential | None, *, tenant_id: str, name: str, managed: bool = True

@@ -1,5 +1,9 @@
 """Webhooks: a tenant registers URLs for its events; list, show, delete, deliveries, redeliver.
 
+A URL must be http(s), and its host may not be (or resolve to) a loopback, private,
+link-local or metadata address unless the operator allows the range (bcfleet/egress.py);
+a name that does not resolve yet is accepted, since every delivery checks again.
+
 The webhooks job (bcfleet/jobs/webhooks.py) queues each new event of the webhook's own
 tenant and POSTs it signed with the webhook's secret; after the last failed try a
 delivery is dead-lettered, listed here with state=dead and redelivered on request.
@@ -18,6 +22,7 @@ from sqlmodel import Session, col, select
 from bcfleet.api.auth import Actor, Credential, owned_resource
 from bcfleet.api.base import Area
 from bcfleet.clock import format_time
+from bcfleet.egress import EgressGuard, EgressRefused
 from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError
 from bcfleet.store.models import Event
 from bcfleet.store.models.webhooks import Webhook, WebhookDelivery
@@ -83,6 +88,17 @@ def validate_webhook(url: Any, event_types: Any, secret: Any) -> None:
         )
 
 
+def check_destination(guard: EgressGuard, url: str) -> None:
+    """INVALID_INPUT when the URL's host is an address the egress guard refuses."""
+    try:
+        guard.check_url(url)
+    except EgressRefused as refused:
+        raise InvalidInputError(
+            "invalid webhook: " + refused.message,
+            {"fields": {"url": refused.message}, "reason": "egress_refused"},
+        ) from None
+
+
 def _find(session: Session, actor: Actor, webhook_id: str) -> Webhook:
     """A webhook of the actor's tenant (root's admin: any); NOT_FOUND otherwise."""
     hook = session.get(Webhook, webhook_id)
@@ -105,6 +121,7 @@ class WebhooksAPI(Area):
     ) -> dict[str, Any]:
         """Register a webhook for events from now on; the secret is shown once, here."""
         validate_webhook(url, event_types, secret)
+        check_destination(EgressGuard(self.fleet.settings.egress_allow), url)
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
             actor.require(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -26,13 +28,55 @@ def group() -> None:
     """Provider accounts: where provider pools make servers."""
 
 
+def read_token(token_file: Path | None, token_stdin: bool) -> str | None:
+    """The token from a file or stdin (never from argv, which ``ps`` shows), stripped."""
+    if token_file is not None and token_stdin:
+        raise click.UsageError("give --token-file or --token-stdin, not both")
+    if token_file is not None:
+        try:
+            text = token_file.read_text()
+        except (OSError, UnicodeError) as exc:
+            raise click.BadParameter(
+                f"cannot read {token_file}: {exc}", param_hint="--token-file"
+            ) from None
+    elif token_stdin:
+        text = sys.stdin.read()
+    else:
+        return None
+    token = text.strip()
+    if not token:
+        raise click.UsageError("the provider token is empty")
+    return token
+
+
 @fleet_command(group, "create")
 @click.option("--tenant", default="root", show_default=True)
 @click.option("--name", required=True)
 @click.option("--provider", type=click.Choice(["hetzner"]), required=True)
-@click.option("--token-env", required=True, help="The environment variable that holds the token.")
-@click.option("--endpoint", help="API base URL (default: the provider's).")
-def create(tenant: str, name: str, provider: str, token_env: str, endpoint: str | None) -> None:
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A file holding the provider token (stored sealed with the operator's key).",
+)
+@click.option("--token-stdin", is_flag=True, help="Read the provider token from stdin.")
+@click.option(
+    "--token-env",
+    help="The server's environment variable that holds the token (root's admin only).",
+)
+@click.option("--endpoint", help="API base URL (root's admin only; default: the provider's).")
+def create(
+    tenant: str,
+    name: str,
+    provider: str,
+    token_file: Path | None,
+    token_stdin: bool,
+    token_env: str | None,
+    endpoint: str | None,
+) -> None:
+    """Register a provider account; its token from --token-file, --token-stdin or --token-env."""
+    token = read_token(token_file, token_stdin)
+    if (token is None) == (token_env is None):
+        raise click.UsageError("give exactly one of --token-file, --token-stdin and --token-env")
     s = state()
     output(
         s.fleet.api.provider_accounts.create(
@@ -41,10 +85,17 @@ def create(tenant: str, name: str, provider: str, token_env: str, endpoint: str 
             name=name,
             provider=provider,
             token_env=token_env,
+            token=token,
             endpoint=endpoint,
         ),
         lambda a: f"Provider account {a['name']} created: {a['id']}",
     )
+
+
+def _token_source(account: dict[str, Any]) -> str:
+    if account.get("tokenEnv"):
+        return f"env {account['tokenEnv']}"
+    return "stored" if account.get("hasToken") else "-"
 
 
 @fleet_command(group, "list")
@@ -54,8 +105,8 @@ def list_(tenant: str) -> None:
     output(
         s.fleet.api.provider_accounts.list(s.credential, tenant_id=tenant),
         lambda d: table(
-            d["items"],
-            [("NAME", "name"), ("PROVIDER", "provider"), ("TOKEN_ENV", "tokenEnv"), ("ID", "id")],
+            [dict(a, token=_token_source(a)) for a in d["items"]],
+            [("NAME", "name"), ("PROVIDER", "provider"), ("TOKEN", "token"), ("ID", "id")],
         ),
     )
 

@@ -13,6 +13,11 @@ tried again after a backoff that doubles from BACKOFF_BASE up to BACKOFF_CAP, an
 MAX_ATTEMPTS tries the delivery is dead, kept as a dead letter that the API can requeue.
 Only events of the webhook's own tenant are ever queued for it. No request is made while
 a transaction is open: due deliveries are read, sent, then their outcomes written.
+
+Every delivery goes through the egress guard (bcfleet/egress.py): the host is resolved
+and checked at each connection, redirects are not followed, and a failure is recorded
+as one of three fixed texts (REFUSED, NO_ANSWER, or ``HTTP <status>`` from an allowed
+receiver), so a delivery's ``lastError`` tells nothing about what listens where.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import httpx
 from sqlmodel import col, select
 
 from bcfleet.clock import format_time
+from bcfleet.egress import EgressGuard, EgressRefused
 from bcfleet.store.models import Event
 from bcfleet.store.models.webhooks import Webhook, WebhookDelivery
 
@@ -44,6 +50,8 @@ TIME_BUDGET_SECONDS = 30.0
 REQUEST_TIMEOUT_SECONDS = 5.0
 SIGNATURE_TOLERANCE_SECONDS = 300
 USER_AGENT = "bcfleet-webhooks/1"
+REFUSED = "refused: the URL's address is not an allowed destination"
+NO_ANSWER = "no answer: the receiver could not be reached or did not answer over HTTP"
 
 
 def sign(secret: str, body: bytes, timestamp: int) -> str:
@@ -183,8 +191,10 @@ def send(client: httpx.Client, due: Due, now: datetime) -> Outcome:
     }
     try:
         response = client.post(due.url, content=body, headers=headers)
-    except httpx.HTTPError as exc:
-        return Outcome(due.id, due.attempts, None, f"{type(exc).__name__}: {exc}"[:500])
+    except EgressRefused:
+        return Outcome(due.id, due.attempts, None, REFUSED)
+    except (httpx.HTTPError, httpx.InvalidURL, OSError):
+        return Outcome(due.id, due.attempts, None, NO_ANSWER)
     error = None if 200 <= response.status_code < 300 else f"HTTP {response.status_code}"
     return Outcome(due.id, due.attempts, response.status_code, error)
 
@@ -217,10 +227,15 @@ def run_webhooks(
     transport: httpx.BaseTransport | None = None,
     time_budget: float = TIME_BUDGET_SECONDS,
 ) -> dict[str, int]:
-    """One round: queue new events, then send what is due within the time budget."""
+    """One round: queue new events, then send what is due within the time budget.
+
+    ``transport`` replaces the network (tests); by default it is the egress guard's.
+    """
     queued = enqueue(fleet, now)
     outcomes: list[Outcome] = []
     started = time.monotonic()
+    if transport is None:
+        transport = EgressGuard(fleet.settings.egress_allow).transport()
     with httpx.Client(
         timeout=REQUEST_TIMEOUT_SECONDS, follow_redirects=False, transport=transport
     ) as client:

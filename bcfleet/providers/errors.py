@@ -21,6 +21,9 @@ later unchanged. Hetzner codes map as follows:
     unsupported_error                    → UnsupportedError
     server_error, service_error, unavailable, maintenance, timeout,
     network failures and timeouts        → ProviderUnavailableError
+    any other code, or an answer that is
+    not the provider's JSON              → ProviderUnavailableError (not retryable): a
+                                           provider's failure is never an internal error
 
 Rate limiting keeps the stable CONFLICT code (like Hetzner's own ``conflict``:
 "try again"); it is not LOCKED, which names a bcfleet lock holder. A provider
@@ -137,5 +140,20 @@ def _plain(code: str, status: int, text: str, details: dict[str, Any]) -> FleetE
         return UnsupportedError(text, details)
     if code in _UNAVAILABLE or status >= 500:
         details["retryable"] = True
-        return ProviderUnavailableError(text, details)
-    return FleetError(text, details)
+    return ProviderUnavailableError(text, details)
+
+
+def unexpected_answer(provider: str, what: str) -> ProviderUnavailableError:
+    """PROVIDER_UNAVAILABLE for an answer that is not the provider API's JSON (no content quoted)."""
+    return ProviderUnavailableError(
+        f"{provider}: the provider's answer about {what} is not what its API sends",
+        {"provider": provider, "providerCode": "unexpected_answer", "retryable": False},
+    )
+
+
+def refused_destination(provider: str) -> ProviderUnavailableError:
+    """PROVIDER_UNAVAILABLE for an endpoint the egress guard refused (no address named)."""
+    return ProviderUnavailableError(
+        f"{provider}: the provider's endpoint is not an allowed destination",
+        {"provider": provider, "providerCode": "egress_refused", "retryable": False},
+    )

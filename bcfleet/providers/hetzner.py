@@ -11,9 +11,13 @@ when no datacenter reports ``server_types``), when the type's ``locations``
 list leaves the location out, or after the deprecation's ``unavailable_after``.
 Hetzner Cloud only sells virtual servers, so every offer has kind ``vps``.
 
-The API token is read from the environment variable the account names
-(``token_env``) on every request and put on that request only; it is never
-kept on an object, logged, or put into an error.
+The API token is either read from the environment variable root's admin named
+(``token_env``) on every request, or given as a :class:`~bcfleet.secretbox.Secret`
+(a tenant's own token, unsealed from the database); either way it goes on the
+requests to ``base_url`` only (redirects are not followed), and is never
+logged, shown in a repr, or put into an error. ``egress`` puts every connection
+behind the egress guard (bcfleet/egress.py): accounts whose endpoint root's
+admin did not set explicitly for root are opened that way.
 
 Server names are the idempotency key: a create whose answer was lost looks the
 name up, adopts the server when it carries the requested labels, and only then
@@ -36,10 +40,12 @@ from typing import Any
 import httpx
 
 from bcfleet.clock import Clock, SystemClock, parse_time
+from bcfleet.egress import EgressGuard
 from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError, UnauthenticatedError
 from bcfleet.providers.base import Offer, ProviderServer, filter_offers
-from bcfleet.providers.errors import ProviderUnavailableError
+from bcfleet.providers.errors import ProviderUnavailableError, unexpected_answer
 from bcfleet.providers.retrying import AmbiguousOutcome, JsonApi, RetryPolicy
+from bcfleet.secretbox import Secret
 
 DEFAULT_BASE_URL = "https://api.hetzner.cloud/v1"
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
@@ -69,13 +75,42 @@ class EnvBearerAuth(httpx.Auth):
         yield request
 
 
+class SecretBearerAuth(httpx.Auth):
+    """Bearer auth with a token given as a Secret (a tenant's own, unsealed for this client)."""
+
+    def __init__(self, token: Secret) -> None:
+        self._token = token
+
+    def __repr__(self) -> str:
+        return "SecretBearerAuth(token='********')"
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        request.headers["Authorization"] = f"Bearer {self._token.reveal()}"
+        yield request
+
+
+def bearer_auth(
+    token_env: str | None, token: Secret | None, environ: Mapping[str, str] | None
+) -> httpx.Auth:
+    """The auth of a client: exactly one of a token variable's name and a token."""
+    if token is not None and not token_env:
+        return SecretBearerAuth(token)
+    if token_env and token is None:
+        return EnvBearerAuth(token_env, environ)
+    raise InvalidInputError(
+        "a provider client needs either tokenEnv or a token", {"provider": PROVIDER}
+    )
+
+
 class HetznerProvider:
     """The Hetzner Cloud API as a ProviderImpl."""
 
     def __init__(
         self,
         *,
-        token_env: str,
+        token_env: str | None = None,
+        token: Secret | None = None,
+        egress: EgressGuard | None = None,
         base_url: str = DEFAULT_BASE_URL,
         environ: Mapping[str, str] | None = None,
         timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
@@ -93,12 +128,15 @@ class HetznerProvider:
         self._currency = currency
         self._policy = retry or RetryPolicy()
         self._rng = rng or random.Random()
+        if transport is None and egress is not None:
+            transport = egress.transport()
         self._client = httpx.Client(
             base_url=self.base_url + "/",
-            auth=EnvBearerAuth(token_env, environ),
+            auth=bearer_auth(token_env, token, environ),
             timeout=timeout,
             transport=transport,
             headers={"User-Agent": "bcfleet"},
+            follow_redirects=False,
         )
         self._api = JsonApi(
             self._client,
@@ -109,7 +147,8 @@ class HetznerProvider:
         )
 
     def __repr__(self) -> str:
-        return f"HetznerProvider(base_url={self.base_url!r}, token_env={self.token_env!r})"
+        source = f"token_env={self.token_env!r}" if self.token_env else "token='********'"
+        return f"HetznerProvider(base_url={self.base_url!r}, {source})"
 
     def __enter__(self) -> HetznerProvider:
         return self
@@ -124,13 +163,17 @@ class HetznerProvider:
     def offers(self, kind: str | None = None, min_vcpu: int | None = None) -> list[Offer]:
         """Every (server type, location) offer, filtered by kind and minimum vCPUs."""
         server_types = self._get_all("server_types", "server_types")
-        stocked = _stock_by_location(self._get_all("datacenters", "datacenters"))
+        datacenters = self._get_all("datacenters", "datacenters")
         now = self._clock.now()
-        offers = [
-            offer
-            for server_type in server_types
-            for offer in _offers_of(server_type, stocked, now, self._currency)
-        ]
+        try:
+            stocked = _stock_by_location(datacenters)
+            offers = [
+                offer
+                for server_type in server_types
+                for offer in _offers_of(server_type, stocked, now, self._currency)
+            ]
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise unexpected_answer(PROVIDER, "server_types") from exc
         return filter_offers(offers, kind, min_vcpu)
 
     def create_server(
@@ -157,7 +200,7 @@ class HetznerProvider:
                 payload = self._api.call(
                     "POST", "servers", body=body, idempotent=False, context=context
                 )
-                return _server_of(payload["server"])
+                return _server_of(payload.get("server"))
             except AmbiguousOutcome as exc:
                 lost = exc
             except ConflictError as exc:
@@ -189,7 +232,11 @@ class HetznerProvider:
         if not name:
             raise InvalidInputError("a server name is required", {"provider": PROVIDER})
         payload = self._api.call("GET", "servers", params={"name": name})
-        servers = [raw for raw in payload.get("servers", []) if raw.get("name") == name]
+        servers = [
+            raw
+            for raw in payload.get("servers") or []
+            if isinstance(raw, dict) and raw.get("name") == name
+        ]
         return _server_of(servers[0]) if servers else None
 
     def _adopt(self, name: str, labels: Mapping[str, str], reason: str) -> ProviderServer | None:
@@ -271,7 +318,15 @@ def _numeric_id(server_id: str) -> str:
     return text
 
 
-def _server_of(raw: dict[str, Any]) -> ProviderServer:
+def _server_of(raw: Any) -> ProviderServer:
+    """A server from the provider's JSON; PROVIDER_UNAVAILABLE when the answer is not one."""
+    try:
+        return _server_fields(raw)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise unexpected_answer(PROVIDER, "server") from exc
+
+
+def _server_fields(raw: dict[str, Any]) -> ProviderServer:
     datacenter = raw.get("datacenter") or {}
     location = datacenter.get("location") or raw.get("location") or {}
     return ProviderServer(

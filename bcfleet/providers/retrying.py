@@ -24,12 +24,14 @@ from typing import Any
 import httpx
 
 from bcfleet.clock import Clock
+from bcfleet.egress import EgressRefused
 from bcfleet.errors import FleetError
 from bcfleet.providers.errors import (
     REJECTED_RETRYABLE,
     SERVER_FAULTS,
     ProviderUnavailableError,
     code_for_status,
+    refused_destination,
     translate,
 )
 
@@ -109,9 +111,16 @@ class JsonApi:
             self._wait_for_budget()
             try:
                 response = self._client.request(method, path, params=params, json=body)
+            except EgressRefused as exc:  # refused before connecting: never sent, never retried
+                raise refused_destination(self._provider) from exc
             except httpx.TransportError as exc:
                 self._after_transport_error(exc, step, idempotent)
                 continue
+            except httpx.HTTPError as exc:  # a body that cannot be decoded, …
+                raise ProviderUnavailableError(
+                    f"{self._provider}: the answer to {method} {path} could not be read",
+                    {"provider": self._provider, "providerCode": "bad_answer", "retryable": True},
+                ) from exc
             self._remember_budget(response)
             if response.is_success:
                 return _json_of(response)

@@ -105,7 +105,7 @@ def _accounts(session: Session) -> tuple[ObservedProviderAccount, ...]:
     rows = session.exec(select(ProviderAccount).where(ProviderAccount.tenant_id == ROOT_TENANT))
     return tuple(
         ObservedProviderAccount(
-            ProviderAccountSpec(row.name, row.provider, row.token_env, row.endpoint),
+            ProviderAccountSpec(row.name, row.provider, row.token_env or "", row.endpoint),
             row.id,
             row.managed,
         )

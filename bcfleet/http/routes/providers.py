@@ -5,7 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from bcfleet.http.operations import TENANT, Call, Operation, Param
-from bcfleet.http.schemas import ANY_OBJECT, NAME, STRING, TIME, array, nullable, obj, page
+from bcfleet.http.schemas import (
+    ANY_OBJECT,
+    BOOL,
+    NAME,
+    STRING,
+    TIME,
+    array,
+    nullable,
+    obj,
+    page,
+)
 
 TAG = "providers"
 
@@ -15,7 +25,8 @@ SCHEMAS = {
             "id": STRING,
             "name": STRING,
             "provider": STRING,
-            "tokenEnv": STRING,
+            "tokenEnv": nullable(STRING),
+            "hasToken": BOOL,
             "endpoint": nullable(STRING),
             "createdAt": TIME,
         }
@@ -25,10 +36,23 @@ SCHEMAS = {
         {
             "name": NAME,
             "provider": NAME,
-            "tokenEnv": NAME,
-            "endpoint": {"type": "string", "maxLength": 2048},
+            "tokenEnv": {
+                **NAME,
+                "description": "A server environment variable holding the token; root's admin only.",
+            },
+            # No length or pattern here: a schema error would quote the value; the API checks it.
+            "token": {
+                "type": "string",
+                "writeOnly": True,
+                "description": "The provider token, stored sealed and never returned.",
+            },
+            "endpoint": {
+                "type": "string",
+                "maxLength": 2048,
+                "description": "The provider API's base URL; root's admin only.",
+            },
         },
-        required=["name", "provider", "tokenEnv"],
+        required=["name", "provider"],
     ),
     "OfferPage": obj({"items": array(ANY_OBJECT)}),
 }
@@ -41,6 +65,7 @@ def create_account(call: Call) -> Any:
         name=call.field("name"),
         provider=call.field("provider"),
         token_env=call.field("tokenEnv"),
+        token=call.field("token"),
         endpoint=call.field("endpoint"),
     )
 
@@ -62,7 +87,7 @@ def list_offers(call: Call) -> Any:
 Q = (TENANT,)
 OPERATIONS = [
     Operation("POST", "/v1/provider-accounts", "providerAccounts.create",
-              "Register a provider account (the token stays in an environment variable)", TAG,
+              "Register a provider account (its token is stored sealed, never returned)", TAG,
               create_account, status=201, request="ProviderAccountCreate",
               response="ProviderAccount", query=Q),
     Operation("GET", "/v1/provider-accounts", "providerAccounts.list",

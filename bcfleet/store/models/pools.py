@@ -19,8 +19,11 @@ class ProviderAccount(SQLModel, table=True):
     tenant_id: str = Field(foreign_key="tenants.id", index=True)
     name: str
     provider: str  # hetzner | fake
-    token_env: str  # where the token lives; the token itself is never stored
-    endpoint: str | None = None
+    # The token is either in the server's environment variable token_env (root's admin
+    # names it) or sealed with the operator's key (bcfleet/secretbox.py); never in plaintext.
+    token_env: str | None = None
+    sealed_token: str | None = Field(default=None, repr=False)
+    endpoint: str | None = None  # only root's admin sets it; None: the provider's own API
     created_at: datetime = Field(sa_type=UTCDateTime)
     managed: bool = False
 
