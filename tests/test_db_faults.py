@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import threading
+from collections import Counter
+
+import httpx
+import psycopg
 import pytest
 from sqlalchemy import text
 
@@ -9,12 +14,13 @@ from bcfleet.errors import DatabaseUnavailableError, InvalidInputError
 from bcfleet.fleet import Fleet
 from bcfleet.http.app import all_operations
 from bcfleet.http.operations import Param
+from bcfleet.jobs.vps_hosts import run_vps_hosts
 from bcfleet.store.event_log import emit
 from bcfleet.store.faults import COMMIT_OUTCOME_UNKNOWN, CONNECTION_LOST
-from tests.builders import OP
+from tests.builders import OP, flavor, host, hosted_pool, inventory
 from tests.conftest import run_cli
-from tests.db_fault_support import Faults
-from tests.test_http_support import error_code, served
+from tests.db_fault_support import TERMINATE_OTHERS, Faults, libpq_url
+from tests.test_http_support import PLACEMENT, error_code, served
 
 CURSOR_MAX = 2**63 - 1
 
@@ -217,3 +223,79 @@ def test_every_integer_query_parameter_documents_both_bounds() -> None:
                 assert "minimum" in schema and "maximum" in schema, (op.operation_id, param.name)
     with pytest.raises(ValueError, match="minimum and a maximum"):
         Param("n", "integer", minimum=0)
+
+
+# ----- PostgreSQL backends terminated under load ------------------------------------------------
+
+THREADS, ROUNDS = 4, 25
+
+
+def _fleet_to_load(fleet: Fleet) -> None:
+    """A root pool with two roomy hosts and a one-vCPU flavor."""
+    hosted_pool(fleet, "vps-fra", offered_to=(), gpu_model=None)
+    for name in ("fra-01", "fra-02"):
+        host(fleet, "vps-fra", name, inventory(cpus=96, memory_gib=512, disk_gib=4000), PLACEMENT)
+    run_vps_hosts(fleet, fleet.now())
+    flavor(fleet, "vps-fra", "g1.tiny", vcpu=1, memory_gib=1, disk_gib=1)
+
+
+def _load(
+    base_url: str, bearer: str, worker: int, answers: list[tuple[str, httpx.Response]]
+) -> None:
+    headers = {"Authorization": f"Bearer {bearer}"}
+    with httpx.Client(base_url=base_url, headers=headers, timeout=30.0) as http:
+        for round_ in range(ROUNDS):
+            name = f"w{worker}-{round_}"
+            body = {"pool": "vps-fra", "flavor": "g1.tiny", "name": name}
+            answers.append((name, http.post("/v1/instances", json=body)))
+            answers.append(("", http.get("/v1/instances")))
+            answers.append(("", http.get("/v1/events", params={"limit": 50})))
+            answers.append(("", http.get("/v1/pools")))
+
+
+def _terminate_backends(fleet: Fleet, stop: threading.Event, terminated: list[int]) -> None:
+    with psycopg.connect(libpq_url(fleet), autocommit=True) as admin:
+        while not stop.wait(0.1):
+            rows = admin.execute(TERMINATE_OTHERS).fetchall()
+            terminated.append(sum(1 for (done,) in rows if done))
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+@pytest.mark.parametrize("db_url", ["postgres"], indirect=True)
+def test_terminated_postgresql_backends_under_load_never_answer_500(any_fleet: Fleet) -> None:
+    fleet = any_fleet
+    _fleet_to_load(fleet)
+    answers: list[tuple[str, httpx.Response]] = []
+    terminated: list[int] = []
+    stop = threading.Event()
+    with served(fleet) as (server, api):
+        killer = threading.Thread(target=_terminate_backends, args=(fleet, stop, terminated))
+        killer.start()
+        try:
+            workers = [
+                threading.Thread(target=_load, args=(server.url, api.token, w, answers))
+                for w in range(THREADS)
+            ]
+            for worker in workers:
+                worker.start()
+            for worker in workers:
+                worker.join()
+        finally:
+            stop.set()
+            killer.join()
+    assert len(answers) == THREADS * ROUNDS * 4
+    assert sum(terminated) > 0  # the fault really happened
+    statuses = Counter(response.status_code for _, response in answers)
+    assert set(statuses) <= {200, 201, 503}, statuses
+    for _, response in answers:
+        if response.status_code == 503:
+            assert response.headers.get("retry-after") == "1"
+            assert error_code(response) == "DATABASE_UNAVAILABLE"
+    acknowledged = {name for name, r in answers if name and r.status_code == 201}
+    assert acknowledged
+    names = Counter(i["name"] for i in fleet.api.instances.list(OP)["items"])
+    assert all(names[name] == 1 for name in acknowledged)
+    assert max(names.values()) == 1  # nothing was written twice, acknowledged or not
+    report = fleet.api.doctor.check(OP, invariants=True)
+    assert report["invariants"]["ok"], report["invariants"]["problems"]
