@@ -15,6 +15,9 @@
     ├── TooManyRequestsError        TOO_MANY_REQUESTS       429   (a tenant's long-lived requests
     │                                                             are at their bound; Retry-After)
     ├── NoCapacityError             NO_CAPACITY             503
+    ├── DatabaseUnavailableError    DATABASE_UNAVAILABLE    503   (the database connection was
+    │                               lost or could not be made; Retry-After; details say whether
+    │                               the change may have been saved)
     └── ProviderUnavailableError    PROVIDER_UNAVAILABLE    503   (bcfleet/providers/errors.py:
                                     a cloud provider could not be reached after retries)
 
@@ -32,6 +35,8 @@ class FleetError(Exception):
 
     code: ClassVar[str] = "INTERNAL"
     http_status: ClassVar[int] = 500
+    # Seconds a client should wait before trying again (HTTP Retry-After); None: no advice.
+    retry_after_seconds: int | None = None
 
     def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
         super().__init__(message)
@@ -141,6 +146,29 @@ class NoCapacityError(FleetError):
         self.retry_after_seconds = retry_after_seconds
 
 
+class DatabaseUnavailableError(FleetError):
+    """The database connection was lost (or could not be made) and the call could not finish.
+
+    details.reason is ``connection_lost`` when the transaction was rolled back with nothing
+    saved (the call was already run a second time), ``commit_outcome_unknown`` when the
+    connection died while COMMIT was on its way: the change may or may not have been saved,
+    so look before sending it again.
+    """
+
+    code = "DATABASE_UNAVAILABLE"
+    http_status = 503
+
+    def __init__(
+        self,
+        message: str,
+        details: dict[str, Any] | None = None,
+        *,
+        retry_after_seconds: int | None = 1,
+    ) -> None:
+        super().__init__(message, details)
+        self.retry_after_seconds = retry_after_seconds
+
+
 ALL_ERRORS: tuple[type[FleetError], ...] = (
     InvalidInputError,
     UnauthenticatedError,
@@ -155,6 +183,7 @@ ALL_ERRORS: tuple[type[FleetError], ...] = (
     LockedError,
     TooManyRequestsError,
     NoCapacityError,
+    DatabaseUnavailableError,
 )
 
 # Exit codes of PRODUCT.md §5.

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
@@ -17,11 +17,14 @@ from bcfleet.clock import Clock, clock_from_env
 from bcfleet.ids import IdFactory
 from bcfleet.settings import FleetSettings, load_settings
 from bcfleet.store.engine import make_engine
+from bcfleet.store.faults import lost_connections, run_retrying
 from bcfleet.store.schema import ensure_schema, forget_schema
 from bcfleet.store.uow import read_session, write_session
 
 if TYPE_CHECKING:
     from bcfleet.api.facade import FleetAPI
+
+T = TypeVar("T")
 
 # The transaction that write() and read() calls join: (the fleet it belongs to, its session).
 _JOINED: ContextVar[tuple[Fleet, Session] | None] = ContextVar("bcfleet_joined", default=None)
@@ -56,7 +59,8 @@ class Fleet:
         """Open (and, for a fresh database, create) the fleet state at db_url."""
         settings = settings or load_settings()
         engine = make_engine(db_url or settings.db_url)
-        ensure_schema(engine)
+        with lost_connections():
+            ensure_schema(engine)
         fleet = cls(engine, clock=clock, settings=settings, ids=ids)
         fleet.seed()
         return fleet
@@ -104,6 +108,16 @@ class Fleet:
             return
         with read_session(self.engine) as session:
             yield session
+
+    def run_call(self, call: Callable[[], T]) -> T:
+        """Run one API call; after a lost connection, once more if nothing can have been saved.
+
+        The rule is store/faults.py's. Inside transaction() a call is never run again: the
+        enclosing transaction is lost as a whole.
+        """
+        if self._joined() is not None:
+            return call()
+        return run_retrying(call)
 
     @contextmanager
     def transaction(self, *, bump_revision: bool = True) -> Iterator[Session]:

@@ -1,8 +1,19 @@
-"""What every area of the API shares: the fleet handle and the first step of a call."""
+"""What every area of the API shares: the fleet handle, the first step of a call, and its retry.
+
+Every public method of an area runs through Fleet.run_call(): a database connection lost
+before COMMIT runs the whole call once more (store/faults.py has the rule). The wrapping
+happens once, here, when an area class is defined, so no API method repeats it. A call is
+authorize + one transaction with no side effect outside the database before it commits
+(reading a provider's offers is the one outside call, and reading is safe to repeat).
+Generator methods (streams) are not wrapped: each call they make is.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import functools
+import inspect
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from sqlmodel import Session
 
@@ -12,8 +23,25 @@ if TYPE_CHECKING:
     from bcfleet.fleet import Fleet
 
 
+def _retried(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def call(self: Area, *args: Any, **kwargs: Any) -> Any:
+        return self.fleet.run_call(lambda: method(self, *args, **kwargs))
+
+    return call
+
+
 class Area:
     """One area of the API (flavors, pools, …) bound to a fleet."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name, member in list(vars(cls).items()):
+            if name.startswith("_") or not inspect.isfunction(member):
+                continue
+            if inspect.isgeneratorfunction(member):
+                continue
+            setattr(cls, name, _retried(member))
 
     def __init__(self, fleet: Fleet) -> None:
         self.fleet = fleet

@@ -19,6 +19,7 @@ from sqlmodel import Session, col
 from bcfleet.api.auth import Actor, Credential, tenant_resource
 from bcfleet.api.base import Area
 from bcfleet.clock import format_time
+from bcfleet.domain.cursors import check_cursor
 from bcfleet.domain.usage import METER_CREDITS, METER_MEMORY, METER_VCPU, WINDOW, gpu_meter
 from bcfleet.errors import InvalidInputError
 from bcfleet.store.models import BillingMeter, Pool
@@ -127,6 +128,7 @@ class UsageAPI(Area):
         """One page of windows in id order; `cursor` is the `after` of the next page."""
         _check_range(since, until)
         _check_limit(limit)
+        check_cursor(after)
         with self.fleet.read() as session:
             actor = self._reader(session, credential, tenant_id)
             query = select(UsageWindow).order_by(col(UsageWindow.id)).limit(limit)

@@ -45,7 +45,7 @@ from bcfleet.http.serving import (
     body_validator,
     endpoint_for,
     error_response,
-    internal_error_response,
+    unexpected_error_response,
 )
 from bcfleet.http.streams import StreamSlots
 from bcfleet.jobs.runner import recent_runs
@@ -161,7 +161,7 @@ async def http_exception(request: Request, exc: Exception) -> Response:
 
 async def server_error(_request: Request, exc: Exception) -> Response:
     log.error("unhandled error", exc_info=exc)
-    return internal_error_response()
+    return unexpected_error_response(exc)
 
 
 def _routes(ops: Sequence[Operation], schemas: dict[str, Any]) -> list[Route]:

@@ -25,7 +25,9 @@ ERROR_SCHEMA: dict[str, Any] = {
                 "message": {"type": "string"},
                 "details": {
                     "type": "object",
-                    "description": "For NO_CAPACITY: reason fleet_no_capacity, instance_size, retry_after.",
+                    "description": "For NO_CAPACITY: reason fleet_no_capacity, instance_size, "
+                    "retry_after. For DATABASE_UNAVAILABLE: reason connection_lost (nothing "
+                    "was saved) or commit_outcome_unknown.",
                 },
             },
         }
@@ -36,7 +38,7 @@ ERROR_RESPONSE: dict[str, Any] = {
     "description": "The error document of PRODUCT.md §3; the status is the code's.",
     "headers": {
         "Retry-After": {
-            "description": "Seconds to wait before retrying (503 NO_CAPACITY).",
+            "description": "Seconds to wait before retrying (503 NO_CAPACITY, DATABASE_UNAVAILABLE).",
             "schema": {"type": "string"},
         },
         "WWW-Authenticate": {"description": "On 401.", "schema": {"type": "string"}},

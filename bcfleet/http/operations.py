@@ -25,7 +25,7 @@ TENANT_CACHE_SECONDS = 60.0
 
 @dataclass(frozen=True)
 class Param:
-    """A query parameter: integer, string, boolean or a repeatable string."""
+    """A query parameter: integer (always bounded, both ends), string, boolean or a repeatable string."""
 
     name: str
     kind: str = "string"  # string | integer | boolean | strings
@@ -34,6 +34,10 @@ class Param:
     maximum: int | None = None
     default: Any = None
     enum: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.kind == "integer" and (self.minimum is None or self.maximum is None):
+            raise ValueError(f"integer query parameter {self.name} needs a minimum and a maximum")
 
     def schema(self) -> dict[str, Any]:
         """The parameter's JSON Schema."""

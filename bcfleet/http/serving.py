@@ -2,7 +2,9 @@
 
 app.py wraps every Operation with endpoint_for(). The API methods are synchronous and do
 I/O, so the handler runs in a worker thread (run_in_threadpool). Errors become the
-error JSON of PRODUCT.md §3 with their code's status; NO_CAPACITY adds Retry-After.
+error JSON of PRODUCT.md §3 with their code's status; NO_CAPACITY and DATABASE_UNAVAILABLE
+add Retry-After. A lost database connection that escaped the API's own handling still
+answers 503 DATABASE_UNAVAILABLE, never 500.
 """
 
 from __future__ import annotations
@@ -18,17 +20,12 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from bcfleet.errors import (
-    FleetError,
-    InvalidInputError,
-    NoCapacityError,
-    TooManyRequestsError,
-    UnauthenticatedError,
-)
+from bcfleet.errors import FleetError, InvalidInputError, UnauthenticatedError
 from bcfleet.fleet import Fleet
 from bcfleet.http.metrics import Metrics
 from bcfleet.http.operations import Call, Endpoint, Operation, TenantResolver
 from bcfleet.http.streams import StreamSlots
+from bcfleet.store.faults import connection_lost, unavailable
 
 log = logging.getLogger("bcfleet.http")
 
@@ -83,16 +80,20 @@ def bearer_token(request: Request, *, required: bool) -> str | None:
 
 
 def error_response(error: FleetError) -> JSONResponse:
-    """The error document with its status; Retry-After for NO_CAPACITY, WWW-Authenticate for 401."""
+    """The error document with its status; Retry-After when the error advises one, WWW-Authenticate for 401."""
     headers: dict[str, str] = {}
-    if (
-        isinstance(error, NoCapacityError | TooManyRequestsError)
-        and error.retry_after_seconds is not None
-    ):
+    if error.retry_after_seconds is not None:
         headers["Retry-After"] = str(error.retry_after_seconds)
     if isinstance(error, UnauthenticatedError):
         headers["WWW-Authenticate"] = 'Bearer realm="bcfleet"'
     return JSONResponse(error.to_json(), status_code=error.http_status, headers=headers)
+
+
+def unexpected_error_response(exc: BaseException) -> JSONResponse:
+    """503 DATABASE_UNAVAILABLE for a lost database connection, else 500 INTERNAL (logged by the caller)."""
+    if connection_lost(exc):  # outside a unit of work: whether anything was saved is unknown
+        return error_response(unavailable(during_commit=True))
+    return internal_error_response()
 
 
 def internal_error_response() -> JSONResponse:
@@ -214,9 +215,9 @@ def endpoint_for(op: Operation, validator: Draft202012Validator | None) -> Endpo
             result = await run_in_threadpool(op.handler, call)
         except FleetError as error:
             return error_response(error)
-        except Exception:
+        except Exception as exc:
             log.exception("%s %s failed", op.method, op.path)
-            return internal_error_response()
+            return unexpected_error_response(exc)
         if op.response_media != "application/json":
             return Response(str(result), media_type=op.response_media, status_code=op.status)
         return JSONResponse(result, status_code=op.status)

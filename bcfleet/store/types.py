@@ -1,13 +1,13 @@
-"""Column types shared by the tables: UTC datetimes that survive SQLite, and JSON documents."""
+"""Column types shared by the tables: UTC datetimes that survive SQLite, 64-bit counters, JSON documents."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import DateTime
+from sqlalchemy import BigInteger, DateTime, Integer
 from sqlalchemy.engine import Dialect
-from sqlalchemy.types import TypeDecorator
+from sqlalchemy.types import TypeDecorator, TypeEngine
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -38,3 +38,19 @@ def empty_dict() -> dict[str, Any]:
 
 def empty_list() -> list[Any]:
     return []
+
+
+class BigCounter(TypeDecorator[int]):
+    """A cursor or a counter that only grows (event seq, generations, versions, row ids): 64-bit.
+
+    BIGINT (BIGSERIAL for a primary key) on PostgreSQL, whose INTEGER stops at 2^31 - 1;
+    INTEGER on SQLite, which is already 64-bit and keeps a primary key the rowid.
+    """
+
+    impl = BigInteger
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "sqlite":
+            return dialect.type_descriptor(Integer())
+        return dialect.type_descriptor(BigInteger())

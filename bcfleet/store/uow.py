@@ -9,13 +9,23 @@ from sqlalchemy import Engine, text
 from sqlmodel import Session
 
 from bcfleet.store.engine import CHANGED_FLAG, WRITE_OPTION, is_sqlite
+from bcfleet.store.faults import commit_is_next, lost_connections
 
 
 @contextmanager
 def write_session(engine: Engine, *, bump_revision: bool = True) -> Iterator[Session]:
-    """A session in one write transaction: committed on success, rolled back on any error."""
+    """A session in one write transaction: committed on success, rolled back on any error.
+
+    A lost connection raises DatabaseUnavailableError saying whether COMMIT had been sent
+    (store/faults.py has the rule for running the call again).
+    """
     bound = engine.execution_options(**{WRITE_OPTION: True})
-    with Session(bound, expire_on_commit=False) as session, session.begin():
+    committing = False
+    with (
+        lost_connections(committing=lambda: committing),
+        Session(bound, expire_on_commit=False) as session,
+        session.begin(),
+    ):
         connection = session.connection()
         connection.info[CHANGED_FLAG] = False
         yield session
@@ -23,12 +33,14 @@ def write_session(engine: Engine, *, bump_revision: bool = True) -> Iterator[Ses
         # A transaction that changed nothing (a job tick finding all as it was) leaves saved plans valid.
         if bump_revision and connection.info.get(CHANGED_FLAG):
             bump(session)
+        committing = True  # leaving session.begin() sends COMMIT
+        commit_is_next()
 
 
 @contextmanager
 def read_session(engine: Engine) -> Iterator[Session]:
     """A session in one read transaction (a consistent snapshot on SQLite WAL and PostgreSQL)."""
-    with Session(engine, expire_on_commit=False) as session, session.begin():
+    with lost_connections(), Session(engine, expire_on_commit=False) as session, session.begin():
         yield session
 
 

@@ -11,6 +11,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from bcfleet.domain.cursors import CURSOR_MAX, CURSOR_MIN, check_cursor
 from bcfleet.errors import FleetError, InvalidInputError
 from bcfleet.http.operations import TENANT, Call, Operation, Param
 from bcfleet.http.schemas import ANY_OBJECT, INT, STRING, TIME, nullable, obj, page
@@ -34,7 +35,13 @@ SCHEMAS = {
     "EventPage": page("Event", cursor=True),
 }
 
-AFTER = Param("after", "integer", "Only events after this cursor (an event's seq).", minimum=0)
+AFTER = Param(
+    "after",
+    "integer",
+    "Only events after this cursor (an event's seq).",
+    minimum=CURSOR_MIN,
+    maximum=CURSOR_MAX,
+)
 TYPES = Param("type", "strings", "Only events of these types (repeatable).")
 LIMIT = Param("limit", "integer", "At most this many events.", minimum=1, maximum=1000, default=100)
 STREAM_LIMIT = Param(
@@ -63,9 +70,7 @@ def _resume_cursor(request: Request, after: int | None) -> int | None:
         raise InvalidInputError(
             "Last-Event-ID must be an event's seq", {"lastEventId": header}
         ) from None
-    if value < 0:
-        raise InvalidInputError("Last-Event-ID must be an event's seq", {"lastEventId": header})
-    return value
+    return check_cursor(value, "Last-Event-ID")
 
 
 def sse_frame(item: dict[str, Any]) -> str:

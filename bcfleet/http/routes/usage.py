@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from bcfleet.clock import parse_time
+from bcfleet.domain.cursors import CURSOR_MAX, CURSOR_MIN
 from bcfleet.http.operations import TENANT, Call, Operation, Param
 from bcfleet.http.schemas import INT, STRING, TIME, nullable, obj, page
 from bcfleet.http.serving import bearer_token, served
@@ -113,13 +114,13 @@ async def export_usage(request: Request) -> Response:
 
 
 LIMIT = Param("limit", "integer", "At most this many.", minimum=1, maximum=10000, default=100)
+AFTER = Param("after", "integer", "Windows after this id.", minimum=CURSOR_MIN, maximum=CURSOR_MAX)
 EXPORT_QUERY = (*FILTERS, Param("format", description="json (NDJSON) or csv.", default="json",
                                 enum=("json", "csv")))  # fmt: skip
 OPERATIONS = [
     Operation("GET", "/v1/usage", "usage.list", "A page of metered windows after a cursor", TAG,
               list_usage, response="UsagePage",
-              query=(*FILTERS, Param("after", "integer", "Windows after this id.", minimum=0),
-                     LIMIT)),
+              query=(*FILTERS, AFTER, LIMIT)),
     Operation("GET", "/v1/usage/export", "usage.export",
               "Every matching window, streamed as NDJSON or CSV", TAG, endpoint=export_usage,
               response="UsageExport", response_media="application/x-ndjson",

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import JSON, Index, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from bcfleet.store.types import UTCDateTime, empty_dict
+from bcfleet.store.types import BigCounter, UTCDateTime, empty_dict
 
 
 class GpuAtom(SQLModel, table=True):
@@ -17,7 +17,7 @@ class GpuAtom(SQLModel, table=True):
     __tablename__ = "gpu_atoms"
     __table_args__ = (UniqueConstraint("node_id", "index"),)
 
-    id: int | None = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True, sa_type=BigCounter)
     node_id: str = Field(foreign_key="hosts.id", index=True)
     index: int
     model: str
@@ -60,7 +60,7 @@ class Booking(SQLModel, table=True):
     )
 
     id: str = Field(primary_key=True)
-    atom_id: int = Field(foreign_key="gpu_atoms.id")
+    atom_id: int = Field(foreign_key="gpu_atoms.id", sa_type=BigCounter)
     node_id: str = Field(foreign_key="hosts.id")
     consumer_kind: str  # instance | reservation
     consumer_id: str

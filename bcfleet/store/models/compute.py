@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import JSON, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from bcfleet.store.types import UTCDateTime, empty_dict
+from bcfleet.store.types import BigCounter, UTCDateTime, empty_dict
 
 
 class ComputeSettingsRow(SQLModel, table=True):
@@ -26,7 +26,7 @@ class ComputeSettingsRow(SQLModel, table=True):
     sizes: dict[str, dict[str, Any]] = Field(default_factory=empty_dict, sa_type=JSON)
     default_size: str | None = None  # None: Medium
     serverless_pool_id: str | None = Field(default=None, foreign_key="pools.id")
-    version: int = 1
+    version: int = Field(default=1, sa_type=BigCounter)
     managed: bool = False  # created or adopted by a FleetConfig
     updated_at: datetime = Field(sa_type=UTCDateTime)
     # when the spares job last looked at this tenant: the basis of NO_CAPACITY's Retry-After

@@ -8,14 +8,16 @@ from typing import Any
 from sqlalchemy import JSON, Index
 from sqlmodel import Field, SQLModel
 
-from bcfleet.store.types import UTCDateTime, empty_dict
+from bcfleet.store.types import BigCounter, UTCDateTime, empty_dict
 
 
 class Event(SQLModel, table=True):
     __tablename__ = "events"
     __table_args__ = (Index("ix_events_tenant_seq", "tenant_id", "seq"),)
 
-    seq: int | None = Field(default=None, primary_key=True)  # the cursor: strictly increasing
+    seq: int | None = Field(
+        default=None, primary_key=True, sa_type=BigCounter
+    )  # the cursor: strictly increasing
     id: str = Field(unique=True)
     type: str = Field(index=True)
     tenant_id: str | None = Field(default=None)  # None: visible to operators only

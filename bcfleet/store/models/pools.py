@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import JSON, Index, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from bcfleet.store.types import UTCDateTime, empty_dict
+from bcfleet.store.types import BigCounter, UTCDateTime, empty_dict
 
 
 class ProviderAccount(SQLModel, table=True):
@@ -40,7 +40,7 @@ class Pool(SQLModel, table=True):
     host_reserve: dict[str, int] = Field(default_factory=empty_dict, sa_type=JSON)
     provider_account_id: str | None = Field(default=None, foreign_key="provider_accounts.id")
     created_at: datetime = Field(sa_type=UTCDateTime)
-    version: int = 1
+    version: int = Field(default=1, sa_type=BigCounter)
     managed: bool = False
 
 
@@ -66,7 +66,7 @@ class Host(SQLModel, table=True):
     state: str = "ready"  # ready | draining
     inventory: dict[str, Any] | None = Field(default=None, sa_type=JSON)
     inventory_reported_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
-    inventory_generation: int = 0
+    inventory_generation: int = Field(default=0, sa_type=BigCounter)
     created_at: datetime = Field(sa_type=UTCDateTime)
     managed: bool = False
 
@@ -89,7 +89,7 @@ class NodeResource(SQLModel, table=True):
     ratio: float = 1.0
     capacity: int
     allocated: int = 0
-    generation: int = 0
+    generation: int = Field(default=0, sa_type=BigCounter)
 
 
 class Flavor(SQLModel, table=True):
@@ -106,7 +106,7 @@ class Flavor(SQLModel, table=True):
     offer_id: str | None = None
     placement: dict[str, Any] | None = Field(default=None, sa_type=JSON)
     archived: bool = False
-    version: int = 1
+    version: int = Field(default=1, sa_type=BigCounter)
     created_at: datetime = Field(sa_type=UTCDateTime)
     updated_at: datetime = Field(sa_type=UTCDateTime)
     managed: bool = False

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import JSON, Index, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from bcfleet.store.types import UTCDateTime, empty_list
+from bcfleet.store.types import BigCounter, UTCDateTime, empty_list
 
 
 class Reservation(SQLModel, table=True):
@@ -62,7 +62,7 @@ class GpuPoolVersion(SQLModel, table=True):
     __tablename__ = "gpu_pool_versions"
 
     pool_id: str = Field(primary_key=True)
-    version: int = 0
+    version: int = Field(default=0, sa_type=BigCounter)
     token: str
 
 
@@ -74,4 +74,4 @@ class GpuNodeVersion(SQLModel, table=True):
 
     node_id: str = Field(primary_key=True)
     pool_id: str
-    version: int
+    version: int = Field(sa_type=BigCounter)

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from sqlmodel import Field, SQLModel
 
-from bcfleet.store.types import UTCDateTime
+from bcfleet.store.types import BigCounter, UTCDateTime
 
 
 class StateRevision(SQLModel, table=True):
@@ -15,7 +15,7 @@ class StateRevision(SQLModel, table=True):
     __tablename__ = "state_revision"
 
     id: int = Field(default=1, primary_key=True)
-    revision: int = 0
+    revision: int = Field(default=0, sa_type=BigCounter)
 
 
 class Lock(SQLModel, table=True):

@@ -8,7 +8,7 @@ from decimal import Decimal
 from sqlalchemy import Index, Numeric, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from bcfleet.store.types import UTCDateTime
+from bcfleet.store.types import BigCounter, UTCDateTime
 
 QUANTITY = Numeric(20, 6)
 """Stored quantities: 6 decimal places, as bcfleet.domain.usage rounds them."""
@@ -25,7 +25,7 @@ class UsageWindow(SQLModel, table=True):
         Index("ix_usage_windows_tenant_window", "tenant_id", "window_start"),
     )
 
-    id: int | None = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True, sa_type=BigCounter)
     tenant_id: str = Field(foreign_key="tenants.id")
     subject_id: str  # ins_… or rsv_…
     subject_kind: str  # instance | reservation
@@ -45,7 +45,7 @@ class DeadLetter(SQLModel, table=True):
         Index("ix_usage_dead_letters_pending", "replayed_at", "meter"),
     )
 
-    id: int | None = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True, sa_type=BigCounter)
     tenant_id: str = Field(foreign_key="tenants.id", index=True)
     subject_id: str
     subject_kind: str

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import JSON, Index, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from bcfleet.store.types import UTCDateTime, empty_dict, empty_list
+from bcfleet.store.types import BigCounter, UTCDateTime, empty_dict, empty_list
 
 
 class Webhook(SQLModel, table=True):
@@ -22,7 +22,7 @@ class Webhook(SQLModel, table=True):
     secret: str  # the HMAC key: needed to sign, so kept (and shown only when created)
     event_types: list[str] = Field(default_factory=empty_list, sa_type=JSON)  # empty: every type
     active: bool = True
-    cursor: int = 0
+    cursor: int = Field(default=0, sa_type=BigCounter)
     created_at: datetime = Field(sa_type=UTCDateTime)
     updated_at: datetime = Field(sa_type=UTCDateTime)
 
@@ -36,10 +36,10 @@ class WebhookDelivery(SQLModel, table=True):
         Index("ix_webhook_deliveries_due", "state", "next_attempt_at"),
     )
 
-    id: int | None = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True, sa_type=BigCounter)
     webhook_id: str = Field(foreign_key="webhooks.id", index=True)
     tenant_id: str = Field(index=True)
-    event_seq: int
+    event_seq: int = Field(sa_type=BigCounter)
     event_id: str
     event_type: str
     payload: dict[str, Any] = Field(default_factory=empty_dict, sa_type=JSON)

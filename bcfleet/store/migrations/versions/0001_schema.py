@@ -31,7 +31,7 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('name')
     )
     op.create_table('events',
-    sa.Column('seq', sa.Integer(), nullable=False),
+    sa.Column('seq', bcfleet.store.types.BigCounter(), nullable=False),
     sa.Column('id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.Column('type', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.Column('tenant_id', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
@@ -55,7 +55,7 @@ def upgrade() -> None:
     op.create_table('gpu_node_versions',
     sa.Column('node_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.Column('pool_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
-    sa.Column('version', sa.Integer(), nullable=False),
+    sa.Column('version', bcfleet.store.types.BigCounter(), nullable=False),
     sa.PrimaryKeyConstraint('node_id')
     )
     with op.batch_alter_table('gpu_node_versions', schema=None) as batch_op:
@@ -63,7 +63,7 @@ def upgrade() -> None:
 
     op.create_table('gpu_pool_versions',
     sa.Column('pool_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
-    sa.Column('version', sa.Integer(), nullable=False),
+    sa.Column('version', bcfleet.store.types.BigCounter(), nullable=False),
     sa.Column('token', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.PrimaryKeyConstraint('pool_id')
     )
@@ -103,7 +103,7 @@ def upgrade() -> None:
     )
     op.create_table('state_revision',
     sa.Column('id', sa.Integer(), nullable=False),
-    sa.Column('revision', sa.Integer(), nullable=False),
+    sa.Column('revision', bcfleet.store.types.BigCounter(), nullable=False),
     sa.PrimaryKeyConstraint('id')
     )
     op.create_table('tenants',
@@ -187,7 +187,7 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f('ix_provider_accounts_tenant_id'), ['tenant_id'], unique=False)
 
     op.create_table('usage_dead_letters',
-    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('id', bcfleet.store.types.BigCounter(), nullable=False),
     sa.Column('tenant_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.Column('subject_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.Column('subject_kind', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
@@ -207,7 +207,7 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f('ix_usage_dead_letters_tenant_id'), ['tenant_id'], unique=False)
 
     op.create_table('usage_windows',
-    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('id', bcfleet.store.types.BigCounter(), nullable=False),
     sa.Column('tenant_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.Column('subject_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.Column('subject_kind', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
@@ -230,7 +230,7 @@ def upgrade() -> None:
     sa.Column('secret', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.Column('event_types', sa.JSON(), nullable=False),
     sa.Column('active', sa.Boolean(), nullable=False),
-    sa.Column('cursor', sa.Integer(), nullable=False),
+    sa.Column('cursor', bcfleet.store.types.BigCounter(), nullable=False),
     sa.Column('created_at', bcfleet.store.types.UTCDateTime(), nullable=False),
     sa.Column('updated_at', bcfleet.store.types.UTCDateTime(), nullable=False),
     sa.ForeignKeyConstraint(['tenant_id'], ['tenants.id'], ),
@@ -271,7 +271,7 @@ def upgrade() -> None:
     sa.Column('host_reserve', sa.JSON(), nullable=False),
     sa.Column('provider_account_id', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
     sa.Column('created_at', bcfleet.store.types.UTCDateTime(), nullable=False),
-    sa.Column('version', sa.Integer(), nullable=False),
+    sa.Column('version', bcfleet.store.types.BigCounter(), nullable=False),
     sa.Column('managed', sa.Boolean(), nullable=False),
     sa.ForeignKeyConstraint(['owner_tenant_id'], ['tenants.id'], ),
     sa.ForeignKeyConstraint(['provider_account_id'], ['provider_accounts.id'], ),
@@ -305,10 +305,10 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f('ix_services_tenant_id'), ['tenant_id'], unique=False)
 
     op.create_table('webhook_deliveries',
-    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('id', bcfleet.store.types.BigCounter(), nullable=False),
     sa.Column('webhook_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.Column('tenant_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
-    sa.Column('event_seq', sa.Integer(), nullable=False),
+    sa.Column('event_seq', bcfleet.store.types.BigCounter(), nullable=False),
     sa.Column('event_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.Column('event_type', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.Column('payload', sa.JSON(), nullable=False),
@@ -334,7 +334,7 @@ def upgrade() -> None:
     sa.Column('sizes', sa.JSON(), nullable=False),
     sa.Column('default_size', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
     sa.Column('serverless_pool_id', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
-    sa.Column('version', sa.Integer(), nullable=False),
+    sa.Column('version', bcfleet.store.types.BigCounter(), nullable=False),
     sa.Column('managed', sa.Boolean(), nullable=False),
     sa.Column('updated_at', bcfleet.store.types.UTCDateTime(), nullable=False),
     sa.Column('spares_checked_at', bcfleet.store.types.UTCDateTime(), nullable=True),
@@ -353,7 +353,7 @@ def upgrade() -> None:
     sa.Column('offer_id', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
     sa.Column('placement', sa.JSON(), nullable=True),
     sa.Column('archived', sa.Boolean(), nullable=False),
-    sa.Column('version', sa.Integer(), nullable=False),
+    sa.Column('version', bcfleet.store.types.BigCounter(), nullable=False),
     sa.Column('created_at', bcfleet.store.types.UTCDateTime(), nullable=False),
     sa.Column('updated_at', bcfleet.store.types.UTCDateTime(), nullable=False),
     sa.Column('managed', sa.Boolean(), nullable=False),
@@ -373,7 +373,7 @@ def upgrade() -> None:
     sa.Column('state', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.Column('inventory', sa.JSON(), nullable=True),
     sa.Column('inventory_reported_at', bcfleet.store.types.UTCDateTime(), nullable=True),
-    sa.Column('inventory_generation', sa.Integer(), nullable=False),
+    sa.Column('inventory_generation', bcfleet.store.types.BigCounter(), nullable=False),
     sa.Column('created_at', bcfleet.store.types.UTCDateTime(), nullable=False),
     sa.Column('managed', sa.Boolean(), nullable=False),
     sa.ForeignKeyConstraint(['pool_id'], ['pools.id'], ),
@@ -467,7 +467,7 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f('ix_allocations_tenant_id'), ['tenant_id'], unique=False)
 
     op.create_table('gpu_atoms',
-    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('id', bcfleet.store.types.BigCounter(), nullable=False),
     sa.Column('node_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.Column('index', sa.Integer(), nullable=False),
     sa.Column('model', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
@@ -521,7 +521,7 @@ def upgrade() -> None:
     sa.Column('ratio', sa.Float(), nullable=False),
     sa.Column('capacity', sa.Integer(), nullable=False),
     sa.Column('allocated', sa.Integer(), nullable=False),
-    sa.Column('generation', sa.Integer(), nullable=False),
+    sa.Column('generation', bcfleet.store.types.BigCounter(), nullable=False),
     sa.ForeignKeyConstraint(['node_id'], ['hosts.id'], ),
     sa.PrimaryKeyConstraint('node_id', 'resource')
     )
@@ -530,7 +530,7 @@ def upgrade() -> None:
 
     op.create_table('bookings',
     sa.Column('id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
-    sa.Column('atom_id', sa.Integer(), nullable=False),
+    sa.Column('atom_id', bcfleet.store.types.BigCounter(), nullable=False),
     sa.Column('node_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.Column('consumer_kind', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.Column('consumer_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),

@@ -1,0 +1,140 @@
+"""Lost database connections: which errors they are, and when a call may be run once more.
+
+The units of work (store/uow.py) translate a lost connection into DatabaseUnavailableError
+(503, Retry-After) and every API call runs through run_retrying() (api/base.py), so a
+connection that dies under a request costs at most one more run, never a 500.
+
+The rule for running a call again:
+
+- Only the whole call is run again, from its first statement: authentication, reads and
+  writes alike, in new transactions. Nothing of the failed attempt survives: its
+  transaction was rolled back by the server when the connection died.
+- Only when no write transaction of the attempt had reached COMMIT. A connection lost
+  before COMMIT was sent leaves nothing saved. A connection lost while COMMIT was on its
+  way leaves the outcome unknown (the server may have committed and died before
+  answering), and so does a later failure after an earlier write committed: running
+  the call again could write twice. Those answer DATABASE_UNAVAILABLE with
+  reason ``commit_outcome_unknown`` at once.
+- Only once: a second lost connection answers DATABASE_UNAVAILABLE (reason
+  ``connection_lost``, nothing saved) and the client retries after Retry-After.
+- Never inside Fleet.transaction() (`fleet apply`): the enclosing transaction is lost
+  as a whole and its caller sees the error.
+
+What counts as lost: SQLAlchemy invalidated the connection (it saw a disconnect), a
+driver InterfaceError, or a psycopg OperationalError of SQLSTATE class 08 (connection
+exception), 57P01-57P03 (administrator or crash shutdown, starting up), or with no
+SQLSTATE at all (the client side found the socket closed, or could not connect). Lock
+waits, deadlocks, serialization failures and statement timeouts are not; neither is
+SQLite's "database is locked", which its busy timeout waits out.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TypeVar
+
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+
+from bcfleet.errors import DatabaseUnavailableError
+
+T = TypeVar("T")
+log = logging.getLogger("bcfleet.store")
+
+# admin_shutdown (pg_terminate_backend, a fast shutdown), crash_shutdown, cannot_connect_now.
+SHUTDOWN_STATES = frozenset({"57P01", "57P02", "57P03"})
+CONNECTION_LOST = "connection_lost"
+COMMIT_OUTCOME_UNKNOWN = "commit_outcome_unknown"
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """Whether an error means the database connection died (or could not be made)."""
+    if not isinstance(exc, DBAPIError):
+        return False
+    if exc.connection_invalidated:
+        return True
+    if isinstance(exc.orig, sqlite3.Error):
+        return False
+    if isinstance(exc, InterfaceError):
+        return True
+    if isinstance(exc, OperationalError):
+        state = getattr(exc.orig, "sqlstate", None)
+        return state is None or state.startswith("08") or state in SHUTDOWN_STATES
+    return False
+
+
+@dataclass
+class Attempt:
+    """One run of one API call: how many of its write transactions reached COMMIT."""
+
+    commits: int = 0
+
+
+_ATTEMPT: ContextVar[Attempt | None] = ContextVar("bcfleet_attempt", default=None)
+
+
+def commit_is_next() -> None:
+    """Called by a write transaction just before it commits: from here its outcome can be unknown."""
+    attempt = _ATTEMPT.get()
+    if attempt is not None:
+        attempt.commits += 1
+
+
+def unavailable(*, during_commit: bool) -> DatabaseUnavailableError:
+    """The error of a lost connection; during_commit: COMMIT had been sent."""
+    if during_commit:
+        return DatabaseUnavailableError(
+            "the database connection was lost while committing: the change may or may not "
+            "have been saved; check before sending it again",
+            {"reason": COMMIT_OUTCOME_UNKNOWN},
+        )
+    return DatabaseUnavailableError(
+        "the database connection was lost; nothing was saved: try again",
+        {"reason": CONNECTION_LOST},
+    )
+
+
+@contextmanager
+def lost_connections(*, committing: Callable[[], bool] = lambda: False) -> Iterator[None]:
+    """Turn a lost connection inside the block into DatabaseUnavailableError (never a 500).
+
+    committing tells whether COMMIT had been sent when the error came.
+    """
+    try:
+        yield
+    except DBAPIError as exc:
+        if not connection_lost(exc):
+            raise
+        raise unavailable(during_commit=committing()) from exc
+
+
+def _may_run_again(error: DatabaseUnavailableError, attempt: Attempt) -> bool:
+    return attempt.commits == 0 and error.details.get("reason") == CONNECTION_LOST
+
+
+def run_retrying(call: Callable[[], T]) -> T:
+    """Run an API call; after a lost connection, once more when nothing can have been saved.
+
+    A call made inside another (an API method calling another) runs as part of the
+    outer one: only the outermost call is ever run again.
+    """
+    if _ATTEMPT.get() is not None:
+        return call()
+    for remaining in (1, 0):
+        attempt = Attempt()
+        token = _ATTEMPT.set(attempt)
+        try:
+            return call()
+        except DatabaseUnavailableError as error:
+            if remaining == 0 or not _may_run_again(error, attempt):
+                if attempt.commits and error.details.get("reason") == CONNECTION_LOST:
+                    raise unavailable(during_commit=True) from error
+                raise
+        finally:
+            _ATTEMPT.reset(token)
+        log.warning("the database connection was lost before COMMIT; running the call again")
+    raise AssertionError("unreachable")  # pragma: no cover
