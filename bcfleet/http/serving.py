@@ -1,4 +1,4 @@
-"""Serving one operation: bearer token, size-limited JSON body, validation, the API call, errors.
+"""Serving one operation: bearer token (checked first), bounded JSON body, validation, call, errors.
 
 app.py wraps every Operation with endpoint_for(). The API methods are synchronous and do
 I/O, so the handler runs in a worker thread (run_in_threadpool). Errors become the
@@ -178,6 +178,10 @@ async def _call_for(
 ) -> Call:
     ctx = served(request)
     token = bearer_token(request, required=op.auth)
+    if op.auth:
+        # Authenticate before anything of the request is parsed or validated: an anonymous
+        # caller never learns the schema's verdict. The API call checks the token again.
+        await run_in_threadpool(ctx.fleet.api.iam.check_token, token)
     path = dict(request.path_params)
     check_text(path, "path")
     query = {p.name: p.parse(request) for p in op.query}

@@ -202,7 +202,7 @@ def current(fleet: Fleet, name: str = APPLY_LOCK) -> LockInfo | None:
 def force_unlock(fleet: Fleet, credential: Credential | None, lock_id: str) -> LockInfo:
     """Remove a lock by its id, whoever holds it (root's admin only); NOT_FOUND otherwise."""
     with fleet.write(bump_revision=False) as session:
-        require_operator(session, credential)
+        require_operator(session, credential, fleet.now())
         row = _by_id(session, lock_id)
         if row is None:
             raise NotFoundError(f"no lock with id {lock_id!r}", {"lock": lock_id})
