@@ -17,6 +17,7 @@ from tests.test_http_support import ApiClient, served, two_tenants
 BODIES: dict[str, Any] = {
     "tenants.create": {"id": "initech"},
     "iam.tokens.create": {"name": "mallory", "role": "admin"},
+    "iam.tokens.rotate": {"expiresIn": "1d"},
     "pools.create": {"name": "stolen", "kind": "vps-host"},
     "pools.update": {"gpuModel": "H100"},
     "pools.offer": {"tenant": "globex"},
@@ -72,6 +73,7 @@ def _path_values(acme: dict[str, Any], path: str) -> dict[str, list[str]]:
         "id": [acme[owner]["id"]],
         "delivery": ["1"],
         "account": ["acme-hz"],
+        "token": [acme["tokenId"]],
     }
 
 
@@ -122,6 +124,7 @@ def _acme_state(fleet: Fleet) -> str:
 @pytest.fixture
 def world(any_fleet: Fleet) -> Iterator[tuple[ApiClient, dict[str, Any]]]:
     made = two_tenants(any_fleet)
+    made["acme"]["tokenId"] = any_fleet.api.iam.list_tokens(OP, tenant_id="acme")["items"][0]["id"]
     with served(any_fleet) as (_server, root):
         yield root.as_(made["globex"]["token"]), made
 

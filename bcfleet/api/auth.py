@@ -6,6 +6,7 @@ import hashlib
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam
@@ -78,20 +79,48 @@ def new_token() -> str:
     return TOKEN_PREFIX + secrets.token_urlsafe(32)
 
 
-def resolve(session: Session, credential: Credential | None) -> Actor:
-    """The actor behind a credential; UNAUTHENTICATED for a missing or unknown token."""
-    if isinstance(credential, LocalOperator):
-        return Actor(ROOT_TENANT, "admin", None, tuple(role_statements(ROOT_TENANT, "admin")), True)
-    if not credential:
+def check_token_shape(credential: object) -> str:
+    """The credential as a token string; UNAUTHENTICATED when absent, blank or not a bcf_ token."""
+    if not isinstance(credential, str) or not credential.strip():
         raise UnauthenticatedError("a token is required")
-    row = session.exec(
-        select(ApiToken).where(ApiToken.token_hash == hash_token(credential))
-    ).first()
-    if row is None or row.revoked_at is not None:
+    if not credential.startswith(TOKEN_PREFIX) or credential != credential.strip():
+        raise UnauthenticatedError(f"malformed token: tokens start with {TOKEN_PREFIX!r}")
+    return credential
+
+
+def token_state(row: ApiToken, now: datetime) -> str:
+    """active, expired (expires_at at or before now) or revoked: what tokens.list shows."""
+    if row.revoked_at is not None:
+        return "revoked"
+    if row.expires_at is not None and row.expires_at <= now:
+        return "expired"
+    return "active"
+
+
+def token_principal(session: Session, credential: object, now: datetime) -> Principal:
+    """The principal of a live token: UNAUTHENTICATED for a malformed, unknown, revoked or expired one.
+
+    The one place a token is checked: resolve() calls it, and the HTTP edge calls it
+    (through IamAPI.check_token) before it reads a request's body.
+    """
+    token = check_token_shape(credential)
+    row = session.exec(select(ApiToken).where(ApiToken.token_hash == hash_token(token))).first()
+    if row is None or token_state(row, now) == "revoked":
         raise UnauthenticatedError("unknown or revoked token")
+    if token_state(row, now) == "expired":
+        raise UnauthenticatedError("token expired")
     principal = session.get(Principal, row.principal_id)
     if principal is None:
         raise UnauthenticatedError("unknown or revoked token")
+    return principal
+
+
+def resolve(session: Session, credential: Credential | None, now: datetime) -> Actor:
+    """The actor behind a credential; UNAUTHENTICATED for a missing, malformed, unknown,
+    revoked or expired token (expired: expires_at <= now, the fleet's clock)."""
+    if isinstance(credential, LocalOperator):
+        return Actor(ROOT_TENANT, "admin", None, tuple(role_statements(ROOT_TENANT, "admin")), True)
+    principal = token_principal(session, credential, now)
     attached = session.exec(
         select(Policy)
         .join(PolicyAttachment, PolicyAttachment.policy_id == Policy.id)  # type: ignore[arg-type]
@@ -126,9 +155,11 @@ def acting_for(session: Session, actor: Actor, tenant_id: str | None) -> Actor:
     )
 
 
-def authenticate(session: Session, credential: Credential | None, tenant_id: str | None) -> Actor:
+def authenticate(
+    session: Session, credential: Credential | None, tenant_id: str | None, now: datetime
+) -> Actor:
     """resolve() then acting_for(): the first step of every API call."""
-    return acting_for(session, resolve(session, credential), tenant_id)
+    return acting_for(session, resolve(session, credential, now), tenant_id)
 
 
 def tenant_resource(tenant_id: str) -> str:

@@ -49,4 +49,4 @@ class Area:
     def actor(
         self, session: Session, credential: Credential | None, tenant_id: str | None
     ) -> Actor:
-        return authenticate(session, credential, tenant_id)
+        return authenticate(session, credential, tenant_id, self.fleet.now())

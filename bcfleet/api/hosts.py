@@ -13,6 +13,7 @@ from bcfleet.api.base import Area
 from bcfleet.api.events import emit
 from bcfleet.api.host_list import Scope, list_hosts
 from bcfleet.api.lookup import find_host, find_pool
+from bcfleet.api.names import add_named, require_free_name
 from bcfleet.api.pools import validate_name
 from bcfleet.api.views import host_json
 from bcfleet.domain.inventory import validate_inventory
@@ -90,8 +91,7 @@ class HostsAPI(Area):
                     f"pool {row.name!r} is a {row.kind} pool; hosts are adopted into vps-host pools",
                     {"pool": row.id},
                 )
-            if session.exec(select(Host.id).where(Host.name == name)).first() is not None:
-                raise ConflictError(f"a host named {name!r} already exists", {"name": name})
+            require_free_name(session, Host, name)
             host = Host(
                 id=self.fleet.new_id("node"),
                 name=name,
@@ -101,7 +101,7 @@ class HostsAPI(Area):
                 created_at=self.fleet.now(),
                 managed=managed,
             )
-            session.add(host)
+            add_named(session, host)
             emit(
                 session,
                 self.fleet.ids,

@@ -1,19 +1,58 @@
-"""IAM: principals, tokens (hashed, shown once) and policies of statements attached to principals."""
+"""IAM: principals, tokens (hashed, shown once, with lifetimes) and policies attached to principals."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
-from bcfleet.api.auth import Credential, hash_token, new_token, tenant_resource
+from bcfleet.api.auth import (
+    Credential,
+    hash_token,
+    new_token,
+    tenant_resource,
+    token_principal,
+    token_state,
+)
 from bcfleet.api.base import Area
 from bcfleet.api.lookup import get_tenant
 from bcfleet.api.views import principal_json
 from bcfleet.clock import format_time
 from bcfleet.domain.policy import ROLES, validate_statement
+from bcfleet.domain.token_lifetime import expiry, kept_lifetime, token_lifetime
 from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError
 from bcfleet.store.models import ApiToken, Policy, PolicyAttachment, Principal
+
+
+def _time(value: datetime | None) -> str | None:
+    return format_time(value) if value is not None else None
+
+
+def token_json(row: ApiToken, principal: Principal, now: datetime) -> dict[str, Any]:
+    """A token as tokens.list shows it: who, when, its state; never the token or its hash."""
+    return {
+        "id": row.id,
+        "principal": principal.name,
+        "principalId": principal.id,
+        "role": principal.role,
+        "hint": row.hint,
+        "createdAt": format_time(row.created_at),
+        "expiresAt": _time(row.expires_at),
+        "revokedAt": _time(row.revoked_at),
+        "state": token_state(row, now),
+    }
+
+
+def _find_token(
+    session: Session, tenant_id: str, token_id: str, *, lock: bool = False
+) -> tuple[ApiToken, Principal]:
+    """A token of the tenant by id; NOT_FOUND alike for a made-up id and another tenant's token."""
+    row = session.get(ApiToken, token_id, with_for_update=lock or None)
+    principal = session.get(Principal, row.principal_id) if row else None
+    if row is None or principal is None or principal.tenant_id != tenant_id:
+        raise NotFoundError(f"token {token_id!r} not found", {"token": token_id})
+    return row, principal
 
 
 def _principal_by_name(session: Session, tenant_id: str, name: str) -> Principal | None:
@@ -56,11 +95,21 @@ class IamAPI(Area):
             return {"items": [principal_json(p) for p in rows]}
 
     def create_token(
-        self, credential: Credential | None, *, tenant_id: str, name: str, role: str = "member"
+        self,
+        credential: Credential | None,
+        *,
+        tenant_id: str,
+        name: str,
+        role: str = "member",
+        expires_in: str | None = None,
     ) -> dict[str, Any]:
-        """A token for the named principal (created with role if missing); the token is shown once."""
+        """A token for the named principal (created with role if missing); the token is shown once.
+
+        expires_in ('30d', '12h', …, at most 10 years) gives it a lifetime; None: no expiry.
+        """
         if role not in ROLES:
             raise InvalidInputError(f"role must be one of {', '.join(ROLES)}", {"role": role})
+        lifetime = token_lifetime(expires_in)
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
             actor.require("compute:iam:manage", tenant_resource(tenant_id))
@@ -77,35 +126,95 @@ class IamAPI(Area):
                 )
                 session.add(principal)
                 session.flush()
-            token = new_token()
-            row = ApiToken(
-                id=self.fleet.new_id("tok"),
-                principal_id=principal.id,
-                token_hash=hash_token(token),
-                hint=token[-4:],
-                created_at=now,
+            return self._issue(session, principal, expiry(now, lifetime))
+
+    def _issue(
+        self, session: Session, principal: Principal, expires_at: datetime | None
+    ) -> dict[str, Any]:
+        """A new token row for the principal; the answer holds the token itself, once."""
+        token = new_token()
+        row = ApiToken(
+            id=self.fleet.new_id("tok"),
+            principal_id=principal.id,
+            token_hash=hash_token(token),
+            hint=token[-4:],
+            created_at=self.fleet.now(),
+            expires_at=expires_at,
+        )
+        session.add(row)
+        return {
+            "id": row.id,
+            "token": token,
+            "principal": principal_json(principal),
+            "createdAt": format_time(row.created_at),
+            "expiresAt": _time(row.expires_at),
+        }
+
+    def list_tokens(
+        self, credential: Credential | None, *, tenant_id: str, principal: str | None = None
+    ) -> dict[str, Any]:
+        """The tenant's tokens (of one principal, by name, if given): never the token or its hash."""
+        with self.fleet.read() as session:
+            actor = self.actor(session, credential, tenant_id)
+            actor.require("compute:iam:read", tenant_resource(tenant_id))
+            query = (
+                select(ApiToken, Principal)
+                .join(Principal, Principal.id == ApiToken.principal_id)  # type: ignore[arg-type]
+                .where(Principal.tenant_id == tenant_id)
+                .order_by(col(Principal.name), col(ApiToken.created_at), col(ApiToken.id))
             )
-            session.add(row)
-            return {
-                "id": row.id,
-                "token": token,
-                "principal": principal_json(principal),
-                "createdAt": format_time(now),
-            }
+            if principal is not None:
+                query = query.where(Principal.name == principal)
+            now = self.fleet.now()
+            return {"items": [token_json(t, p, now) for t, p in session.exec(query).all()]}
 
     def revoke_token(
         self, credential: Credential | None, *, tenant_id: str, token_id: str
     ) -> dict[str, Any]:
+        """Revoke a token by its id (from list_tokens); revoking twice keeps the first time."""
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
             actor.require("compute:iam:manage", tenant_resource(tenant_id))
-            row = session.get(ApiToken, token_id)
-            principal = session.get(Principal, row.principal_id) if row else None
-            if row is None or principal is None or principal.tenant_id != tenant_id:
-                raise NotFoundError(f"token {token_id!r} not found", {"token": token_id})
-            row.revoked_at = self.fleet.now()
+            row, _principal = _find_token(session, tenant_id, token_id)
+            if row.revoked_at is None:
+                row.revoked_at = self.fleet.now()
+                session.add(row)
+            return {"id": row.id, "revoked": True, "revokedAt": format_time(row.revoked_at)}
+
+    def rotate_token(
+        self,
+        credential: Credential | None,
+        *,
+        tenant_id: str,
+        token_id: str,
+        expires_in: str | None = None,
+    ) -> dict[str, Any]:
+        """A new token for the same principal and the old one revoked, in one transaction.
+
+        The new token lives expires_in, else as long as the old one was given (no expiry
+        stays no expiry). A revoked token cannot be rotated (CONFLICT); an expired one can.
+        """
+        lifetime = token_lifetime(expires_in)
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            actor.require("compute:iam:manage", tenant_resource(tenant_id))
+            row, principal = _find_token(session, tenant_id, token_id, lock=True)
+            if row.revoked_at is not None:
+                raise ConflictError(
+                    f"token {token_id!r} is revoked; create a new one instead",
+                    {"token": token_id, "state": "revoked"},
+                )
+            now = self.fleet.now()
+            if expires_in is None:
+                lifetime = kept_lifetime(row.created_at, row.expires_at)
+            row.revoked_at = now
             session.add(row)
-            return {"id": row.id, "revoked": True}
+            return {**self._issue(session, principal, expiry(now, lifetime)), "replaces": row.id}
+
+    def check_token(self, token: str | None) -> None:
+        """UNAUTHENTICATED unless the token is live: the HTTP edge's check before it reads a body."""
+        with self.fleet.read() as session:
+            token_principal(session, token, self.fleet.now())
 
     def create_policy(
         self,

@@ -218,7 +218,7 @@ class OfferCatalog:
         account: AccountRef | None = None
         try:
             with self.fleet.read() as session:
-                actor = authenticate(session, credential, tenant_id)
+                actor = authenticate(session, credential, tenant_id, self.fleet.now())
                 pool = find_pool(session, actor, pool_ref)
                 actor.require("compute:flavors:manage", pool_resource(pool))
                 row = (

@@ -14,8 +14,9 @@ from bcfleet.api.auth import Actor, Credential, pool_resource, tenant_resource, 
 from bcfleet.api.base import Area
 from bcfleet.api.events import emit
 from bcfleet.api.lookup import find_pool, get_tenant
+from bcfleet.api.names import add_named, require_free_name
 from bcfleet.api.views import pool_json
-from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError
+from bcfleet.errors import ConflictError, ForbiddenError, InvalidInputError, NotFoundError
 from bcfleet.store.models import Flavor, Host, Instance, Pool, PoolOffer, ProviderAccount, Quota
 from bcfleet.store.models.compute import ComputeSettingsRow
 
@@ -137,8 +138,7 @@ class PoolsAPI(Area):
             actor = self.actor(session, credential, tenant_id)
             actor.require("compute:pools:manage", tenant_resource(tenant_id))
             get_tenant(session, tenant_id)
-            if session.exec(select(Pool.id).where(Pool.name == name)).first() is not None:
-                raise ConflictError(f"a pool named {name!r} already exists", {"name": name})
+            require_free_name(session, Pool, name)
             account = (
                 _provider_account(session, tenant_id, provider_account)
                 if provider_account
@@ -156,7 +156,7 @@ class PoolsAPI(Area):
                 created_at=self.fleet.now(),
                 managed=managed,
             )
-            session.add(pool)
+            add_named(session, pool)
             emit(
                 session,
                 self.fleet.ids,
@@ -246,12 +246,25 @@ class PoolsAPI(Area):
         to: str,
         revoke: bool = False,
     ) -> dict[str, Any]:
-        """Offer a pool to another tenant (or take the offer back)."""
+        """Offer a pool to another tenant (or take the offer back).
+
+        Sharing across tenants is brokered by the operator: only root's admin offers a pool,
+        so no tenant pushes pools into another's list unasked or learns which tenants exist.
+        A pool's owner may take an offer back; that answer is the same whether the tenant
+        exists or not.
+        """
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
             row = find_pool(session, actor, pool)
             actor.require("compute:pools:manage", pool_resource(row))
-            get_tenant(session, to)
+            if actor.is_root_admin:
+                get_tenant(session, to)
+            elif not revoke:
+                raise ForbiddenError(
+                    "offering a pool to another tenant is done by the operator (root's admin); "
+                    "ask them to share this pool",
+                    {"action": "compute:pools:offer", "pool": row.id},
+                )
             existing = session.get(PoolOffer, (row.id, to))
             if revoke and existing is not None:
                 session.delete(existing)

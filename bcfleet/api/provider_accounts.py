@@ -222,7 +222,7 @@ class ProviderAccountsAPI(Area):
         endpoint: str | None,
     ) -> None:
         """compute:providers:manage on the tenant, and root's admin for tokenEnv or endpoint."""
-        caller = resolve(session, credential)
+        caller = resolve(session, credential, self.fleet.now())
         acting_for(session, caller, tenant_id).require(
             "compute:providers:manage", tenant_resource(tenant_id)
         )

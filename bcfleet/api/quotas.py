@@ -6,13 +6,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import delete
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
-from bcfleet.api.auth import Credential, pool_resource
+from bcfleet.api.auth import Actor, Credential, pool_resource
 from bcfleet.api.base import Area
 from bcfleet.api.lookup import find_pool, get_tenant
-from bcfleet.errors import InvalidInputError
-from bcfleet.store.models import Pool, Quota
+from bcfleet.errors import InvalidInputError, NotFoundError
+from bcfleet.store.models import Pool, PoolOffer, Quota
 from bcfleet.store.models.capacity import QUOTA_RESOURCES
 
 
@@ -25,6 +25,22 @@ def quota_json(pool: Pool, tenant_id: str, rows: list[Quota]) -> dict[str, Any]:
         "limits": {r: by_resource[r].limit for r in QUOTA_RESOURCES if r in by_resource},
         "used": {r: by_resource[r].used if r in by_resource else 0 for r in QUOTA_RESOURCES},
     }
+
+
+def quota_tenant(session: Session, actor: Actor, pool: Pool, tenant_id: str) -> None:
+    """Whom a pool's quotas may name: root's admin, any tenant (NOT_FOUND for a missing one);
+    anyone else, the pool's owner and the tenants it is offered to. Any other tenant, real
+    or made up, gets the same NOT_FOUND, so quotas never tell which tenants exist."""
+    if actor.is_root_admin:
+        get_tenant(session, tenant_id)
+        return
+    offered = session.get(PoolOffer, (pool.id, tenant_id)) is not None
+    if tenant_id == pool.owner_tenant_id or offered:
+        return
+    raise NotFoundError(
+        f"tenant {tenant_id!r} is not offered pool {pool.name!r}",
+        {"tenant": tenant_id, "pool": pool.id},
+    )
 
 
 class QuotasAPI(Area):
@@ -54,7 +70,7 @@ class QuotasAPI(Area):
             actor = self.actor(session, credential, None)
             row = find_pool(session, actor, pool)
             actor.require("compute:quotas:manage", pool_resource(row))
-            get_tenant(session, tenant_id)
+            quota_tenant(session, actor, row, tenant_id)
             for resource, limit in limits.items():
                 quota = session.get(Quota, (tenant_id, row.id, resource), with_for_update=True)
                 if quota is None:
@@ -77,7 +93,7 @@ class QuotasAPI(Area):
             actor = self.actor(session, credential, None)
             row = find_pool(session, actor, pool)
             actor.require("compute:quotas:manage", pool_resource(row))
-            get_tenant(session, tenant_id)
+            quota_tenant(session, actor, row, tenant_id)
             mine = (col(Quota.tenant_id) == tenant_id, col(Quota.pool_id) == row.id)
             session.execute(delete(Quota).where(*mine, col(Quota.used) == 0))
             for quota in session.exec(select(Quota).where(*mine)).all():

@@ -43,7 +43,14 @@ class CliState:
 
     @property
     def credential(self) -> Credential:
-        return self.token or os.environ.get("BCFLEET_TOKEN") or LOCAL_OPERATOR
+        """--token, else BCFLEET_TOKEN, else the local operator.
+
+        Only an absent token means the local operator: a given but empty or blank one
+        (``--token ""``, ``BCFLEET_TOKEN=``) is passed on and refused as UNAUTHENTICATED.
+        """
+        if self.token is not None:
+            return self.token
+        return os.environ.get("BCFLEET_TOKEN", LOCAL_OPERATOR)
 
 
 _current: list[CliState] = [CliState()]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
@@ -35,6 +37,7 @@ group.add_command(principals)
 group.add_command(tokens)
 group.add_command(policies)
 
+F = TypeVar("F", bound=Callable[..., Any])
 ROLE = click.Choice(["admin", "member", "viewer"])
 
 
@@ -60,26 +63,84 @@ def principals_list(tenant: str) -> None:
     )
 
 
+def _expires_in(default: str) -> Callable[[F], F]:
+    return click.option(
+        "--expires-in",
+        default=None,
+        metavar="DURATION",
+        help=f"Lifetime such as 30d, 12h or 1d12h (at most 3650d). Default: {default}.",
+    )
+
+
+def _shown_once(result: dict[str, object]) -> str:
+    expires = result.get("expiresAt") or "never"
+    return f"{result['token']}\n(shown once; store it now; expires: {expires})"
+
+
 @fleet_command(tokens, "create")
 @click.option("--tenant", required=True)
 @click.option("--name", required=True, help="The principal's name (created if missing).")
 @click.option("--role", type=ROLE, default="member", show_default=True)
-def tokens_create(tenant: str, name: str, role: str) -> None:
+@_expires_in("the token never expires")
+def tokens_create(tenant: str, name: str, role: str, expires_in: str | None) -> None:
     """Create a token and print it once."""
     s = state()
-    result = s.fleet.api.iam.create_token(s.credential, tenant_id=tenant, name=name, role=role)
-    output(result, lambda r: f"{r['token']}\n(shown once; store it now)")
+    result = s.fleet.api.iam.create_token(
+        s.credential, tenant_id=tenant, name=name, role=role, expires_in=expires_in
+    )
+    output(result, _shown_once)
+
+
+@fleet_command(tokens, "list")
+@click.option("--tenant", required=True)
+@click.option("--name", "principal", default=None, help="Only this principal's tokens.")
+def tokens_list(tenant: str, principal: str | None) -> None:
+    """The tenant's tokens with their state (active, expired, revoked); never the tokens."""
+    s = state()
+    output(
+        s.fleet.api.iam.list_tokens(s.credential, tenant_id=tenant, principal=principal),
+        lambda d: table(
+            d["items"],
+            [
+                ("ID", "id"),
+                ("PRINCIPAL", "principal"),
+                ("ROLE", "role"),
+                ("HINT", "hint"),
+                ("CREATED", "createdAt"),
+                ("EXPIRES", "expiresAt"),
+                ("REVOKED", "revokedAt"),
+                ("STATE", "state"),
+            ],
+        ),
+    )
 
 
 @fleet_command(tokens, "revoke")
 @click.option("--tenant", required=True)
 @click.argument("token_id")
 def tokens_revoke(tenant: str, token_id: str) -> None:
+    """Revoke a token by its id (see `fleet iam tokens list`)."""
     s = state()
     output(
         s.fleet.api.iam.revoke_token(s.credential, tenant_id=tenant, token_id=token_id),
         lambda r: f"Token {r['id']} revoked.",
     )
+
+
+@fleet_command(tokens, "rotate")
+@click.option("--tenant", required=True)
+@click.argument("token_id")
+@_expires_in("the old token's lifetime")
+def tokens_rotate(tenant: str, token_id: str, expires_in: str | None) -> None:
+    """Replace a token: a new one for the same principal, the old one revoked; prints it once.
+
+    Without --expires-in the new token gets the old one's lifetime.
+    """
+    s = state()
+    result = s.fleet.api.iam.rotate_token(
+        s.credential, tenant_id=tenant, token_id=token_id, expires_in=expires_in
+    )
+    output(result, _shown_once)
 
 
 @fleet_command(policies, "create")

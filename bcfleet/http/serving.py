@@ -1,4 +1,4 @@
-"""Serving one operation: bearer token, size-limited JSON body, validation, the API call, errors.
+"""Serving one operation: bearer token (checked first), bounded JSON body, validation, call, errors.
 
 app.py wraps every Operation with endpoint_for(). The API methods are synchronous and do
 I/O, so the handler runs in a worker thread (run_in_threadpool). Errors become the
@@ -185,11 +185,23 @@ def body_validator(schemas: Mapping[str, Any], name: str) -> Draft202012Validato
     return Draft202012Validator(root)
 
 
+async def require_live_token(request: Request, token: str | None) -> None:
+    """UNAUTHENTICATED unless the bearer token is live (known, not revoked, not expired).
+
+    Runs before anything of the request is parsed or validated, so an anonymous caller
+    never learns the schema's verdict; the API call checks the token again in its own
+    transaction.
+    """
+    await run_in_threadpool(served(request).fleet.api.iam.check_token, token)
+
+
 async def _call_for(
     op: Operation, request: Request, validator: Draft202012Validator | None
 ) -> Call:
     ctx = served(request)
     token = bearer_token(request, required=op.auth)
+    if op.auth:
+        await require_live_token(request, token)
     path = dict(request.path_params)
     check_text(path, "path")
     query = {p.name: p.parse(request) for p in op.query}
@@ -209,6 +221,8 @@ def endpoint_for(op: Operation, validator: Draft202012Validator | None) -> Endpo
         request.scope["bcfleet.route"] = op.path
         try:
             if op.endpoint is not None:
+                if op.auth:
+                    await require_live_token(request, bearer_token(request, required=True))
                 return await op.endpoint(request)
             call = await _call_for(op, request, validator)
             assert op.handler is not None

@@ -46,7 +46,7 @@ StepHook = Callable[[int], None]
 def observe_state(fleet: Fleet, credential: Credential | None) -> ObservedFleet:
     """The state in one read transaction, for root's admin only."""
     with fleet.read() as session:
-        require_operator(session, credential)
+        require_operator(session, credential, fleet.now())
         return observe(session, host_reserve=fleet.settings.host_reserve)
 
 
@@ -180,7 +180,7 @@ def _apply_locked(
     between: StepHook | None,
 ) -> ApplyResult:
     with fleet.transaction(bump_revision=False) as session, collector_paused():
-        require_operator(session, credential)
+        require_operator(session, credential, fleet.now())
         revision = current_revision(session)
         observed = observe(session, host_reserve=fleet.settings.host_reserve)
         fresh = plan(approved.desired, observed, allow_empty=approved.allow_empty)

@@ -127,7 +127,7 @@ def current(fleet: Fleet, name: str = APPLY_LOCK) -> Lease | None:
 def force_unlock(fleet: Fleet, credential: Credential | None, lock_id: str) -> Lease:
     """Remove a lock by its id, whoever holds it (root's admin only); NOT_FOUND otherwise."""
     with fleet.write(bump_revision=False) as session:
-        require_operator(session, credential)
+        require_operator(session, credential, fleet.now())
         row = by_id(session, lock_id)
         if row is None:
             raise NotFoundError(f"no lock with id {lock_id!r}", {"lock": lock_id})

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select as select_columns
@@ -61,9 +62,9 @@ from bcfleet.store.uow import current_revision
 QUOTA_FIELDS = {"vcpu": "vcpu", "memoryGiB": "memory_gib", "diskGiB": "disk_gib", "gpu": "gpu"}
 
 
-def require_operator(session: Session, credential: Credential | None) -> None:
+def require_operator(session: Session, credential: Credential | None, now: datetime) -> None:
     """FleetConfig reads and changes the whole fleet, so it is root's admin's (PRODUCT.md §5)."""
-    actor = authenticate(session, credential, None)
+    actor = authenticate(session, credential, None, now)
     if not actor.is_root_admin:
         raise ForbiddenError(
             "FleetConfig plans and applies read and change the whole fleet: "

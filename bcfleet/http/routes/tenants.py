@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from bcfleet.http.operations import Call, Operation
-from bcfleet.http.schemas import NAME, STRING, TIME, obj, page, ref
+from bcfleet.http.operations import Call, Operation, Param
+from bcfleet.http.schemas import BOOL, NAME, STRING, TIME, nullable, obj, page, ref
 
 TAG = "tenants"
+LIFETIME = {
+    "type": "string",
+    "maxLength": 32,
+    "description": "A lifetime such as 30d or 12h (at most 3650d); absent: no expiry.",
+}
 
 SCHEMAS = {
     "Tenant": obj({"id": STRING, "name": STRING, "createdAt": TIME}),
@@ -17,13 +22,42 @@ SCHEMAS = {
         {"id": STRING, "tenantId": STRING, "name": STRING, "role": STRING, "createdAt": TIME}
     ),
     "TokenCreate": obj(
-        {"name": NAME, "role": {"type": "string", "enum": ["admin", "member", "viewer"]}},
+        {
+            "name": NAME,
+            "role": {"type": "string", "enum": ["admin", "member", "viewer"]},
+            "expiresIn": LIFETIME,
+        },
         required=["name"],
     ),
+    "TokenRotate": obj({"expiresIn": LIFETIME}, required=[]),
     "Token": obj(
-        {"id": STRING, "token": STRING, "principal": ref("Principal"), "createdAt": TIME},
-        description="The token is shown once, here.",
+        {
+            "id": STRING,
+            "token": STRING,
+            "principal": ref("Principal"),
+            "createdAt": TIME,
+            "expiresAt": nullable(TIME),
+            "replaces": STRING,
+        },
+        required=["id", "token", "principal", "createdAt", "expiresAt"],
+        description="The token is shown once, here. replaces: the id of the token a rotation revoked.",
     ),
+    "TokenInfo": obj(
+        {
+            "id": STRING,
+            "principal": STRING,
+            "principalId": STRING,
+            "role": STRING,
+            "hint": STRING,
+            "createdAt": TIME,
+            "expiresAt": nullable(TIME),
+            "revokedAt": nullable(TIME),
+            "state": {"type": "string", "enum": ["active", "expired", "revoked"]},
+        },
+        description="A token as listed: never the token or its hash.",
+    ),
+    "TokenPage": page("TokenInfo"),
+    "TokenRevoked": obj({"id": STRING, "revoked": BOOL, "revokedAt": TIME}),
 }
 
 
@@ -41,6 +75,28 @@ def create_token(call: Call) -> Any:
         tenant_id=call.path["tenant"],
         name=call.field("name"),
         role=call.field("role", "member"),
+        expires_in=call.field("expiresIn"),
+    )
+
+
+def list_tokens(call: Call) -> Any:
+    return call.api.iam.list_tokens(
+        call.token, tenant_id=call.path["tenant"], principal=call.query.get("name")
+    )
+
+
+def revoke_token(call: Call) -> Any:
+    return call.api.iam.revoke_token(
+        call.token, tenant_id=call.path["tenant"], token_id=call.path["token"]
+    )
+
+
+def rotate_token(call: Call) -> Any:
+    return call.api.iam.rotate_token(
+        call.token,
+        tenant_id=call.path["tenant"],
+        token_id=call.path["token"],
+        expires_in=call.field("expiresIn"),
     )
 
 
@@ -74,6 +130,36 @@ OPERATIONS = [
         create_token,
         status=201,
         request="TokenCreate",
+        response="Token",
+    ),
+    Operation(
+        "GET",
+        "/v1/tenants/{tenant}/tokens",
+        "iam.tokens.list",
+        "List the tenant's API tokens and their state (never the tokens)",
+        TAG,
+        list_tokens,
+        response="TokenPage",
+        query=(Param("name", description="Only this principal's tokens."),),
+    ),
+    Operation(
+        "DELETE",
+        "/v1/tenants/{tenant}/tokens/{token}",
+        "iam.tokens.revoke",
+        "Revoke an API token by its id",
+        TAG,
+        revoke_token,
+        response="TokenRevoked",
+    ),
+    Operation(
+        "POST",
+        "/v1/tenants/{tenant}/tokens/{token}/rotate",
+        "iam.tokens.rotate",
+        "Replace an API token: a new one for the same principal, the old one revoked",
+        TAG,
+        rotate_token,
+        status=201,
+        request="TokenRotate",
         response="Token",
     ),
 ]
