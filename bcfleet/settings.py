@@ -48,6 +48,8 @@ class FleetSettings:
     secret_key: str | None = field(default=None, repr=False)
     # Address ranges outbound requests for tenants may reach although private (bcfleet/egress.py).
     egress_allow: tuple[IPNetwork, ...] = ()
+    # The bearer token /metrics requires (Prometheus' `authorization` setting); None: open.
+    metrics_token: str | None = field(default=None, repr=False)
 
 
 _ENV_FIELDS: dict[str, tuple[str, type]] = {
@@ -92,6 +94,8 @@ def load_settings(path: Path | None = None, environ: dict[str, str] | None = Non
             updates[attr] = _convert(variable, kind, env[variable])
     if env.get("BCFLEET_SECRET_KEY", "").strip():
         updates["secret_key"] = env["BCFLEET_SECRET_KEY"].strip()
+    if env.get("BCFLEET_METRICS_TOKEN", "").strip():
+        updates["metrics_token"] = env["BCFLEET_METRICS_TOKEN"].strip()
     if env.get("BCFLEET_EGRESS_ALLOW", "").strip():
         updates["egress_allow"] = _ranges("BCFLEET_EGRESS_ALLOW", env["BCFLEET_EGRESS_ALLOW"])
     return replace(settings, **updates)

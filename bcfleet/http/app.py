@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hmac
 import logging
 import time
 from collections.abc import AsyncIterator, Iterable, Sequence
@@ -20,7 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from bcfleet import __version__
 from bcfleet.api.auth import LOCAL_OPERATOR
 from bcfleet.clock import format_time
-from bcfleet.errors import FleetError, NotFoundError
+from bcfleet.errors import FleetError, NotFoundError, UnauthenticatedError
 from bcfleet.fleet import Fleet
 from bcfleet.http.metrics import EventTally, JobRunTally
 from bcfleet.http.openapi import build_document
@@ -42,6 +43,7 @@ from bcfleet.http.serving import (
     DEFAULT_MAX_BODY_BYTES,
     MethodNotAllowedError,
     Served,
+    bearer_token,
     body_validator,
     endpoint_for,
     error_response,
@@ -88,7 +90,14 @@ async def healthz(request: Request) -> Response:
 
 
 async def metrics(request: Request) -> Response:
+    """Prometheus' text format; with BCFLEET_METRICS_TOKEN set, only for that bearer token. The
+    series name routes, event types and jobs, never a tenant's objects."""
     ctx: Served = request.app.state.served
+    required = ctx.fleet.settings.metrics_token
+    if required is not None:
+        given = bearer_token(request, required=True) or ""
+        if not hmac.compare_digest(given.encode(), required.encode()):
+            raise UnauthenticatedError("/metrics needs the metrics bearer token")
     return PlainTextResponse(ctx.metrics.render(), media_type="text/plain; version=0.0.4")
 
 
