@@ -1,13 +1,18 @@
-"""The CLI's last net: an error bcfleet did not expect is the INTERNAL error document, exit 1,
-with the traceback on stderr only under --debug."""
+"""The last net of the CLI and the server: an error bcfleet did not expect is the INTERNAL error
+document (exit 1, HTTP 500), with the traceback on stderr only under --debug."""
 
 from __future__ import annotations
 
 import json
 
+import httpx
 import pytest
 
 from bcfleet.api.tenants import TenantsAPI
+from bcfleet.fleet import Fleet
+from bcfleet.http.app import create_app
+from bcfleet.http.server import BackgroundServer
+from tests.builders import token
 from tests.conftest import run_cli
 
 
@@ -35,3 +40,20 @@ def test_debug_prints_the_traceback_on_stderr(sqlite_url: str) -> None:
     assert result.exit_code == 1
     assert "Traceback" in result.stderr and "ZeroDivisionError: a bug" in result.stderr
     assert "INTERNAL" in result.stderr
+
+
+@pytest.mark.usefixtures("broken_tenants_list")
+@pytest.mark.parametrize("debug", [False, True], ids=["quiet", "debug"])
+def test_the_server_answers_internal_and_logs_a_traceback_only_under_debug(
+    fleet: Fleet, debug: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = create_app(fleet, tally_seconds=0, debug=debug)
+    with BackgroundServer(app) as server, httpx.Client(base_url=server.url) as http:
+        bearer = token(fleet, "root", "ops")
+        answer = http.get("/v1/tenants", headers={"Authorization": f"Bearer {bearer}"})
+    assert answer.status_code == 500
+    assert answer.json()["error"]["code"] == "INTERNAL"
+    assert "a bug" not in answer.text  # nothing of the exception reaches the client
+    failures = [r for r in caplog.records if r.name == "bcfleet.http" and "failed" in r.message]
+    assert failures and "ZeroDivisionError" in caplog.text
+    assert any(r.exc_info for r in failures) is debug

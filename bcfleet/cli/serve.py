@@ -31,6 +31,6 @@ def group(host: str, port: int, max_body_bytes: int, log_level: str) -> None:
     from bcfleet.http.app import create_app  # the server's imports only when serving
     from bcfleet.http.server import serve_forever
 
-    app = create_app(state().fleet, max_body_bytes=max_body_bytes)
+    app = create_app(state().fleet, max_body_bytes=max_body_bytes, debug=state().debug)
     click.echo(f"serving the fleet on http://{host}:{port}/v1", err=True)
     serve_forever(app, host=host, port=port, log_level=log_level)

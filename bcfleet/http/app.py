@@ -47,8 +47,10 @@ from bcfleet.http.serving import (
     body_validator,
     endpoint_for,
     error_response,
+    log_unexpected,
     unexpected_error_response,
 )
+from bcfleet.http.serving import served as served_by
 from bcfleet.http.streams import StreamSlots
 from bcfleet.jobs.runner import recent_runs
 
@@ -168,8 +170,8 @@ async def http_exception(request: Request, exc: Exception) -> Response:
     return response
 
 
-async def server_error(_request: Request, exc: Exception) -> Response:
-    log.error("unhandled error", exc_info=exc)
+async def server_error(request: Request, exc: Exception) -> Response:
+    log_unexpected(f"{request.method} {request.url.path}", exc, debug=served_by(request).debug)
     return unexpected_error_response(exc)
 
 
@@ -202,6 +204,7 @@ def create_app(
     heartbeat_seconds: float = 15.0,
     tally_seconds: float = 10.0,
     streams_per_tenant: int | None = None,
+    debug: bool = False,
 ) -> Starlette:
     """The application over one fleet; tally_seconds paces the event-log counters (0: never);
     streams_per_tenant bounds each tenant's open streams (default BCFLEET_STREAMS_PER_TENANT)."""
@@ -211,6 +214,7 @@ def create_app(
         poll_seconds=poll_seconds,
         heartbeat_seconds=heartbeat_seconds,
         streams=StreamSlots(streams_per_tenant),
+        debug=debug,
     )
     tallies = _tallies(fleet, served)
 

@@ -53,6 +53,7 @@ class Served:
     poll_seconds: float = 1.0
     heartbeat_seconds: float = 15.0
     metrics: Metrics = field(default_factory=Metrics)
+    debug: bool = False  # log tracebacks of unexpected errors
     streams: StreamSlots = field(default_factory=StreamSlots)
     tenants: TenantResolver = field(init=False)
 
@@ -87,6 +88,16 @@ def error_response(error: FleetError) -> JSONResponse:
     if isinstance(error, UnauthenticatedError):
         headers["WWW-Authenticate"] = 'Bearer realm="bcfleet"'
     return JSONResponse(error.to_json(), status_code=error.http_status, headers=headers)
+
+
+def log_unexpected(what: str, exc: BaseException, *, debug: bool) -> None:
+    """One line for an error bcfleet did not expect; its traceback only under `fleet serve --debug`."""
+    if debug:
+        log.error("%s failed", what, exc_info=exc)
+    else:
+        log.error(
+            "%s failed: %s (fleet serve --debug shows the traceback)", what, type(exc).__name__
+        )
 
 
 def unexpected_error_response(exc: BaseException) -> JSONResponse:
@@ -230,7 +241,7 @@ def endpoint_for(op: Operation, validator: Draft202012Validator | None) -> Endpo
         except FleetError as error:
             return error_response(error)
         except Exception as exc:
-            log.exception("%s %s failed", op.method, op.path)
+            log_unexpected(f"{op.method} {op.path}", exc, debug=served(request).debug)
             return unexpected_error_response(exc)
         if op.response_media != "application/json":
             return Response(str(result), media_type=op.response_media, status_code=op.status)
