@@ -65,6 +65,16 @@ class Fleet:
         fleet.seed()
         return fleet
 
+    @staticmethod
+    def probe(db_url: str | None = None) -> tuple[str, str]:
+        """What the URL (default: the settings') holds, "missing", "empty" or "fleet", and the URL
+        as messages show it; INVALID_INPUT or DATABASE_UNAVAILABLE when it is not a fleet's
+        database or cannot be reached (bcfleet/store/probe.py)."""
+        from bcfleet.store.probe import probe, shown
+
+        url = db_url or load_settings().db_url
+        return probe(url), shown(url)
+
     def seed(self) -> None:
         """Every fleet has the root tenant: it owns what the local operator creates."""
         from bcfleet.store.models import Tenant

@@ -157,8 +157,9 @@ def run_cli(*args: str, db: str | None = None, env: dict[str, str] | None = None
 
 @pytest.fixture
 def cli(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> object:
-    """`cli("flavors", "list", …)` runs the CLI against this test's fresh SQLite database."""
+    """`cli("flavors", "list", …)` runs the CLI against this test's fresh SQLite fleet."""
     monkeypatch.setenv("BCFLEET_NOW", T0.isoformat())
+    Fleet.open(sqlite_url).close()  # read verbs never create a database
 
     def call(*args: str) -> CliResult:
         return run_cli(*args, db=sqlite_url)

@@ -4,6 +4,7 @@ document (exit 1, HTTP 500), with the traceback on stderr only under --debug."""
 from __future__ import annotations
 
 import json
+import logging
 
 import httpx
 import pytest
@@ -26,6 +27,7 @@ def broken_tenants_list(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.usefixtures("broken_tenants_list")
 def test_an_unexpected_error_is_internal_json_without_a_traceback(sqlite_url: str) -> None:
+    Fleet.open(sqlite_url).close()
     result = run_cli("--json", "tenants", "list", db=sqlite_url)
     assert result.exit_code == 1
     error = json.loads(result.stdout)["error"]
@@ -36,6 +38,7 @@ def test_an_unexpected_error_is_internal_json_without_a_traceback(sqlite_url: st
 
 @pytest.mark.usefixtures("broken_tenants_list")
 def test_debug_prints_the_traceback_on_stderr(sqlite_url: str) -> None:
+    Fleet.open(sqlite_url).close()
     result = run_cli("tenants", "list", "--debug", db=sqlite_url)
     assert result.exit_code == 1
     assert "Traceback" in result.stderr and "ZeroDivisionError: a bug" in result.stderr
@@ -45,8 +48,9 @@ def test_debug_prints_the_traceback_on_stderr(sqlite_url: str) -> None:
 @pytest.mark.usefixtures("broken_tenants_list")
 @pytest.mark.parametrize("debug", [False, True], ids=["quiet", "debug"])
 def test_the_server_answers_internal_and_logs_a_traceback_only_under_debug(
-    fleet: Fleet, debug: bool, caplog: pytest.LogCaptureFixture
+    fleet: Fleet, debug: bool, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(logging.getLogger("bcfleet"), "propagate", True)  # `jobs` may unset it
     app = create_app(fleet, tally_seconds=0, debug=debug)
     with BackgroundServer(app) as server, httpx.Client(base_url=server.url) as http:
         bearer = token(fleet, "root", "ops")

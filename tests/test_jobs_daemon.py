@@ -83,6 +83,7 @@ def test_fleet_jobs_run_under_timeout_exits_cleanly_with_its_last_run_recorded(
     tmp_path: Path,
 ) -> None:
     db = f"sqlite:///{tmp_path / 'fleet.db'}"
+    Fleet.open(db).close()
     command = [
         "timeout", "--preserve-status", "-s", "TERM", "5",
         sys.executable, "-m", "bcfleet", "jobs", "run", "--db", db,

@@ -54,10 +54,10 @@ def test_migrations_on_postgres(pg_database: str) -> None:
     engine.dispose()
 
 
-def test_a_fresh_sqlite_file_gets_its_schema_on_first_use(tmp_path: Path) -> None:
+def test_a_fresh_sqlite_file_gets_its_schema_on_its_first_write(tmp_path: Path) -> None:
     db = tmp_path / "first.db"
     result = subprocess.run(
-        [sys.executable, "-m", "bcfleet", "pools", "list", "--json", "--db", str(db)],
+        [sys.executable, "-m", "bcfleet", "tenants", "create", "acme", "--db", str(db)],
         capture_output=True,
         text=True,
         check=False,

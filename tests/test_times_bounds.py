@@ -8,6 +8,7 @@ import pytest
 
 from bcfleet.clock import EARLIEST, LATEST, parse_time
 from bcfleet.errors import InvalidInputError
+from bcfleet.fleet import Fleet
 from tests.conftest import run_cli
 
 
@@ -50,6 +51,11 @@ def test_the_range_holds_its_ends() -> None:
 def test_far_start_times_on_the_cli_are_invalid_input(
     args: tuple[str, ...], sqlite_url: str
 ) -> None:
+    made = run_cli(
+        "pools", "create", "--tenant", "root", "--name", "p", "--kind", "vps-host",
+        "--gpu-model", "L40S", db=sqlite_url,
+    )  # fmt: skip
+    assert made.exit_code == 0, made.stderr
     result = run_cli("--json", *args, db=sqlite_url)
     assert result.exit_code == 1
     assert json.loads(result.stdout)["error"]["code"] == "INVALID_INPUT"
@@ -57,6 +63,7 @@ def test_far_start_times_on_the_cli_are_invalid_input(
 
 
 def test_a_far_bcfleet_now_is_invalid_input(sqlite_url: str) -> None:
+    Fleet.open(sqlite_url).close()
     result = run_cli(
         "--json", "jobs", "tick", db=sqlite_url, env={"BCFLEET_NOW": "9999-12-31T23:59:00Z"}
     )

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from bcfleet.cli.common import reset_state
 from bcfleet.cli.tui import dashboard
+from bcfleet.fleet import Fleet
 from tests.conftest import run_cli
 
 
@@ -19,6 +20,7 @@ def test_fleet_tui_takes_the_documented_options() -> None:
 
 def test_the_dashboard_gets_the_commands_options(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'fleet.db'}"
+    Fleet.open(db).close()
     reset_state().db = db
     app = dashboard(read_only=True, refresh=5.0, tenant="acme")
     assert (app.read_only, app.refresh_seconds, app.tenant) == (True, 5.0, "acme")

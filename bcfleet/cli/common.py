@@ -13,10 +13,14 @@ from typing import Any, TypeVar, cast
 import click
 
 from bcfleet.api.auth import LOCAL_OPERATOR, Credential
-from bcfleet.errors import FleetError, exit_code_for
+from bcfleet.errors import FleetError, NotFoundError, exit_code_for
 from bcfleet.fleet import Fleet
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+CREATES_DATABASE = frozenset({"create", "adopt", "setup", "upgrade", "apply", "demo", "serve"})
+"""Verbs that make a new fleet where the database holds none; every other verb refuses."""
+PLANS_ON_EMPTY = frozenset({"plan", "validate"})
 
 
 @dataclass
@@ -32,8 +36,28 @@ class CliState:
     @property
     def fleet(self) -> Fleet:
         if self._fleet is None:
-            self._fleet = Fleet.open(self.db)
+            self._fleet = Fleet.open(self._url_to_open())
         return self._fleet
+
+    def _url_to_open(self) -> str | None:
+        """The database to open: one that holds a fleet; a new one only for verbs that make
+        things (said on stderr); an empty one in memory for plan and validate."""
+        found, where = Fleet.probe(self.db)
+        if found == "fleet":
+            return self.db
+        context = click.get_current_context(silent=True)
+        verb = context.info_name if context is not None else None
+        if verb in PLANS_ON_EMPTY:
+            click.echo(f"No fleet in {where} yet: planning against an empty one.", err=True)
+            return "sqlite://"
+        if verb not in CREATES_DATABASE:
+            raise NotFoundError(
+                f"no fleet in {where}: check --db or BCFLEET_DB; a command that creates "
+                "something (or `fleet db upgrade`) makes a new fleet there",
+                {"db": where, "reason": "no_fleet"},
+            )
+        click.echo(f"Creating a new fleet in {where}.", err=True)
+        return self.db
 
     def close_fleet(self) -> None:
         """Close the fleet handle, if one is open; the next use opens it again."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from bcfleet.cli.common import fleet_command, output, state
+from bcfleet.fleet import Fleet
 from bcfleet.settings import load_settings
 from bcfleet.store.engine import make_engine
 from bcfleet.store.schema import current_revision, upgrade
@@ -18,7 +19,11 @@ def group() -> None:
 @fleet_command(group, "upgrade")
 def upgrade_() -> None:
     """Create or migrate the schema to the newest revision."""
-    engine = make_engine(state().db or load_settings().db_url)
+    url = state().db or load_settings().db_url
+    found, where = Fleet.probe(url)  # refuses what is not a fleet's database
+    if found != "fleet":
+        click.echo(f"Creating a new fleet in {where}.", err=True)
+    engine = make_engine(url)
     upgrade(engine)
     output(
         {"revision": current_revision(engine)}, lambda r: f"Database at revision {r['revision']}."

@@ -68,4 +68,5 @@ def ensure_schema(engine: Engine) -> None:
             create_fresh(engine)
         elif current_revision(engine) != head_revision(engine):
             command.upgrade(alembic_config(engine), "head")
-        _ready.add(key)
+        if engine.url.database not in (None, "", ":memory:"):  # each in-memory one is new
+            _ready.add(key)

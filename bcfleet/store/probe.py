@@ -1,0 +1,113 @@
+"""What a database URL points at, before anything is opened or created: `fleet --db` and BCFLEET_DB.
+
+- A URL that is neither SQLite nor PostgreSQL, or an SQLite URL without a file
+  path (``sqlite://fleet.db``, ``sqlite:fleet.db``), is INVALID_INPUT; so is a
+  path that is a directory, a file that is not an SQLite database, and a
+  database whose tables are not bcfleet's.
+- A PostgreSQL server that does not answer, refuses the login or has no such
+  database is DATABASE_UNAVAILABLE.
+- Otherwise the answer says whether the database holds a fleet (bcfleet's
+  schema) or nothing yet ("missing" file, or "empty" database): the CLI
+  creates a fleet there only for verbs that make things, and says so.
+
+Messages show the URL with its password hidden.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from sqlalchemy import create_engine, inspect
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError
+
+from bcfleet.errors import DatabaseUnavailableError, InvalidInputError
+from bcfleet.store.engine import normalize_url
+
+Found = Literal["missing", "empty", "fleet"]
+SQLITE_HEADER = b"SQLite format 3\x00"
+SCHEMES = "sqlite:///PATH, a bare file path, or postgresql://USER@HOST:PORT/DATABASE"
+FLEET_TABLES = frozenset({"alembic_version", "tenants", "pools", "hosts"})
+
+
+def shown(url: str) -> str:
+    """The URL as messages show it: the password hidden."""
+    try:
+        return make_url(normalize_url(url)).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url
+
+
+def _bad(url: str, why: str) -> InvalidInputError:
+    return InvalidInputError(
+        f"--db {shown(url)}: {why}", {"db": shown(url), "reason": "bad_database"}
+    )
+
+
+def check_url(url: str) -> str:
+    """The normalized URL of an SQLite file or a PostgreSQL database; INVALID_INPUT otherwise."""
+    if "://" not in url and url.split(":", 1)[0].lower().startswith(("sqlite", "postgres")):
+        raise _bad(url, f"not a database URL; use {SCHEMES}")  # sqlite:fleet.db, a typo
+    normalized = normalize_url(url.strip())
+    try:
+        parsed = make_url(normalized)
+    except ArgumentError:
+        raise _bad(url, f"not a database URL; use {SCHEMES}") from None
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        if not parsed.database or parsed.host or not normalized.startswith("sqlite:///"):
+            raise _bad(url, f"an SQLite URL names a file, as sqlite:///fleet.db; use {SCHEMES}")
+        return normalized
+    if backend == "postgresql" and parsed.get_driver_name() == "psycopg":
+        if not parsed.database:
+            raise _bad(url, "a PostgreSQL URL names its database, as postgresql://…/fleet")
+        return normalized
+    raise _bad(url, f"bcfleet keeps its state in SQLite or PostgreSQL; use {SCHEMES}")
+
+
+def probe(url: str) -> Found:
+    """Whether the database holds a fleet, nothing yet, or (as an error) something else."""
+    normalized = check_url(url)
+    if normalized.startswith("sqlite"):
+        database = make_url(normalized).database or ""
+        if database == ":memory:":
+            return "empty"
+        path = Path(database)
+        if path.is_dir():
+            raise _bad(url, "that is a directory; name a file such as fleet.db")
+        if not path.exists():
+            return "missing"
+        if path.stat().st_size and _header(path) != SQLITE_HEADER:
+            raise _bad(url, "that file is not an SQLite database")
+    return _tables_say(url, normalized)
+
+
+def _header(path: Path) -> bytes:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(len(SQLITE_HEADER))
+    except OSError as exc:
+        raise _bad(str(path), f"cannot read it ({exc.strerror})") from None
+
+
+def _tables_say(url: str, normalized: str) -> Found:
+    options = {} if normalized.startswith("sqlite") else {"connect_args": {"connect_timeout": 5}}
+    engine = create_engine(normalized, **options)
+    try:
+        tables = set(inspect(engine).get_table_names())
+    except DBAPIError as exc:
+        if normalized.startswith("sqlite"):
+            raise _bad(url, "that file is not an SQLite database") from None
+        first = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
+        raise DatabaseUnavailableError(
+            f"cannot reach the database {shown(url)}: {first}",
+            {"db": shown(url), "reason": "cannot_connect"},
+        ) from None
+    finally:
+        engine.dispose()
+    if not tables:
+        return "empty"
+    if tables >= FLEET_TABLES:
+        return "fleet"
+    raise _bad(url, "that database holds tables, but not bcfleet's")
