@@ -11,6 +11,7 @@ from bcfleet.api.base import Area
 from bcfleet.api.lookup import get_tenant
 from bcfleet.api.views import principal_json
 from bcfleet.clock import format_time
+from bcfleet.domain.bounds import check_text
 from bcfleet.domain.policy import ROLES, validate_statement
 from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError
 from bcfleet.store.models import ApiToken, Policy, PolicyAttachment, Principal
@@ -30,6 +31,7 @@ class IamAPI(Area):
             raise InvalidInputError(f"role must be one of {', '.join(ROLES)}", {"role": role})
         if not name.strip():
             raise InvalidInputError("a principal needs a name", {"field": "name"})
+        check_text("name", name)
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
             actor.require("compute:iam:manage", tenant_resource(tenant_id))
@@ -59,6 +61,7 @@ class IamAPI(Area):
         self, credential: Credential | None, *, tenant_id: str, name: str, role: str = "member"
     ) -> dict[str, Any]:
         """A token for the named principal (created with role if missing); the token is shown once."""
+        check_text("name", name)
         if role not in ROLES:
             raise InvalidInputError(f"role must be one of {', '.join(ROLES)}", {"role": role})
         with self.fleet.write() as session:
@@ -117,6 +120,7 @@ class IamAPI(Area):
         attach_to: list[str] | None = None,
     ) -> dict[str, Any]:
         """A policy of statements, attached to the named principals of the tenant."""
+        check_text("name", name)
         problems = [
             f"statements[{i}]: {p}" for i, s in enumerate(statements) for p in validate_statement(s)
         ]

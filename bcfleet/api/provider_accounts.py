@@ -18,6 +18,7 @@ from bcfleet.api.base import Area
 from bcfleet.api.lookup import get_tenant
 from bcfleet.api.offer_checks import AccountRef, OfferCatalog
 from bcfleet.clock import format_time
+from bcfleet.domain.bounds import check_text
 from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError
 from bcfleet.providers.base import filter_offers
 from bcfleet.store.models import Pool, ProviderAccount
@@ -90,6 +91,7 @@ class ProviderAccountsAPI(Area):
         endpoint: str | None = None,
         managed: bool = False,
     ) -> dict[str, Any]:
+        check_text("name", name)
         validate_account(provider, token_env)
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)

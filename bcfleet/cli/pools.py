@@ -48,7 +48,8 @@ def _reserve(vcpu: int | None, memory: int | None, disk: int | None) -> dict[str
 @click.option("--kind", type=click.Choice(["vps-host", "provider"]), required=True)
 @click.option("--gpu-model")
 @click.option(
-    "--overcommit", help="Ratios per resource, e.g. vcpu=2,memoryGiB=1.5 (clamped to 0.1..100)."
+    "--overcommit",
+    help="Ratios per resource, e.g. vcpu=2,memoryGiB=1.5 (each from 0.1 to 100; an update keeps the ones left out).",
 )
 @click.option("--host-reserve-vcpu", type=int)
 @click.option("--host-reserve-memory-gib", type=int)
