@@ -574,7 +574,9 @@ def test_the_host_reserve_default_can_come_from_settings() -> None:
 def test_overcommit_out_of_range_is_an_error_at_its_place(given: str, problem: str) -> None:
     with pytest.raises(InvalidInputError) as caught:
         load_fleetconfig_text(
-            doc(f"pools:\n  - {{name: p, kind: vps-host, policy: {{overcommit: {{vcpu: {given}}}}}}}\n")
+            doc(
+                f"pools:\n  - {{name: p, kind: vps-host, policy: {{overcommit: {{vcpu: {given}}}}}}}\n"
+            )
         )
     (error,) = caught.value.details["errors"]
     assert error["path"] == "$.pools[0].policy.overcommit.vcpu"

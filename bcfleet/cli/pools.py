@@ -24,7 +24,8 @@ def _pool_text(p: dict[str, Any]) -> str:
         lines.append(f"  gpuModel:    {p['gpuModel']}")
     overcommit = p["policy"]["overcommit"] or {}
     lines.append(
-        "  overcommit:  " + (", ".join(f"{k}={v:g}" for k, v in overcommit.items()) or "none (1)")
+        "  overcommit:  "
+        + (", ".join(f"{k}={_ratio(v)}" for k, v in overcommit.items()) or "none (1)")
     )
     reserve = p["policy"]["hostReserve"] or {}
     lines.append(
@@ -33,6 +34,11 @@ def _pool_text(p: dict[str, Any]) -> str:
     if "offeredTo" in p:
         lines.append("  offeredTo:   " + (", ".join(p["offeredTo"]) or "-"))
     return "\n".join(lines)
+
+
+def _ratio(value: float | None) -> str:
+    """A ratio as written; null (a stored value that is not a finite number) reads as 1."""
+    return "1 (invalid value stored)" if value is None else f"{value:g}"
 
 
 def _reserve(vcpu: int | None, memory: int | None, disk: int | None) -> dict[str, int] | None:

@@ -172,19 +172,28 @@ def check_whole(field: str, value: Any, low: int, high: int) -> int:
     return int(value)
 
 
+def _bound(number: float) -> str:
+    """A bound as a message writes it: 1,000,000 and 0.1, never 1e+06."""
+    if float(number).is_integer():
+        return f"{int(number):,}"
+    return f"{number:g}"
+
+
 def number_problem(field: str, value: Any, low: float, high: float) -> str | None:
     """Why ``value`` is not a finite number in low..high (NaN and infinities never are), or None."""
+    span = f"from {_bound(low)} to {_bound(high)}"
     if isinstance(value, bool) or not isinstance(value, int | float):
-        return f"{field} must be a number from {low:g} to {high:,g}, got {shown(value)}"
+        return f"{field} must be a number {span}, got {shown(value)}"
     if isinstance(value, float) and not math.isfinite(value):
-        return f"{field} must be a finite number from {low:g} to {high:,g}, got {value}"
+        return f"{field} must be a finite number {span}, got {value}"
     if not low <= value <= high:
-        return f"{field} must be from {low:g} to {high:,g}, got {shown(value)}"
+        return f"{field} must be {span}, got {shown(value)}"
     return None
 
 
 def check_number(field: str, value: Any, low: float, high: float) -> float:
-    _raise(field, number_problem(field, value, low, high), f"{low:g}..{high:g}")
+    bound = f"{_bound(low)}..{_bound(high)}".replace(",", "")
+    _raise(field, number_problem(field, value, low, high), bound)
     return float(value)
 
 
