@@ -237,6 +237,8 @@ def _report(setup: Any, tmp_path: Path, raw: str) -> CliResult:
         pytest.param({"memoryGiB": 1e308}, "$.memoryGiB", id="memory-1e308"),
         pytest.param({"memoryGiB": math.nan}, "$.memoryGiB", id="memory-nan"),
         pytest.param({"diskGiB": math.inf}, "$.diskGiB", id="disk-infinity"),
+        pytest.param({"agent": {"version": "1\x00"}}, "$.agent.version", id="nul-in-text"),
+        pytest.param({"agent": {"hostname": "h\u202e"}}, "$.agent.hostname", id="bidi-in-text"),
     ],
 )
 def test_an_inventory_number_out_of_bounds_is_refused(

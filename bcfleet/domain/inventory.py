@@ -28,7 +28,9 @@ from bcfleet.domain.bounds import (
     HUGEPAGE_COUNT_MAX,
     HUGEPAGE_SIZE_MAX,
     SHAPE_MAX,
+    characters_problem,
     number_problem,
+    storable_problem,
     text_problem,
     whole_problem,
 )
@@ -153,6 +155,22 @@ def _gpu_duplicates(doc: Mapping[str, Any]) -> Iterator[InventoryProblem]:
             first_at[key] = index
 
 
+def _text_problems(value: object, path: list[str | int]) -> Iterator[InventoryProblem]:
+    """Every key and text of the document that no database stores or no table can show."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if isinstance(key, str):
+                yield from _bounded(
+                    [*path, key], storable_problem(key) or characters_problem("key", key)
+                )
+            yield from _text_problems(item, [*path, key] if isinstance(key, str) else path)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _text_problems(item, [*path, index])
+    elif isinstance(value, str):
+        yield from _bounded(path, storable_problem(value) or characters_problem("text", value))
+
+
 def _bounded(path: list[str | int], problem: str | None) -> Iterator[InventoryProblem]:
     if problem is not None:
         yield InventoryProblem(json_path(path), problem)
@@ -202,8 +220,10 @@ def semantic_problems(doc: object) -> list[InventoryProblem]:
         *_hugepage_problems(doc),
         *_gpu_duplicates(doc),
         *_number_problems(doc),
+        *_text_problems(doc, []),
     ]
-    return sorted(found)
+    first = {problem.path: problem for problem in reversed(found)}  # one problem per path
+    return sorted(first.values())
 
 
 def inventory_problems(doc: object, schema: Mapping[str, Any]) -> list[InventoryProblem]:
