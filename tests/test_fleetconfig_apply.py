@@ -528,9 +528,9 @@ def test_provider_offers_are_checked_and_reported(
 
 # ---------------------------------------------------------------------------
 # Any valid document, once applied, plans no changes: stored values go through the
-# loader's normalizers (clamped ratios, default reserves, empty placements, capped spares).
+# loader's normalizers (default ratios, default reserves, empty placements, capped spares).
 
-RATIOS = st.sampled_from([0.05, 0.5, 1, 1.5, 2, 3.25, 150])
+RATIOS = st.sampled_from([0.1, 0.5, 1, 1.5, 2, 3.25, 100])
 SIZE_NAMES = ("small", "medium", "large", "xlarge")
 
 

@@ -360,8 +360,8 @@ BROKEN = [
         4,
         59,
         "$.pools[0].policy.overcommit.vcpu",
-        "less than or equal to the minimum of 0",
-        id="overcommit-must-be-positive",
+        "less than the minimum of 0.1",
+        id="overcommit-must-be-at-least-0.1",
     ),
     pytest.param(
         doc(
@@ -564,24 +564,32 @@ def test_the_host_reserve_default_can_come_from_settings() -> None:
 
 
 @pytest.mark.parametrize(
-    ("given", "kept"),
+    ("given", "problem"),
     [
-        pytest.param(500, 100.0, id="above-100-clamps-to-100"),
-        pytest.param(0.01, 0.1, id="below-0.1-clamps-to-0.1"),
-        pytest.param(2.5, 2.5, id="in-range-is-kept"),
+        pytest.param(500, "500 is greater than the maximum of 100", id="above-100-is-refused"),
+        pytest.param(0.01, "0.01 is less than the minimum of 0.1", id="below-0.1-is-refused"),
+        pytest.param(".nan", "expected a finite number, got nan", id="nan-is-refused"),
     ],
 )
-def test_overcommit_is_clamped_with_a_warning(given: float, kept: float) -> None:
+def test_overcommit_out_of_range_is_an_error_at_its_place(given: str, problem: str) -> None:
+    with pytest.raises(InvalidInputError) as caught:
+        load_fleetconfig_text(
+            doc(
+                f"pools:\n  - {{name: p, kind: vps-host, policy: {{overcommit: {{vcpu: {given}}}}}}}\n"
+            )
+        )
+    (error,) = caught.value.details["errors"]
+    assert error["path"] == "$.pools[0].policy.overcommit.vcpu"
+    assert (error["line"], error["column"]) == (4, 59)
+    assert problem in error["message"]
+
+
+def test_overcommit_in_range_is_kept() -> None:
     fleet = load_fleetconfig_text(
-        doc(f"pools:\n  - {{name: p, kind: vps-host, policy: {{overcommit: {{vcpu: {given}}}}}}}\n")
+        doc("pools:\n  - {name: p, kind: vps-host, policy: {overcommit: {vcpu: 2.5}}}\n")
     )
-    assert fleet.pools[0].overcommit.vcpu == kept
-    clamped = kept != given
-    assert bool(fleet.warnings) == clamped
-    if clamped:
-        warning = fleet.warnings[0]
-        assert warning.path == "$.pools[0].policy.overcommit.vcpu"
-        assert (warning.line, warning.column) == (4, 59)
+    assert fleet.pools[0].overcommit.vcpu == 2.5
+    assert not fleet.warnings
 
 
 def test_spares_above_ten_keep_ten_and_spares_of_a_size_that_is_off_are_not_kept_ready() -> None:

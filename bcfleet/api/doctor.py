@@ -1,4 +1,4 @@
-"""`fleet doctor`: warnings an operator should act on (vps.hosts.capacity, …) and the invariant checks."""
+"""`fleet doctor`: warnings an operator should act on (vps.hosts.capacity, vps.hosts.inventory, …) and the invariant checks."""
 
 from __future__ import annotations
 
@@ -37,6 +37,23 @@ class DoctorAPI(Area):
                         "pool": pool_name,
                         "message": f"host {host_name} in pool {pool_name} has no capacity rows: it has not "
                         "reported inventory (or vps.hosts has not run since), so it is no candidate",
+                    }
+                )
+            failing = session.execute(
+                select(Host.name, Pool.name, Host.inventory_error)
+                .join(Pool, col(Pool.id) == col(Host.pool_id))
+                .where(col(Host.inventory_error).is_not(None))
+                .order_by(col(Host.name))
+            ).all()
+            for host_name, pool_name, error in failing:
+                warnings.append(
+                    {
+                        "code": "vps.hosts.inventory",
+                        "host": host_name,
+                        "pool": pool_name,
+                        "message": f"host {host_name} in pool {pool_name}: vps.hosts cannot derive "
+                        f"capacity from its inventory ({error}); it keeps its old rows until the "
+                        "agent reports a valid inventory",
                     }
                 )
             body: dict[str, Any] = {"warnings": warnings}

@@ -16,6 +16,7 @@ from bcfleet.api.base import Area
 from bcfleet.api.events import emit
 from bcfleet.api.lookup import find_flavor, find_pool
 from bcfleet.api.views import flavor_json
+from bcfleet.domain.bounds import text_problem
 from bcfleet.domain.flavor_rules import (
     name_problem,
     normalize_placement,
@@ -52,6 +53,9 @@ def validate_flavor_input(
     if problem:
         problems["name"] = problem
     problems.update(placement_problems(placement))
+    offer_problem = text_problem("offerId", offer_id) if offer_id else None
+    if offer_problem:
+        problems["offerId"] = offer_problem
     if pool.kind == "provider" and not offer_id:
         problems["offerId"] = (
             "a provider pool's flavor needs offerId, the provider's offer it names"

@@ -17,6 +17,7 @@ from sqlmodel import Session
 
 from bcfleet.api.instance_list import has_condition, mentions
 from bcfleet.api.raw_rows import json_value, plain_rows, time_text
+from bcfleet.domain.bounds import finite_or_none
 from bcfleet.store.models import Booking, GpuAtom, Host, Instance, NodeResource, Pool
 
 HOSTS: Table = Host.__table__  # type: ignore[attr-defined]
@@ -65,6 +66,7 @@ def list_hosts(session: Session, scope: Scope, now: datetime) -> list[dict[str, 
             HOSTS.c.state,
             HOSTS.c.inventory_reported_at,
             HOSTS.c.created_at,
+            HOSTS.c.inventory_error,
         )
         .join(POOLS, POOLS.c.id == HOSTS.c.pool_id)
         .order_by(HOSTS.c.name)
@@ -80,7 +82,7 @@ def list_hosts(session: Session, scope: Scope, now: datetime) -> list[dict[str, 
     gpus = _gpus(connection, scope, now)
     degraded = _degraded(connection, scope)
     items = []
-    for node, name, pool_id, pool, labels, controlled, state, reported, created in rows:
+    for node, name, pool_id, pool, labels, controlled, state, reported, created, error in rows:
         # Only hosts.report writes an inventory, always with its time: no time, no inventory.
         total, used = gpus.get(node, (0, 0))
         items.append(
@@ -98,6 +100,7 @@ def list_hosts(session: Session, scope: Scope, now: datetime) -> list[dict[str, 
                 "resources": resources.get(node, []),
                 "gpus": {"total": total, "used": used},
                 "degradedGuests": degraded[node],
+                "inventoryError": error,
             }
         )
     return items
@@ -116,7 +119,7 @@ def _resources(connection: Connection, scope: Scope) -> dict[str, list[dict[str,
             {
                 "resource": resource,
                 "allocatable": allocatable,
-                "ratio": float(ratio),
+                "ratio": finite_or_none(float(ratio)),
                 "capacity": capacity,
                 "allocated": allocated,
             }

@@ -16,6 +16,7 @@ from bcfleet.api.lookup import find_host, find_pool
 from bcfleet.api.names import add_named, require_free_name
 from bcfleet.api.pools import validate_name
 from bcfleet.api.views import host_json
+from bcfleet.domain.bounds import printable, text_problem
 from bcfleet.domain.inventory import validate_inventory
 from bcfleet.errors import ConflictError, InvalidInputError
 from bcfleet.schemas import load_schema
@@ -32,10 +33,17 @@ from bcfleet.store.models import (
 PLACEMENT_LABEL = "bc.dev/cap.instance.placement"
 
 
+LABEL_KEY_MAX, LABEL_VALUE_MAX = 253, 63
+
+
 def validate_labels(labels: dict[str, str]) -> None:
+    """Label keys of 1-253 and values of 0-63 printable characters (bounds.text_problem)."""
     for key, value in labels.items():
-        if not key or len(key) > 253 or not isinstance(value, str) or len(value) > 63:
-            raise InvalidInputError(f"invalid label {key!r}={value!r}", {"label": key})
+        problem = text_problem("label key", key, LABEL_KEY_MAX)
+        if problem is None and value != "":
+            problem = text_problem("label value", value, LABEL_VALUE_MAX)
+        if problem is not None:
+            raise InvalidInputError(f"invalid label: {problem}", {"label": printable(str(key))})
 
 
 def _resources(session: Session, node_ids: list[str]) -> dict[str, list[NodeResource]]:
@@ -268,7 +276,8 @@ class HostsAPI(Area):
         - `resources`: its capacity rows (allocated of floor(allocatable × ratio));
         - `gpus`: {"total": its GPUs present, "used": those booked now, by an instance or a
           reservation};
-        - `degradedGuests`: its live instances with a PlacementDegraded condition.
+        - `degradedGuests`: its live instances with a PlacementDegraded condition;
+        - `inventoryError`: why vps.hosts could not derive its capacity rows, or null.
         """
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)

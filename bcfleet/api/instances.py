@@ -19,6 +19,7 @@ from bcfleet.api.instance_list import (
 )
 from bcfleet.api.lookup import find_flavor, find_pool
 from bcfleet.clock import format_time
+from bcfleet.domain.bounds import check_optional_text
 from bcfleet.domain.instance_spec import instance_spec, render_libvirt_domain
 from bcfleet.domain.numa import HostPlacement
 from bcfleet.domain.shapes import Shape, shape_delta
@@ -79,8 +80,7 @@ class InstancesAPI(Area):
         name: str | None = None,
     ) -> dict[str, Any]:
         """Admit and place in one transaction; pending with a counted Unschedulable reason when nothing fits."""
-        if name is not None and not (0 < len(name) <= INSTANCE_NAME_MAX):
-            raise InvalidInputError("an instance name is 1-63 characters", {"field": "name"})
+        check_optional_text("name", name, INSTANCE_NAME_MAX)
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
             pool = find_pool(session, actor, pool_id)

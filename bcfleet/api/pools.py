@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,6 +15,15 @@ from bcfleet.api.events import emit
 from bcfleet.api.lookup import find_pool, get_tenant
 from bcfleet.api.names import add_named, require_free_name
 from bcfleet.api.views import pool_json
+from bcfleet.domain.bounds import (
+    SHAPE_MAX,
+    check_optional_text,
+    check_ratio,
+    check_slug,
+    check_whole,
+    ratio_problem,
+    shown,
+)
 from bcfleet.errors import ConflictError, ForbiddenError, InvalidInputError, NotFoundError
 from bcfleet.store.models import Flavor, Host, Instance, Pool, PoolOffer, ProviderAccount, Quota
 from bcfleet.store.models.compute import ComputeSettingsRow
@@ -23,32 +31,26 @@ from bcfleet.store.models.compute import ComputeSettingsRow
 POOL_KINDS = ("vps-host", "provider")
 OVERCOMMIT_RESOURCES = ("vcpu", "memoryGiB", "diskGiB")
 RESERVE_RESOURCES = ("vcpu", "memoryGiB", "diskGiB")
-RATIO_MIN, RATIO_MAX = 0.1, 100.0
-NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
+GPU_MODEL_MAX = 63
 
 
 def validate_name(kind: str, name: str) -> None:
-    if not NAME.match(name):
-        raise InvalidInputError(
-            f"{kind} name {name!r} must be 1-63 lower-case letters, digits, '.', '_' or '-'",
-            {"field": "name", "value": name},
-        )
+    """A pool's, host's or environment's name (bounds.SLUG)."""
+    check_slug(kind, name)
 
 
 def normalize_overcommit(raw: Mapping[str, Any] | None) -> dict[str, float]:
-    """Per-resource ratios, default 1, clamped to 0.1..100 (document 000); GPUs never overcommit."""
+    """Per-resource ratios within 0.1..100 (document 000), else INVALID_INPUT; GPUs never overcommit."""
     result: dict[str, float] = {}
     for key, value in (raw or {}).items():
         if key in ("gpu", "gpus"):
             raise InvalidInputError("GPUs are never overcommitted", {"field": f"overcommit.{key}"})
         if key not in OVERCOMMIT_RESOURCES:
             raise InvalidInputError(
-                f"unknown overcommit resource {key!r}; use {', '.join(OVERCOMMIT_RESOURCES)}",
-                {"field": f"overcommit.{key}"},
+                f"unknown overcommit resource {shown(key)}; use {', '.join(OVERCOMMIT_RESOURCES)}",
+                {"field": f"overcommit.{shown(key)}"},
             )
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise InvalidInputError(f"overcommit.{key} must be a number", {"field": key})
-        result[key] = min(max(float(value), RATIO_MIN), RATIO_MAX)
+        result[key] = check_ratio(f"overcommit.{key}", value)
     return result
 
 
@@ -57,14 +59,10 @@ def normalize_reserve(raw: Mapping[str, Any] | None) -> dict[str, int]:
     for key, value in (raw or {}).items():
         if key not in RESERVE_RESOURCES:
             raise InvalidInputError(
-                f"unknown hostReserve resource {key!r}; use {', '.join(RESERVE_RESOURCES)}",
-                {"field": f"hostReserve.{key}"},
+                f"unknown hostReserve resource {shown(key)}; use {', '.join(RESERVE_RESOURCES)}",
+                {"field": f"hostReserve.{shown(key)}"},
             )
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise InvalidInputError(
-                f"hostReserve.{key} must be a whole number >= 0", {"field": f"hostReserve.{key}"}
-            )
-        result[key] = value
+        result[key] = check_whole(f"hostReserve.{key}", value, 0, SHAPE_MAX)
     return result
 
 
@@ -125,6 +123,7 @@ class PoolsAPI(Area):
         managed: bool = False,
     ) -> dict[str, Any]:
         validate_name("pool", name)
+        check_optional_text("gpuModel", gpu_model or None, GPU_MODEL_MAX)
         if kind not in POOL_KINDS:
             raise InvalidInputError(
                 f"pool kind must be one of {', '.join(POOL_KINDS)}", {"kind": kind}
@@ -178,15 +177,23 @@ class PoolsAPI(Area):
         overcommit: Mapping[str, Any] | None = None,
         host_reserve: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Change a pool's policy; the vps.hosts job re-derives node_resources from it."""
+        """Change a pool's policy; the vps.hosts job re-derives node_resources from it.
+
+        Ratios and reserves are merged: what the call leaves out keeps its value, so
+        ``--overcommit vcpu=0.1`` leaves memoryGiB as it was (FleetConfig passes all three).
+        """
+        ratios = normalize_overcommit(overcommit) if overcommit is not None else None
+        reserve = normalize_reserve(host_reserve) if host_reserve is not None else None
+        check_optional_text("gpuModel", gpu_model or None, GPU_MODEL_MAX)
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
             row = find_pool(session, actor, pool, lock=True)
             actor.require("compute:pools:manage", pool_resource(row))
-            if overcommit is not None:
-                row.overcommit = normalize_overcommit(overcommit)
-            if host_reserve is not None:
-                row.host_reserve = normalize_reserve(host_reserve)
+            if ratios is not None:
+                kept = {k: v for k, v in row.overcommit.items() if ratio_problem(k, v) is None}
+                row.overcommit = {**kept, **ratios}
+            if reserve is not None:
+                row.host_reserve = {**row.host_reserve, **reserve}
             if gpu_model is not None:
                 row.gpu_model = gpu_model or None
             row.version += 1

@@ -33,6 +33,7 @@ from bcfleet.api.base import Area
 from bcfleet.api.lookup import get_tenant
 from bcfleet.api.offer_checks import AccountRef, OfferCatalog
 from bcfleet.clock import format_time
+from bcfleet.domain.bounds import check_text
 from bcfleet.errors import ConflictError, ForbiddenError, InvalidInputError, NotFoundError
 from bcfleet.providers.base import filter_offers
 from bcfleet.secretbox import Secret, require_box
@@ -161,6 +162,7 @@ class ProviderAccountsAPI(Area):
         managed: bool = False,
     ) -> dict[str, Any]:
         """Register an account whose token is ``token`` (sealed) or root's ``token_env``."""
+        check_text("name", name)
         with self.fleet.write() as session:
             self._authorize(session, credential, tenant_id, token_env, endpoint)
             secret = validate_account(provider, token_env, token, endpoint)

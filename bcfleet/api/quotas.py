@@ -11,6 +11,7 @@ from sqlmodel import Session, col, select
 from bcfleet.api.auth import Actor, Credential, pool_resource
 from bcfleet.api.base import Area
 from bcfleet.api.lookup import find_pool, get_tenant
+from bcfleet.domain.bounds import QUOTA_MAX, check_whole
 from bcfleet.errors import InvalidInputError, NotFoundError
 from bcfleet.store.models import Pool, PoolOffer, Quota
 from bcfleet.store.models.capacity import QUOTA_RESOURCES
@@ -60,12 +61,8 @@ class QuotasAPI(Area):
                     f"unknown quota resource {resource!r}; use {', '.join(QUOTA_RESOURCES)}",
                     {"resource": resource},
                 )
-            if limit is not None and (
-                isinstance(limit, bool) or not isinstance(limit, int) or limit < 0
-            ):
-                raise InvalidInputError(
-                    f"quota {resource} must be a whole number >= 0", {"resource": resource}
-                )
+            if limit is not None:
+                check_whole(resource, limit, 0, QUOTA_MAX)
         with self.fleet.write() as session:
             actor = self.actor(session, credential, None)
             row = find_pool(session, actor, pool)

@@ -24,6 +24,7 @@ from bcfleet.api.auth import Actor, Credential, owned_resource, pool_resource
 from bcfleet.api.base import Area
 from bcfleet.api.lookup import find_host, find_pool
 from bcfleet.clock import format_time, parse_time
+from bcfleet.domain.bounds import check_optional_text, check_whole
 from bcfleet.domain.durations import format_duration, parse_duration
 from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError
 from bcfleet.placement.placer import place
@@ -35,6 +36,7 @@ BINDINGS = ("pool", "node")
 MAX_GPUS = 1024
 MAX_NODES = 1024
 MAX_BATCH = 100
+IDEMPOTENCY_KEY_MAX = 200
 
 
 @dataclass(frozen=True)
@@ -79,11 +81,7 @@ def _batch_item(position: int, fields: Mapping[str, Any]) -> tuple[Ask, str | No
 
 
 def _whole(value: Any, field: str, most: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
-        raise InvalidInputError(
-            f"{field} must be a whole number from 1 to {most}", {"field": field}
-        )
-    return value
+    return check_whole(field, value, 1, most)
 
 
 def parse_ask(
@@ -178,10 +176,7 @@ class ReservationsAPI(Area):
         """Admit, then place (or preempt, or leave pending with the counted reason), in one transaction."""
         ask = parse_ask(gpus=gpus, duration=duration, nodes=nodes, binding=binding, spot=spot,
                         start=start)  # fmt: skip
-        if idempotency_key is not None and not 0 < len(idempotency_key) <= 200:
-            raise InvalidInputError(
-                "idempotencyKey is 1-200 characters", {"field": "idempotencyKey"}
-            )
+        check_optional_text("idempotencyKey", idempotency_key, IDEMPOTENCY_KEY_MAX)
         try:
             return self._create(credential, tenant_id, pool_id, ask, idempotency_key)
         except IntegrityError:

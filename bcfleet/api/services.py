@@ -30,6 +30,7 @@ from bcfleet.api.compute_state import (
 from bcfleet.api.compute_views import service_json
 from bcfleet.api.events import emit
 from bcfleet.api.serverless_ops import attach, detach, rehome, take_or_fail
+from bcfleet.domain.bounds import check_text
 from bcfleet.domain.sizes import SIZES, label, label_with_shape, size_for_api_service
 from bcfleet.errors import ConflictError, InvalidInputError, NoCapacityError
 from bcfleet.placement.serverless import (
@@ -49,11 +50,11 @@ MANAGE, READ = "compute:services:manage", "compute:services:read"
 
 
 def validate_names(workspace: str, name: str) -> None:
+    """A service's (or index's) workspace and name: 1-128 printable characters, not all blank."""
     for field, value in (("workspace", workspace), ("name", name)):
-        if not isinstance(value, str) or not value.strip() or len(value) > 128:
-            raise InvalidInputError(
-                f"a service needs a {field} of 1 to 128 characters", {"field": field}
-            )
+        check_text(field, value, 128)
+        if not value.strip():
+            raise InvalidInputError(f"a {field} cannot be blank", {"field": field})
 
 
 def memory_notice(old: str, new: str, legacy: bool) -> str | None:

@@ -12,6 +12,7 @@ from bcfleet.api.auth import ROOT_TENANT, Credential, tenant_resource
 from bcfleet.api.base import Area
 from bcfleet.api.lookup import get_tenant
 from bcfleet.api.views import tenant_json
+from bcfleet.domain.bounds import check_optional_text, check_text
 from bcfleet.errors import ConflictError, InvalidInputError
 from bcfleet.store.models import Pool, PoolOffer, Principal, ProviderAccount, Quota, Tenant
 from bcfleet.store.models.compute import (
@@ -21,6 +22,7 @@ from bcfleet.store.models.compute import (
     Service,
 )
 
+TENANT_NAME_MAX = 200  # as the FleetConfig schema says
 TENANT_ID = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 
 
@@ -63,6 +65,7 @@ class TenantsAPI(Area):
         managed: bool = False,
     ) -> dict[str, Any]:
         validate_tenant_id(tenant_id)
+        check_optional_text("name", name, TENANT_NAME_MAX)
         with self.fleet.write() as session:
             actor = self.actor(session, credential, None)
             actor.require("compute:tenants:manage", tenant_resource(tenant_id))
@@ -76,8 +79,7 @@ class TenantsAPI(Area):
 
     def update(self, credential: Credential | None, tenant_id: str, *, name: str) -> dict[str, Any]:
         """Rename a tenant (its display name; the id never changes)."""
-        if not name:
-            raise InvalidInputError("a tenant's name cannot be empty", {"field": "name"})
+        check_text("name", name, TENANT_NAME_MAX)
         with self.fleet.write() as session:
             actor = self.actor(session, credential, None)
             actor.require("compute:tenants:manage", tenant_resource(tenant_id))

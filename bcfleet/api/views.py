@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bcfleet.clock import format_time
+from bcfleet.domain.bounds import finite_or_none
 from bcfleet.store.models import Event, Flavor, Host, NodeResource, Pool, Principal, Tenant
 
 
@@ -28,7 +29,10 @@ def pool_json(pool: Pool, offered_to: list[str] | None = None) -> dict[str, Any]
         "name": pool.name,
         "kind": pool.kind,
         "owner": pool.owner_tenant_id,
-        "policy": {"overcommit": dict(pool.overcommit), "hostReserve": dict(pool.host_reserve)},
+        "policy": {
+            "overcommit": {k: finite_or_none(v) for k, v in pool.overcommit.items()},
+            "hostReserve": {k: finite_or_none(v) for k, v in pool.host_reserve.items()},
+        },
         "version": pool.version,
         "createdAt": format_time(pool.created_at),
     }
@@ -65,7 +69,7 @@ def node_resource_json(row: NodeResource) -> dict[str, Any]:
     return {
         "resource": row.resource,
         "allocatable": row.allocatable,
-        "ratio": row.ratio,
+        "ratio": finite_or_none(row.ratio),
         "capacity": row.capacity,
         "allocated": row.allocated,
     }
@@ -85,6 +89,7 @@ def host_json(
         "state": host.state,
         "status": state,
         "inventoryReportedAt": format_time(host.inventory_reported_at),
+        "inventoryError": host.inventory_error,
         "createdAt": format_time(host.created_at),
     }
     if resources is not None:

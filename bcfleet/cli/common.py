@@ -13,6 +13,7 @@ from typing import Any, TypeVar, cast
 import click
 
 from bcfleet.api.auth import LOCAL_OPERATOR, Credential
+from bcfleet.domain.bounds import printable
 from bcfleet.errors import FleetError, NotFoundError, exit_code_for
 from bcfleet.fleet import Fleet
 
@@ -188,15 +189,16 @@ def table(
 
 
 def _cell(value: Any) -> str:
+    """A value as one line of a table: control and bidi characters written as \\n, \\u202e."""
     if value is None:
         return "-"
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, dict):
-        return ",".join(f"{k}={v}" for k, v in value.items()) or "-"
+        return printable(",".join(f"{k}={v}" for k, v in value.items())) or "-"
     if isinstance(value, list | tuple):
-        return ",".join(str(v) for v in value) or "-"
-    return str(value)
+        return printable(",".join(str(v) for v in value)) or "-"
+    return printable(str(value))
 
 
 def render_error(error: FleetError, as_json: bool) -> None:

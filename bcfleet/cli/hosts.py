@@ -20,7 +20,9 @@ def group() -> None:
 def _usage(host: dict[str, Any]) -> str:
     parts = []
     for row in host.get("resources", []):
-        parts.append(f"{row['resource']} {row['allocated']}/{row['capacity']} (x{row['ratio']:g})")
+        parts.append(
+            f"{row['resource']} {row['allocated']}/{row['capacity']} (x{row['ratio'] or 1:g})"
+        )
     return "; ".join(parts) or "-"
 
 

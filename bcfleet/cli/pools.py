@@ -24,7 +24,8 @@ def _pool_text(p: dict[str, Any]) -> str:
         lines.append(f"  gpuModel:    {p['gpuModel']}")
     overcommit = p["policy"]["overcommit"] or {}
     lines.append(
-        "  overcommit:  " + (", ".join(f"{k}={v:g}" for k, v in overcommit.items()) or "none (1)")
+        "  overcommit:  "
+        + (", ".join(f"{k}={_ratio(v)}" for k, v in overcommit.items()) or "none (1)")
     )
     reserve = p["policy"]["hostReserve"] or {}
     lines.append(
@@ -33,6 +34,11 @@ def _pool_text(p: dict[str, Any]) -> str:
     if "offeredTo" in p:
         lines.append("  offeredTo:   " + (", ".join(p["offeredTo"]) or "-"))
     return "\n".join(lines)
+
+
+def _ratio(value: float | None) -> str:
+    """A ratio as written; null (a stored value that is not a finite number) reads as 1."""
+    return "1 (invalid value stored)" if value is None else f"{value:g}"
 
 
 def _reserve(vcpu: int | None, memory: int | None, disk: int | None) -> dict[str, int] | None:
@@ -48,7 +54,8 @@ def _reserve(vcpu: int | None, memory: int | None, disk: int | None) -> dict[str
 @click.option("--kind", type=click.Choice(["vps-host", "provider"]), required=True)
 @click.option("--gpu-model")
 @click.option(
-    "--overcommit", help="Ratios per resource, e.g. vcpu=2,memoryGiB=1.5 (clamped to 0.1..100)."
+    "--overcommit",
+    help="Ratios per resource, e.g. vcpu=2,memoryGiB=1.5 (each from 0.1 to 100; an update keeps the ones left out).",
 )
 @click.option("--host-reserve-vcpu", type=int)
 @click.option("--host-reserve-memory-gib", type=int)

@@ -20,8 +20,10 @@ UNIT_ORDER = tuple(UNIT_SECONDS)
 
 _TERM = re.compile(r"([0-9]+)([a-z])")
 _EXAMPLES = "'12h', '90m', '2h30m', '1d', '45s'"
-# timedelta's own ceiling is 999,999,999 days; anything near it is a typo, not a lease.
-MAX_DURATION = timedelta(days=100 * 365)
+# timedelta's own ceiling is 999,999,999 days; anything near it is a typo, not a lease. A
+# reservation keeps its length in seconds in an INTEGER column (bounds.INT32_MAX, about 68
+# years), so the maximum is 50 years of 365 days.
+MAX_DURATION = timedelta(days=50 * 365)
 
 
 def _invalid(text: object, why: str, field: str) -> InvalidInputError:

@@ -22,17 +22,21 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from bcfleet.domain.bounds import RATIO_MAX as MAX_RATIO
+from bcfleet.domain.bounds import RATIO_MIN as MIN_RATIO
 from bcfleet.domain.shapes import SCALARS, Inventory, PlacementPolicy, Shape
 
-MIN_RATIO = 0.1
-MAX_RATIO = 100.0
 PLACEMENT_CAPABILITY_LABEL = "bc.dev/cap.instance.placement"
 
 
-def clamp_ratio(ratio: float | None) -> float:
-    """A pool's overcommit for one resource: default 1, clamped to 0.1..100 (document 000)."""
-    if ratio is None or math.isnan(ratio):
-        return 1.0
+def clamp_ratio(ratio: object) -> float:
+    """A stored overcommit as placement reads it: default 1 (also for NaN), kept within 0.1..100.
+
+    Input is refused outside the range (bounds.check_ratio); this only keeps a row written
+    before that rule, or straight into the table, from breaking the capacity math.
+    """
+    if isinstance(ratio, bool) or not isinstance(ratio, int | float) or math.isnan(ratio):
+        return 1.0  # None, NaN, or what no number is (a string written straight into the table)
     return min(MAX_RATIO, max(MIN_RATIO, float(ratio)))
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
-FLAVOR_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
+from bcfleet.domain.bounds import HUGEPAGE_SIZE_MAX, SHAPE_MAX, SLUG, whole_problem
+
+FLAVOR_NAME = SLUG
 PLACEMENT_KEYS = ("numaAffine", "pinned", "hugepageSizeBytes")
 
 
@@ -15,13 +16,13 @@ def _whole(value: Any) -> bool:
 
 
 def shape_problems(vcpu: Any, memory_gib: Any, disk_gib: Any, gpus: Any) -> dict[str, str]:
-    """Field → problem for a shape: vcpu, memoryGiB and diskGiB whole and above 0, gpus whole >= 0."""
+    """Field → problem for a shape: vcpu, memoryGiB, diskGiB in 1..SHAPE_MAX, gpus in 0..SHAPE_MAX."""
     problems: dict[str, str] = {}
-    for field, value in (("vcpu", vcpu), ("memoryGiB", memory_gib), ("diskGiB", disk_gib)):
-        if not _whole(value) or value < 1:
-            problems[field] = f"{field} must be a whole number above 0, got {value!r}"
-    if not _whole(gpus) or gpus < 0:
-        problems["gpus"] = f"gpus must be a whole number, 0 or more, got {gpus!r}"
+    fields = (("vcpu", vcpu, 1), ("memoryGiB", memory_gib, 1), ("diskGiB", disk_gib, 1))
+    for field, value, low in (*fields, ("gpus", gpus, 0)):
+        problem = whole_problem(field, value, low, SHAPE_MAX)
+        if problem:
+            problems[field] = problem
     return problems
 
 
@@ -50,9 +51,12 @@ def placement_problems(placement: Any) -> dict[str, str]:
         if key in placement and not isinstance(placement[key], bool):
             problems[f"placement.{key}"] = f"placement.{key} must be true or false"
     size = placement.get("hugepageSizeBytes")
-    if size is not None and (not _whole(size) or size < 4096 or size & (size - 1)):
+    if size is not None and (
+        not _whole(size) or not 4096 <= size <= HUGEPAGE_SIZE_MAX or size & (size - 1)
+    ):
         problems["placement.hugepageSizeBytes"] = (
-            "hugepageSizeBytes must be a power of two of at least 4096 (2 MiB is 2097152, 1 GiB is 1073741824)"
+            f"hugepageSizeBytes must be a power of two from 4096 to {HUGEPAGE_SIZE_MAX} "
+            "(2 MiB is 2097152, 1 GiB is 1073741824)"
         )
     return problems
 

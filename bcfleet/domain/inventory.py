@@ -10,7 +10,10 @@ Semantic checks, each reported at the JSON path of the offending value:
 - while ``numaNodes`` lists nodes, every integer ``numaNode`` of a CPU or a GPU
   names one of them (null means unknown and is always allowed); an empty
   ``numaNodes`` means no topology is known, so node numbers cannot be checked;
-- a huge page size never has more free pages than it has pages.
+- a huge page size never has more free pages than it has pages;
+- GPU PCI addresses are unique (case aside), so one physical GPU is never two atoms;
+- every number is finite and within the bounds of ``bcfleet.domain.bounds`` (JSON readers
+  accept NaN and 1e308, and the schema's ``minimum`` cannot see a NaN).
 """
 
 from __future__ import annotations
@@ -21,7 +24,26 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from bcfleet.domain.bounds import (
+    HUGEPAGE_COUNT_MAX,
+    HUGEPAGE_SIZE_MAX,
+    SHAPE_MAX,
+    characters_problem,
+    number_problem,
+    storable_problem,
+    text_problem,
+    whole_problem,
+)
 from bcfleet.errors import InvalidInputError
+
+# (section, field, low, high) of every number an inventory holds; GiB may be fractional.
+_WHOLE_FIELDS: tuple[tuple[str, str, int, int], ...] = (
+    ("cpus", "id", 0, SHAPE_MAX),
+    ("cpus", "numaNode", 0, SHAPE_MAX),
+    ("numaNodes", "id", 0, SHAPE_MAX),
+    ("gpus", "numaNode", 0, SHAPE_MAX),
+)
+GPU_MODEL_MAX = 128
 
 
 @dataclass(frozen=True, order=True)
@@ -116,6 +138,72 @@ def _hugepage_problems(doc: Mapping[str, Any]) -> Iterator[InventoryProblem]:
                 )
 
 
+def _gpu_duplicates(doc: Mapping[str, Any]) -> Iterator[InventoryProblem]:
+    first_at: dict[str, int] = {}
+    for index, gpu in _entries(doc, "gpus"):
+        address = gpu.get("pciAddress")
+        if not isinstance(address, str):
+            continue
+        key = address.lower()
+        if key in first_at:
+            where = json_path(["gpus", first_at[key]])
+            yield InventoryProblem(
+                json_path(["gpus", index, "pciAddress"]),
+                f"duplicate GPU PCI address {address} (also at {where})",
+            )
+        else:
+            first_at[key] = index
+
+
+def _text_problems(value: object, path: list[str | int]) -> Iterator[InventoryProblem]:
+    """Every key and text of the document that no database stores or no table can show."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if isinstance(key, str):
+                yield from _bounded(
+                    [*path, key], storable_problem(key) or characters_problem("key", key)
+                )
+            yield from _text_problems(item, [*path, key] if isinstance(key, str) else path)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _text_problems(item, [*path, index])
+    elif isinstance(value, str):
+        yield from _bounded(path, storable_problem(value) or characters_problem("text", value))
+
+
+def _bounded(path: list[str | int], problem: str | None) -> Iterator[InventoryProblem]:
+    if problem is not None:
+        yield InventoryProblem(json_path(path), problem)
+
+
+def _number_problems(doc: Mapping[str, Any]) -> Iterator[InventoryProblem]:
+    """Every number out of bounds; None (an unknown NUMA node) and absent fields are skipped."""
+    for key in ("memoryGiB", "diskGiB"):
+        if key in doc:
+            yield from _bounded([key], number_problem(key, doc[key], 0, SHAPE_MAX))
+    for section, name, low, high in _WHOLE_FIELDS:
+        for index, item in _entries(doc, section):
+            if item.get(name) is not None:
+                problem = whole_problem(name, item[name], low, high)
+                yield from _bounded([section, index, name], problem)
+    for node_index, node in _entries(doc, "numaNodes"):
+        if "memoryGiB" in node:
+            problem = number_problem("memoryGiB", node["memoryGiB"], 0, SHAPE_MAX)
+            yield from _bounded(["numaNodes", node_index, "memoryGiB"], problem)
+        for index, pages in _entries(node, "hugepages"):
+            path: list[str | int] = ["numaNodes", node_index, "hugepages", index]
+            limits = (("sizeBytes", 4096, HUGEPAGE_SIZE_MAX),
+                      ("total", 0, HUGEPAGE_COUNT_MAX), ("free", 0, HUGEPAGE_COUNT_MAX))  # fmt: skip
+            for name, low, high in limits:
+                if name in pages:
+                    problem = whole_problem(name, pages[name], low, high)
+                    yield from _bounded([*path, name], problem)
+    for index, gpu in _entries(doc, "gpus"):
+        if "model" in gpu:
+            problem = text_problem("model", gpu["model"], GPU_MODEL_MAX)
+            yield from _bounded(["gpus", index, "model"], problem)
+
+
 def semantic_problems(doc: object) -> list[InventoryProblem]:
     """The problems a schema cannot see; parts the schema rejects are skipped, not re-reported."""
     if not isinstance(doc, Mapping):
@@ -130,13 +218,19 @@ def semantic_problems(doc: object) -> list[InventoryProblem]:
         *_duplicates(doc, "numaNodes", "NUMA node"),
         *_node_references(doc, node_ids),
         *_hugepage_problems(doc),
+        *_gpu_duplicates(doc),
+        *_number_problems(doc),
+        *_text_problems(doc, []),
     ]
-    return sorted(found)
+    first = {problem.path: problem for problem in reversed(found)}  # one problem per path
+    return sorted(first.values())
 
 
 def inventory_problems(doc: object, schema: Mapping[str, Any]) -> list[InventoryProblem]:
-    """Schema problems, then semantic problems; empty when the inventory is valid."""
-    return [*schema_problems(doc, schema), *semantic_problems(doc)]
+    """Schema problems, then semantic problems (one per path); empty when the inventory is valid."""
+    found = schema_problems(doc, schema)
+    seen = {p.path for p in found}
+    return [*found, *(p for p in semantic_problems(doc) if p.path not in seen)]
 
 
 def validate_inventory(doc: object, schema: Mapping[str, Any]) -> None:

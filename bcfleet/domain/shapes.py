@@ -12,21 +12,31 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bcfleet.domain.bounds import (
+    HUGEPAGE_COUNT_MAX,
+    HUGEPAGE_SIZE_MAX,
+    SHAPE_MAX,
+    number_problem,
+    whole_problem,
+)
+
 SCALARS = ("vcpu", "memoryGiB", "diskGiB")
 """The scalar resources of a host's node_resources rows, in the order reasons name them."""
 
 GIB = 1 << 30
 
 
-def _whole(value: Any, name: str, minimum: int = 0) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name} must be a whole number of at least {minimum}, got {value!r}")
-    return value
+def _whole(value: Any, name: str, minimum: int = 0, maximum: int = SHAPE_MAX) -> int:
+    problem = whole_problem(name, value, minimum, maximum)
+    if problem:
+        raise ValueError(problem)
+    return int(value)
 
 
 def _number(value: Any, name: str) -> float:
-    if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
-        raise ValueError(f"{name} must be a number of at least 0, got {value!r}")
+    problem = number_problem(name, value, 0, SHAPE_MAX)
+    if problem:
+        raise ValueError(problem)
     return float(value)
 
 
@@ -129,7 +139,9 @@ class PlacementPolicy:
 
     def __post_init__(self) -> None:
         size = self.hugepage_size_bytes
-        if size is not None and (_whole(size, "hugepageSizeBytes", 4096) & (size - 1)):
+        if size is not None and (
+            _whole(size, "hugepageSizeBytes", 4096, HUGEPAGE_SIZE_MAX) & (size - 1)
+        ):
             raise ValueError(f"hugepageSizeBytes must be a power of two, got {size!r}")
 
     @classmethod
@@ -286,9 +298,9 @@ def _cpu(doc: Mapping[str, Any]) -> Cpu:
 def _numa_node(doc: Mapping[str, Any]) -> NumaNode:
     pages = tuple(
         HugepagePool(
-            _whole(p["sizeBytes"], "hugepages[].sizeBytes", 4096),
-            _whole(p["total"], "hugepages[].total"),
-            _whole(p["free"], "hugepages[].free"),
+            _whole(p["sizeBytes"], "hugepages[].sizeBytes", 4096, HUGEPAGE_SIZE_MAX),
+            _whole(p["total"], "hugepages[].total", 0, HUGEPAGE_COUNT_MAX),
+            _whole(p["free"], "hugepages[].free", 0, HUGEPAGE_COUNT_MAX),
         )
         for p in doc.get("hugepages", ())
     )

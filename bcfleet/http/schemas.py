@@ -5,12 +5,24 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from bcfleet.domain.bounds import (
+    INT32_MAX,
+    NAME_MAX,
+    NAME_PATTERN,
+    QUOTA_MAX,
+    RATIO_MAX,
+    RATIO_MIN,
+    SHAPE_MAX,
+)
+
 Schema = dict[str, Any]
 
-INT32_MAX = 2**31 - 1  # PostgreSQL's INTEGER: larger numbers are refused at the edge
-
+# The bounds of bcfleet.domain.bounds, which the API enforces whatever the schema says.
 STRING: Schema = {"type": "string"}
-NAME: Schema = {"type": "string", "maxLength": 253}
+NAME: Schema = {"type": "string", "maxLength": NAME_MAX, "pattern": NAME_PATTERN}
+SHAPE_COUNT: Schema = {"type": "integer", "minimum": 0, "maximum": SHAPE_MAX}
+QUOTA: Schema = {"type": "integer", "minimum": 0, "maximum": QUOTA_MAX}
+RATIO: Schema = {"type": "number", "minimum": RATIO_MIN, "maximum": RATIO_MAX}
 TEXT: Schema = {"type": "string", "maxLength": 4096}
 BOOL: Schema = {"type": "boolean"}
 INT: Schema = {"type": "integer"}

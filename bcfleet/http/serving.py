@@ -20,6 +20,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from bcfleet.domain.bounds import storable_problem
 from bcfleet.errors import FleetError, InvalidInputError, UnauthenticatedError
 from bcfleet.fleet import Fleet
 from bcfleet.http.metrics import Metrics
@@ -166,12 +167,9 @@ def check_text(value: Any, path: str) -> None:
 
 
 def _check_string(text: str, where: str) -> None:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInputError(f"{where}: not valid Unicode", {"path": where}) from None
-    if "\x00" in text:
-        raise InvalidInputError(f"{where}: NUL characters are not allowed", {"path": where})
+    problem = storable_problem(text)
+    if problem is not None:
+        raise InvalidInputError(f"{where}: {problem}", {"path": where})
 
 
 def validate_body(validator: Draft202012Validator, body: Any) -> None:

@@ -4,19 +4,26 @@ For nodes of vps-host pools that are not tenant-controlled: allocatable = invent
 reserve, ratio = the pool's overcommit (document 000). Rows are written only when they change,
 with a guard on the allocated value read, so a claim landing meanwhile is never overwritten:
 the row is simply derived again on the next tick.
+
+Faults stay local: a host whose stored inventory cannot be turned into rows (one stored before
+the bounds existed, or written straight into the table) gets the reason in its
+``inventory_error`` (shown by `fleet hosts list` and `fleet doctor`), keeps its old rows, and
+the tick goes on with the other hosts.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import text
 from sqlmodel import Session, col, select
 
+from bcfleet.domain.bounds import printable
 from bcfleet.domain.fit import HostReserve, ResourceRow, rows_to_write
-from bcfleet.domain.shapes import Inventory
+from bcfleet.domain.shapes import Gpu, Inventory
 from bcfleet.placement.hosted import try_place
 from bcfleet.store.models import GpuAtom, Host, Instance, NodeResource, Pool
 
@@ -24,12 +31,14 @@ if TYPE_CHECKING:
     from bcfleet.fleet import Fleet
 
 PENDING_RETRIES_PER_TICK = 200
+ERROR_TEXT_MAX = 500
+log = logging.getLogger(__name__)
 
 
 def run_vps_hosts(fleet: Fleet, now: datetime) -> dict[str, int]:
     """One tick: sync every host's rows and atoms in one transaction, then retry pending instances."""
     del now  # the job reads the fleet's clock through the API it calls
-    counts = {"hosts": 0, "rowsWritten": 0, "atomsChanged": 0, "placed": 0, "stillPending": 0}
+    counts = {"hosts": 0, "rowsWritten": 0, "atomsChanged": 0, "hostErrors": 0}
     with fleet.write() as session:
         pools = {
             p.id: p for p in session.scalars(select(Pool).where(Pool.kind == "vps-host")).all()
@@ -42,10 +51,11 @@ def run_vps_hosts(fleet: Fleet, now: datetime) -> dict[str, int]:
         rows = _rows_by_node(session, [h.id for h in hosts])
         default = _default_reserve(fleet)
         for host in hosts:
-            pool = pools[host.pool_id]
             counts["hosts"] += 1
-            counts["rowsWritten"] += sync_rows(session, host, pool, rows.get(host.id, {}), default)
-            counts["atomsChanged"] += sync_atoms(session, host)
+            written, changed = sync_host(session, host, pools[host.pool_id], rows, default)
+            counts["rowsWritten"] += written
+            counts["atomsChanged"] += changed
+            counts["hostErrors"] += int(host.inventory_error is not None)
     placed, pending = retry_pending(fleet)
     counts["placed"], counts["stillPending"] = placed, pending
     return counts
@@ -69,16 +79,78 @@ def _rows_by_node(session: Session, node_ids: list[str]) -> dict[str, dict[str, 
     return result
 
 
-def sync_rows(
-    session: Session, host: Host, pool: Pool, old: Mapping[str, ResourceRow], default: HostReserve
-) -> int:
-    """Write the host's changed rows; returns how many were written."""
+def sync_host(
+    session: Session,
+    host: Host,
+    pool: Pool,
+    rows: Mapping[str, Mapping[str, ResourceRow]],
+    default: HostReserve,
+) -> tuple[int, int]:
+    """(rows written, atoms changed) for one host; a failure is recorded on the host instead.
+
+    The pure derivation runs first; the writes run in a savepoint only when there is something
+    to write, so a steady fleet pays for no savepoint and a failed write undoes only its host.
+    """
+    old = rows.get(host.id, {})
+    try:
+        wanted = derive_host(host, pool, old, default)
+    except Exception as exc:  # any fault in one host's data stays on that host
+        _record(session, host, exc)
+        return 0, 0
+    if wanted is None:
+        _record(session, host, None)
+        return 0, 0
+    new_rows, gpus = wanted
+    existing = _atoms(session, host)
+    if not new_rows and not _atoms_differ(existing, gpus):
+        _record(session, host, None)
+        return 0, 0
+    savepoint = session.begin_nested()
+    try:
+        written = write_rows(session, host, old, new_rows)
+        changed = sync_atoms(session, host, gpus, existing)
+        session.flush()
+    except Exception as exc:
+        savepoint.rollback()
+        _record(session, host, exc)
+        return 0, 0
+    savepoint.commit()
+    _record(session, host, None)
+    return written, changed
+
+
+def _record(session: Session, host: Host, error: BaseException | None) -> None:
+    """Keep the host's inventory_error: the reason (escaped, cut short), or None once it syncs."""
+    text = None if error is None else printable(f"{type(error).__name__}: {error}")
+    text = text[:ERROR_TEXT_MAX] if text is not None else None
+    if host.inventory_error != text:
+        host.inventory_error = text
+        session.add(host)
+        if text is not None:
+            log.warning("vps.hosts: host %s: %s", host.id, text)
+
+
+def derive_host(
+    host: Host, pool: Pool, old: Mapping[str, ResourceRow], default: HostReserve
+) -> tuple[list[ResourceRow], tuple[Gpu, ...]] | None:
+    """The rows to write and the GPUs to keep as atoms; None for a host with no inventory.
+
+    ValueError when the stored inventory is malformed or out of bounds (Inventory.from_json
+    checks every number against bcfleet.domain.bounds, which is what keeps the math finite).
+    """
     if host.inventory is None:
-        return 0
+        return None
     inventory = Inventory.from_json(host.inventory)
     reserve = default.with_overrides(pool.host_reserve)
+    return rows_to_write(old, inventory, reserve, pool.overcommit), inventory.gpus
+
+
+def write_rows(
+    session: Session, host: Host, old: Mapping[str, ResourceRow], new_rows: list[ResourceRow]
+) -> int:
+    """Write the host's changed rows; returns how many were written."""
     written = 0
-    for row in rows_to_write(old, inventory, reserve, pool.overcommit):
+    for row in new_rows:
         before = old.get(row.resource)
         if before is None:
             session.add(
@@ -111,16 +183,34 @@ def sync_rows(
     return written
 
 
-def sync_atoms(session: Session, host: Host) -> int:
-    """Make the host's GPU atoms match its inventory's GPUs; vanished atoms are kept, not present."""
-    reported: list[dict[str, Any]] = list((host.inventory or {}).get("gpus", []))
-    existing = {
+def _atoms(session: Session, host: Host) -> dict[int, GpuAtom]:
+    return {
         a.index: a for a in session.scalars(select(GpuAtom).where(GpuAtom.node_id == host.id)).all()
     }
-    changed = 0
-    for index, gpu in enumerate(reported):
+
+
+def _atom_values(gpu: Gpu) -> tuple[str, str, int | None, bool]:
+    return (gpu.model, gpu.pci_address, gpu.numa_node, True)
+
+
+def _atoms_differ(existing: Mapping[int, GpuAtom], gpus: tuple[Gpu, ...]) -> bool:
+    for index, gpu in enumerate(gpus):
         atom = existing.get(index)
-        values = (gpu["model"], gpu["pciAddress"], gpu.get("numaNode"), True)
+        if atom is None or (atom.model, atom.pci_address, atom.numa_node, atom.present) != (
+            _atom_values(gpu)
+        ):
+            return True
+    return any(index >= len(gpus) and atom.present for index, atom in existing.items())
+
+
+def sync_atoms(
+    session: Session, host: Host, gpus: tuple[Gpu, ...], existing: Mapping[int, GpuAtom]
+) -> int:
+    """Make the host's GPU atoms match its inventory's GPUs; vanished atoms are kept, not present."""
+    changed = 0
+    for index, gpu in enumerate(gpus):
+        atom = existing.get(index)
+        values = _atom_values(gpu)
         if atom is None:
             session.add(
                 GpuAtom(
@@ -138,7 +228,7 @@ def sync_atoms(session: Session, host: Host) -> int:
             session.add(atom)
             changed += 1
     for index, atom in existing.items():
-        if index >= len(reported) and atom.present:
+        if index >= len(gpus) and atom.present:
             atom.present = False
             session.add(atom)
             changed += 1

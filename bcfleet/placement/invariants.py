@@ -9,7 +9,7 @@ from sqlalchemy import text
 from sqlmodel import Session, col, select
 
 from bcfleet.placement.quotas import quota_charge_of
-from bcfleet.store.models import Allocation, Booking, Instance, Quota, Reservation
+from bcfleet.store.models import Allocation, Booking, GpuAtom, Instance, Quota, Reservation
 
 
 def over_capacity(session: Session) -> list[str]:
@@ -53,6 +53,43 @@ def double_booked_atoms(session: Session) -> list[str]:
                 problems.append(
                     f"GPU atom {atom_id}: {first.consumer_id} and {second.consumer_id} overlap"
                 )
+    return problems
+
+
+def _overlap(first: Booking, second: Booking) -> bool:
+    """Whether two bookings' windows overlap (first starts no later than second)."""
+    return first.ends_at is None or first.ends_at > second.starts_at
+
+
+def double_held_gpus(session: Session) -> list[str]:
+    """No physical GPU (host and PCI address) is held by two live guests at once.
+
+    double_booked_atoms sees one atom; this sees two atoms naming the same device, which an
+    inventory listing one PCI address twice (accepted before inventories were checked for it)
+    leaves behind.
+    """
+    by_device: dict[tuple[str, str], list[tuple[int, Booking]]] = defaultdict(list)
+    rows = session.execute(
+        select(GpuAtom.id, GpuAtom.pci_address, Booking)
+        .join(Booking, col(Booking.atom_id) == col(GpuAtom.id))
+        .where(col(Booking.released_at).is_(None))
+    ).all()
+    for atom_id, address, booking in rows:
+        by_device[(booking.node_id, str(address).lower())].append((atom_id, booking))
+    problems = []
+    for (node_id, address), held in sorted(by_device.items()):
+        ordered = sorted(held, key=lambda pair: pair[1].starts_at)
+        for index, (atom, first) in enumerate(ordered):
+            for other, second in ordered[index + 1 :]:
+                if (
+                    other != atom
+                    and first.consumer_id != second.consumer_id
+                    and _overlap(first, second)
+                ):
+                    problems.append(
+                        f"node {node_id}: GPU {address} held by {first.consumer_id} "
+                        f"and {second.consumer_id} (atoms {atom} and {other})"
+                    )
     return problems
 
 
@@ -101,6 +138,7 @@ CHECKS = {
     "overCapacity": over_capacity,
     "allocatedMatchesAllocations": allocated_matches_allocations,
     "doubleBookedAtoms": double_booked_atoms,
+    "doubleHeldGpus": double_held_gpus,
     "quotaMatchesCharges": quota_matches_charges,
     "instancesHaveAllocations": instances_have_allocations,
 }

@@ -10,7 +10,7 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bcfleet.reconcile.model import MAX_SPARES, OVERCOMMIT_MAX, OVERCOMMIT_MIN, ROOT_TENANT, SIZES
+from bcfleet.reconcile.model import MAX_SPARES, ROOT_TENANT, SIZES
 from bcfleet.reconcile.schema import suggest
 from bcfleet.reconcile.yamldoc import PathKey, Problem, json_path
 
@@ -138,14 +138,6 @@ def _check_pools(data: Mapping[str, Any], names: _Names, found: Findings) -> Non
             )
         elif account is not None:
             _reference(found, (*at, "providerAccount"), "provider account", account, names.accounts)
-        overcommit = (pool.get("policy") or {}).get("overcommit") or {}
-        for resource, ratio in overcommit.items():
-            if not OVERCOMMIT_MIN <= ratio <= OVERCOMMIT_MAX:
-                bound = OVERCOMMIT_MIN if ratio < OVERCOMMIT_MIN else OVERCOMMIT_MAX
-                found.warn(
-                    (*at, "policy", "overcommit", resource),
-                    f"overcommit {resource} {ratio} is clamped to {bound:g}",
-                )
 
 
 def _check_hosts(data: Mapping[str, Any], names: _Names, found: Findings) -> None:

@@ -36,6 +36,7 @@ from bcfleet.reconcile.model import (
 )
 from bcfleet.reconcile.perf import collector_paused
 from bcfleet.reconcile.schema import schema_problems
+from bcfleet.reconcile.value_checks import value_findings
 from bcfleet.reconcile.yamldoc import (
     ParsedDocument,
     Problem,
@@ -84,6 +85,8 @@ def _load_text(text: str, file: str, host_reserve: HostReserve | None) -> Desire
     except YamlProblems as exc:
         raise _invalid(_diagnose(file, ParsedDocument(None), exc.problems)) from None
     problems = schema_problems(document.data)
+    reported = {problem.path for problem in problems}
+    problems += [p for p in value_findings(document.data) if p.path not in reported]
     if problems:
         raise _invalid(_diagnose(file, document, problems))
     findings = meaning_findings(document.data)

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from bcfleet.domain.fit import clamp_ratio
 from bcfleet.settings import HostReserve
 
 SizeName = Literal["small", "medium", "large", "xlarge"]
@@ -21,8 +22,6 @@ SIZES: tuple[SizeName, ...] = ("small", "medium", "large", "xlarge")
 RESOURCES: tuple[str, ...] = ("vcpu", "memoryGiB", "diskGiB")
 ROOT_TENANT = "root"
 
-OVERCOMMIT_MIN = 0.1
-OVERCOMMIT_MAX = 100.0
 MAX_SPARES = 10  # document 004: "Maximum is 10 spare instances per size"
 LEGACY_SERVICE_SIZE = "large"  # document 004: services from before sizes ran with 8 GiB, Large
 HOURS_PER_MONTH = 720  # document 004: a month counts as 30 days of always-on spares
@@ -35,7 +34,7 @@ CREDITS_PER_SPARE_HOUR = 1  # document 004: every size uses 1 credit per instanc
 
 @dataclass(frozen=True)
 class Overcommit:
-    """policy.overcommit: the ratio per scalar resource, each clamped to 0.1..100."""
+    """policy.overcommit: the ratio per scalar resource, each within 0.1..100 (bounds.RATIO_*)."""
 
     vcpu: float = 1.0
     memory_gib: float = 1.0
@@ -397,11 +396,6 @@ class ObservedFleet:
 def capacity_of(allocatable: int, ratio: float) -> int:
     """floor(allocatable × ratio), robust to binary fractions such as 0.29 × 100."""
     return max(0, math.floor(allocatable * ratio + 1e-9))
-
-
-def clamp_ratio(value: float) -> float:
-    """An overcommit ratio clamped to 0.1..100 (document 000)."""
-    return float(min(max(value, OVERCOMMIT_MIN), OVERCOMMIT_MAX))
 
 
 def _whole(value: object) -> int:

@@ -43,8 +43,8 @@ def usage_cell(row: Mapping[str, Any] | None, *, narrow: bool = False) -> tuple[
         return DIM_DASH, -1.0
     allocated, capacity = int(row["allocated"]), int(row["capacity"])
     fraction = allocated / capacity if capacity else (0.0 if allocated == 0 else float("inf"))
-    ratio = float(row["ratio"])
-    shown = "" if narrow and ratio == 1 else f" ×{ratio_text(ratio)}"
+    ratio = row.get("ratio")  # None: a stored ratio that is not a finite number
+    shown = "" if ratio is None or (narrow and ratio == 1) else f" ×{ratio_text(float(ratio))}"
     if fraction < 0.9:
         return f"{allocated}/{capacity}{shown}", fraction
     text = Text(f"{allocated}/{capacity}{shown}")

@@ -5,14 +5,25 @@ from __future__ import annotations
 from typing import Any
 
 from bcfleet.http.operations import TENANT, Call, Operation
-from bcfleet.http.schemas import BOOL, COUNT, INT, NAME, STRING, array, nullable, obj, page
+from bcfleet.http.schemas import (
+    BOOL,
+    COUNT,
+    INT,
+    NAME,
+    SHAPE_COUNT,
+    STRING,
+    array,
+    nullable,
+    obj,
+    page,
+)
 
 TAG = "flavors"
 
 PLACEMENT = obj(
     {"numaAffine": BOOL, "pinned": BOOL, "hugepageSizeBytes": nullable(COUNT)}, required=[]
 )
-SHAPE = {"vcpu": COUNT, "memoryGiB": COUNT, "diskGiB": COUNT, "gpus": COUNT}
+SHAPE = {"vcpu": SHAPE_COUNT, "memoryGiB": SHAPE_COUNT, "diskGiB": SHAPE_COUNT, "gpus": SHAPE_COUNT}
 
 SCHEMAS = {
     "FlavorPlacement": PLACEMENT,

@@ -35,6 +35,7 @@ HOST_FIELDS = {
     "state": {"type": "string", "enum": ["ready", "draining"]},
     "status": STRING,
     "inventoryReportedAt": nullable(TIME),
+    "inventoryError": nullable(STRING),
     "createdAt": TIME,
     "resources": array(ref("NodeResource")),
 }
@@ -53,7 +54,7 @@ SCHEMAS = {
         {
             "resource": STRING,
             "allocatable": INT,
-            "ratio": NUMBER,
+            "ratio": nullable(NUMBER),
             "capacity": INT,
             "allocated": INT,
         }

@@ -8,9 +8,9 @@ from bcfleet.http.operations import TENANT, Call, Operation, Param
 from bcfleet.http.schemas import (
     ANY_OBJECT,
     BOOL,
-    COUNT,
     INT,
     NAME,
+    QUOTA,
     STRING,
     TIME,
     array,
@@ -93,7 +93,7 @@ SCHEMAS = {
         }
     ),
     "QuotaPage": page("Quota"),
-    "QuotaSet": obj({r: nullable(COUNT) for r in RESOURCES}, required=[]),
+    "QuotaSet": obj({r: nullable(QUOTA) for r in RESOURCES}, required=[]),
 }
 
 

@@ -5,13 +5,32 @@ from __future__ import annotations
 from typing import Any
 
 from bcfleet.http.operations import TENANT, Call, Operation
-from bcfleet.http.schemas import COUNT, INT, NAME, NUMBER, STRING, TIME, array, obj, page
+from bcfleet.http.schemas import (
+    INT,
+    NAME,
+    NUMBER,
+    RATIO,
+    SHAPE_COUNT,
+    STRING,
+    TIME,
+    array,
+    nullable,
+    obj,
+    page,
+)
 
 TAG = "pools"
 
-RATIOS = {"type": "object", "additionalProperties": NUMBER}
-RESERVE = {"type": "object", "additionalProperties": COUNT}
+RATIOS = {"type": "object", "additionalProperties": RATIO}
+RESERVE = {"type": "object", "additionalProperties": SHAPE_COUNT}
 POLICY = obj({"overcommit": RATIOS, "hostReserve": RESERVE}, required=[])
+# What a pool shows: a value stored before the bounds existed may show as null.
+SHOWN_POLICY = obj(
+    {
+        "overcommit": {"type": "object", "additionalProperties": nullable(NUMBER)},
+        "hostReserve": {"type": "object", "additionalProperties": nullable(NUMBER)},
+    }
+)
 
 SCHEMAS = {
     "Pool": obj(
@@ -20,7 +39,7 @@ SCHEMAS = {
             "name": STRING,
             "kind": {"type": "string", "enum": ["vps-host", "provider"]},
             "owner": STRING,
-            "policy": obj({"overcommit": RATIOS, "hostReserve": RESERVE}),
+            "policy": SHOWN_POLICY,
             "version": INT,
             "createdAt": TIME,
             "gpuModel": STRING,

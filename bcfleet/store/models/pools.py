@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Index, UniqueConstraint
+from sqlalchemy import JSON, Index, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from bcfleet.store.types import BigCounter, UTCDateTime, empty_dict
@@ -67,6 +67,8 @@ class Host(SQLModel, table=True):
     inventory: dict[str, Any] | None = Field(default=None, sa_type=JSON)
     inventory_reported_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     inventory_generation: int = Field(default=0, sa_type=BigCounter)
+    # Why the vps.hosts job could not derive this host's capacity from its inventory; None when it could.
+    inventory_error: str | None = Field(default=None, sa_type=Text)
     created_at: datetime = Field(sa_type=UTCDateTime)
     managed: bool = False
 

@@ -147,7 +147,7 @@ def capacity_text(resources: Iterable[Mapping[str, Any]]) -> str:
         name = RESOURCE_LABELS.get(row["resource"], row["resource"])
         parts.append(
             f"{name} {row['allocated']}/{row['capacity']} "
-            f"(allocatable {row['allocatable']} ×{ratio_text(float(row['ratio']))})"
+            f"(allocatable {row['allocatable']} ×{ratio_text(float(row['ratio'] or 1))})"
         )
     return " · ".join(parts) or "no capacity rows yet"
 

@@ -24,6 +24,8 @@ from textual.widgets import DataTable
 from textual.widgets._data_table import Row as TableRow
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowKey
 
+from bcfleet.domain.bounds import printable
+
 Cell = Text | str
 REBUILD_ABOVE = 64
 """Removing more rows than this rebuilds the table (remove_row is linear in the row count)."""
@@ -38,6 +40,15 @@ class Column:
     width: int | None = None
 
 
+def _printable_cell(cell: Cell) -> Cell:
+    """The cell with control and format characters written as escapes (bounds.printable)."""
+    if isinstance(cell, Text):
+        if cell.plain.isprintable():
+            return cell
+        return Text(printable(cell.plain), style=cell.style)
+    return printable(cell)
+
+
 @dataclass(frozen=True)
 class Row:
     """One row: what it shows, one sort value per column, and the text the filter searches."""
@@ -46,6 +57,11 @@ class Row:
     cells: tuple[Cell, ...]
     sort: tuple[Any, ...] = ()
     search: tuple[str, ...] = field(default=(), compare=False)
+
+    def __post_init__(self) -> None:
+        # A name holding a newline or a bidi override must not draw a row of its own.
+        if not all((c.plain if isinstance(c, Text) else c).isprintable() for c in self.cells):
+            object.__setattr__(self, "cells", tuple(_printable_cell(c) for c in self.cells))
 
     def sort_value(self, index: int) -> Any:
         if index < len(self.sort):

@@ -374,6 +374,7 @@ def upgrade() -> None:
     sa.Column('inventory', sa.JSON(), nullable=True),
     sa.Column('inventory_reported_at', bcfleet.store.types.UTCDateTime(), nullable=True),
     sa.Column('inventory_generation', bcfleet.store.types.BigCounter(), nullable=False),
+    sa.Column('inventory_error', sa.Text(), nullable=True),
     sa.Column('created_at', bcfleet.store.types.UTCDateTime(), nullable=False),
     sa.Column('managed', sa.Boolean(), nullable=False),
     sa.ForeignKeyConstraint(['pool_id'], ['pools.id'], ),

@@ -1,0 +1,216 @@
+"""The one set of bounds a value crossing an edge (CLI, HTTP, FleetConfig, inventory) is held to.
+
+The API layer calls the ``check_*`` functions before it writes; the FleetConfig checks and the
+inventory checks call the ``*_problem`` functions, which return a message instead of raising,
+so they can report every problem at its place; renderers call ``printable``. Pure: the standard
+library and ``bcfleet.errors`` (a leaf of plain exception classes, as domain/inventory.py uses).
+
+Why these numbers:
+
+- ``INT32_MAX``: every whole-number column is PostgreSQL ``INTEGER`` (flavors' vcpu, memory_gib,
+  disk_gib, gpus; quotas' limit and used; node_resources' allocatable, capacity, allocated).
+  SQLite keeps 64 bits; the smaller range is the one both engines store.
+- ``SHAPE_MAX`` = 1,000,000: a flavor's vcpu, memoryGiB, diskGiB and gpus, a host reserve, and
+  what an inventory reports (memoryGiB, diskGiB, CPU and NUMA ids). A capacity row holds
+  floor(allocatable × ratio) with a ratio up to 100, so 10^6 × 100 = 10^8 stays far inside
+  INTEGER, with room for the sums of allocations. 10^6 GiB is about a pebibyte, and 10^6
+  CPUs is more than any one machine has.
+- ``QUOTA_MAX`` = 1,000,000,000: a tenant's limit in a pool sums many hosts, so it may exceed
+  one host's bound; it stays below 2^31 − 1.
+- ``RATIO_MIN``..``RATIO_MAX`` = 0.1..100: the overcommit range of document 000. Outside it is
+  refused, never clamped silently; NaN and infinities are refused everywhere.
+- Names: printable text only. Control and format characters (Unicode categories Cc and Cf:
+  NUL, newlines, tabs, the bidirectional overrides U+202A–U+202E and isolates U+2066–U+2069,
+  zero-width characters), surrogates and the line and paragraph separators are refused, since
+  they let a name forge rows or reorder text in a table.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from typing import Any
+
+from bcfleet.errors import InvalidInputError
+
+INT32_MAX = 2**31 - 1
+SHAPE_MAX = 1_000_000
+QUOTA_MAX = 1_000_000_000
+RATIO_MIN, RATIO_MAX = 0.1, 100.0
+HUGEPAGE_SIZE_MAX = 1 << 40  # 1 TiB: larger than any page size a CPU offers
+HUGEPAGE_COUNT_MAX = INT32_MAX
+
+NAME_MAX = 253  # free names (instances, labels, display names, keys), as DNS names
+SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")  # pools, hosts, flavors, environments
+SLUG_MAX = 63
+
+FORBIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+# The same rule for JSON Schema readers (OpenAPI, editors), which have no Unicode categories:
+# the C0 and C1 controls, soft hyphen, zero-width and bidi characters, separators and BOM.
+NAME_PATTERN = (
+    "^[^\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u061c\\u180e\\u200b-\\u200f"
+    "\\u2028-\\u202e\\u2060-\\u206f\\ufeff\\ufff9-\\ufffb]*$"
+)
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_SHOWN = 40
+
+
+def forbidden(char: str) -> bool:
+    """True for a character a name may not hold (see the module docstring)."""
+    return unicodedata.category(char) in FORBIDDEN_CATEGORIES
+
+
+def _escape(char: str) -> str:
+    if char in _ESCAPES:
+        return _ESCAPES[char]
+    code = ord(char)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def printable(text: str) -> str:
+    """``text`` with every forbidden character written as an escape (\\n, \\u202e), for display."""
+    if text.isprintable():
+        return text
+    return "".join(_escape(c) if forbidden(c) else c for c in text)
+
+
+def shown(value: Any) -> str:
+    """A value as an error message may quote it: escaped and cut short."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**_SHOWN:
+        return f"a number of {len(str(abs(value)))} digits"
+    text = printable(repr(value))
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
+
+
+def _raise(field: str, problem: str | None, bound: str) -> None:
+    if problem is not None:
+        raise InvalidInputError(problem, {"field": field, "bound": bound})
+
+
+# ---------------------------------------------------------------------------
+# Names
+
+
+def storable_problem(text: str) -> str | None:
+    """Why no database can store ``text`` (a NUL, a lone surrogate), or None: any text's rule."""
+    if "\x00" in text:
+        return "NUL characters are not allowed"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "not valid Unicode"
+    return None
+
+
+def characters_problem(field: str, text: str) -> str | None:
+    """Why ``text`` cannot be shown as one line (a control or format character), or None."""
+    if text.isprintable():
+        return None
+    bad = next((c for c in text if forbidden(c)), None)
+    if bad is None:
+        return None
+    return (
+        f"{field} must not contain control or formatting characters "
+        f"(found {_escape(bad)} at position {text.index(bad) + 1})"
+    )
+
+
+def text_problem(field: str, value: Any, max_length: int = NAME_MAX) -> str | None:
+    """Why ``value`` is not a name of 1..max_length printable characters, or None."""
+    if not isinstance(value, str):
+        return f"{field} must be text, got {shown(value)}"
+    if not value or len(value) > max_length:
+        return f"{field} must be 1 to {max_length} characters, got {len(value)}"
+    return characters_problem(field, value)
+
+
+def check_text(field: str, value: Any, max_length: int = NAME_MAX) -> str:
+    """``value`` when it is a printable name; INVALID_INPUT naming the field and bound otherwise."""
+    _raise(field, text_problem(field, value, max_length), f"1..{max_length} printable characters")
+    return str(value)
+
+
+def check_optional_text(field: str, value: Any, max_length: int = NAME_MAX) -> str | None:
+    return None if value is None else check_text(field, value, max_length)
+
+
+def slug_problem(kind: str, value: Any) -> str | None:
+    """Why ``value`` is not a name of a pool, host, flavor or environment, or None."""
+    if isinstance(value, str) and SLUG.match(value):
+        return None
+    return (
+        f"{kind} name {shown(value)} must be 1-{SLUG_MAX} lower-case letters, digits, "
+        "'.', '_' or '-', starting with a letter or digit"
+    )
+
+
+def check_slug(kind: str, value: Any) -> str:
+    """A pool, host, flavor or environment name; INVALID_INPUT otherwise."""
+    problem = slug_problem(kind, value)
+    if problem is not None:
+        raise InvalidInputError(
+            problem, {"field": "name", "value": shown(value), "bound": SLUG.pattern}
+        )
+    return str(value)
+
+
+# ---------------------------------------------------------------------------
+# Numbers
+
+
+def whole_problem(field: str, value: Any, low: int, high: int) -> str | None:
+    """Why ``value`` is not a whole number in low..high, or None."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        return f"{field} must be a whole number from {low} to {high:,}, got {shown(value)}"
+    return None
+
+
+def check_whole(field: str, value: Any, low: int, high: int) -> int:
+    """``value`` when it is a whole number in low..high; INVALID_INPUT naming the bound otherwise."""
+    _raise(field, whole_problem(field, value, low, high), f"{low}..{high}")
+    return int(value)
+
+
+def _bound(number: float) -> str:
+    """A bound as a message writes it: 1,000,000 and 0.1, never 1e+06."""
+    if float(number).is_integer():
+        return f"{int(number):,}"
+    return f"{number:g}"
+
+
+def number_problem(field: str, value: Any, low: float, high: float) -> str | None:
+    """Why ``value`` is not a finite number in low..high (NaN and infinities never are), or None."""
+    span = f"from {_bound(low)} to {_bound(high)}"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"{field} must be a number {span}, got {shown(value)}"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{field} must be a finite number {span}, got {value}"
+    if not low <= value <= high:
+        return f"{field} must be {span}, got {shown(value)}"
+    return None
+
+
+def check_number(field: str, value: Any, low: float, high: float) -> float:
+    bound = f"{_bound(low)}..{_bound(high)}".replace(",", "")
+    _raise(field, number_problem(field, value, low, high), bound)
+    return float(value)
+
+
+def ratio_problem(field: str, value: Any) -> str | None:
+    """Why ``value`` is not an overcommit ratio (finite, 0.1..100), or None."""
+    return number_problem(field, value, RATIO_MIN, RATIO_MAX)
+
+
+def check_ratio(field: str, value: Any) -> float:
+    """An overcommit ratio: finite and within 0.1..100, else INVALID_INPUT (never a clamp)."""
+    return check_number(field, value, RATIO_MIN, RATIO_MAX)
+
+
+def finite_or_none(value: Any) -> float | int | None:
+    """A stored number as JSON may carry it: NaN, infinities and non-numbers become None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value

@@ -1,0 +1,92 @@
+"""FleetConfig values against bcfleet.domain.bounds, each problem at its file:line:column.
+
+load.py reports these with the schema's problems (one per path). The schema cannot see what these
+see: a NUL, a newline or a bidi override written as a YAML escape ("\0", "\u202e"), a NaN
+or an infinity (``.nan``, ``.inf``, which pass ``minimum`` and ``maximum``), and the
+bounds that the API enforces (a flavor's shape up to SHAPE_MAX, quotas up to QUOTA_MAX).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from bcfleet.domain.bounds import (
+    QUOTA_MAX,
+    SHAPE_MAX,
+    characters_problem,
+    storable_problem,
+    whole_problem,
+)
+from bcfleet.reconcile.yamldoc import PathKey, Problem
+
+SHAPE_FIELDS = {"vcpu": 1, "memoryGiB": 1, "diskGiB": 1, "gpus": 0}
+QUOTA_FIELDS = ("vcpu", "memoryGiB", "diskGiB", "gpu")
+RESERVE_FIELDS = ("vcpu", "memoryGiB", "diskGiB")
+
+
+def value_findings(data: Any) -> list[Problem]:
+    """Every text and number of the document that breaks the bounds, in document order."""
+    wholes = _bounded_wholes(data) if isinstance(data, Mapping) else iter(())
+    return [*_walk(data, ()), *wholes]
+
+
+def _text(text: str, path: PathKey, *, at_key: bool) -> Iterator[Problem]:
+    what = "a key" if at_key else "the value"
+    problem = storable_problem(text) or characters_problem(what, text)
+    if problem is not None:
+        yield Problem(path, problem, at_key=at_key)
+
+
+def _walk(value: Any, path: PathKey) -> Iterator[Problem]:
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if isinstance(key, str):
+                yield from _text(key, (*path, key), at_key=True)
+            yield from _walk(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _walk(item, (*path, index))
+    elif isinstance(value, str):
+        yield from _text(value, path, at_key=False)
+    elif isinstance(value, float) and not math.isfinite(value):
+        yield Problem(path, f"expected a finite number, got {value}")
+
+
+def _whole(value: Any) -> Any:
+    """YAML's 2.0 as 2 (the schema's integer accepts it); anything else unchanged."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _items(data: Mapping[str, Any], section: str) -> Iterator[tuple[int, Mapping[str, Any]]]:
+    items = data.get(section)
+    for index, item in enumerate(items if isinstance(items, list) else []):
+        if isinstance(item, Mapping):
+            yield index, item
+
+
+def _bounded_wholes(data: Mapping[str, Any]) -> Iterator[Problem]:
+    checks: list[tuple[PathKey, str, Any, int, int]] = []
+    for index, flavor in _items(data, "flavors"):
+        for name, low in SHAPE_FIELDS.items():
+            if name in flavor:
+                checks.append((("flavors", index, name), name, flavor[name], low, SHAPE_MAX))
+    for index, quota in _items(data, "quotas"):
+        for name in QUOTA_FIELDS:
+            if quota.get(name) is not None:
+                checks.append((("quotas", index, name), name, quota[name], 0, QUOTA_MAX))
+    for index, pool in _items(data, "pools"):
+        policy = pool.get("policy")
+        reserve = policy.get("hostReserve") if isinstance(policy, Mapping) else None
+        reserve = reserve if isinstance(reserve, Mapping) else {}
+        for name in RESERVE_FIELDS:
+            if name in reserve:
+                path: PathKey = ("pools", index, "policy", "hostReserve", name)
+                checks.append((path, f"hostReserve.{name}", reserve[name], 0, SHAPE_MAX))
+    for path, name, value, low, high in checks:
+        problem = whole_problem(name, _whole(value), low, high)
+        if problem is not None:
+            yield Problem(path, problem)
