@@ -42,4 +42,3 @@ def guest_state_json(host: Host, instance: Instance) -> dict[str, Any]:
         "state": instance.state,
         "readyAt": format_time(instance.ready_at) if instance.ready_at is not None else None,
     }
-

@@ -77,9 +77,7 @@ def clamp_to_tenant(tenant_id: str, statements: Iterable[Any]) -> list[Statement
     return clamped
 
 
-def principal_statements(
-    tenant_id: str, role: str, attached: Iterable[Any]
-) -> list[Statement]:
+def principal_statements(tenant_id: str, role: str, attached: Iterable[Any]) -> list[Statement]:
     """A principal's statements: its role's, then its attached ones (bounded outside root)."""
     statements: list[Statement] = list(role_statements(tenant_id, role))
     if tenant_id == ROOT_TENANT:
@@ -146,8 +144,13 @@ def policy_overreach(
         outside = [r for r in resources if not within_tenant(r, tenant_id)]
         for resource in outside:
             found.append(
-                Overreach(index, "resource", resource, f"is outside tenant {tenant_id!r}; "
-                          f"name tenant:{tenant_id} or tenant:{tenant_id}/…")  # fmt: skip
+                Overreach(
+                    index,
+                    "resource",
+                    resource,
+                    f"is outside tenant {tenant_id!r}; "
+                    f"name tenant:{tenant_id} or tenant:{tenant_id}/…",
+                )  # fmt: skip
             )
         inside = [r for r in resources if r not in outside]
         for action in (str(a) for a in statement.get("actions", ())):

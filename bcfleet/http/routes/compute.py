@@ -176,7 +176,7 @@ async def deploy_stream(request: Request) -> Response:
     token = bearer_token(request, required=True)
     query = {p.name: p.parse(request) for p in STREAM_QUERY}
     api = ctx.fleet.api
-    await run_in_threadpool(api.services.show, token, request.path_params["id"])  # errors as JSON
+    await run_in_threadpool(api.services.check_deploy, token, request.path_params["id"])  # as JSON
     steps = ctx.fleet.api.services.deploy_stream(
         token, request.path_params["id"],
         poll_seconds=query["pollSeconds"], timeout_seconds=query["timeoutSeconds"],
