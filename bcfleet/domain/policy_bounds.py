@@ -52,12 +52,29 @@ def within_tenant(resource: str, tenant_id: str) -> bool:
     return resource == own or resource.startswith(own + "/")
 
 
+def clamp_resource(resource: Any, tenant_id: str) -> list[str]:
+    """The part of a resource pattern inside the tenant, as patterns: itself when it is
+    inside already; the tenant's own patterns when it covers them ("*", "tenant:*"); else
+    nothing (an overlap that no pattern of the tenant's can express is dropped)."""
+    if not isinstance(resource, str):
+        return []
+    if within_tenant(resource, tenant_id):
+        return [resource]
+    return [own for own in own_resources(tenant_id) if covers(resource, own)]
+
+
+def own_resources(tenant_id: str) -> list[str]:
+    """Every resource of a tenant, as patterns."""
+    return [f"tenant:{tenant_id}", f"tenant:{tenant_id}/*"]
+
+
 def clamp_to_tenant(tenant_id: str, statements: Iterable[Any]) -> list[Statement]:
     """Attached statements of a tenant's principal: allows cut down to the tenant's resources.
 
-    An allow statement keeps only its resources inside the tenant and goes when none is
-    left; deny statements stay as they are (they can only take away); anything that is
-    not a statement is dropped.
+    An allow statement keeps the part of each resource inside the tenant (clamp_resource)
+    and goes when nothing is left: a stored "*" allows everything in the tenant and
+    nothing outside it. Deny statements stay as they are (they can only take away);
+    anything that is not a statement is dropped.
     """
     clamped: list[Statement] = []
     for statement in statements:
@@ -67,11 +84,9 @@ def clamp_to_tenant(tenant_id: str, statements: Iterable[Any]) -> list[Statement
             clamped.append(statement)
             continue
         resources = statement.get("resources")
-        kept = [
-            r
-            for r in (resources if isinstance(resources, list) else [])
-            if isinstance(r, str) and within_tenant(r, tenant_id)
-        ]
+        kept: list[str] = []
+        for resource in resources if isinstance(resources, list) else []:
+            kept.extend(r for r in clamp_resource(resource, tenant_id) if r not in kept)
         if kept:
             clamped.append({**statement, "resources": kept})
     return clamped
