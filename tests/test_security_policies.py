@@ -17,7 +17,7 @@ import pytest
 from sqlmodel import select
 
 from bcfleet.api.auth import Credential
-from bcfleet.domain.policy import AccessRequest, evaluate, role_statements
+from bcfleet.domain.policy import SHARED_POOL_ACTIONS, AccessRequest, evaluate, role_statements
 from bcfleet.domain.policy_bounds import (
     ROOT_ONLY_ACTIONS,
     clamp_to_tenant,
@@ -222,7 +222,9 @@ def test_the_cli_refuses_a_star_policy_from_a_tenant_token(
         pytest.param(
             [{"effect": "allow", "actions": ["compute:quotas:manage"],
               "resources": ["tenant:root/pool:*"]}],
-            InvalidInputError, "'tenant:root/pool:*'", id="roots-pools",
+            ForbiddenError,
+            "action 'compute:quotas:manage' is not held by the admin role on 'tenant:root/pool:*'",
+            id="managing-roots-pools",
         ),
         pytest.param(
             [{"effect": "allow", "actions": ["compute:read"], "resources": ["tenant:acmecorp"]}],
@@ -272,6 +274,29 @@ def test_a_policy_grants_only_actions_its_author_holds(fleet: Fleet) -> None:
     assert made["attachedTo"] == ["bob"]
 
 
+def test_a_tenant_may_give_spot_work_in_its_offered_pools_and_no_more(fleet: Fleet) -> None:
+    """Document 003: "a tenant policy can allow spot work to people or agents it would not
+    give regular capacity to"; the pools it names are those offered to the tenant."""
+    made = _root_fleet(fleet)
+    spot = [{"effect": "allow", "actions": ["compute:reservations:create"],
+             "resources": ["tenant:*/pool:*"], "conditions": {"spot": True}}]  # fmt: skip
+    fleet.api.iam.create_policy(made["admin"], tenant_id="acme", name="spot", statements=spot,
+                                attach_to=["acme-viewer"])  # fmt: skip
+    viewer, pool = made["viewer"], made["pool"]["id"]
+    reserved = fleet.api.reservations.create(viewer, tenant_id="acme", pool_id=pool, gpus=1,
+                                             duration="1h", spot=True)  # fmt: skip
+    assert reserved["spot"] is True and reserved["tenantId"] == "acme"
+    with pytest.raises(ForbiddenError):
+        fleet.api.reservations.create(viewer, tenant_id="acme", pool_id=pool, gpus=1, duration="1h")
+    with pytest.raises(ForbiddenError):
+        fleet.api.instances.create(viewer, tenant_id="acme", pool_id=pool, flavor="g1.small")
+    _everything_root_only_is_refused(fleet, viewer, made["pool"])
+    hidden = hosted_pool(fleet, "vps-ams", offered_to=())
+    with pytest.raises(NotFoundError):  # a pool not offered to acme stays out of sight
+        fleet.api.reservations.create(viewer, tenant_id="acme", pool_id=hidden["id"], gpus=1,
+                                      duration="1h", spot=True)  # fmt: skip
+
+
 def test_deny_statements_are_not_bounded(fleet: Fleet) -> None:
     fleet.api.tenants.create(OP, "acme")
     admin = token(fleet, "acme", "acme-admin")
@@ -316,10 +341,16 @@ def test_clamping_keeps_allows_inside_the_tenant_and_every_deny() -> None:
         {"effect": "deny", "actions": ["compute:pools:*"], "resources": ["*"]},
         "not a statement",
     ]
+    shared = list(SHARED_POOL_ACTIONS)
     assert clamp_to_tenant("acme", stored) == [
         {"effect": "allow", "actions": ["*"], "resources": ["tenant:acme", "tenant:acme/*"]},
+        {"effect": "allow", "actions": shared, "resources": ["tenant:*/pool:*"]},
+        {"effect": "allow", "actions": shared, "resources": ["tenant:*/pool:*"]},
         {"effect": "deny", "actions": ["compute:pools:*"], "resources": ["*"]},
     ]
+    spot = {"effect": "allow", "actions": ["compute:reservations:create", "compute:quotas:*"],
+            "resources": ["tenant:root/pool:pool_x"], "conditions": {"spot": True}}  # fmt: skip
+    assert clamp_to_tenant("acme", [spot]) == [{**spot, "actions": ["compute:reservations:create"]}]
 
 
 @pytest.mark.parametrize("action", [a.replace("*", "meters:manage") for a in ROOT_ONLY_ACTIONS])
