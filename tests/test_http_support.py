@@ -117,8 +117,8 @@ def two_tenants(fleet: Fleet) -> dict[str, Any]:
         service = api.services.create(admin, tenant_id=tenant, workspace="prod", name="web")
         index = api.indexes.create(admin, tenant_id=tenant, workspace="prod", name="docs")
         environment = api.environments.create(admin, tenant_id=tenant, name="stg", size="medium")
-        api.provider_accounts.create(
-            OP,  # only root's admin may name a server environment variable
+        api.provider_accounts.create(  # root's alone: tokenEnv names a variable of the server
+            OP,
             tenant_id=tenant,
             name=f"{tenant}-hz",
             provider="hetzner",

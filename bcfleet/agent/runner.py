@@ -19,6 +19,7 @@ from typing import Any
 from bcfleet.agent.hypervisor import SimulatedHypervisor
 from bcfleet.agent.inventory import read_inventory
 from bcfleet.agent.remote import AgentConnection
+from bcfleet.domain.guest_view import GUEST_PREFIX
 from bcfleet.domain.instance_spec import render_libvirt_domain
 from bcfleet.domain.simulated_inventory import two_socket_host
 
@@ -107,13 +108,15 @@ class Agent:
 
 
 def write_domains(directory: Path, specs: list[dict[str, Any]]) -> list[Path]:
-    """Each spec's libvirt domain XML as <instance id>.xml; files of gone instances removed."""
+    """Each spec's libvirt domain XML as <id>.xml (an instance id, or the opaque guest id a
+    token other than root's admin gets); files of gone guests removed."""
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for spec in specs:
         path = directory / f"{spec['id']}.xml"
         path.write_text(render_libvirt_domain(spec), encoding="utf-8")
         written.append(path)
-    for stale in set(directory.glob("ins_*.xml")) - set(written):
+    ours = set(directory.glob("ins_*.xml")) | set(directory.glob(f"{GUEST_PREFIX}*.xml"))
+    for stale in ours - set(written):
         stale.unlink()
     return written

@@ -13,6 +13,7 @@ from sqlalchemy import bindparam
 from sqlmodel import Session, select
 
 from bcfleet.domain.policy import AccessRequest, evaluate, role_statements
+from bcfleet.domain.policy_bounds import principal_statements
 from bcfleet.errors import ForbiddenError, NotFoundError, UnauthenticatedError
 from bcfleet.store.models import (
     ApiToken,
@@ -126,9 +127,10 @@ def resolve(session: Session, credential: Credential | None, now: datetime) -> A
         .join(PolicyAttachment, PolicyAttachment.policy_id == Policy.id)  # type: ignore[arg-type]
         .where(PolicyAttachment.principal_id == principal.id)
     ).all()
-    statements: list[Mapping[str, Any]] = list(role_statements(principal.tenant_id, principal.role))
-    for policy in attached:
-        statements.extend(policy.statements)
+    # Attached policies are clamped to the principal's own tenant (domain.policy_bounds).
+    statements = principal_statements(
+        principal.tenant_id, principal.role, [s for p in attached for s in p.statements]
+    )
     return Actor(principal.tenant_id, principal.role, principal.id, tuple(statements))
 
 
@@ -180,6 +182,24 @@ def pool_visible(session: Session, actor: Actor, pool: Pool) -> bool:
         return True
     found = session.execute(_OFFERED, {"p": pool.id, "t": actor.tenant_id})
     return found.first() is not None
+
+
+def owns_pool(actor: Actor, pool: Pool) -> bool:
+    """The pool's owner and root's admin: who sees its hosts and who it is offered to.
+
+    Tenants a pool is offered to see the pool and its flavors, never its hosts, whatever
+    their role: show and list alike answer as if the hosts did not exist (NOT_FOUND).
+    """
+    return actor.is_root_admin or pool.owner_tenant_id == actor.tenant_id
+
+
+def sees_guests(actor: Actor) -> bool:
+    """Whether a host's views (specs, bookings) name their guests: root's admin only.
+
+    Anyone else (a pool's owner, its agent's token) gets what the host needs to run each
+    guest under an opaque id, never another tenant's ids or names (document 003).
+    """
+    return actor.is_root_admin
 
 
 def visible_pool_ids(session: Session, actor: Actor) -> Sequence[str] | None:

@@ -8,7 +8,7 @@ from sqlalchemy import delete
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from bcfleet.api.auth import Credential, pool_resource
+from bcfleet.api.auth import Credential, owns_pool, pool_resource
 from bcfleet.api.base import Area
 from bcfleet.api.events import emit
 from bcfleet.api.host_list import Scope, list_hosts
@@ -18,7 +18,7 @@ from bcfleet.api.pools import validate_name
 from bcfleet.api.views import host_json
 from bcfleet.domain.bounds import printable, text_problem
 from bcfleet.domain.inventory import validate_inventory
-from bcfleet.errors import ConflictError, InvalidInputError
+from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError
 from bcfleet.schemas import load_schema
 from bcfleet.store.models import (
     Allocation,
@@ -283,11 +283,15 @@ class HostsAPI(Area):
             actor = self.actor(session, credential, tenant_id)
             if pool is not None:
                 row = find_pool(session, actor, pool)
+                if not owns_pool(actor, row):  # offered to the tenant: its hosts are the owner's
+                    raise NotFoundError(
+                        f"no hosts of pool {pool!r} found: a pool's hosts are its owner's",
+                        {"pool": pool},
+                    )
                 actor.require("compute:hosts:read", pool_resource(row))
                 scope = Scope(pool_id=row.id)
             elif not actor.is_root_admin:
-                # Hosts are the owner's business: tenants a pool is offered to see flavors, not hosts.
-                scope = Scope(owner_tenant_id=actor.tenant_id)
+                scope = Scope(owner_tenant_id=actor.tenant_id)  # owns_pool, as a filter
             else:
                 scope = Scope()
             return {"items": list_hosts(session, scope, self.fleet.now())}

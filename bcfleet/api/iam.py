@@ -21,8 +21,9 @@ from bcfleet.api.views import principal_json
 from bcfleet.clock import format_time
 from bcfleet.domain.bounds import check_text
 from bcfleet.domain.policy import ROLES, validate_statement
+from bcfleet.domain.policy_bounds import policy_overreach
 from bcfleet.domain.token_lifetime import expiry, kept_lifetime, token_lifetime
-from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError
+from bcfleet.errors import ConflictError, ForbiddenError, InvalidInputError, NotFoundError
 from bcfleet.store.models import ApiToken, Policy, PolicyAttachment, Principal
 
 
@@ -60,6 +61,19 @@ def _principal_by_name(session: Session, tenant_id: str, name: str) -> Principal
     return session.exec(
         select(Principal).where(Principal.tenant_id == tenant_id, Principal.name == name)
     ).first()
+
+
+def check_bounds(tenant_id: str, author_role: str, statements: list[dict[str, Any]]) -> None:
+    """A policy reaches no further than its author: resources outside the tenant are
+    INVALID_INPUT, actions the author's role does not hold FORBIDDEN; each names its statement."""
+    found = policy_overreach(tenant_id, author_role, statements)
+    for kind, error in (("resource", InvalidInputError), ("action", ForbiddenError)):
+        problems = [o.text() for o in found if o.kind == kind]
+        if problems:
+            raise error(
+                "policy reaches past its author: " + "; ".join(problems),
+                {"problems": problems, "statements": sorted({o.index for o in found})},
+            )
 
 
 class IamAPI(Area):
@@ -243,6 +257,8 @@ class IamAPI(Area):
             actor = self.actor(session, credential, tenant_id)
             actor.require("compute:iam:manage", tenant_resource(tenant_id))
             get_tenant(session, tenant_id)
+            if not actor.is_root_admin:
+                check_bounds(tenant_id, actor.role, statements)
             exists = session.exec(
                 select(Policy).where(Policy.tenant_id == tenant_id, Policy.name == name)
             ).first()

@@ -6,9 +6,10 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from bcfleet.api.auth import Actor, Credential, owned_resource, pool_resource
+from bcfleet.api.auth import Actor, Credential, owned_resource, pool_resource, sees_guests
 from bcfleet.api.base import Area
 from bcfleet.api.events import emit
+from bcfleet.api.guests import guest_state_json, host_guest
 from bcfleet.api.instance_list import (
     FIELDS,
     INSTANCES,
@@ -20,6 +21,7 @@ from bcfleet.api.instance_list import (
 from bcfleet.api.lookup import find_flavor, find_pool
 from bcfleet.clock import format_time
 from bcfleet.domain.bounds import check_optional_text
+from bcfleet.domain.guest_view import guest_spec
 from bcfleet.domain.instance_spec import instance_spec, render_libvirt_domain
 from bcfleet.domain.numa import HostPlacement
 from bcfleet.domain.shapes import Shape, shape_delta
@@ -305,7 +307,10 @@ class InstancesAPI(Area):
     def report_state(
         self, credential: Credential | None, *, host: str, instance_id: str, state: str
     ) -> dict[str, Any]:
-        """A host agent reports an instance's observed state: running/ready marks it ready (spares count then)."""
+        """A host agent reports an instance's observed state: running/ready marks it ready (spares count then).
+
+        The instance is named by the id the agent got from specs_for_host: root's admin
+        gets the instance back, anyone else the guest's opaque id and state."""
         from bcfleet.api.lookup import find_host
 
         if state not in AGENT_STATES:
@@ -316,8 +321,9 @@ class InstancesAPI(Area):
             actor = self.actor(session, credential, None)
             row, pool = find_host(session, actor, host)
             actor.require("compute:hosts:report", pool_resource(pool))
-            instance = session.get(Instance, instance_id, with_for_update=True)
-            if instance is None or instance.node_id != row.id or instance.state == "deleted":
+            real_ids = sees_guests(actor)
+            instance = host_guest(session, row, instance_id, real_ids=real_ids)
+            if instance is None:
                 raise NotFoundError(
                     f"instance {instance_id!r} is not on host {row.name!r}",
                     {"instance": instance_id},
@@ -325,10 +331,11 @@ class InstancesAPI(Area):
             if report_state_of(session, self.fleet, instance, state):
                 emit(session, self.fleet.ids, self.fleet.now(), "instance.ready",
                      tenant_id=instance.tenant_id, subject_id=instance.id, data={"host": row.name})  # fmt: skip
-            return instance_json(instance)
+            return instance_json(instance) if real_ids else guest_state_json(row, instance)
 
     def specs_for_host(self, credential: Credential | None, host: str) -> dict[str, Any]:
-        """Every live instance's spec on one host: what its agent pulls."""
+        """Every live instance's spec on one host: what its agent pulls (domain.guest_view:
+        without names and under opaque ids for anyone but root's admin)."""
         from bcfleet.api.lookup import find_host
 
         with self.fleet.read() as session:
@@ -341,7 +348,10 @@ class InstancesAPI(Area):
                 )
             ).all()
             floor = self.fleet.settings.balloon_floor_percent
-            return {"host": row.name, "items": [spec_of(session, i, floor) for i in instances]}
+            specs = [spec_of(session, i, floor) for i in instances]
+            if not sees_guests(actor):
+                specs = [guest_spec(row.id, spec) for spec in specs]
+            return {"host": row.name, "items": specs}
 
 
 AGENT_STATES = ("running", "ready", "stopped")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import bindparam
 from sqlmodel import Session, select
 
-from bcfleet.api.auth import Actor, pool_resource, pool_visible
+from bcfleet.api.auth import Actor, owns_pool, pool_visible
 from bcfleet.errors import NotFoundError
 from bcfleet.ids import has_prefix
 from bcfleet.store.models import Flavor, Host, Pool, Tenant
@@ -44,30 +44,15 @@ def find_pool(session: Session, actor: Actor, ref: str, *, lock: bool = False) -
 
 
 def find_host(session: Session, actor: Actor, ref: str) -> tuple[Host, Pool]:
-    """A host by id or name, with its pool; NOT_FOUND when the actor may not see its hosts."""
+    """A host by id or name, with its pool; NOT_FOUND unless the actor owns the pool (owns_pool)."""
     query = select(Host).where(Host.id == ref if has_prefix(ref, "node") else Host.name == ref)
     host = session.exec(query).first()
     if host is None:
         raise NotFoundError(f"host {ref!r} not found", {"host": ref})
     pool = session.get(Pool, host.pool_id)
-    if pool is None or not hosts_visible(session, actor, pool):
+    if pool is None or not owns_pool(actor, pool):
         raise NotFoundError(f"host {ref!r} not found", {"host": ref})
     return host, pool
-
-
-HOST_ACTIONS = ("compute:hosts:read", "compute:hosts:report", "compute:hosts:manage")
-
-
-def hosts_visible(session: Session, actor: Actor, pool: Pool) -> bool:
-    """Hosts are the pool owner's business: tenants a pool is offered to see its flavors, not
-    its hosts, unless a policy grants them a host action on the pool. So another tenant's
-    host answers NOT_FOUND exactly like a made-up one, never FORBIDDEN."""
-    if actor.is_root_admin or pool.owner_tenant_id == actor.tenant_id:
-        return True
-    resource = pool_resource(pool)
-    return pool_visible(session, actor, pool) and any(
-        actor.can(action, resource) for action in HOST_ACTIONS
-    )
 
 
 def find_flavor(

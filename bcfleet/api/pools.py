@@ -9,7 +9,14 @@ from sqlalchemy import delete
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from bcfleet.api.auth import Actor, Credential, pool_resource, tenant_resource, visible_pool_ids
+from bcfleet.api.auth import (
+    Actor,
+    Credential,
+    owns_pool,
+    pool_resource,
+    tenant_resource,
+    visible_pool_ids,
+)
 from bcfleet.api.base import Area
 from bcfleet.api.events import emit
 from bcfleet.api.lookup import find_pool, get_tenant
@@ -74,7 +81,7 @@ def offered_to(session: Session, pool_id: str) -> list[str]:
 
 def offers_for(session: Session, actor: Actor, pool: Pool) -> list[str] | None:
     """Who a pool is offered to, told only to its owner and root's admin (never to other tenants)."""
-    if actor.is_root_admin or actor.tenant_id == pool.owner_tenant_id:
+    if owns_pool(actor, pool):
         return offered_to(session, pool.id)
     return None
 

@@ -20,12 +20,13 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from bcfleet.api.auth import Actor, Credential, owned_resource, pool_resource
+from bcfleet.api.auth import Actor, Credential, owned_resource, pool_resource, sees_guests
 from bcfleet.api.base import Area
 from bcfleet.api.lookup import find_host, find_pool
 from bcfleet.clock import format_time, parse_time
 from bcfleet.domain.bounds import check_optional_text, check_whole
 from bcfleet.domain.durations import format_duration, parse_duration
+from bcfleet.domain.guest_view import guest_booking
 from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError
 from bcfleet.placement.placer import place
 from bcfleet.placement.reservations import admit, during_json, record_event, release
@@ -320,6 +321,8 @@ class ReservationsAPI(Area):
 
         Derived from the bookings, so a cut-back victim shows its deadline as the end the
         moment it is preempted; `generation` changes whenever the node's bookings change.
+        Anyone but root's admin gets each booking under an opaque id, without the
+        reservation's id or tenant (domain.guest_view).
         """
         with self.fleet.read() as session:
             actor = self.actor(session, credential, None)
@@ -338,5 +341,8 @@ class ReservationsAPI(Area):
                                                  "state": rsv.state, "spot": rsv.spot, "gpus": [],
                                                  "start": format_time(start), "end": format_time(end)})  # fmt: skip
                 item["gpus"].append(pci)
+            booked = list(items.values())
+            if not sees_guests(actor):
+                booked = [guest_booking(row.id, item) for item in booked]
             return {"host": row.name, "generation": version.version if version else 0,
-                    "items": list(items.values())}  # fmt: skip
+                    "items": booked}  # fmt: skip

@@ -196,6 +196,13 @@ class ServicesAPI(Area):
             _, service = self._service(session, credential, service_id, READ, tenant_id)
             return self._json(session, service)
 
+    def check_deploy(self, credential: Credential | None, service_id: str) -> None:
+        """NOT_FOUND or FORBIDDEN as deploy would answer, changing nothing: the streaming
+        deploy asks before its answer starts, so a refusal is an HTTP error, not a 200."""
+        with self.fleet.read() as session:
+            actor = self.actor(session, credential, None)
+            owned_for(session, actor, Service, service_id, "service", MANAGE, changes=False)
+
     # -- deploy, undeploy ----------------------------------------------------
 
     def deploy(self, credential: Credential | None, service_id: str) -> dict[str, Any]:

@@ -91,12 +91,26 @@ SHARED_POOL_ACTIONS = (
     "compute:reservations:*",
     "compute:capacity:preview",
 )
+"""What a tenant's admin and member may do in the pools offered to the tenant."""
+
+SHARED_POOL_READS = (
+    "compute:pools:read",
+    "compute:flavors:read",
+    "compute:instances:read",
+    "compute:reservations:read",
+)
+"""What a viewer may do there: the reads among SHARED_POOL_ACTIONS, so a viewer never holds
+more than a member (a pool's hosts are its owner's business, whatever the role)."""
 
 ROLES = ("admin", "member", "viewer")
 
 
 def role_statements(tenant_id: str, role: str) -> list[dict[str, Any]]:
-    """The built-in statements of a role in a tenant; root's admin may do anything anywhere."""
+    """The built-in statements of a role in a tenant; root's admin may do anything anywhere.
+
+    Roles only add: whatever a viewer may do a member may, and whatever a member may do an
+    admin may (tests/test_security_roles.py checks it route by route).
+    """
     own = [f"tenant:{tenant_id}", f"tenant:{tenant_id}/*"]
     shared_pools = ["tenant:*/pool:*"]
     if role == "admin" and tenant_id == "root":
@@ -122,6 +136,7 @@ def role_statements(tenant_id: str, role: str) -> list[dict[str, Any]]:
         ]
     if role == "viewer":
         return [
-            {"effect": "allow", "actions": ["compute:*:read"], "resources": own + shared_pools},
+            {"effect": "allow", "actions": ["compute:*:read"], "resources": own},
+            {"effect": "allow", "actions": list(SHARED_POOL_READS), "resources": shared_pools},
         ]
     raise ValueError(f"unknown role {role!r}")

@@ -177,7 +177,7 @@ async def deploy_stream(request: Request) -> Response:
     token = bearer_token(request, required=True)
     query = {p.name: p.parse(request) for p in STREAM_QUERY}
     api = ctx.fleet.api
-    await run_in_threadpool(api.services.show, token, request.path_params["id"])  # errors as JSON
+    await run_in_threadpool(api.services.check_deploy, token, request.path_params["id"])  # as JSON
     assert token is not None
     tenant = await run_in_threadpool(ctx.tenants.tenant_of, token)
     ctx.streams.take(tenant)

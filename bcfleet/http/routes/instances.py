@@ -79,10 +79,19 @@ SCHEMAS = {
             "balloon": obj({"enabled": BOOL, "floorPercent": INT}, strict=False),
             "gpus": array(obj({"pciAddress": STRING}, strict=False)),
         },
+        required=["id", "state", "shape", "placement", "balloon", "gpus"],
         strict=False,
-        description="What a host agent applies (bcfleet.domain.instance_spec).",
+        description="What a host agent applies (bcfleet.domain.instance_spec). In a host's "
+        "specs, anyone but root's admin gets each guest without its name and under an opaque id "
+        "(gst_…), which is also the id to report its state by.",
     ),
     "HostSpecs": obj({"host": STRING, "items": array(ref("InstanceSpec"))}),
+    "GuestState": obj(
+        {"id": STRING, "state": STRING, "readyAt": nullable(TIME)},
+        required=["id", "state"],
+        strict=False,
+        description="The guest an agent reported on: root's admin gets the whole Instance.",
+    ),
     "Quota": obj(
         {
             "tenantId": STRING,
@@ -204,7 +213,7 @@ OPERATIONS = [
               response="HostSpecs"),
     Operation("POST", "/v1/hosts/{host}/instances/{id}/state", "hosts.reportInstanceState",
               "A host agent reports an instance's observed state", "hosts", report_instance_state,
-              request="InstanceStateReport", response="Instance"),
+              request="InstanceStateReport", response="GuestState"),
     Operation("PUT", "/v1/quotas/{tenant}/{pool}", "quotas.set",
               "Set a tenant's quota in a pool (null removes a limit)", "quotas", set_quota,
               request="QuotaSet", response="Quota"),

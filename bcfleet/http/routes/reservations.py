@@ -63,7 +63,9 @@ SCHEMAS = {
     ),
     "HostReservations": obj(
         {"host": STRING, "generation": INT, "items": array(ANY_OBJECT)},
-        description="A node's desired GPU state: reservations booked on it and their windows.",
+        description="A node's desired GPU state: reservations booked on it and their windows. "
+        "Anyone but root's admin gets each under an opaque id (gst_…), without the "
+        "reservation's id or tenant.",
     ),
     "PreviewRequest": obj({"pool": NAME, **ASK}, required=["pool", "gpus", "duration"]),
     "Preview": obj(

@@ -105,7 +105,7 @@ def gpu_rows(
 def booking_text(booking: Mapping[str, Any]) -> str:
     """'rsv_…3x9k globex spot until 11-30 22:00'."""
     kind = "spot" if booking.get("spot") else "regular"
-    rid = short_id(str(booking["reservationId"]))
+    rid = short_id(str(booking.get("reservationId") or booking["id"]))
     return f"{rid} {booking.get('tenantId', '')} {kind} until {short_time(booking.get('end'))}"
 
 
