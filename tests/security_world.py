@@ -50,6 +50,7 @@ def build_world(fleet: Fleet) -> dict[str, Any]:
         "account": api.provider_accounts.create(OP, tenant_id="acme", name="acme-hz",
                                                 provider="hetzner", token_env="HCLOUD_TOKEN"),
     }  # fmt: skip
+    acme["token"] = api.iam.create_token(OP, tenant_id="acme", name="acme-bot", role="viewer")
     enqueue(fleet, fleet.now())  # acme's events become deliveries of its webhook
     acme["delivery"] = api.webhooks.deliveries(OP, webhook["id"])["items"][0]
     tokens = {

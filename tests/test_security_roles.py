@@ -38,6 +38,7 @@ STREAMS = {"events.stream"}  # the SSE tests cover it, with the same tenant rule
 BODIES: dict[str, Any] = {
     "tenants.create": {"id": "newco"},
     "iam.tokens.create": {"name": "mallory", "role": "admin"},
+    "iam.tokens.rotate": {},
     "pools.create": {"name": "mine", "kind": "vps-host"},
     "pools.update": {"gpuModel": "H100"},
     "pools.offer": {"tenant": "globex"},
@@ -83,11 +84,14 @@ EXPECTED: dict[str, tuple[str, str, str, str]] = {
     "tenants.list":             ("OOO", "OOO", "OOO", "OOO"),
     "tenants.create":           ("OFF", "FFF", "FFF", "FFF"),
     "iam.tokens.create":        ("OFF", "FFF", "OFF", "FFF"),
+    "iam.tokens.list":          ("OFF", "FFF", "OOO", "FFF"),
+    "iam.tokens.revoke":        ("OFF", "FFF", "OFF", "FFF"),
+    "iam.tokens.rotate":        ("OFF", "FFF", "OFF", "FFF"),
     "pools.list":               ("OOO", "OOO", "OOO", "OOO"),
     "pools.create":             ("OFF", "OFF", "OFF", "OFF"),
     "pools.show":               ("OHH", "OOO", "OOO", "HHH"),
     "pools.update":             ("OHH", "OFF", "FFF", "HHH"),
-    "pools.offer":              ("OHH", "OFF", "FFF", "HHH"),
+    "pools.offer":              ("OHH", "FFF", "FFF", "HHH"),
     "providerAccounts.create":  ("OFF", "FFF", "FFF", "FFF"),
     "providerAccounts.list":    ("OOO", "OOO", "OOO", "OOO"),
     "providerAccounts.offers":  ("HHH", "HHH", "UUU", "HHH"),
@@ -157,6 +161,8 @@ EXPECTED: dict[str, tuple[str, str, str, str]] = {
 }  # fmt: skip
 
 RUN_LAST = (
+    "iam.tokens.rotate",
+    "iam.tokens.revoke",
     "instances.start",
     "reservations.cancel",
     "services.undeploy",
@@ -182,6 +188,7 @@ def _path(op: Operation, world: dict[str, Any]) -> str:
         "id": acme[owner]["id"],
         "delivery": str(acme["delivery"]["id"]),
         "account": "acme-hz",
+        "token": acme["token"]["id"],
     }
     path = op.path
     for param in op.path_params:

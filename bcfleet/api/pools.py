@@ -12,8 +12,10 @@ from sqlmodel import Session, col, select
 from bcfleet.api.auth import (
     Actor,
     Credential,
+    acting_for,
     owns_pool,
     pool_resource,
+    resolve,
     tenant_resource,
     visible_pool_ids,
 )
@@ -268,10 +270,11 @@ class PoolsAPI(Area):
         exists or not.
         """
         with self.fleet.write() as session:
-            actor = self.actor(session, credential, tenant_id)
+            caller = resolve(session, credential, self.fleet.now())
+            actor = acting_for(session, caller, tenant_id)  # root's admin may act as the owner
             row = find_pool(session, actor, pool)
             actor.require("compute:pools:manage", pool_resource(row))
-            if actor.is_root_admin:
+            if caller.is_root_admin:
                 get_tenant(session, to)
             elif not revoke:
                 raise ForbiddenError(

@@ -36,7 +36,6 @@ POOLS = "tenant:*/pool:*"
 
 ROOT_ONLY_ACTIONS = (
     "compute:tenants:manage",  # create, rename, delete tenants
-    "compute:providers:manage",  # provider accounts: tokenEnv names a variable of the server
     "compute:doctor:read",  # fleet-wide warnings and invariants
     "billing:*",  # billing meters, `fleet iam setup --meters`, usage replay
 )
