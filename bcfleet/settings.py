@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from dataclasses import dataclass, field, fields, replace
@@ -74,11 +75,62 @@ _TOML_KEYS = {
 }
 
 
+# The bounds of each number a setting holds: (least, most). Times are seconds or milliseconds.
+BOUNDS: dict[str, tuple[float, float]] = {
+    "spot_notice_ms": (0, 86_400_000),  # up to a day of notice
+    "preemption_candidate_limit": (1, 10_000),
+    "spare_boot_seconds": (0, 3_600),
+    "balloon_floor_percent": (0, 100),
+    "lock_ttl_seconds": (1, 3_600),
+    "provider_delete_grace_seconds": (0, 30 * 86_400),
+    "job_interval": (0.01, 7 * 86_400),
+    "host_reserve": (0, 1_000_000),
+}
+STRATEGIES = ("spread", "pack")
+
+
 def _convert(name: str, kind: type, raw: Any) -> Any:
     try:
-        return kind(raw)
-    except (TypeError, ValueError) as exc:
+        value = kind(raw)
+    except (TypeError, ValueError, OverflowError) as exc:
         raise InvalidInputError(f"setting {name} must be {kind.__name__}, got {raw!r}") from exc
+    if kind is float and not math.isfinite(value):
+        raise InvalidInputError(f"setting {name} must be a finite number, got {raw!r}")
+    return value
+
+
+def _number(value: float) -> str:
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
+
+
+def _check_bounds(settings: FleetSettings) -> FleetSettings:
+    """INVALID_INPUT naming the setting and its bounds for any number outside them."""
+    numbers: list[tuple[str, str, float]] = [
+        (name, name, getattr(settings, name))
+        for name in BOUNDS
+        if isinstance(getattr(settings, name, None), int | float)
+    ]
+    numbers += [(f"jobs.{job}", "job_interval", v) for job, v in settings.job_intervals.items()]
+    reserve = settings.host_reserve
+    numbers += [
+        (f"host_reserve.{key}", "host_reserve", getattr(reserve, key))
+        for key in ("vcpu", "memory_gib", "disk_gib")
+    ]
+    for shown, bound, value in numbers:
+        least, most = BOUNDS[bound]
+        if not (math.isfinite(value) and least <= value <= most):
+            raise InvalidInputError(
+                f"setting {shown} must be between {_number(least)} and {_number(most)}, "
+                f"got {value!r}",
+                {"setting": shown, "minimum": least, "maximum": most},
+            )
+    if settings.placement_strategy not in STRATEGIES:
+        raise InvalidInputError(
+            f"setting placement_strategy must be one of {', '.join(STRATEGIES)}, "
+            f"got {settings.placement_strategy!r}",
+            {"setting": "placement_strategy"},
+        )
+    return settings
 
 
 def load_settings(path: Path | None = None, environ: dict[str, str] | None = None) -> FleetSettings:
@@ -98,7 +150,7 @@ def load_settings(path: Path | None = None, environ: dict[str, str] | None = Non
         updates["metrics_token"] = env["BCFLEET_METRICS_TOKEN"].strip()
     if env.get("BCFLEET_EGRESS_ALLOW", "").strip():
         updates["egress_allow"] = _ranges("BCFLEET_EGRESS_ALLOW", env["BCFLEET_EGRESS_ALLOW"])
-    return replace(settings, **updates)
+    return _check_bounds(replace(settings, **updates))
 
 
 def _ranges(name: str, raw: Any) -> tuple[IPNetwork, ...]:
@@ -130,8 +182,10 @@ def _secret_key(section: dict[str, Any], path: Path) -> str | None:
 def _apply_toml(settings: FleetSettings, path: Path) -> FleetSettings:
     try:
         document = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidInputError(f"{path}: {exc}") from exc
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(f"{path}: {exc}") from None
+    except OSError as exc:
+        raise InvalidInputError(f"{path}: cannot read it ({exc.strerror})") from None
     section = document.get("fleet", document)
     known = {f.name: f for f in fields(FleetSettings)}
     updates: dict[str, Any] = {}
@@ -141,14 +195,14 @@ def _apply_toml(settings: FleetSettings, path: Path) -> FleetSettings:
     reserve = section.get("host_reserve")
     if isinstance(reserve, dict):
         updates["host_reserve"] = HostReserve(
-            vcpu=int(reserve.get("vcpu", 2)),
-            memory_gib=int(reserve.get("memoryGiB", 8)),
-            disk_gib=int(reserve.get("diskGiB", 100)),
+            vcpu=_convert("host_reserve.vcpu", int, reserve.get("vcpu", 2)),
+            memory_gib=_convert("host_reserve.memoryGiB", int, reserve.get("memoryGiB", 8)),
+            disk_gib=_convert("host_reserve.diskGiB", int, reserve.get("diskGiB", 100)),
         )
     intervals = section.get("jobs")
     if isinstance(intervals, dict):
         merged = dict(settings.job_intervals)
-        merged.update({str(k): float(v) for k, v in intervals.items()})
+        merged.update({str(k): _convert(f"jobs.{k}", float, v) for k, v in intervals.items()})
         updates["job_intervals"] = merged
     sealing_key = _secret_key(section, path)
     if sealing_key is not None:
