@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import csv
+import itertools
 import json
 import sys
 from collections.abc import Callable, Iterator
@@ -13,6 +13,7 @@ import click
 
 from bcfleet.cli.common import fleet_command, output, state, table
 from bcfleet.clock import parse_time
+from bcfleet.domain.usage_csv import csv_lines
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -22,16 +23,6 @@ COLUMNS = [
     ("SUBJECT", "subjectId"),
     ("METER", "meter"),
     ("QUANTITY", "quantity"),
-]
-CSV_FIELDS = [
-    "windowStart",
-    "windowEnd",
-    "tenantId",
-    "subjectKind",
-    "subjectId",
-    "poolId",
-    "meter",
-    "quantity",
 ]
 
 
@@ -116,15 +107,10 @@ def export(
 
 
 def _write_csv(first: dict[str, Any] | None, rows: Iterator[dict[str, Any]]) -> None:
-    stream = sys.stdout
-    writer = csv.DictWriter(
-        stream, fieldnames=CSV_FIELDS, extrasaction="ignore", lineterminator="\n"
-    )
-    writer.writeheader()
-    if first is not None:
-        writer.writerow(first)
-        for row in rows:
-            writer.writerow(row)
+    """RFC 4180 records (CRLF, quoted as needed) from the writer HTTP uses too."""
+    everything = rows if first is None else itertools.chain([first], rows)
+    for line in csv_lines(everything):
+        sys.stdout.write(line)
 
 
 def _write_json(first: dict[str, Any] | None, rows: Iterator[dict[str, Any]]) -> None:

@@ -3,10 +3,8 @@ dead letters of unknown meters and their replay."""
 
 from __future__ import annotations
 
-import csv
-import io
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
@@ -15,13 +13,12 @@ from starlette.responses import Response, StreamingResponse
 
 from bcfleet.clock import parse_time
 from bcfleet.domain.cursors import CURSOR_MAX, CURSOR_MIN
+from bcfleet.domain.usage_csv import csv_lines
 from bcfleet.http.operations import TENANT, Call, Operation, Param
 from bcfleet.http.schemas import INT, STRING, TIME, nullable, obj, page
 from bcfleet.http.serving import bearer_token, served
 
 TAG = "usage"
-CSV_FIELDS = ["windowStart", "windowEnd", "tenantId", "subjectKind", "subjectId", "poolId",
-              "meter", "quantity"]  # fmt: skip
 WINDOW = {
     "id": INT, "tenantId": STRING, "subjectId": STRING, "subjectKind": STRING,
     "poolId": nullable(STRING), "meter": STRING, "windowStart": TIME, "windowEnd": TIME,
@@ -81,18 +78,6 @@ def replay(call: Call) -> Any:
     return call.api.usage.replay(call.token)
 
 
-def _csv_lines(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=CSV_FIELDS, extrasaction="ignore")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow(row)
-        yield buffer.getvalue()
-        buffer.seek(0)
-        buffer.truncate()
-    yield buffer.getvalue()
-
-
 async def export_usage(request: Request) -> Response:
     """Every matching window, streamed from one read transaction."""
     ctx = served(request)
@@ -103,7 +88,7 @@ async def export_usage(request: Request) -> Response:
     await run_in_threadpool(ctx.fleet.api.usage.list, token, limit=1, **filters)
     rows = ctx.fleet.api.usage.export(token, **filters)
     as_csv = query["format"] == "csv"
-    lines = _csv_lines(rows) if as_csv else (json.dumps(r) + "\n" for r in rows)
+    lines = csv_lines(rows) if as_csv else (json.dumps(r) + "\n" for r in rows)
 
     async def body() -> AsyncIterator[str]:
         async for line in iterate_in_threadpool(lines):
