@@ -138,10 +138,11 @@ def resize(tenant: str | None, flavor: str, instance_id: str) -> None:
 )
 @click.argument("instance_id")
 def spec(tenant: str | None, format_: str, instance_id: str) -> None:
-    """The InstanceSpec the host agent receives, or its libvirt domain XML."""
+    """The InstanceSpec the host agent receives, or its libvirt domain XML (with --json, the
+    XML as the string `domainXml` of one JSON document)."""
     s = state()
     result = s.fleet.api.instances.spec(s.credential, instance_id, tenant_id=tenant, format=format_)
     if isinstance(result, str):
-        click.echo(result)
+        output({"id": instance_id, "format": format_, "domainXml": result}, lambda d: d["domainXml"])
     else:
         output(result)
