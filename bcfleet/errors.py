@@ -186,6 +186,43 @@ ALL_ERRORS: tuple[type[FleetError], ...] = (
     DatabaseUnavailableError,
 )
 
+
+def error_classes() -> dict[str, type[FleetError]]:
+    """Every code of the tree and its class, derived from the classes themselves (a subclass
+    that keeps its parent's code, such as a provider's variant, is not a code of its own)."""
+    found: dict[str, type[FleetError]] = {}
+    pending: list[type[FleetError]] = [FleetError]
+    while pending:
+        cls = pending.pop(0)
+        found.setdefault(cls.code, cls)
+        pending.extend(cls.__subclasses__())
+    return found
+
+
+def error_from_document(status: int, document: Any, retry_after: str | None = None) -> FleetError:
+    """The FleetError an error answer of the HTTP API carries, of its code's class: the one
+    decoder of the HTTP client and the host agent. A body that is not the error document is a
+    plain FleetError naming the status."""
+    try:
+        body = document["error"]
+        code, message, details = str(body["code"]), str(body["message"]), dict(body["details"])
+    except (KeyError, TypeError, ValueError):
+        return FleetError(f"HTTP {status}: {str(document)[:200]}")
+    seconds = int(retry_after) if retry_after and retry_after.isdigit() else None
+    cls = error_classes().get(code, FleetError)
+    if cls is NoCapacityError:
+        return NoCapacityError(
+            message,
+            instance_size=str(details.get("instance_size", "")),
+            retry_after_seconds=seconds,
+            details=details,
+        )
+    error = cls(message, details)
+    if seconds is not None:
+        error.retry_after_seconds = seconds
+    return error
+
+
 # Exit codes of PRODUCT.md §5.
 EXIT_OK = 0
 EXIT_ERROR = 1

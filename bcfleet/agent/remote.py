@@ -11,28 +11,18 @@ from urllib.parse import quote
 
 import httpx
 
+import bcfleet.providers.errors  # noqa: F401  (the provider codes join the tree)
 from bcfleet import __version__
-from bcfleet.errors import ALL_ERRORS, FleetError, NoCapacityError
-
-_BY_CODE = {cls.code: cls for cls in ALL_ERRORS if cls is not NoCapacityError}
+from bcfleet.errors import FleetError, error_from_document
 
 
 def error_from_response(response: httpx.Response) -> FleetError:
-    """The FleetError an error answer carries (a plain FleetError when it is not our JSON)."""
+    """The FleetError an error answer carries, decoded by the tree's one decoder."""
     try:
-        body = response.json()["error"]
-        code, message, details = str(body["code"]), str(body["message"]), dict(body["details"])
-    except (ValueError, KeyError, TypeError):
-        return FleetError(f"HTTP {response.status_code}: {response.text[:200]}")
-    if code == NoCapacityError.code:
-        retry = response.headers.get("retry-after")
-        return NoCapacityError(
-            message,
-            instance_size=str(details.get("instance_size", "")),
-            retry_after_seconds=int(retry) if retry and retry.isdigit() else None,
-            details=details,
-        )
-    return _BY_CODE.get(code, FleetError)(message, details)
+        document: Any = response.json()
+    except ValueError:
+        document = response.text
+    return error_from_document(response.status_code, document, response.headers.get("retry-after"))
 
 
 class AgentConnection:

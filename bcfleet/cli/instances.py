@@ -143,6 +143,8 @@ def spec(tenant: str | None, format_: str, instance_id: str) -> None:
     s = state()
     result = s.fleet.api.instances.spec(s.credential, instance_id, tenant_id=tenant, format=format_)
     if isinstance(result, str):
-        output({"id": instance_id, "format": format_, "domainXml": result}, lambda d: d["domainXml"])
+        output(
+            {"id": instance_id, "format": format_, "domainXml": result}, lambda d: d["domainXml"]
+        )
     else:
         output(result)
