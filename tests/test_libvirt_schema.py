@@ -64,3 +64,22 @@ def test_the_domain_xml_validates_against_libvirts_schema(
     document = json.loads(result.stdout)  # --json is always JSON: the XML is a field of it
     xml = etree.fromstring(document["domainXml"].encode())
     assert domain_schema.validate(xml), domain_schema.error_log
+
+
+def test_the_schemas_list_exactly_the_huge_page_sizes_the_code_accepts() -> None:
+    from bcfleet.domain.bounds import HUGEPAGE_SIZES
+    from bcfleet.domain.flavor_rules import placement_problems
+    from bcfleet.http.app import openapi_document
+
+    root = Path(__file__).resolve().parent.parent
+    fleetconfig = json.loads((root / "schemas" / "fleetconfig.schema.json").read_text())
+    declared = fleetconfig["$defs"]["placement"]["properties"]["hugepageSizeBytes"]["enum"]
+    assert declared == list(HUGEPAGE_SIZES)
+    create = openapi_document()["components"]["schemas"]["FlavorCreate"]["properties"]
+    placement = create["placement"]["anyOf"][0]["properties"]
+    over_http = placement["hugepageSizeBytes"]["anyOf"]
+    assert {"type": "integer", "enum": list(HUGEPAGE_SIZES)} in over_http
+    for size in (4096, 2097152, 1073741824, 1 << 40):
+        assert placement_problems({"hugepageSizeBytes": size}) == {}
+    for size in (3000, 4095, 6144, 1 << 41):
+        assert "placement.hugepageSizeBytes" in placement_problems({"hugepageSizeBytes": size})

@@ -39,6 +39,9 @@ SHAPE_MAX = 1_000_000
 QUOTA_MAX = 1_000_000_000
 RATIO_MIN, RATIO_MAX = 0.1, 100.0
 HUGEPAGE_SIZE_MAX = 1 << 40  # 1 TiB: larger than any page size a CPU offers
+HUGEPAGE_SIZES = tuple(1 << bits for bits in range(12, 41))
+"""The page sizes a flavor may ask for: powers of two from 4 KiB to 1 TiB (the FleetConfig and
+HTTP schemas list them as an enum, so editors flag any other)."""
 HUGEPAGE_COUNT_MAX = INT32_MAX
 
 NAME_MAX = 253  # free names (instances, labels, display names, keys), as DNS names

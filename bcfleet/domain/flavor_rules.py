@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bcfleet.domain.bounds import HUGEPAGE_SIZE_MAX, SHAPE_MAX, SLUG, whole_problem
+from bcfleet.domain.bounds import HUGEPAGE_SIZE_MAX, HUGEPAGE_SIZES, SHAPE_MAX, SLUG, whole_problem
 
 FLAVOR_NAME = SLUG
 PLACEMENT_KEYS = ("numaAffine", "pinned", "hugepageSizeBytes")
@@ -51,9 +51,7 @@ def placement_problems(placement: Any) -> dict[str, str]:
         if key in placement and not isinstance(placement[key], bool):
             problems[f"placement.{key}"] = f"placement.{key} must be true or false"
     size = placement.get("hugepageSizeBytes")
-    if size is not None and (
-        not _whole(size) or not 4096 <= size <= HUGEPAGE_SIZE_MAX or size & (size - 1)
-    ):
+    if size is not None and (not _whole(size) or size not in HUGEPAGE_SIZES):
         problems["placement.hugepageSizeBytes"] = (
             f"hugepageSizeBytes must be a power of two from 4096 to {HUGEPAGE_SIZE_MAX} "
             "(2 MiB is 2097152, 1 GiB is 1073741824)"

@@ -144,6 +144,8 @@ def _message(error: ValidationError) -> str:
         wanted = [value] if isinstance(value, str) else list(value)
         expected = " or ".join(_TYPE_WORDS.get(str(name), str(name)) for name in wanted)
         return f"expected {expected}, got {describe(instance)}"
+    if kind == "enum" and len(value) > 8 and (description := _subschema(error).get("description")):
+        return f"{instance!r} is not {description}"  # a long list, such as huge page sizes
     if kind == "enum":
         choices = ", ".join(repr(choice) for choice in value)
         hint = suggest(instance, [str(c) for c in value]) if isinstance(instance, str) else ""

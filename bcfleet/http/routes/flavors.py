@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from bcfleet.domain.bounds import HUGEPAGE_SIZES
 from bcfleet.http.operations import TENANT, Call, Operation
 from bcfleet.http.schemas import (
     BOOL,
-    COUNT,
     INT,
     NAME,
     SHAPE_COUNT,
@@ -21,7 +21,12 @@ from bcfleet.http.schemas import (
 TAG = "flavors"
 
 PLACEMENT = obj(
-    {"numaAffine": BOOL, "pinned": BOOL, "hugepageSizeBytes": nullable(COUNT)}, required=[]
+    {
+        "numaAffine": BOOL,
+        "pinned": BOOL,
+        "hugepageSizeBytes": nullable({"type": "integer", "enum": list(HUGEPAGE_SIZES)}),
+    },
+    required=[],
 )
 SHAPE = {"vcpu": SHAPE_COUNT, "memoryGiB": SHAPE_COUNT, "diskGiB": SHAPE_COUNT, "gpus": SHAPE_COUNT}
 
