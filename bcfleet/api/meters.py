@@ -34,7 +34,7 @@ class MetersAPI(Area):
         unit: str = "hours",
         description: str = "",
     ) -> dict[str, Any]:
-        if not METER_NAME.match(name):
+        if not METER_NAME.fullmatch(name):
             raise InvalidInputError(
                 f"meter name {name!r} must be dotted lower-case words, e.g. gpu.l40s.spot.hours",
                 {"name": name},

@@ -26,7 +26,7 @@ from bcfleet.api.names import add_named, require_free_name
 from bcfleet.api.views import pool_json
 from bcfleet.domain.bounds import (
     SHAPE_MAX,
-    check_optional_text,
+    check_gpu_model,
     check_ratio,
     check_slug,
     check_whole,
@@ -40,7 +40,6 @@ from bcfleet.store.models.compute import ComputeSettingsRow
 POOL_KINDS = ("vps-host", "provider")
 OVERCOMMIT_RESOURCES = ("vcpu", "memoryGiB", "diskGiB")
 RESERVE_RESOURCES = ("vcpu", "memoryGiB", "diskGiB")
-GPU_MODEL_MAX = 63
 
 
 def validate_name(kind: str, name: str) -> None:
@@ -132,7 +131,7 @@ class PoolsAPI(Area):
         managed: bool = False,
     ) -> dict[str, Any]:
         validate_name("pool", name)
-        check_optional_text("gpuModel", gpu_model or None, GPU_MODEL_MAX)
+        check_gpu_model(gpu_model)
         if kind not in POOL_KINDS:
             raise InvalidInputError(
                 f"pool kind must be one of {', '.join(POOL_KINDS)}", {"kind": kind}
@@ -193,7 +192,7 @@ class PoolsAPI(Area):
         """
         ratios = normalize_overcommit(overcommit) if overcommit is not None else None
         reserve = normalize_reserve(host_reserve) if host_reserve is not None else None
-        check_optional_text("gpuModel", gpu_model or None, GPU_MODEL_MAX)
+        check_gpu_model(gpu_model)
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
             row = find_pool(session, actor, pool, lock=True)

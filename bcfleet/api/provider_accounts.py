@@ -73,7 +73,9 @@ def validate_account(
         raise InvalidInputError(
             "give either token or tokenEnv, not both", {"fields": ["token", "tokenEnv"]}
         )
-    if token_env is not None and (not isinstance(token_env, str) or not ENV_NAME.match(token_env)):
+    if token_env is not None and (
+        not isinstance(token_env, str) or not ENV_NAME.fullmatch(token_env)
+    ):
         raise InvalidInputError(
             "tokenEnv names the environment variable that holds the token, e.g. HCLOUD_TOKEN",
             {"field": "tokenEnv"},

@@ -27,7 +27,7 @@ TENANT_ID = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 
 
 def validate_tenant_id(tenant_id: str) -> None:
-    if not TENANT_ID.match(tenant_id):
+    if not TENANT_ID.fullmatch(tenant_id):
         raise InvalidInputError(
             f"tenant id {tenant_id!r} must be lower-case letters, digits and '-', starting with a letter",
             {"field": "id", "value": tenant_id},

@@ -138,9 +138,27 @@ def check_optional_text(field: str, value: Any, max_length: int = NAME_MAX) -> s
     return None if value is None else check_text(field, value, max_length)
 
 
+GPU_MODEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+"""A pool's GPU model (L40S, H100): it becomes a meter name, gpu.<model lower-cased>.hours, so
+it holds only what a meter name may; the FleetConfig schema states the same pattern."""
+
+
+def check_gpu_model(value: Any) -> str | None:
+    """A pool's GPU model, None or empty for none; INVALID_INPUT naming the pattern otherwise."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str) and GPU_MODEL.fullmatch(value):
+        return value
+    raise InvalidInputError(
+        f"gpuModel {shown(value)} must be 1-63 letters, digits, '.', '_' or '-', starting with a "
+        "letter or digit, such as L40S (it names the meter gpu.<model>.hours)",
+        {"field": "gpuModel", "value": shown(value), "bound": GPU_MODEL.pattern},
+    )
+
+
 def slug_problem(kind: str, value: Any) -> str | None:
     """Why ``value`` is not a name of a pool, host, flavor or environment, or None."""
-    if isinstance(value, str) and SLUG.match(value):
+    if isinstance(value, str) and SLUG.fullmatch(value):
         return None
     return (
         f"{kind} name {shown(value)} must be 1-{SLUG_MAX} lower-case letters, digits, "

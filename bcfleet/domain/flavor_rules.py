@@ -27,7 +27,7 @@ def shape_problems(vcpu: Any, memory_gib: Any, disk_gib: Any, gpus: Any) -> dict
 
 
 def name_problem(name: Any) -> str | None:
-    if not isinstance(name, str) or not FLAVOR_NAME.match(name):
+    if not isinstance(name, str) or not FLAVOR_NAME.fullmatch(name):
         return (
             f"flavor name {name!r} must be 1-63 lower-case letters, digits, '.', '_' or '-' "
             "(for example g1.small or gpu1.l40s)"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bcfleet.domain.bounds import GPU_MODEL
 from bcfleet.http.operations import TENANT, Call, Operation
 from bcfleet.http.schemas import (
     INT,
@@ -20,6 +21,7 @@ from bcfleet.http.schemas import (
 )
 
 TAG = "pools"
+GPU_MODEL_SCHEMA = {"type": "string", "pattern": GPU_MODEL.pattern, "maxLength": 63}
 
 RATIOS = {"type": "object", "additionalProperties": RATIO}
 RESERVE = {"type": "object", "additionalProperties": SHAPE_COUNT}
@@ -53,13 +55,13 @@ SCHEMAS = {
         {
             "name": NAME,
             "kind": {"type": "string", "enum": ["vps-host", "provider"]},
-            "gpuModel": NAME,
+            "gpuModel": GPU_MODEL_SCHEMA,
             "policy": POLICY,
             "providerAccount": NAME,
         },
         required=["name", "kind"],
     ),
-    "PoolUpdate": obj({"gpuModel": NAME, "policy": POLICY}, required=[]),
+    "PoolUpdate": obj({"gpuModel": GPU_MODEL_SCHEMA, "policy": POLICY}, required=[]),
     "PoolOffer": obj({"tenant": NAME}),
 }
 
