@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import text
 from sqlmodel import Session, col, select
 
+from bcfleet.api.events import emit
 from bcfleet.domain.bounds import printable
 from bcfleet.domain.fit import HostReserve, ResourceRow, rows_to_write
 from bcfleet.domain.shapes import Gpu, Inventory
@@ -257,5 +258,9 @@ def retry_pending(fleet: Fleet) -> tuple[int, int]:
                 continue
             pool = session.get(Pool, instance.pool_id)
             assert pool is not None
-            placed += int(try_place(session, fleet, instance, pool))
+            if try_place(session, fleet, instance, pool):
+                placed += 1
+                emit(session, fleet.ids, fleet.now(), "instance.placed",
+                     tenant_id=instance.tenant_id, subject_id=instance.id,
+                     data={"state": instance.state})  # fmt: skip
     return placed, len(pending) - placed
