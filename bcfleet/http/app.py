@@ -24,7 +24,7 @@ from bcfleet.clock import format_time
 from bcfleet.errors import FleetError, NotFoundError, UnauthenticatedError
 from bcfleet.fleet import Fleet
 from bcfleet.http.metrics import EventTally, JobRunTally
-from bcfleet.http.openapi import build_document
+from bcfleet.http.openapi import build_document, match_path
 from bcfleet.http.operations import Operation
 from bcfleet.http.routes import (
     compute,
@@ -167,6 +167,12 @@ async def http_exception(request: Request, exc: Exception) -> Response:
         )
     response = error_response(error)
     response.headers.update(exc.headers or {})
+    if exc.status_code == 405:  # every method the document declares for the path, not one route's
+        document = request.app.state.openapi
+        template = match_path(document, request.url.path)
+        if template is not None:
+            methods = sorted(m.upper() for m in document["paths"][template] if m != "parameters")
+            response.headers["Allow"] = ", ".join(methods)
     return response
 
 

@@ -69,6 +69,11 @@ def _parameters(op: Operation) -> list[dict[str, Any]]:
         if param.kind == "strings":
             entry["explode"] = True
         params.append(entry)
+    for header in op.headers:
+        entry = {"name": header.name, "in": "header", "schema": header.schema()}
+        if header.description:
+            entry["description"] = header.description
+        params.append(entry)
     return params
 
 

@@ -173,6 +173,7 @@ class Operation:
     response_media: str = "application/json"
     other_media: tuple[str, ...] = ()  # further media types of the success answer (CSV, say)
     query: tuple[Param, ...] = ()
+    headers: tuple[Param, ...] = ()  # request headers the operation reads (Last-Event-ID, say)
     auth: bool = True
     response_headers: Mapping[str, str] = field(default_factory=dict)
     description: str = ""

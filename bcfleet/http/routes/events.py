@@ -150,6 +150,15 @@ OPERATIONS = [
         response="EventStream",
         response_media="text/event-stream",
         query=STREAM_QUERY,
+        headers=(
+            Param(
+                "Last-Event-ID",
+                "integer",
+                "The seq of the last event seen; wins over ?after=.",
+                minimum=CURSOR_MIN,
+                maximum=CURSOR_MAX,
+            ),
+        ),  # fmt: skip
         description="Each event is `id: <seq>`, `event: <type>`, `data: <Event JSON>`. "
         "Send the last seq seen as Last-Event-ID (or ?after=) to resume without gaps.",
     ),
