@@ -51,7 +51,8 @@ def test_degraded_guests_are_counted_on_their_hosts(any_fleet: Fleet) -> None:
     counts = {name: h["degradedGuests"] for name, h in by_name(fleet).items()}
     assert sum(counts.values()) == 3
     for instance in pinned:
-        host = fleet.api.hosts.show(OP, host=instance["nodeId"])["name"]
+        node = fleet.api.instances.show(OP, instance["id"])["nodeId"]  # root's view
+        host = fleet.api.hosts.show(OP, host=node)["name"]
         assert counts[host] >= 1
     fleet.api.instances.delete(OP, pinned[0]["id"])
     assert sum(h["degradedGuests"] for h in by_name(fleet).values()) == 2
