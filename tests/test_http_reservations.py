@@ -70,8 +70,8 @@ def test_capacity_preview_and_the_hosts_bookings(
     assert preview.status_code == 200, preview.text
     assert preview.json()["fits"] is True
     made = api.post("/v1/reservations", json={"pool": pool["id"], "gpus": 4, "duration": "2h"})
-    host = made.json()["nodeIds"][0]
     root = api.as_(token(fleet, "root", "agent"))
+    host = root.get(f"/v1/reservations/{made.json()['id']}").json()["nodeIds"][0]  # root's view
     booked = root.get(f"/v1/hosts/{host}/reservations").json()
     assert [i["reservationId"] for i in booked["items"]] == [made.json()["id"]]
     assert len(booked["items"][0]["gpus"]) == 4

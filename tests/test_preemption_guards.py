@@ -149,7 +149,12 @@ def test_preview_that_fits_lists_candidates_and_writes_nothing(fleet: Fleet) -> 
         OP, tenant_id="acme", pool_id=pool["id"], gpus=2, duration="1h"
     )
     assert preview["fits"] is True and preview["reason"] is None
-    assert sorted(c["name"] for c in preview["candidates"]) == ["h1", "h2"]
+    # acme is a guest of root's pool: two candidates, under its opaque host ids, no names.
+    assert [sorted(c) for c in preview["candidates"]] == [["id"], ["id"]]
+    owner = fleet.api.capacity.preview(
+        OP, tenant_id="root", pool_id=pool["id"], gpus=2, duration="1h"
+    )
+    assert sorted(c["name"] for c in owner["candidates"]) == ["h1", "h2"]
     assert fleet.api.reservations.list(OP)["items"] == []
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from bcfleet.api.auth import Credential, pool_resource
 from bcfleet.api.base import Area
+from bcfleet.api.host_view import host_view
 from bcfleet.api.reservations import parse_ask, vps_pool
 from bcfleet.domain.gpu_plan import GpuRequest
 from bcfleet.placement.placer import preview
@@ -29,7 +30,8 @@ class CapacityAPI(Area):
         """{fits, candidates, reason, preemptible: {reservations, startsAt}}: a count, never ids.
 
         A spot request's preview never has preemptible; startsAt is epoch milliseconds of the
-        start after the notice (spotNoticeMs), the same setting admission uses.
+        start after the notice (spotNoticeMs), the same setting admission uses. Candidates
+        are {id, name} for the pool's owner and root's admin, {id} opaque for a guest tenant.
         """
         ask = parse_ask(gpus=gpus, duration=duration, nodes=nodes, binding=binding, spot=spot,
                         start=start)  # fmt: skip
@@ -40,4 +42,7 @@ class CapacityAPI(Area):
             begin = max(ask.start or self.fleet.now(), self.fleet.now())
             request = GpuRequest(ask.gpus, begin, begin + ask.duration, nodes=ask.nodes,
                                  binding=ask.binding, spot=ask.spot)  # fmt: skip
-            return preview(session, self.fleet, pool.id, request)
+            body = preview(session, self.fleet, pool.id, request)
+            ids = [str(c["id"]) for c in body["candidates"]]
+            body["candidates"] = host_view(session, actor, ids).candidates(body["candidates"])
+            return body

@@ -123,18 +123,14 @@ class EnvironmentsAPI(Area):
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)
             actor.require(READ, tenant_resource(actor.tenant_id))
-            rows = session.exec(
-                select(FleetEnvironment)
-                .where(FleetEnvironment.tenant_id == actor.tenant_id)
-                .order_by(col(FleetEnvironment.name))
-            ).all()
-            counts = dict(
-                session.exec(
-                    select(Service.environment_id, func.count())
-                    .where(Service.tenant_id == actor.tenant_id)
-                    .group_by(col(Service.environment_id))
-                ).all()
-            )
+            envs = select(FleetEnvironment)
+            users = select(Service.environment_id, func.count())
+            if not (actor.is_root_admin and tenant_id is None):  # root's admin: every tenant's
+                envs = envs.where(FleetEnvironment.tenant_id == actor.tenant_id)
+                users = users.where(Service.tenant_id == actor.tenant_id)
+            order = (col(FleetEnvironment.tenant_id), col(FleetEnvironment.name))
+            rows = session.exec(envs.order_by(*order)).all()
+            counts = dict(session.exec(users.group_by(col(Service.environment_id))).all())
             return {"items": [environment_json(e, counts.get(e.id, 0)) for e in rows]}
 
     def show(

@@ -9,10 +9,11 @@ from sqlmodel import col, select
 
 from bcfleet.api.auth import Credential, owned_resource
 from bcfleet.api.base import Area
-from bcfleet.api.views import event_json
+from bcfleet.api.host_view import host_view
 from bcfleet.domain.cursors import check_cursor
+from bcfleet.domain.host_ids import node_refs
 from bcfleet.errors import InvalidInputError
-from bcfleet.store.event_log import emit
+from bcfleet.store.event_log import emit, event_json
 from bcfleet.store.models import Event
 
 __all__ = ["EventsAPI", "emit"]
@@ -44,6 +45,7 @@ class EventsAPI(Area):
             if types:
                 query = query.where(col(Event.type).in_(list(types)))
             rows = session.exec(query).all()
-        items = [event_json(e) for e in rows]
+            view = host_view(session, actor, (n for e in rows for n in node_refs(e.data)))
+        items = [event_json(e, view) for e in rows]
         cursor = items[-1]["seq"] if items else after
         return {"items": items, "cursor": cursor}

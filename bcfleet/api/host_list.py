@@ -32,14 +32,18 @@ DEGRADED = "PlacementDegraded"
 
 @dataclass(frozen=True)
 class Scope:
-    """Which hosts are listed: one pool's, one tenant's pools', or (both None) every host."""
+    """Which hosts are listed: one host (hosts.show), one pool's, one tenant's pools', or
+    (all None) every host."""
 
     pool_id: str | None = None
     owner_tenant_id: str | None = None
+    node_id: str | None = None
 
 
 def _scoped(query: Select[Any], node_id: Any, scope: Scope) -> Select[Any]:
     """Keep the rows whose node (the column node_id) is one of the listed hosts."""
+    if scope.node_id is not None:
+        return query.where(node_id == scope.node_id)
     if scope.pool_id is not None:
         return query.join(HOSTS, HOSTS.c.id == node_id).where(HOSTS.c.pool_id == scope.pool_id)
     if scope.owner_tenant_id is not None:
@@ -71,7 +75,9 @@ def list_hosts(session: Session, scope: Scope, now: datetime) -> list[dict[str, 
         .join(POOLS, POOLS.c.id == HOSTS.c.pool_id)
         .order_by(HOSTS.c.name)
     )
-    if scope.pool_id is not None:
+    if scope.node_id is not None:
+        hosts_query = hosts_query.where(HOSTS.c.id == scope.node_id)
+    elif scope.pool_id is not None:
         hosts_query = hosts_query.where(HOSTS.c.pool_id == scope.pool_id)
     elif scope.owner_tenant_id is not None:
         hosts_query = hosts_query.where(POOLS.c.owner_tenant_id == scope.owner_tenant_id)

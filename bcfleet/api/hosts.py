@@ -303,6 +303,7 @@ class HostsAPI(Area):
             actor = self.actor(session, credential, tenant_id)
             row, pool = find_host(session, actor, host)
             actor.require("compute:hosts:read", pool_resource(pool))
-            body = host_json(row, pool, _resources(session, [row.id])[row.id])
+            # The listing's item (the same JSON hosts.list gives) and the inventory document.
+            [body] = list_hosts(session, Scope(node_id=row.id), self.fleet.now())
             body["inventory"] = row.inventory
             return body

@@ -127,10 +127,16 @@ class IndexesAPI(Area):
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)
             actor.require(READ, tenant_resource(actor.tenant_id))
-            query = select(PipelineIndex).where(PipelineIndex.tenant_id == actor.tenant_id)
+            query = select(PipelineIndex)
+            if not (actor.is_root_admin and tenant_id is None):  # root's admin: every tenant's
+                query = query.where(PipelineIndex.tenant_id == actor.tenant_id)
             if workspace is not None:
                 query = query.where(PipelineIndex.workspace == workspace)
-            order = (col(PipelineIndex.workspace), col(PipelineIndex.name))
+            order = (
+                col(PipelineIndex.tenant_id),
+                col(PipelineIndex.workspace),
+                col(PipelineIndex.name),
+            )
             return {"items": [index_json(i) for i in session.exec(query.order_by(*order)).all()]}
 
     def show(

@@ -15,7 +15,10 @@ from typing import Any
 from sqlalchemy import ColumnElement, String, Table, cast, select
 from sqlmodel import Session
 
+from bcfleet.api.auth import Actor
+from bcfleet.api.host_view import host_view
 from bcfleet.api.raw_rows import json_value, plain_rows, time_text
+from bcfleet.domain.host_ids import HostView
 from bcfleet.errors import InvalidInputError
 from bcfleet.store.models import Flavor, Instance
 
@@ -72,15 +75,19 @@ def check_condition(condition: str | None) -> None:
 
 
 def list_instances(
-    session: Session, where: list[ColumnElement[bool]], condition: str | None = None
+    session: Session,
+    actor: Actor,
+    where: list[ColumnElement[bool]],
+    condition: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The instances the clauses keep, oldest first, as instance_json writes them (with flavor)."""
+    """The instances the clauses keep, oldest first, as instance_json writes them (with flavor),
+    their hosts as the actor sees them (api.host_view)."""
     query = select(*COLUMNS).outerjoin(FLAVORS, FLAVORS.c.id == _c.flavor_id).where(*where)
     if condition is not None:
         query = query.where(mentions(_c.conditions, condition))
     session.flush()  # Core reads skip the ORM's autoflush: changes made in a joined transaction
     rows = plain_rows(session.connection(), query.order_by(_c.created_at, _c.id))
-    items = []
+    kept = []
     for row in rows:
         values = dict(zip(_NAMES, row, strict=True))
         conditions = json_value(values["conditions"])
@@ -91,12 +98,14 @@ def list_instances(
             values[name] = json_value(values[name])
         for name in TIME_FIELDS:
             values[name] = time_text(values[name])
-        items.append(instance_body(values, values.pop("flavor")))
-    return items
+        kept.append(values)
+    view = host_view(session, actor, (values["node_id"] for values in kept))
+    return [instance_body(values, values.pop("flavor"), view) for values in kept]
 
 
-def instance_body(values: Mapping[str, Any], flavor: str | None) -> dict[str, Any]:
-    """An instance's JSON from its column values (times already as text, JSON decoded)."""
+def instance_body(values: Mapping[str, Any], flavor: str | None, view: HostView) -> dict[str, Any]:
+    """An instance's JSON from its column values (times already as text, JSON decoded); its
+    node as the reader's view shows it (an opaque id for a guest tenant)."""
     body: dict[str, Any] = {
         "id": values["id"],
         "tenantId": values["tenant_id"],
@@ -105,7 +114,7 @@ def instance_body(values: Mapping[str, Any], flavor: str | None) -> dict[str, An
         "name": values["name"],
         "state": values["state"],
         "shape": dict(values["shape"] or {}),
-        "nodeId": values["node_id"],
+        "nodeId": view.node(values["node_id"]),
         "conditions": list(values["conditions"] or []),
         "createdAt": values["created_at"],
         "updatedAt": values["updated_at"],

@@ -10,6 +10,7 @@ from bcfleet.api.auth import Actor, Credential, owned_resource, pool_resource, s
 from bcfleet.api.base import Area
 from bcfleet.api.events import emit
 from bcfleet.api.guests import guest_state_json, host_guest
+from bcfleet.api.host_view import host_view
 from bcfleet.api.instance_list import (
     FIELDS,
     INSTANCES,
@@ -48,11 +49,14 @@ def flavor_shape(flavor: Flavor) -> dict[str, Any]:
     return shape
 
 
-def instance_json(instance: Instance, flavor_name: str | None = None) -> dict[str, Any]:
+def instance_json(
+    session: Session, actor: Actor, instance: Instance, flavor_name: str | None = None
+) -> dict[str, Any]:
+    """One instance's JSON, its node as the actor sees it (api.host_view)."""
     values = {name: getattr(instance, name) for name in FIELDS}
     for name in TIME_FIELDS:
         values[name] = format_time(values[name]) if values[name] is not None else None
-    return instance_body(values, flavor_name)
+    return instance_body(values, flavor_name, host_view(session, actor, [instance.node_id]))
 
 
 def _find(session: Session, actor: Actor, instance_id: str, *, lock: bool = False) -> Instance:
@@ -113,7 +117,7 @@ class InstancesAPI(Area):
                 subject_id=instance.id,
                 data={"state": instance.state},
             )
-            return instance_json(instance, row.name)
+            return instance_json(session, actor, instance, row.name)
 
     def list(
         self,
@@ -144,7 +148,7 @@ class InstancesAPI(Area):
                 where.append(c.state == state)
             elif not include_deleted:
                 where.append(c.state != "deleted")
-            return {"items": list_instances(session, where, condition)}
+            return {"items": list_instances(session, actor, where, condition)}
 
     def show(
         self, credential: Credential | None, instance_id: str, *, tenant_id: str | None = None
@@ -157,7 +161,7 @@ class InstancesAPI(Area):
                 owned_resource(instance.tenant_id, "instance", instance.id),
             )
             names = _flavor_names(session, [instance.flavor_id] if instance.flavor_id else [])
-            return instance_json(instance, names.get(instance.flavor_id or ""))
+            return instance_json(session, actor, instance, names.get(instance.flavor_id or ""))
 
     def _set_state(
         self,
@@ -176,7 +180,7 @@ class InstancesAPI(Area):
                 owned_resource(instance.tenant_id, "instance", instance.id),
             )
             if instance.state == target:
-                return instance_json(instance)
+                return instance_json(session, actor, instance)
             if instance.state not in allowed_from:
                 raise ConflictError(
                     f"cannot {action} an instance that is {instance.state}",
@@ -194,7 +198,7 @@ class InstancesAPI(Area):
                 subject_id=instance.id,
                 data={},
             )
-            return instance_json(instance)
+            return instance_json(session, actor, instance)
 
     def stop(
         self, credential: Credential | None, instance_id: str, *, tenant_id: str | None = None
@@ -232,7 +236,7 @@ class InstancesAPI(Area):
                 subject_id=instance.id,
                 data={},
             )
-            return instance_json(instance)
+            return instance_json(session, actor, instance)
 
     def resize(
         self,
@@ -275,7 +279,7 @@ class InstancesAPI(Area):
                 subject_id=instance.id,
                 data={"flavor": target.name},
             )
-            return instance_json(instance, target.name)
+            return instance_json(session, actor, instance, target.name)
 
     def spec(
         self,
@@ -330,8 +334,11 @@ class InstancesAPI(Area):
                 )
             if report_state_of(session, self.fleet, instance, state):
                 emit(session, self.fleet.ids, self.fleet.now(), "instance.ready",
-                     tenant_id=instance.tenant_id, subject_id=instance.id, data={"host": row.name})  # fmt: skip
-            return instance_json(instance) if real_ids else guest_state_json(row, instance)
+                     tenant_id=instance.tenant_id, subject_id=instance.id,
+                     data={"host": row.name, "nodeId": row.id})  # fmt: skip
+            if not real_ids:
+                return guest_state_json(row, instance)
+            return instance_json(session, actor, instance)
 
     def specs_for_host(self, credential: Credential | None, host: str) -> dict[str, Any]:
         """Every live instance's spec on one host: what its agent pulls (domain.guest_view:

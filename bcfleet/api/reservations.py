@@ -22,11 +22,13 @@ from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Actor, Credential, owned_resource, pool_resource, sees_guests
 from bcfleet.api.base import Area
+from bcfleet.api.host_view import host_view
 from bcfleet.api.lookup import find_host, find_pool
 from bcfleet.clock import format_time, parse_time
 from bcfleet.domain.bounds import check_optional_text, check_whole
 from bcfleet.domain.durations import format_duration, parse_duration
 from bcfleet.domain.guest_view import guest_booking
+from bcfleet.domain.host_ids import HostView
 from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError
 from bcfleet.placement.placer import place
 from bcfleet.placement.reservations import admit, during_json, record_event, release
@@ -112,8 +114,9 @@ def parse_ask(
     return Ask(count, node_count, str(binding), spot, length, when)
 
 
-def reservation_json(rsv: Reservation) -> dict[str, Any]:
-    """The reservation as document 003 shows it: devices, during {start, end}, conditions."""
+def reservation_json(rsv: Reservation, view: HostView) -> dict[str, Any]:
+    """The reservation as document 003 shows it: devices, during {start, end}, conditions;
+    its nodes as the reader's view shows them (opaque ids for a guest tenant)."""
     body: dict[str, Any] = {
         "id": rsv.id,
         "tenantId": rsv.tenant_id,
@@ -126,7 +129,7 @@ def reservation_json(rsv: Reservation) -> dict[str, Any]:
         "duration": format_duration(timedelta(seconds=rsv.duration_seconds)),
         "requestedStart": format_time(rsv.requested_start),
         "during": during_json(rsv),
-        "nodeIds": list(rsv.node_ids),
+        "nodeIds": view.nodes(rsv.node_ids),
         "conditions": list(rsv.conditions),
         "createdAt": format_time(rsv.created_at),
         "updatedAt": format_time(rsv.updated_at),
@@ -148,6 +151,10 @@ def _find(
             f"reservation {reservation_id!r} not found", {"reservation": reservation_id}
         )
     return rsv
+
+
+def _render(session: Session, actor: Actor, rsv: Reservation) -> dict[str, Any]:
+    return reservation_json(rsv, host_view(session, actor, rsv.node_ids))
 
 
 def vps_pool(session: Session, actor: Actor, ref: str) -> Pool:
@@ -229,7 +236,7 @@ class ReservationsAPI(Area):
         actor.require("compute:reservations:create", pool_resource(pool), ask.attributes())
         digest = ask.digest(pool.id)
         if key is not None:
-            replay = self._replay(session, actor.tenant_id, key, digest)
+            replay = self._replay(session, actor, key, digest)
             if replay is not None:
                 return replay
         now = self.fleet.now()
@@ -248,14 +255,14 @@ class ReservationsAPI(Area):
         if not place(session, self.fleet, rsv):
             record_event(session, self.fleet.ids, now, "reservation.pending", rsv,
                          {"state": "pending", "conditions": list(rsv.conditions)})  # fmt: skip
-        return reservation_json(rsv)
+        return _render(session, actor, rsv)
 
     def _replay(
-        self, session: Session, tenant_id: str, key: str, digest: str
+        self, session: Session, actor: Actor, key: str, digest: str
     ) -> dict[str, Any] | None:
         existing = session.exec(
             select(Reservation).where(
-                Reservation.tenant_id == tenant_id, Reservation.idempotency_key == key
+                Reservation.tenant_id == actor.tenant_id, Reservation.idempotency_key == key
             )
         ).first()
         if existing is None:
@@ -265,7 +272,7 @@ class ReservationsAPI(Area):
                 "idempotency key reused with other input",
                 {"idempotencyKey": key, "reservation": existing.id},
             )
-        return reservation_json(existing)
+        return _render(session, actor, existing)
 
     def get(
         self, credential: Credential | None, reservation_id: str, *, tenant_id: str | None = None
@@ -275,7 +282,7 @@ class ReservationsAPI(Area):
             rsv = _find(session, actor, reservation_id)
             actor.require("compute:reservations:read",
                           owned_resource(rsv.tenant_id, "reservation", rsv.id))  # fmt: skip
-            return reservation_json(rsv)
+            return _render(session, actor, rsv)
 
     def list(
         self,
@@ -301,7 +308,9 @@ class ReservationsAPI(Area):
                 query = query.where(Reservation.state == state)
             elif not include_released:
                 query = query.where(Reservation.state != "released")
-            return {"items": [reservation_json(r) for r in session.exec(query).all()]}
+            rows = session.exec(query).all()
+            view = host_view(session, actor, (n for r in rows for n in r.node_ids))
+            return {"items": [reservation_json(r, view) for r in rows]}
 
     def cancel(
         self, credential: Credential | None, reservation_id: str, *, tenant_id: str | None = None
@@ -314,7 +323,7 @@ class ReservationsAPI(Area):
                           owned_resource(rsv.tenant_id, "reservation", rsv.id))  # fmt: skip
             if rsv.state != "released":
                 release(session, self.fleet, rsv, "cancelled", self.fleet.now())
-            return reservation_json(rsv)
+            return _render(session, actor, rsv)
 
     def for_host(self, credential: Credential | None, host: str) -> dict[str, Any]:
         """A node's desired GPU state: the reservations booked on it, their GPUs and windows.

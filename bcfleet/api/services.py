@@ -179,14 +179,18 @@ class ServicesAPI(Area):
         tenant_id: str | None = None,
         workspace: str | None = None,
     ) -> dict[str, Any]:
-        """{ items } of one tenant's services, by workspace and name."""
+        """{ items } of one tenant's services (root's admin without tenant_id: every tenant's,
+        as show finds them), by tenant, workspace and name."""
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)
             actor.require(READ, tenant_resource(actor.tenant_id))
-            query = select(Service).where(Service.tenant_id == actor.tenant_id)
+            query = select(Service)
+            if not (actor.is_root_admin and tenant_id is None):
+                query = query.where(Service.tenant_id == actor.tenant_id)
             if workspace is not None:
                 query = query.where(Service.workspace == workspace)
-            rows = session.exec(query.order_by(col(Service.workspace), col(Service.name))).all()
+            order = (col(Service.tenant_id), col(Service.workspace), col(Service.name))
+            rows = session.exec(query.order_by(*order)).all()
             return {"items": [self._json(session, s) for s in rows]}
 
     def show(

@@ -6,7 +6,7 @@ from typing import Any
 
 from bcfleet.clock import format_time
 from bcfleet.domain.bounds import finite_or_none
-from bcfleet.store.models import Event, Flavor, Host, NodeResource, Pool, Principal, Tenant
+from bcfleet.store.models import Flavor, Host, NodeResource, Pool, Principal, Tenant
 
 
 def tenant_json(tenant: Tenant) -> dict[str, Any]:
@@ -95,14 +95,3 @@ def host_json(
     if resources is not None:
         body["resources"] = [node_resource_json(r) for r in resources]
     return body
-
-
-def event_json(event: Event) -> dict[str, Any]:
-    return {
-        "id": event.id,
-        "seq": event.seq,
-        "type": event.type,
-        "subjectId": event.subject_id,
-        "at": format_time(event.at),
-        "data": dict(event.data),
-    }

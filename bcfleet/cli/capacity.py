@@ -17,7 +17,7 @@ def group() -> None:
 
 def preview_text(p: dict[str, Any]) -> str:
     if p["fits"]:
-        names = ", ".join(c["name"] for c in p["candidates"])
+        names = ", ".join(c.get("name") or c["id"] for c in p["candidates"])
         return f"fits now on {len(p['candidates'])} candidate node(s): {names}"
     lines = [f"does not fit now: {p['reason']}"]
     preemptible = p.get("preemptible")

@@ -26,6 +26,7 @@ import hashlib
 import hmac
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from fnmatch import fnmatchcase
@@ -34,8 +35,10 @@ from typing import TYPE_CHECKING, Any
 import httpx
 from sqlmodel import col, select
 
-from bcfleet.clock import format_time
+from bcfleet.domain.host_ids import HostView, node_refs
 from bcfleet.egress import EgressGuard, EgressRefused
+from bcfleet.store.event_log import event_json
+from bcfleet.store.host_view import tenant_host_view
 from bcfleet.store.models import Event
 from bcfleet.store.models.webhooks import Webhook, WebhookDelivery
 
@@ -84,18 +87,6 @@ def backoff_seconds(attempts: int) -> float:
     return float(min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** max(attempts - 1, 0)))
 
 
-def event_document(event: Event) -> dict[str, Any]:
-    """The event as the HTTP API shows it."""
-    return {
-        "id": event.id,
-        "seq": event.seq,
-        "type": event.type,
-        "subjectId": event.subject_id,
-        "at": format_time(event.at),
-        "data": dict(event.data),
-    }
-
-
 def wanted(hook: Webhook, event_type: str) -> bool:
     return not hook.event_types or any(fnmatchcase(event_type, p) for p in hook.event_types)
 
@@ -112,9 +103,11 @@ def enqueue(fleet: Fleet, now: datetime, batch: int = BATCH) -> int:
                 .order_by(col(Event.seq))
                 .limit(batch)
             ).all()
+            # The tenant's own view of the hosts its events name (domain.host_ids).
+            view = tenant_host_view(session, hook.tenant_id, _node_refs(events))
             for event in events:
                 if wanted(hook, event.type):
-                    session.add(_delivery(hook, event, now))
+                    session.add(_delivery(hook, event, now, view))
                     queued += 1
             if events:
                 hook.cursor = int(events[-1].seq or hook.cursor)
@@ -122,14 +115,18 @@ def enqueue(fleet: Fleet, now: datetime, batch: int = BATCH) -> int:
     return queued
 
 
-def _delivery(hook: Webhook, event: Event, now: datetime) -> WebhookDelivery:
+def _node_refs(events: Sequence[Event]) -> set[str]:
+    return {node for event in events for node in node_refs(event.data)}
+
+
+def _delivery(hook: Webhook, event: Event, now: datetime, view: HostView) -> WebhookDelivery:
     return WebhookDelivery(
         webhook_id=hook.id,
         tenant_id=hook.tenant_id,
         event_seq=int(event.seq or 0),
         event_id=event.id,
         event_type=event.type,
-        payload=event_document(event),
+        payload=event_json(event, view),
         next_attempt_at=now,
         created_at=now,
         updated_at=now,

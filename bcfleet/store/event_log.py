@@ -1,4 +1,5 @@
-"""Appending to the event log: one Core insert in the caller's transaction, sequenced in emit order."""
+"""The event log: appending (one Core insert in the caller's transaction, sequenced in emit
+order) and an event's JSON, as the API and webhook deliveries show it."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from typing import Any
 
 from sqlmodel import Session
 
+from bcfleet.clock import format_time
+from bcfleet.domain.host_ids import HostView
 from bcfleet.ids import IdFactory
 from bcfleet.store.models import Event
 
@@ -39,3 +42,15 @@ def emit(
             "at": at,
         },
     )
+
+
+def event_json(event: Event, view: HostView) -> dict[str, Any]:
+    """An event as the API shows it; the nodes its data names as the reader's view shows them."""
+    return {
+        "id": event.id,
+        "seq": event.seq,
+        "type": event.type,
+        "subjectId": event.subject_id,
+        "at": format_time(event.at),
+        "data": view.event_data(event.data),
+    }

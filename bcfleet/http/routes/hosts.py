@@ -41,6 +41,16 @@ HOST_FIELDS = {
 }
 
 
+LISTED_FIELDS = {
+    **HOST_FIELDS,
+    "gpus": obj(
+        {"total": COUNT, "used": COUNT},
+        description="GPUs present, and those booked now by instances and reservations.",
+    ),
+    "degradedGuests": COUNT,
+}
+
+
 def inventory_schema() -> dict[str, Any]:
     """schemas/inventory.schema.json as a component (it has no references of its own)."""
     schema = load_schema("inventory")
@@ -60,20 +70,14 @@ SCHEMAS = {
         }
     ),
     "Host": obj(HOST_FIELDS, required=[k for k in HOST_FIELDS if k != "resources"]),
-    "HostDetail": obj(
-        {**HOST_FIELDS, "inventory": nullable(ANY_OBJECT)},
-        required=[k for k in HOST_FIELDS if k != "resources"] + ["inventory"],
-    ),
     "HostListItem": obj(
-        {
-            **HOST_FIELDS,
-            "gpus": obj(
-                {"total": COUNT, "used": COUNT},
-                description="GPUs present, and those booked now by instances and reservations.",
-            ),
-            "degradedGuests": COUNT,
-        },
+        LISTED_FIELDS,
         description="A host as hosts.list has it: no inventory; capacity, GPUs, degraded guests.",
+    ),
+    "HostDetail": obj(
+        {**LISTED_FIELDS, "inventory": nullable(ANY_OBJECT)},
+        required=[k for k in LISTED_FIELDS if k != "resources"] + ["inventory"],
+        description="A host as hosts.show has it: the listing's item and the inventory.",
     ),
     "HostPage": page("HostListItem"),
     "HostAdopt": obj(
