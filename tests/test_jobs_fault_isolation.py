@@ -100,6 +100,20 @@ def test_retry_places_the_others_when_one_pending_reservation_breaks(any_fleet: 
     assert faults_named(any_fleet, "reservations.retry") == []
 
 
+def test_a_fault_on_a_reservation_the_job_no_longer_visits_is_dropped(any_fleet: Fleet) -> None:
+    pool = gpu_pool(any_fleet, hosts=1, gpus=4)
+    reserve(any_fleet, pool, tenant="beta")
+    broken = reserve(any_fleet, pool, gpus=2)
+    hostile(any_fleet, "UPDATE reservations SET nodes = 0 WHERE id = :i", i=broken["id"])
+    assert run_job(any_fleet, "reservations.retry").counts["failed"] == 1
+    assert faults_named(any_fleet, "reservations.retry") == [("reservation", broken["id"])]
+    any_fleet.api.reservations.cancel(OP, broken["id"])
+    assert run_job(any_fleet, "reservations.retry").counts["failed"] == 0
+    assert faults_named(any_fleet, "reservations.retry") == []
+    conditions = get(any_fleet, broken)["conditions"]
+    assert [c for c in conditions if c["type"] == "JobFailed"] == []
+
+
 # ----- reservations.lifecycle -----------------------------------------------------------------
 
 

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from sqlalchemy import ColumnElement
 from sqlalchemy.exc import DBAPIError
-from sqlmodel import Session
+from sqlmodel import Session, col, select
 
 from bcfleet.domain.bounds import printable
 from bcfleet.errors import DatabaseUnavailableError, FleetError
@@ -177,6 +178,27 @@ class FaultLog:
         self.failed += 1
         record_in(session, self.job, item, error, self.fleet.now())
         self.known.add((item.kind, item.id))
+
+    def prune(self, kind: str, key: Any, in_scope: ColumnElement[bool]) -> None:
+        """Drop the faults of items the job will not visit again (released, deleted, gone).
+
+        One transaction, only when the job has faults of that kind: a reservation cancelled
+        while it carried a retry fault, say, must not stay in `fleet doctor` for ever.
+        """
+        faulted = sorted(i for k, i in self.known if k == kind)
+        if not faulted:
+            return
+        with self.fleet.write() as session:
+            present = set(session.exec(select(key).where(col(key).in_(faulted))).all())
+            kept = set(session.exec(select(key).where(col(key).in_(faulted), in_scope)).all())
+            for subject_id in faulted:
+                if subject_id not in kept:
+                    item = Item(kind, subject_id)
+                    if subject_id in present:
+                        clear_in(session, self.job, item)
+                    else:
+                        delete_fault(session, self.job, kind, subject_id)
+                    self.known.discard((kind, subject_id))
 
     def forget(self, item: Item) -> None:
         """The item succeeded outside run(): clear its fault in a transaction of its own."""

@@ -80,6 +80,8 @@ def run_reconcile(fleet: Fleet, now: datetime) -> dict[str, int]:
     accounts, known_pools = _accounts(fleet)
     catalog = fleet.api.offer_catalog
     faults = FaultLog(fleet, JOB, ("instance", "server", "providerAccount"))
+    gone = and_(col(Instance.state) == "deleted", col(Instance.provider_status) == SERVER_GONE)
+    faults.prune("instance", Instance.id, ~gone)
     for account, pool_ids in accounts:
         counts["accounts"] += 1
         run = _Pass(fleet, catalog, account, identity, counts, faults)

@@ -40,6 +40,7 @@ def run_retry(fleet: Fleet, now: datetime) -> dict[str, int]:
     """One tick of reservations.retry: {tried, placed, stillPending, failed}."""
     del now  # placement reads the fleet's clock, as admission does
     faults = FaultLog(fleet, RETRY, ("reservation",))
+    faults.prune("reservation", Reservation.id, col(Reservation.state) == "pending")
     placed = tried = 0
     for rsv_id, tenant_id in _due(fleet, ("pending",), None, RETRIES_PER_TICK):
         result = faults.run(
@@ -66,6 +67,9 @@ def _retry(session: Session, fleet: Fleet, rsv_id: str) -> bool | None:
 def run_lifecycle(fleet: Fleet, now: datetime) -> dict[str, int]:
     """One tick of reservations.lifecycle: {released, preemptedReleased, activated, failed}."""
     faults = FaultLog(fleet, LIFECYCLE, ("reservation",))
+    faults.prune(
+        "reservation", Reservation.id, col(Reservation.state).in_((*LIVE_STATES, "placed"))
+    )
     counts = {"released": 0, "preemptedReleased": 0, "activated": 0}
     for rsv_id, tenant_id in _due(fleet, LIVE_STATES, ("ends_at", now), LIFECYCLE_BATCH):
         reason = faults.run(

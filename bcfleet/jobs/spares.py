@@ -52,6 +52,10 @@ def run_spares(fleet: Fleet, now: datetime) -> dict[str, int]:
         ).all()
     totals: Counter[str] = Counter(dict.fromkeys(COUNTS, 0))
     faults = FaultLog(fleet, JOB_NAME, ("tenant", "instance"))
+    faults.prune("instance", Instance.id, col(Instance.state) != "deleted")
+    faults.prune(
+        "tenant", ComputeSettingsRow.tenant_id, col(ComputeSettingsRow.tenant_id).is_not(None)
+    )
     for tenant_id in tenants:
         work = partial(tend_tenant, fleet=fleet, tenant_id=tenant_id, now=now, faults=faults)
         result = faults.run(Item("tenant", tenant_id, tenant_id), work)
