@@ -55,7 +55,7 @@ def test_cut_back_victim_is_released_at_the_deadline_and_refunded(any_fleet: Fle
     assert get(any_fleet, spot)["state"] == "active"  # keeps running until the deadline
     any_fleet.clock.advance(seconds=60)  # type: ignore[attr-defined]
     counts = run_lifecycle(any_fleet, any_fleet.now())
-    assert counts == {"released": 1, "preemptedReleased": 1, "activated": 1}
+    assert counts == {"released": 1, "preemptedReleased": 1, "activated": 1, "failed": 0}
     victim = get(any_fleet, spot)
     assert victim["state"] == "released" and victim["releaseReason"] == "preempted"
     assert victim["during"]["end"] == format_time(T0 + TWO_MINUTES)  # billed until the deadline
@@ -92,7 +92,12 @@ def test_requeued_victim_retries_and_places_when_room_returns(any_fleet: Fleet) 
     pool = gpu_pool(any_fleet)
     spot = reserve(any_fleet, pool, "acme", spot=True, start=format_time(T0 + timedelta(hours=1)))
     regular = reserve(any_fleet, pool, "acme")
-    assert run_retry(any_fleet, any_fleet.now()) == {"tried": 1, "placed": 0, "stillPending": 1}
+    assert run_retry(any_fleet, any_fleet.now()) == {
+        "tried": 1,
+        "placed": 0,
+        "stillPending": 1,
+        "failed": 0,
+    }
     any_fleet.api.reservations.cancel(OP, regular["id"])
     assert run_retry(any_fleet, any_fleet.now())["placed"] == 1
     assert get(any_fleet, spot)["state"] == "placed"

@@ -126,6 +126,7 @@ def test_lifecycle_activates_at_start_and_releases_at_the_end(any_fleet: Fleet) 
         "released": 0,
         "preemptedReleased": 0,
         "activated": 0,
+        "failed": 0,
     }
     any_fleet.clock.advance(seconds=600)  # type: ignore[attr-defined]
     assert run_lifecycle(any_fleet, any_fleet.now())["activated"] == 1

@@ -75,7 +75,7 @@ def test_spares_are_placed_with_the_sizes_service_shape_in_the_serverless_pool(
     pool = serverless_tenant(fleet, spares={"large": 2, "small": 1})
     counts = run_spares(fleet, fleet.now())
     assert counts == {"tenants": 1, "placed": 3, "unschedulable": 0, "released": 0,
-                      "quotaExceeded": 0}  # fmt: skip
+                      "quotaExceeded": 0, "failed": 0}  # fmt: skip
     rows = spares(fleet)
     assert sorted(r.size or "" for r in rows) == ["large", "large", "small"]
     large = next(r for r in rows if r.size == "large")

@@ -49,8 +49,12 @@ def settings_json(
     row: ComputeSettingsRow | None,
     pool: Pool | None,
     users: SizeUsers | None,
+    last_error: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The Compute tab: each size with its computes, switch, spares, credits and what uses it."""
+    """The Compute tab: each size with its computes, switch, spares, credits and what uses it.
+
+    `lastError` is the spares job's failure on this tenant (None when its last pass succeeded).
+    """
     credits = credits_table(settings)
     sizes: dict[str, Any] = {}
     for credit in credits.rows:
@@ -78,6 +82,7 @@ def settings_json(
         "version": row.version if row is not None else 0,
         "managed": row.managed if row is not None else False,
         "updatedAt": format_time(row.updated_at) if row is not None else None,
+        "lastError": last_error,
     }
 
 

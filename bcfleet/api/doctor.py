@@ -1,4 +1,4 @@
-"""`fleet doctor`: warnings an operator should act on (vps.hosts.capacity, vps.hosts.inventory, …) and the invariant checks."""
+"""`fleet doctor`: warnings an operator should act on (vps.hosts.capacity, vps.hosts.inventory, <job>.failed, …) and the invariant checks."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from sqlmodel import col, select
 
 from bcfleet.api.auth import Credential, tenant_resource
 from bcfleet.api.base import Area
+from bcfleet.api.fault_views import fault_warning
 from bcfleet.placement.invariants import check_all
+from bcfleet.store.job_faults import all_faults
 from bcfleet.store.models import Host, NodeResource, Pool
 
 
@@ -56,6 +58,7 @@ class DoctorAPI(Area):
                         "agent reports a valid inventory",
                     }
                 )
+            warnings.extend(fault_warning(fault) for fault in all_faults(session))
             body: dict[str, Any] = {"warnings": warnings}
             if invariants:
                 body["invariants"] = check_all(session)

@@ -25,6 +25,7 @@ from bcfleet.api.base import Area
 from bcfleet.api.compute_state import load_size_users, write_settings
 from bcfleet.api.compute_views import settings_json
 from bcfleet.api.events import emit
+from bcfleet.api.fault_views import last_error_json
 from bcfleet.api.lookup import find_pool, get_tenant
 from bcfleet.domain.compute_settings import (
     ComputeChange,
@@ -35,9 +36,11 @@ from bcfleet.domain.compute_settings import (
 )
 from bcfleet.errors import InvalidInputError, SizeInUseError
 from bcfleet.placement.tenant_compute import load_settings, lock_compute
+from bcfleet.store.job_faults import fault_of
 from bcfleet.store.models import Pool
 
 MANAGE = "compute:settings:manage"
+SPARES_JOB = "spares"  # the job whose faults on a tenant the settings show as lastError
 
 
 class SettingsAPI(Area):
@@ -56,7 +59,8 @@ class SettingsAPI(Area):
             row, settings = load_settings(session, tenant_id)
             pool = session.get(Pool, settings.serverless_pool) if settings.serverless_pool else None
             users = load_size_users(session, tenant_id)
-            return settings_json(tenant_id, settings, row, pool, users)
+            fault = last_error_json(fault_of(session, SPARES_JOB, "tenant", tenant_id))
+            return settings_json(tenant_id, settings, row, pool, users, fault)
 
     def compute_set(
         self,

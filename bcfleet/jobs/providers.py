@@ -22,14 +22,21 @@ after ``settings.provider_delete_grace_seconds``.
 A 429 that outlasts the client's retries ends the account's pass (the rest
 waits for the next tick); any other provider failure is counted and, for a
 create, written on the instance as a ProviderError condition.
+
+Faults stay local (bcfleet/jobs/faults.py): each server's step (record, create, delete) runs
+on its own; one that fails (the provider refuses a delete, an instance row that cannot be
+recorded) is kept as a job fault on its instance (or on the server, for an orphan), named by
+`fleet doctor`, counted as `failed`, and the pass goes on with the other servers. An account
+whose pass fails as a whole (its provider unreachable, its instances unreadable) is kept as
+a fault on the account and counted in `errors`; the other accounts are reconciled.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, or_
 from sqlalchemy.exc import IntegrityError
@@ -48,6 +55,7 @@ from bcfleet.domain.provider_plan import (
     plan_account,
 )
 from bcfleet.errors import ConflictError, FleetError, NotFoundError
+from bcfleet.jobs.faults import FaultLog, Item, ends_the_run
 from bcfleet.jobs.provider_records import forget_servers, mark_problem, record_server
 from bcfleet.providers.base import Offer, ProviderImpl, ProviderServer
 from bcfleet.providers.errors import ProviderRateLimitedError
@@ -56,6 +64,7 @@ from bcfleet.store.models import FleetIdentity, Instance, Pool, ProviderAccount
 if TYPE_CHECKING:
     from bcfleet.fleet import Fleet
 
+JOB = "providers.reconcile"
 IMAGE = "ubuntu-24.04"
 MAX_CREATES_PER_PASS = 100
 COUNTS = (
@@ -70,15 +79,25 @@ def run_reconcile(fleet: Fleet, now: datetime) -> dict[str, int]:
     identity = fleet_id(fleet)
     accounts, known_pools = _accounts(fleet)
     catalog = fleet.api.offer_catalog
+    faults = FaultLog(fleet, JOB, ("instance", "server", "providerAccount"))
+    gone = and_(col(Instance.state) == "deleted", col(Instance.provider_status) == SERVER_GONE)
+    faults.prune("instance", Instance.id, ~gone)
     for account, pool_ids in accounts:
         counts["accounts"] += 1
-        run = _Pass(fleet, catalog, account, identity, counts)
+        run = _Pass(fleet, catalog, account, identity, counts, faults)
+        whole = Item("providerAccount", account.id, account.tenant_id)
         try:
             run.reconcile(pool_ids, known_pools, now)
         except ProviderRateLimitedError:
             counts["rateLimited"] += 1
-        except FleetError:
+        except Exception as error:
+            if ends_the_run(error):
+                raise
             counts["errors"] += 1
+            faults.record(whole, error, count=False)
+        else:
+            faults.forget(whole)
+    counts["failed"] += faults.failed
     return counts
 
 
@@ -132,6 +151,7 @@ class _Pass:
     account: AccountRef
     identity: str
     counts: dict[str, int]
+    faults: FaultLog
 
     def reconcile(
         self, pool_ids: Sequence[str], known_pools: frozenset[str], now: datetime
@@ -195,35 +215,56 @@ class _Pass:
     def _apply(self, provider: ProviderImpl, plan: ProviderPlan) -> None:
         self.counts["waiting"] += len(plan.waits)
         for record in plan.records:
-            self._settle(provider, record.instance_id, record.server_id, record.status)
-            self.counts["adopted" if record.adopted else "recorded"] += 1
+            item = Item("instance", record.instance_id)
+            if self._step(item, self._settle, provider, record.instance_id, record.server_id,
+                          record.status):  # fmt: skip
+                self.counts["adopted" if record.adopted else "recorded"] += 1
         for stuck in plan.stuck:
             mark_problem(self.fleet, stuck.instance_id, stuck.reason, stuck.message)
             self.counts["failed"] += 1
         for create in plan.creates[:MAX_CREATES_PER_PASS]:
-            self._create(provider, create)
+            self._step(Item("instance", create.instance_id), self._create, provider, create)
         for delete in plan.deletes:
-            self._delete(provider, delete)
+            self._step(_delete_item(delete), self._delete, provider, delete)
         self.counts["forgotten"] += forget_servers(
             self.fleet, [f.instance_id for f in plan.forgets]
         )
 
-    def _create(self, provider: ProviderImpl, action: Create) -> None:
+    def _step(self, item: Item, step: Callable[..., bool | None], *args: Any) -> bool:
+        """One server's step; a failure is kept on its item and the pass goes on. True if it did its work."""
+        try:
+            done = step(*args)
+        except ProviderRateLimitedError:
+            raise
+        except Exception as error:
+            if ends_the_run(error):
+                raise
+            self.faults.record(item, error)
+            return False
+        if done is not False:
+            self.faults.forget(item)
+        return True
+
+    def _create(self, provider: ProviderImpl, action: Create) -> bool:
+        """Create (or find) the instance's server and record it; False when it could not be made."""
         try:
             region = choose_region(self.catalog.offers(self.account), action.offer_id)
             if region is None:
                 message = f"offer {action.offer_id!r} is not available in any region now"
                 mark_problem(self.fleet, action.instance_id, "OfferUnavailable", message)
                 self.counts["failed"] += 1
-                return
+                return False
             server = self._create_or_find(provider, action, region)
         except ProviderRateLimitedError:
             raise
         except FleetError as error:
+            if ends_the_run(error):
+                raise
             self._create_failed(action, error)
-            return
+            return False
         self.counts["created"] += 1
         self._settle(provider, action.instance_id, server.id, server.status)
+        return True
 
     def _create_or_find(
         self, provider: ProviderImpl, action: Create, region: str
@@ -252,6 +293,7 @@ class _Pass:
         self.counts["unknown" if unknown else "failed"] += 1
         reason = "ProviderUnavailable" if unknown else "CreateFailed"
         mark_problem(self.fleet, action.instance_id, reason, f"{error.code}: {error.message}")
+        self.faults.record(Item("instance", action.instance_id), error, mark=False, count=False)
 
     def _settle(
         self, provider: ProviderImpl, instance_id: str, server_id: str, status: str
@@ -263,19 +305,22 @@ class _Pass:
         self._delete(provider, Delete(server_id, "", instance_id, "instance-deleted"))
 
     def _delete(self, provider: ProviderImpl, action: Delete) -> None:
+        """Delete the server (gone already is as good); a refusal raises, for _step to keep."""
         try:
             provider.delete_server(action.server_id)
         except NotFoundError:
             pass  # already gone: the same outcome
-        except ProviderRateLimitedError:
-            raise
-        except FleetError:
-            self.counts["errors"] += 1
-            return
         else:
             self.counts["deleted"] += 1
         if action.instance_id is not None and action.reason == "instance-deleted":
             self.counts["forgotten"] += forget_servers(self.fleet, [action.instance_id])
+
+
+def _delete_item(action: Delete) -> Item:
+    """Whose fault a failed delete is: the instance's, or the orphan server's."""
+    if action.instance_id is not None:
+        return Item("instance", action.instance_id)
+    return Item("server", action.server_id)
 
 
 def choose_region(offers: Sequence[Offer], offer_id: str) -> str | None:

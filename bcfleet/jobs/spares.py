@@ -12,18 +12,25 @@ Retry-After counts from. A placement
 refused by quota is rolled back alone (a savepoint) and counted; a spare no
 host fits stays pending with its Unschedulable reason, counts as kept, and is
 placed by hosted placement's retry of pending instances.
+
+Faults stay local (bcfleet/jobs/faults.py): a spare whose release raises (a row written by
+hand, say) is rolled back alone (a savepoint) and carries a JobFailed condition; a tenant whose
+pass raises otherwise is rolled back alone and its fault shows as `lastError` in its compute
+settings. Both are named by `fleet doctor`, count as `failed`, and the others are tended.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING
 
 from sqlmodel import Session, col, select
 
 from bcfleet.domain.spares_plan import SpareView, plan_spares
 from bcfleet.errors import QuotaExceededError
+from bcfleet.jobs.faults import Failed, FaultLog, Item, ends_the_run
 from bcfleet.placement.quotas import lock_quotas
 from bcfleet.placement.serverless import is_ready, live_spares, place_spare, release
 from bcfleet.placement.tenant_compute import load_settings, lock_compute
@@ -34,20 +41,28 @@ if TYPE_CHECKING:
     from bcfleet.fleet import Fleet
 
 JOB_NAME = "spares"
-COUNTS = ("tenants", "placed", "unschedulable", "released", "quotaExceeded")
+COUNTS = ("tenants", "placed", "unschedulable", "released", "quotaExceeded", "failed")
 
 
 def run_spares(fleet: Fleet, now: datetime) -> dict[str, int]:
-    """Tend every tenant's spares; counts of tenants, placed, unschedulable, released, quotaExceeded."""
+    """Tend every tenant's spares, each in its own transaction; counts as in COUNTS."""
     with fleet.read() as session:
         tenants = session.exec(
             select(ComputeSettingsRow.tenant_id).order_by(col(ComputeSettingsRow.tenant_id))
         ).all()
     totals: Counter[str] = Counter(dict.fromkeys(COUNTS, 0))
+    faults = FaultLog(fleet, JOB_NAME, ("tenant", "instance"))
+    faults.prune("instance", Instance.id, col(Instance.state) != "deleted")
+    faults.prune(
+        "tenant", ComputeSettingsRow.tenant_id, col(ComputeSettingsRow.tenant_id).is_not(None)
+    )
     for tenant_id in tenants:
-        with fleet.write() as session:
-            totals.update(tend_tenant(session, fleet, tenant_id, now))
+        work = partial(tend_tenant, fleet=fleet, tenant_id=tenant_id, now=now, faults=faults)
+        result = faults.run(Item("tenant", tenant_id, tenant_id), work)
+        if not isinstance(result, Failed):
+            totals.update(result)
         totals["tenants"] += 1
+    totals["failed"] = faults.failed
     return {name: totals[name] for name in COUNTS}
 
 
@@ -63,8 +78,10 @@ def _view(spare: Instance) -> SpareView:
     )
 
 
-def tend_tenant(session: Session, fleet: Fleet, tenant_id: str, now: datetime) -> Counter[str]:
-    """One tenant's spares, in the caller's transaction."""
+def tend_tenant(
+    session: Session, fleet: Fleet, tenant_id: str, now: datetime, faults: FaultLog | None = None
+) -> Counter[str]:
+    """One tenant's spares, in the caller's transaction; each release in a savepoint of its own."""
     lock_compute(session, tenant_id)
     row, settings = load_settings(session, tenant_id)
     spares = {s.id: s for s in live_spares(session, tenant_id)}
@@ -76,8 +93,8 @@ def tend_tenant(session: Session, fleet: Fleet, tenant_id: str, now: datetime) -
         lock_quotas(session, tenant_id, pool_id)
     counts: Counter[str] = Counter()
     for spare_id, reason in plan.release:
-        release(session, fleet, spares[spare_id], reason=f"spare: {reason}")
-        counts["released"] += 1
+        released = _release(session, fleet, spares[spare_id], f"spare: {reason}", faults)
+        counts["released"] += int(released)
     pool = session.get(Pool, settings.serverless_pool) if settings.serverless_pool else None
     if pool is not None:
         for size, count in plan.place.items():
@@ -86,6 +103,29 @@ def tend_tenant(session: Session, fleet: Fleet, tenant_id: str, now: datetime) -
         row.spares_checked_at = now
         session.add(row)
     return counts
+
+
+def _release(
+    session: Session, fleet: Fleet, spare: Instance, reason: str, faults: FaultLog | None
+) -> bool:
+    """Release one spare; with a FaultLog, a failure stays on that spare and the pass goes on."""
+    if faults is None:
+        release(session, fleet, spare, reason=reason)
+        return True
+    item = Item("instance", spare.id, spare.tenant_id)
+    savepoint = session.begin_nested()
+    try:
+        release(session, fleet, spare, reason=reason)
+        session.flush()
+    except Exception as error:
+        savepoint.rollback()
+        if ends_the_run(error):
+            raise
+        faults.keep(session, item, error)
+        return False
+    savepoint.commit()
+    faults.clear(session, item)
+    return True
 
 
 def _place(

@@ -30,7 +30,7 @@ usage_dead_letters with the reason; both with ON CONFLICT DO NOTHING on
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -119,6 +119,49 @@ class Branch:
     query: Select[Any]
     meter: ColumnElement[str]
     fixed_meter: str | None  # the one meter it produces, when it is a constant
+    subject: ColumnElement[str]  # the subject's id column (instance or reservation id)
+    kind: str  # instance | reservation
+    tenant: ColumnElement[str]
+
+    def where(self, *criteria: ColumnElement[bool]) -> Branch:
+        return replace(self, query=self.query.where(*criteria))
+
+
+def subjects_between(all_branches: Sequence[Branch], first: str, last: str) -> list[Branch]:
+    """The branches narrowed to subjects whose id is in [first, last] (the database's order)."""
+    return [b.where(b.subject.between(first, last)) for b in all_branches]
+
+
+def subjects_except(all_branches: Sequence[Branch], subject_ids: Iterable[str]) -> list[Branch]:
+    """The branches without these subjects (vps.usage meters faulted subjects on their own)."""
+    skipped = sorted(subject_ids)
+    if not skipped:
+        return list(all_branches)
+    return [b.where(b.subject.not_in(skipped)) for b in all_branches]
+
+
+def subject_keys(session: Session, all_branches: Sequence[Branch]) -> list[tuple[str, str, str]]:
+    """(id, kind, tenant) of every subject of the branches, ordered by id in the database's order.
+
+    Only the subjects' ids and filters are read, not their rates: a subject whose rate cannot be
+    computed is still listed, so that vps.usage can find it by halving the list.
+    """
+    queries = [
+        b.query.with_only_columns(
+            b.subject.label("subject_id"),
+            literal(b.kind, String()).label("kind"),
+            b.tenant.label("tenant_id"),
+        )
+        for b in all_branches
+    ]
+    source = queries[0] if len(queries) == 1 else union_all(*queries)
+    keys = source.subquery("keys")
+    rows = session.execute(
+        select(keys.c.subject_id, keys.c.kind, keys.c.tenant_id)
+        .distinct()
+        .order_by(keys.c.subject_id)
+    ).all()
+    return [(str(i), str(k), str(t)) for i, k, t in rows]
 
 
 def _columns(
@@ -171,7 +214,8 @@ def _instance_branches(batch_start: datetime, batch_end: datetime) -> list[Branc
             i.c.id, "instance", a.c.tenant_id, a.c.pool_id, expr, rate, start_us, end_us
         )
         query = select(*columns).select_from(joined).where(*live, where)
-        return Branch(query, expr, meter if isinstance(meter, str) else None)
+        fixed = meter if isinstance(meter, str) else None
+        return Branch(query, expr, fixed, i.c.id, "instance", a.c.tenant_id)
 
     vcpu = func.coalesce(a.c.claims["vcpu"].as_integer(), i.c.shape["vcpu"].as_integer())
     memory = func.coalesce(
@@ -212,7 +256,7 @@ def _reservation_branch(batch_start: datetime, batch_end: datetime) -> Branch:
             rate > 0,
         )
     )
-    return Branch(query, meter, None)
+    return Branch(query, meter, None, r.c.id, "reservation", r.c.tenant_id)
 
 
 def branches(batch_start: datetime, batch_end: datetime) -> list[Branch]:

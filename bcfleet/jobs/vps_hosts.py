@@ -22,17 +22,16 @@ from sqlalchemy import text
 from sqlmodel import Session, col, select
 
 from bcfleet.api.events import emit
-from bcfleet.domain.bounds import printable
 from bcfleet.domain.fit import HostReserve, ResourceRow, rows_to_write
 from bcfleet.domain.shapes import Gpu, Inventory
 from bcfleet.placement.hosted import try_place
+from bcfleet.store.job_faults import error_text
 from bcfleet.store.models import GpuAtom, Host, Instance, NodeResource, Pool
 
 if TYPE_CHECKING:
     from bcfleet.fleet import Fleet
 
 PENDING_RETRIES_PER_TICK = 200
-ERROR_TEXT_MAX = 500
 log = logging.getLogger(__name__)
 
 
@@ -122,8 +121,7 @@ def sync_host(
 
 def _record(session: Session, host: Host, error: BaseException | None) -> None:
     """Keep the host's inventory_error: the reason (escaped, cut short), or None once it syncs."""
-    text = None if error is None else printable(f"{type(error).__name__}: {error}")
-    text = text[:ERROR_TEXT_MAX] if text is not None else None
+    text = None if error is None else error_text(error)
     if host.inventory_error != text:
         host.inventory_error = text
         session.add(host)

@@ -8,8 +8,20 @@ from typing import Any
 from sqlalchemy import text
 from sqlmodel import Session, col, select
 
+from bcfleet.domain.numa import HostPlacement
+from bcfleet.domain.physical import Guest, double_pinned_cpus, overbooked_hugepages
+from bcfleet.domain.shapes import Inventory
+from bcfleet.placement.hosted import LIVE_STATES
 from bcfleet.placement.quotas import quota_charge_of
-from bcfleet.store.models import Allocation, Booking, GpuAtom, Instance, Quota, Reservation
+from bcfleet.store.models import (
+    Allocation,
+    Booking,
+    GpuAtom,
+    Host,
+    Instance,
+    Quota,
+    Reservation,
+)
 
 
 def over_capacity(session: Session) -> list[str]:
@@ -134,11 +146,55 @@ def instances_have_allocations(session: Session) -> list[str]:
     ]
 
 
+def live_guests(session: Session) -> tuple[list[Guest], list[str]]:
+    """The live hosted guests with a host placement; and those whose placement cannot be read."""
+    rows = session.execute(
+        select(Instance.id, Instance.node_id, Instance.host_placement).where(
+            col(Instance.state).in_(LIVE_STATES),
+            col(Instance.node_id).is_not(None),
+            col(Instance.host_placement).is_not(None),
+        )
+    ).all()
+    guests, unreadable = [], []
+    for instance_id, node_id, doc in rows:
+        try:
+            guests.append(Guest(instance_id, node_id, HostPlacement.from_json(doc or {})))
+        except (TypeError, ValueError, AttributeError):
+            unreadable.append(f"instance {instance_id}: its host placement cannot be read")
+    return guests, unreadable
+
+
+def double_pinned(session: Session) -> list[str]:
+    """No host CPU is pinned by two live guests at once."""
+    guests, unreadable = live_guests(session)
+    return unreadable + double_pinned_cpus(guests)
+
+
+def hugepages_over_total(session: Session) -> list[str]:
+    """Live guests' huge pages per host, NUMA node and page size stay within the inventory's total."""
+    guests, _ = live_guests(session)  # unreadable placements are doublePinnedCpus' to report
+    wanted = sorted({g.node_id for g in guests if g.placement.hugepage_size_bytes is not None})
+    inventories: dict[str, Inventory] = {}
+    if wanted:
+        for node_id, doc in session.execute(
+            select(Host.id, Host.inventory).where(
+                col(Host.id).in_(wanted), col(Host.inventory).is_not(None)
+            )
+        ).all():
+            try:
+                inventories[node_id] = Inventory.from_json(doc)
+            except ValueError:
+                continue  # vps.hosts.inventory reports a host whose inventory cannot be read
+    return overbooked_hugepages(guests, inventories)
+
+
 CHECKS = {
     "overCapacity": over_capacity,
     "allocatedMatchesAllocations": allocated_matches_allocations,
     "doubleBookedAtoms": double_booked_atoms,
     "doubleHeldGpus": double_held_gpus,
+    "doublePinnedCpus": double_pinned,
+    "hugepagesOverTotal": hugepages_over_total,
     "quotaMatchesCharges": quota_matches_charges,
     "instancesHaveAllocations": instances_have_allocations,
 }

@@ -57,7 +57,7 @@ SETTINGS = {
     "tenant": STRING, "sizes": ANY_OBJECT, "totalCreditsPerMonth": NUMBER,
     "defaultSize": N_STR, "effectiveDefaultSize": STRING, "defaultSizeChoices": array(ANY_OBJECT),
     "serverlessPoolId": N_STR, "serverlessPool": N_STR, "version": INT, "managed": BOOL,
-    "updatedAt": N_TIME,
+    "updatedAt": N_TIME, "lastError": nullable(ANY_OBJECT),
 }  # fmt: skip
 CHANGE = obj(
     {

@@ -37,3 +37,26 @@ class JobState(SQLModel, table=True):
     next_due_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     # vps.usage: the start of the first window not yet written
     watermark: datetime | None = Field(default=None, sa_type=UTCDateTime)
+
+
+class JobFault(SQLModel, table=True):
+    """One item a job failed on (a reservation, an instance, a tenant's spares), until it succeeds again.
+
+    `error` is the operator's full reason (shown by `fleet doctor`, root's); the item's tenant sees
+    a message that names nothing but its own item (on the item: a JobFailed condition or lastError).
+    `since` is the first usage window vps.usage could not meter for the subject (None elsewhere).
+    """
+
+    __tablename__ = "job_faults"
+    __table_args__ = (Index("ix_job_faults_subject", "subject_id"),)
+
+    job: str = Field(primary_key=True)
+    subject_kind: str = Field(primary_key=True)  # reservation | instance | tenant
+    subject_id: str = Field(primary_key=True)
+    tenant_id: str | None = None
+    error: str = Field(sa_type=Text)
+    message: str = Field(sa_type=Text)  # what the item's tenant may read
+    failures: int = 1
+    first_failed_at: datetime = Field(sa_type=UTCDateTime)
+    last_failed_at: datetime = Field(sa_type=UTCDateTime)
+    since: datetime | None = Field(default=None, sa_type=UTCDateTime)

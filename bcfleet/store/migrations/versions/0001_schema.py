@@ -67,6 +67,22 @@ def upgrade() -> None:
     sa.Column('token', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.PrimaryKeyConstraint('pool_id')
     )
+    op.create_table('job_faults',
+    sa.Column('job', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('subject_kind', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('subject_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('tenant_id', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
+    sa.Column('error', sa.Text(), nullable=False),
+    sa.Column('message', sa.Text(), nullable=False),
+    sa.Column('failures', sa.Integer(), nullable=False),
+    sa.Column('first_failed_at', bcfleet.store.types.UTCDateTime(), nullable=False),
+    sa.Column('last_failed_at', bcfleet.store.types.UTCDateTime(), nullable=False),
+    sa.Column('since', bcfleet.store.types.UTCDateTime(), nullable=True),
+    sa.PrimaryKeyConstraint('job', 'subject_kind', 'subject_id')
+    )
+    with op.batch_alter_table('job_faults', schema=None) as batch_op:
+        batch_op.create_index('ix_job_faults_subject', ['subject_id'], unique=False)
+
     op.create_table('job_runs',
     sa.Column('id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.Column('job', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
@@ -670,6 +686,10 @@ def downgrade() -> None:
         batch_op.drop_index('ix_job_runs_job_started')
 
     op.drop_table('job_runs')
+    with op.batch_alter_table('job_faults', schema=None) as batch_op:
+        batch_op.drop_index('ix_job_faults_subject')
+
+    op.drop_table('job_faults')
     op.drop_table('gpu_pool_versions')
     with op.batch_alter_table('gpu_node_versions', schema=None) as batch_op:
         batch_op.drop_index('ix_gpu_node_versions_pool_version')
