@@ -20,6 +20,7 @@ from bcfleet.errors import (
     InvalidInputError,
 )
 from bcfleet.fleet import Fleet
+from bcfleet.jobs.providers import run_reconcile
 from bcfleet.providers.errors import (
     CODES,
     ProviderIncompatibleError,
@@ -443,3 +444,31 @@ def test_an_action_error_without_a_known_code_is_provider_unavailable() -> None:
         "hetzner", {"id": 8, "command": "x", "error": {"code": "invalid_input", "message": "m"}}
     )
     assert isinstance(bad, InvalidInputError)
+
+
+def test_the_reconciler_reports_a_failed_create_action_and_tries_again(
+    fleet: Fleet, fake: FakeHetzner, clock: RecordingClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HCLOUD_TOKEN", TOKEN)
+    fleet.api.provider_accounts.create(
+        OP, tenant_id="root", name="hz", provider="hetzner", token_env="HCLOUD_TOKEN",
+        endpoint=fake.url,
+    )  # fmt: skip
+    fleet.api.pools.create(OP, tenant_id="root", name="hz-fsn", kind="provider",
+                           provider_account="hz")  # fmt: skip
+    fleet.api.flavors.create(OP, tenant_id="root", pool_id="hz-fsn", name="cx23", vcpu=2,
+                             memory_gib=4, disk_gib=40, offer_id="cx23")  # fmt: skip
+    instance_id = fleet.api.instances.create(OP, tenant_id="root", pool_id="hz-fsn",
+                                             flavor="cx23")["id"]  # fmt: skip
+    fake.fail_next_actions("create_server", "placement_error", "no suitable host")
+
+    assert run_reconcile(fleet, clock.now())["failed"] == 1
+    shown = fleet.api.instances.show(OP, instance_id)
+    [condition] = shown["conditions"]
+    assert shown["state"] == "provisioning"
+    assert condition["reason"] == "CreateFailed"
+    assert "placement_error" in condition["message"] and "no suitable host" in condition["message"]
+    assert fake.server_names() == []
+
+    assert run_reconcile(fleet, clock.now())["created"] == 1
+    assert fleet.api.instances.show(OP, instance_id)["state"] == "running"

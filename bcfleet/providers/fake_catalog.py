@@ -3,8 +3,9 @@
 Shapes follow the Hetzner Cloud API as it is today and as the official client
 (hcloud-python) reads it: ``/server_types`` with per-location ``prices`` and
 ``locations[]`` entries carrying ``available``, ``recommended`` and
-``deprecation``; no datacenters (Hetzner removed them). Figures are close to Hetzner's public list prices (net EUR; gross with 19 %
-VAT, rounded to four places as document 000 shows them). ``cx22`` and ``cx32``
+``deprecation``; no datacenters (Hetzner removed them). Figures are close to
+Hetzner's public list prices (net EUR; gross with 19 % VAT, rounded to four
+places as document 000 shows them). ``cx22`` and ``cx32``
 are deprecated, as Hetzner announced in 2025; the fake keeps them orderable
 until the ``unavailable_after`` below so both states can be exercised.
 """
