@@ -1,9 +1,11 @@
-"""The fake Hetzner's catalogue: locations, datacenters, images and server types with prices.
+"""The fake Hetzner's catalogue: locations, images and server types with prices, as JSON.
 
-Shapes follow the Hetzner Cloud API (``/server_types`` with per-location
-``prices`` and ``locations``, ``/datacenters`` with ``server_types.available``).
-Figures are close to Hetzner's public list prices (net EUR; gross with 19 %
-VAT, rounded to four places as document 000 shows them). ``cx22`` and ``cx32``
+Shapes follow the Hetzner Cloud API as it is today and as the official client
+(hcloud-python) reads it: ``/server_types`` with per-location ``prices`` and
+``locations[]`` entries carrying ``available``, ``recommended`` and
+``deprecation``; no datacenters (Hetzner removed them). Figures are close to
+Hetzner's public list prices (net EUR; gross with 19 % VAT, rounded to four
+places as document 000 shows them). ``cx22`` and ``cx32``
 are deprecated, as Hetzner announced in 2025; the fake keeps them orderable
 until the ``unavailable_after`` below so both states can be exercised.
 """
@@ -28,15 +30,26 @@ LOCATIONS: dict[str, tuple[int, str, str, str]] = {
     "hil": (5, "Hillsboro, OR", "US", "us-west"),
     "sin": (6, "Singapore", "SG", "ap-southeast"),
 }
-DATACENTERS: dict[str, tuple[int, str]] = {
-    "fsn1-dc14": (4, "fsn1"),
-    "nbg1-dc3": (2, "nbg1"),
-    "hel1-dc2": (3, "hel1"),
-    "ash-dc1": (5, "ash"),
-    "hil-dc1": (6, "hil"),
-    "sin-dc1": (7, "sin"),
+# name → (id, os flavor, os version)
+_IMAGES: dict[str, tuple[int, str, str]] = {
+    "ubuntu-24.04": (161547269, "ubuntu", "24.04"),
+    "ubuntu-22.04": (67794396, "ubuntu", "22.04"),
+    "debian-12": (114690387, "debian", "12"),
+    "debian-13": (246379261, "debian", "13"),
+    "rocky-9": (76766499, "rocky", "9"),
+    "fedora-42": (232895286, "fedora", "42"),
 }
-IMAGES = ("ubuntu-24.04", "ubuntu-22.04", "debian-12", "debian-13", "rocky-9", "fedora-42")
+IMAGES = tuple(_IMAGES)
+_IMAGE_CREATED = "2024-04-25T09:00:00+00:00"
+# Latitude and longitude of each location's city, as GET /locations shows them.
+_COORDINATES: dict[str, tuple[float, float]] = {
+    "fsn1": (50.47612, 12.370071),
+    "nbg1": (49.452102, 11.076665),
+    "hel1": (60.169855, 24.938379),
+    "ash": (39.045821, -77.487073),
+    "hil": (45.54222, -122.951924),
+    "sin": (1.283333, 103.833333),
+}
 EU = ("fsn1", "nbg1", "hel1")
 EVERYWHERE = tuple(LOCATIONS)
 US_SG_MARKUP = 1.2
@@ -98,18 +111,64 @@ def _price(location: str, hourly: float, monthly: float) -> dict[str, Any]:
 def location_json(name: str) -> dict[str, Any]:
     """One location as GET /locations would show it."""
     location_id, city, country, zone = LOCATIONS[name]
+    latitude, longitude = _COORDINATES[name]
     return {
         "id": location_id,
         "name": name,
         "description": f"{city} DC Park 1" if country == "DE" else city,
         "country": country,
         "city": city,
+        "latitude": latitude,
+        "longitude": longitude,
         "network_zone": zone,
     }
 
 
-def server_types() -> list[dict[str, Any]]:
-    """Every server type, sorted by id like the API."""
+def locations() -> list[dict[str, Any]]:
+    """Every location, sorted by id like the API."""
+    return sorted((location_json(name) for name in LOCATIONS), key=lambda item: int(item["id"]))
+
+
+def image_json(name: str) -> dict[str, Any]:
+    """One system image as GET /images shows it."""
+    image_id, flavor, version = _IMAGES[name]
+    return {
+        "id": image_id,
+        "type": "system",
+        "status": "available",
+        "name": name,
+        "description": f"{flavor.capitalize()} {version}",
+        "image_size": None,
+        "disk_size": 5,
+        "created": _IMAGE_CREATED,
+        "created_from": None,
+        "bound_to": None,
+        "os_flavor": flavor,
+        "os_version": version,
+        "rapid_deploy": True,
+        "protection": {"delete": False},
+        "deprecated": None,
+        "deprecation": None,
+        "labels": {},
+        "deleted": None,
+        "architecture": "x86",
+    }
+
+
+def images() -> list[dict[str, Any]]:
+    """Every system image, sorted by id like the API."""
+    return sorted((image_json(name) for name in IMAGES), key=lambda item: int(item["id"]))
+
+
+def server_types(
+    sold_out: frozenset[tuple[str, str]] | set[tuple[str, str]] = frozenset(),
+    ended: frozenset[str] | set[str] = frozenset(),
+) -> list[dict[str, Any]]:
+    """Every server type, sorted by id like the API.
+
+    A (type, location) in ``sold_out`` and a type in ``ended`` (past its end of
+    sale) are listed with ``available: false`` there.
+    """
     result = []
     for name, (
         type_id,
@@ -140,34 +199,34 @@ def server_types() -> list[dict[str, Any]]:
                 "storage_type": "local",
                 "cpu_type": cpu,
                 "architecture": arch,
+                "included_traffic": 20 * 1024**4,
                 "locations": [
-                    {"id": LOCATIONS[loc][0], "name": loc, "deprecation": deprecation}
-                    for loc in where
+                    _type_location(name, loc, deprecation, sold_out, ended) for loc in where
                 ],
             }
         )
     return sorted(result, key=lambda item: int(item["id"]))
 
 
-def datacenters(sold_out: set[tuple[str, str]]) -> list[dict[str, Any]]:
-    """Every datacenter; a (type, location) in ``sold_out`` is supported but not available."""
-    types = server_types()
-    result = []
-    for name, (dc_id, location) in DATACENTERS.items():
-        supported = [t["id"] for t in types if any(p["location"] == location for p in t["prices"])]
-        names = {t["id"]: t["name"] for t in types}
-        available = [i for i in supported if (names[i], location) not in sold_out]
-        result.append(
-            {
-                "id": dc_id,
-                "name": name,
-                "description": f"{name} virtual DC",
-                "location": location_json(location),
-                "server_types": {
-                    "supported": supported,
-                    "available": available,
-                    "available_for_migration": available,
-                },
-            }
-        )
-    return sorted(result, key=lambda item: int(item["id"]))
+def _type_location(
+    name: str,
+    location: str,
+    deprecation: dict[str, Any] | None,
+    sold_out: frozenset[tuple[str, str]] | set[tuple[str, str]],
+    ended: frozenset[str] | set[str],
+) -> dict[str, Any]:
+    available = (name, location) not in sold_out and name not in ended
+    return {
+        "id": LOCATIONS[location][0],
+        "name": location,
+        "deprecation": copy.deepcopy(deprecation),
+        "available": available,
+        "recommended": available and deprecation is None,
+    }
+
+
+def end_of_sale(server_type: dict[str, Any]) -> str | None:
+    """The ``unavailable_after`` of a type's deprecation, if any."""
+    deprecation = server_type.get("deprecation") or {}
+    found = deprecation.get("unavailable_after")
+    return str(found) if found else None

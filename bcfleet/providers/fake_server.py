@@ -11,7 +11,9 @@ admin API on loopback::
                              "delaySeconds": 0.5, "hangAfterCreate": {"times": 1, "seconds": 5},
                              "fail": {"times": 2, "status": 503, "code": "unavailable",
                                       "method": "GET", "path": "/servers"},
-                             "rateLimit": 3600, "rateLimitRemaining": 10}
+                             "rateLimit": 3600, "rateLimitRemaining": 10,
+                             "failActions": {"command": "create_server", "times": 1,
+                                             "code": "placement_error", "message": "…"}}
     POST /__fake__/reset    {"keepServers": false}
     GET  /__fake__/state    servers, request count and faults
 
@@ -29,6 +31,7 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import uvicorn
 from starlette.applications import Starlette
@@ -37,6 +40,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from bcfleet.clock import Clock
+from bcfleet.providers.fake_actions import ActionFailure
 from bcfleet.providers.fake_state import FakeState, RequestRecord
 
 START_TIMEOUT_SECONDS = 10.0
@@ -82,7 +86,10 @@ class _Handlers:
         )
         if reply.hang_seconds > 0:
             await _pause(reply.hang_seconds, self.stopping)
-        return JSONResponse(reply.body, status_code=reply.status, headers=reply.headers)
+        headers = dict(reply.headers)
+        if reply.links:
+            headers["Link"] = link_header(str(request.url), reply.links)
+        return JSONResponse(reply.body, status_code=reply.status, headers=headers)
 
     async def faults(self, request: Request) -> Response:
         document = await _body(request)
@@ -129,6 +136,28 @@ def apply_faults(state: FakeState, document: dict[str, Any]) -> None:
         if "rateLimit" in document:
             remaining = document.get("rateLimitRemaining")
             state.set_rate_limit(int(document["rateLimit"]), remaining)
+        if "failActions" in document:
+            failure = document["failActions"]
+            state.actions.fail_next(
+                ActionFailure(
+                    command=str(failure.get("command", "create_server")),
+                    times=int(failure.get("times", 1)),
+                    code=str(failure.get("code", "action_failed")),
+                    message=str(failure.get("message", "action failed")),
+                )
+            )
+
+
+def link_header(url: str, links: dict[str, int]) -> str:
+    """RFC 8288 ``Link`` for the pages of a list: the request's URL with another ``page``."""
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "page"]
+    entries = []
+    for rel in ("prev", "next", "last"):
+        if rel in links:
+            target = urlunsplit(parts._replace(query=urlencode([*query, ("page", links[rel])])))
+            entries.append(f'<{target}>; rel="{rel}"')
+    return ", ".join(entries)
 
 
 def _set_failure(state: FakeState, fail: dict[str, Any]) -> None:
@@ -144,6 +173,7 @@ def _faults_json(state: FakeState) -> dict[str, Any]:
     with state.lock:
         raw = dataclasses.asdict(state.faults)
         raw["sold_out"] = sorted([list(pair) for pair in state.faults.sold_out])
+        raw["fail_actions"] = [dataclasses.asdict(f) for f in state.actions.failures]
     return raw
 
 
@@ -290,6 +320,13 @@ class FakeHetzner:
         """Answer matching requests with this Hetzner error ``times`` times."""
         failure = {"times": times, "status": status, "code": code, "method": method, "path": path}
         apply_faults(self.state, {"fail": failure})
+
+    def fail_next_actions(
+        self, command: str, code: str, message: str = "action failed", times: int = 1
+    ) -> None:
+        """Make the next ``times`` actions of ``command`` (e.g. create_server) end in this error."""
+        failure = {"command": command, "times": times, "code": code, "message": message}
+        apply_faults(self.state, {"failActions": failure})
 
     # ----- inspection --------------------------------------------------------------------
 

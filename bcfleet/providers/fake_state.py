@@ -5,11 +5,16 @@ takes a request (method, path, query, JSON body, Authorization header) and
 returns a :class:`Reply`. The HTTP layer only adds the slow-response and
 hang-after-create waits, which must not hold the lock.
 
-It keeps Hetzner's rules that matter to bcfleet: bearer tokens, pages
-(``page``/``per_page``, ``meta.pagination``), unique server names
-(409 ``uniqueness_error``), label selectors, a token bucket of
+It keeps Hetzner's rules as the API is today and as its clients (bcfleet and
+the official hcloud-python) meet them: bearer tokens, pages (``page``/
+``per_page``, ``meta.pagination`` and ``Link``), unique server names
+(409 ``uniqueness_error``), label selectors, actions that a create, delete or
+power-off starts and ``GET /actions/{id}`` follows (bcfleet/providers/
+fake_actions.py), ``GET /datacenters`` answering 410
+``deprecated_api_endpoint`` (removed by Hetzner), a token bucket of
 ``RateLimit-Limit`` requests refilled one per ``3600 / limit`` seconds with
-``RateLimit-*`` headers on every answer, and Hetzner's error documents.
+``RateLimit-*`` headers on every answer (``RateLimit-Reset`` is the UNIX time
+at which the bucket is full again), and Hetzner's error documents.
 """
 
 from __future__ import annotations
@@ -21,27 +26,18 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from bcfleet.clock import Clock, SystemClock, format_time, parse_time
+from bcfleet.clock import Clock, SystemClock, parse_time
 from bcfleet.providers import fake_catalog
+from bcfleet.providers.fake_actions import ActionBook
 from bcfleet.providers.fake_labels import LabelError, matches_selector, validate_labels
+from bcfleet.providers.fake_shapes import HetznerError, Reply, error_body, page, server_json
 
-DEFAULT_PER_PAGE = 25
-MAX_PER_PAGE = 50
 MAX_LOG = 10_000
+DELETE_SECONDS = 1.0
 _HOSTNAME = re.compile(
     r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9-]{1,63})*$"
 )
-_SERVER_PATH = re.compile(r"^/servers/(\d+)$")
-
-
-@dataclass
-class Reply:
-    """One answer: status, JSON body, extra headers, and how long to wait before sending it."""
-
-    status: int
-    body: dict[str, Any]
-    headers: dict[str, str] = field(default_factory=dict)
-    hang_seconds: float = 0.0
+_POWER = {"poweroff": ("stop_server", "off"), "poweron": ("start_server", "on")}
 
 
 @dataclass(frozen=True)
@@ -71,17 +67,6 @@ class Faults:
     fail_path: str | None = None
 
 
-class HetznerError(Exception):
-    """Raised inside handlers; becomes Hetzner's error document."""
-
-    def __init__(self, status: int, code: str, message: str, details: Any = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-        self.details = details if details is not None else {}
-
-
 class FakeState:
     """One Hetzner Cloud project: servers, catalogue, rate-limit bucket, faults, request log."""
 
@@ -99,9 +84,9 @@ class FakeState:
         self.faults = Faults()
         self.requests: list[RequestRecord] = []
         self.servers: dict[int, dict[str, Any]] = {}
+        self.actions = ActionBook()
         self.set_rate_limit(rate_limit)
         self._next_server_id = 4_000_001
-        self._next_action_id = 9_000_001
 
     # ----- knobs -------------------------------------------------------------------------
 
@@ -117,6 +102,7 @@ class FakeState:
         """Clear faults, the request log and (unless kept) the servers."""
         with self.lock:
             self.faults = Faults()
+            self.actions.failures.clear()
             self.requests.clear()
             if not keep_servers:
                 self.servers.clear()
@@ -164,7 +150,7 @@ class FakeState:
                 self._forced_faults(method, path)
                 reply = self._route(method, path, query, body)
             except HetznerError as exc:
-                reply = Reply(exc.status, _error_body(exc))
+                reply = Reply(exc.status, error_body(exc))
             reply.headers.update(headers)
             if reply.status == 429:
                 reply.headers.update(self._exhausted_headers())
@@ -191,25 +177,86 @@ class FakeState:
         self._tokens -= 1.0
 
     def _route(self, method: str, path: str, query: dict[str, str], body: Any) -> Reply:
-        if method == "GET" and path == "/server_types":
-            return Reply(200, _page(fake_catalog.server_types(), "server_types", query))
-        if method == "GET" and path == "/datacenters":
-            datacenters = fake_catalog.datacenters(self.faults.sold_out)
-            return Reply(200, _page(datacenters, "datacenters", query))
-        if method == "GET" and path == "/locations":
-            names = list(fake_catalog.LOCATIONS)
-            return Reply(
-                200, _page([fake_catalog.location_json(n) for n in names], "locations", query)
+        parts = path.strip("/").split("/")
+        if parts[0] == "datacenters":
+            raise HetznerError(
+                410, "deprecated_api_endpoint", "the datacenters endpoints have been removed"
             )
-        if path == "/servers":
+        if method == "GET" and len(parts) <= 2:
+            listed = self._catalogue(parts, query)
+            if listed is not None:
+                return listed
+        if parts[0] == "servers":
+            return self._servers(method, parts[1:], query, body)
+        raise HetznerError(404, "not_found", f"no route {method} {path}")
+
+    def _catalogue(self, parts: list[str], query: dict[str, str]) -> Reply | None:
+        """GET on the read-only collections (and one item of each), or None for other paths."""
+        collections = {
+            "server_types": lambda: fake_catalog.server_types(self.faults.sold_out, self._ended()),
+            "locations": fake_catalog.locations,
+            "images": fake_catalog.images,
+        }
+        singular = {"server_types": "server_type", "locations": "location", "images": "image"}
+        if parts[0] == "actions" and len(parts) == 2:
+            return self._one_action(_number(parts[1]))
+        if parts[0] not in collections:
+            return None
+        items = collections[parts[0]]()
+        if len(parts) == 1:
+            return page(_filtered(items, query), parts[0], query)
+        wanted = _number(parts[1])
+        for item in items:
+            if item["id"] == wanted:
+                return Reply(200, {singular[parts[0]]: item})
+        raise HetznerError(404, "not_found", f"{singular[parts[0]]} with ID '{wanted}' not found")
+
+    def _servers(self, method: str, rest: list[str], query: dict[str, str], body: Any) -> Reply:
+        if not rest:
             if method == "GET":
-                return Reply(200, _page(self._list_servers(query), "servers", query))
+                return page(self._list_servers(query), "servers", query)
             if method == "POST":
                 return self._create_server(body)
-        match = _SERVER_PATH.match(path)
-        if match and method in ("GET", "DELETE"):
-            return self._one_server(method, int(match.group(1)))
-        raise HetznerError(404, "not_found", f"no route {method} {path}")
+        elif len(rest) == 1 and method in ("GET", "DELETE"):
+            return self._one_server(method, _number(rest[0]))
+        elif len(rest) >= 2 and rest[1] == "actions":
+            return self._server_actions(method, _number(rest[0]), rest[2:], query)
+        raise HetznerError(404, "not_found", f"no route {method} /servers/{'/'.join(rest)}")
+
+    def _server_actions(
+        self, method: str, server_id: int, rest: list[str], query: dict[str, str]
+    ) -> Reply:
+        now = self.clock.now()
+        if method == "GET" and not rest:
+            self._server(server_id)
+            return page(self.actions.of_server(server_id, now), "actions", query)
+        if method == "GET" and len(rest) == 1:
+            found = self.actions.get(_number(rest[0]), now)
+            if found is None or all(r["id"] != server_id for r in found["resources"]):
+                raise HetznerError(404, "not_found", f"action with ID '{rest[0]}' not found")
+            return Reply(200, {"action": found})
+        if method == "POST" and len(rest) == 1 and rest[0] in _POWER:
+            server = self._server(server_id)
+            command, power = _POWER[rest[0]]
+            server["power"] = power
+            return Reply(201, {"action": self.actions.start(command, server_id, now, 0.0)})
+        raise HetznerError(404, "not_found", f"no route {method} /servers/{server_id}/actions")
+
+    def _one_action(self, action_id: int) -> Reply:
+        found = self.actions.get(action_id, self.clock.now())
+        if found is None:
+            raise HetznerError(404, "not_found", f"action with ID '{action_id}' not found")
+        return Reply(200, {"action": found})
+
+    def _ended(self) -> set[str]:
+        """The server types past their end of sale now."""
+        now = self.clock.now()
+        ended = set()
+        for server_type in fake_catalog.server_types():
+            end = fake_catalog.end_of_sale(server_type)
+            if end is not None and parse_time(end) <= now:
+                ended.add(str(server_type["name"]))
+        return ended
 
     # ----- servers -----------------------------------------------------------------------
 
@@ -226,14 +273,19 @@ class FakeState:
             result.append(self._server_json(server))
         return result
 
-    def _one_server(self, method: str, server_id: int) -> Reply:
+    def _server(self, server_id: int) -> dict[str, Any]:
         server = self.servers.get(server_id)
         if server is None:
             raise HetznerError(404, "not_found", f"server with ID '{server_id}' not found")
+        return server
+
+    def _one_server(self, method: str, server_id: int) -> Reply:
+        server = self._server(server_id)
         if method == "GET":
             return Reply(200, {"server": self._server_json(server)})
         del self.servers[server_id]
-        return Reply(200, {"action": self._action("delete_server", server_id)})
+        action = self.actions.start("delete_server", server_id, self.clock.now(), DELETE_SECONDS)
+        return Reply(200, {"action": action})
 
     def _create_server(self, body: Any, with_faults: bool = True) -> Reply:
         request = _create_request(body)
@@ -249,6 +301,7 @@ class FakeState:
             )
         server_id = self._next_server_id
         self._next_server_id += 1
+        now = self.clock.now()
         self.servers[server_id] = {
             "id": server_id,
             "name": request["name"],
@@ -256,12 +309,16 @@ class FakeState:
             "server_type": server_type["name"],
             "location": location,
             "image": request["image"],
-            "created": self.clock.now(),
+            "created": now,
+            "power": "on",
         }
+        action = self.actions.start("create_server", server_id, now, self.boot_seconds)
+        if self.actions.fails(action):
+            self.servers[server_id]["power"] = "off"
         answer = {
             "server": self._server_json(self.servers[server_id]),
-            "action": self._action("create_server", server_id),
-            "next_actions": [self._action("start_server", server_id)],
+            "action": action,
+            "next_actions": [self.actions.start("start_server", server_id, now, self.boot_seconds)],
             "root_password": None,
         }
         return Reply(201, answer, hang_seconds=self._hang_after_create() if with_faults else 0.0)
@@ -295,43 +352,13 @@ class FakeState:
     def _server_json(self, server: dict[str, Any]) -> dict[str, Any]:
         created: datetime = server["created"]
         booted = (self.clock.now() - created).total_seconds() >= self.boot_seconds
-        datacenter = next(
-            dc
-            for dc in fake_catalog.datacenters(self.faults.sold_out)
-            if dc["location"]["name"] == server["location"]
-        )
-        return {
-            "id": server["id"],
-            "name": server["name"],
-            "status": "running" if booted else "initializing",
-            "created": format_time(created),
-            "labels": dict(server["labels"]),
-            "server_type": _server_type(server["server_type"]),
-            "datacenter": datacenter,
-            "location": datacenter["location"],
-            "image": {"id": 161547269, "type": "system", "name": server["image"]},
-            "public_net": {
-                "ipv4": {"ip": f"198.51.100.{server['id'] % 250 + 1}", "blocked": False},
-                "ipv6": {"ip": f"2001:db8:{server['id'] % 65535:x}::/64", "blocked": False},
-            },
-            "private_net": [],
-            "protection": {"delete": False, "rebuild": False},
-            "locked": False,
-        }
-
-    def _action(self, command: str, server_id: int) -> dict[str, Any]:
-        action_id = self._next_action_id
-        self._next_action_id += 1
-        return {
-            "id": action_id,
-            "command": command,
-            "status": "running",
-            "progress": 0,
-            "started": format_time(self.clock.now()),
-            "finished": None,
-            "resources": [{"id": server_id, "type": "server"}],
-            "error": None,
-        }
+        if not booted:
+            status = "initializing"
+        else:
+            status = "running" if server.get("power", "on") == "on" else "off"
+        types = fake_catalog.server_types(self.faults.sold_out, self._ended())
+        server_type = next(t for t in types if t["name"] == server["server_type"])
+        return server_json(server, server_type, status)
 
     # ----- rate limit bucket -------------------------------------------------------------
 
@@ -353,14 +380,12 @@ class FakeState:
         }
 
     def _exhausted_headers(self) -> dict[str, str]:
+        """A 429's headers: the bucket is full again at the reset (or when a knob says)."""
         reset = self._now_ts() + max(self.faults.rate_limit_reset_in, 0.0)
         if self._tokens < 1.0:
-            reset = max(reset, self._now_ts() + (1.0 - self._tokens) * 3600.0 / self.rate_limit)
+            refill = (self.rate_limit - self._tokens) * 3600.0 / self.rate_limit
+            reset = max(reset, self._now_ts() + refill)
         return {"RateLimit-Remaining": "0", "RateLimit-Reset": str(math.ceil(reset))}
-
-
-def _error_body(exc: HetznerError) -> dict[str, Any]:
-    return {"error": {"code": exc.code, "message": exc.message, "details": exc.details}}
 
 
 def _fault_matches(faults: Faults, method: str, path: str) -> bool:
@@ -376,33 +401,19 @@ def _selected(labels: dict[str, str], selector: str) -> bool:
         raise HetznerError(400, "invalid_input", str(exc)) from exc
 
 
-def _page(items: list[dict[str, Any]], key: str, query: dict[str, str]) -> dict[str, Any]:
-    """One page of ``items`` with Hetzner's meta.pagination."""
-    page = _positive(query.get("page"), 1, "page")
-    per_page = min(_positive(query.get("per_page"), DEFAULT_PER_PAGE, "per_page"), MAX_PER_PAGE)
-    last_page = max(1, math.ceil(len(items) / per_page))
-    start = (page - 1) * per_page
-    return {
-        key: items[start : start + per_page],
-        "meta": {
-            "pagination": {
-                "page": page,
-                "per_page": per_page,
-                "previous_page": page - 1 if page > 1 else None,
-                "next_page": page + 1 if page < last_page else None,
-                "last_page": last_page,
-                "total_entries": len(items),
-            }
-        },
-    }
-
-
-def _positive(raw: str | None, default: int, name: str) -> int:
-    if raw is None:
-        return default
-    if not raw.isdigit() or int(raw) < 1:
-        raise HetznerError(400, "invalid_input", f"invalid {name}: {raw!r}")
+def _number(raw: str) -> int:
+    if not raw.isdigit():
+        raise HetznerError(400, "invalid_input", f"invalid ID: {raw!r}")
     return int(raw)
+
+
+def _filtered(items: list[dict[str, Any]], query: dict[str, str]) -> list[dict[str, Any]]:
+    """Items matching the query's ``name``, ``type`` and ``architecture`` filters."""
+    kept = items
+    for key in ("name", "type", "architecture"):
+        if key in query:
+            kept = [item for item in kept if str(item.get(key)) == query[key]]
+    return kept
 
 
 def _server_type(name_or_id: Any) -> dict[str, Any]:
@@ -421,11 +432,14 @@ def _create_request(body: Any) -> dict[str, Any]:
         raise _field_error("name", "must be a valid hostname")
     if body.get("server_type") in (None, ""):
         raise _field_error("server_type", "is required")
-    if body.get("image") not in fake_catalog.IMAGES:
+    image = _named(body.get("image"), fake_catalog.images())
+    if image is None:
         raise _field_error("image", f"unknown image {body.get('image')!r}")
     location = body.get("location")
-    if location is not None and location not in fake_catalog.LOCATIONS:
-        raise _field_error("location", f"unknown location {location!r}")
+    if location is not None:
+        location = _named(location, fake_catalog.locations())
+        if location is None:
+            raise _field_error("location", f"unknown location {body.get('location')!r}")
     labels = body.get("labels") or {}
     try:
         validate_labels(labels)
@@ -434,10 +448,18 @@ def _create_request(body: Any) -> dict[str, Any]:
     return {
         "name": name,
         "server_type": body["server_type"],
-        "image": body["image"],
+        "image": image,
         "location": location,
         "labels": dict(labels),
     }
+
+
+def _named(id_or_name: Any, items: list[dict[str, Any]]) -> str | None:
+    """The name of the item a request names by id or by name (as hcloud sends either)."""
+    for item in items:
+        if id_or_name in (item["name"], item["id"], str(item["id"])):
+            return str(item["name"])
+    return None
 
 
 def _field_error(name: str, message: str) -> HetznerError:

@@ -1,15 +1,18 @@
 """Hetzner Cloud as a ProviderImpl over httpx; used by the reconciler and providerAccounts.offers.
 
-Offers come from ``GET /server_types`` and ``GET /datacenters`` (every page):
-one offer per server type and price location, ``region`` being the location
-name. ``pricePerHour`` is the gross ``price_hourly`` (VAT included, as the
-project is billed; document 000's 0.0071 EUR for cx22 is that figure).
-``deprecated`` is true when the type or that location carries a
-``deprecation``; ``available`` is false when no datacenter of the location
-has the type in ``server_types.available`` (sold out or not sold there; skipped
-when no datacenter reports ``server_types``), when the type's ``locations``
-list leaves the location out, or after the deprecation's ``unavailable_after``.
-Hetzner Cloud only sells virtual servers, so every offer has kind ``vps``.
+Offers come from ``GET /server_types`` alone (every page; see
+bcfleet/providers/hetzner_offers.py): Hetzner removed ``GET /datacenters``,
+and a server's place is its ``location``. Lists are followed page by page as
+bcfleet/providers/paging.py decides (``meta.pagination`` or the ``Link``
+header).
+
+Creating and deleting a server answer with an action; the client polls
+``GET /actions/{id}`` every ``RetryPolicy.action_poll_interval`` seconds
+(through the clock) until it ends with ``success`` or ``error``, and an error
+is translated from the action's own error code. A create whose action failed
+deletes the half-made server before raising; an action still running after
+``RetryPolicy.action_timeout`` seconds is PROVIDER_UNAVAILABLE with an unknown
+outcome, which the reconciler settles from the next listing.
 
 The API token is either read from the environment variable root's admin named
 (``token_env``) on every request, or given as a :class:`~bcfleet.secretbox.Secret`
@@ -31,19 +34,31 @@ remembered rate-limit budget is only advice for the next request.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 from collections.abc import Generator, Mapping
-from datetime import datetime
 from typing import Any
 
 import httpx
 
 from bcfleet.clock import Clock, SystemClock, parse_time
 from bcfleet.egress import EgressGuard
-from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError, UnauthenticatedError
+from bcfleet.errors import (
+    ConflictError,
+    FleetError,
+    InvalidInputError,
+    NotFoundError,
+    UnauthenticatedError,
+)
 from bcfleet.providers.base import Offer, ProviderServer, filter_offers
-from bcfleet.providers.errors import ProviderUnavailableError, unexpected_answer
+from bcfleet.providers.errors import (
+    ProviderUnavailableError,
+    translate_action_error,
+    unexpected_answer,
+)
+from bcfleet.providers.hetzner_offers import offers_of
+from bcfleet.providers.paging import next_page
 from bcfleet.providers.retrying import AmbiguousOutcome, JsonApi, RetryPolicy
 from bcfleet.secretbox import Secret
 
@@ -100,6 +115,14 @@ def bearer_auth(
     raise InvalidInputError(
         "a provider client needs either tokenEnv or a token", {"provider": PROVIDER}
     )
+
+
+class ActionFailed(Exception):
+    """An action ended with status ``error``; ``error`` is its translation."""
+
+    def __init__(self, error: FleetError) -> None:
+        super().__init__(error.message)
+        self.error = error
 
 
 class HetznerProvider:
@@ -163,16 +186,14 @@ class HetznerProvider:
     def offers(self, kind: str | None = None, min_vcpu: int | None = None) -> list[Offer]:
         """Every (server type, location) offer, filtered by kind and minimum vCPUs."""
         server_types = self._get_all("server_types", "server_types")
-        datacenters = self._get_all("datacenters", "datacenters")
         now = self._clock.now()
         try:
-            stocked = _stock_by_location(datacenters)
             offers = [
                 offer
                 for server_type in server_types
-                for offer in _offers_of(server_type, stocked, now, self._currency)
+                for offer in offers_of(server_type, now, self._currency)
             ]
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, InvalidInputError) as exc:
             raise unexpected_answer(PROVIDER, "server_types") from exc
         return filter_offers(offers, kind, min_vcpu)
 
@@ -200,7 +221,7 @@ class HetznerProvider:
                 payload = self._api.call(
                     "POST", "servers", body=body, idempotent=False, context=context
                 )
-                return _server_of(payload.get("server"))
+                return self._finish_create(payload, context)
             except AmbiguousOutcome as exc:
                 lost = exc
             except ConflictError as exc:
@@ -213,14 +234,65 @@ class HetznerProvider:
         raise _unknown_outcome(name, lost.reason if lost else "timeout")
 
     def delete_server(self, server_id: str) -> None:
-        """Delete the server; NOT_FOUND if it was not there (after a lost answer: done)."""
+        """Delete the server and wait for its action; NOT_FOUND if it was not there."""
         path = f"servers/{_numeric_id(server_id)}"
+        context = {"serverId": server_id}
         try:
-            self._api.call("DELETE", path, context={"serverId": server_id})
+            payload = self._api.call("DELETE", path, context=context)
         except NotFoundError as exc:
             if exc.details.get("attempts", 1) > 1:
-                return
+                return  # a lost answer: the first attempt deleted it
             raise
+        try:
+            self._wait_for_action(payload.get("action"), context)
+        except ActionFailed as failed:
+            raise failed.error from None
+
+    def _finish_create(self, payload: dict[str, Any], context: dict[str, Any]) -> ProviderServer:
+        """Wait for the create action; the server as it is then (deleted again if it failed)."""
+        server = _server_of(payload.get("server"))
+        try:
+            self._wait_for_action(payload.get("action"), dict(context, serverId=server.id))
+        except ActionFailed as failed:
+            self._discard(server.id)
+            raise failed.error from None
+        return self.get_server(server.id) or server
+
+    def _discard(self, server_id: str) -> None:
+        """Best effort: delete a server whose create action failed (the next pass sees leftovers)."""
+        with contextlib.suppress(FleetError):
+            self._api.call("DELETE", f"servers/{server_id}", context={"serverId": server_id})
+
+    def get_server(self, server_id: str) -> ProviderServer | None:
+        """The server with this id, or None when it is gone."""
+        path = f"servers/{_numeric_id(server_id)}"
+        try:
+            payload = self._api.call("GET", path, context={"serverId": server_id})
+        except NotFoundError:
+            return None
+        return _server_of(payload.get("server"))
+
+    def _wait_for_action(self, action: Any, context: dict[str, Any]) -> None:
+        """Poll GET /actions/{id} until the action ends; its error translated if it failed."""
+        if not isinstance(action, dict) or not isinstance(action.get("id"), int):
+            raise unexpected_answer(PROVIDER, "action")
+        waited = 0.0
+        while True:
+            status = action.get("status")
+            if status == "success":
+                return
+            if status == "error":
+                raise ActionFailed(translate_action_error(PROVIDER, action, context))
+            if status != "running":
+                raise unexpected_answer(PROVIDER, "action")
+            if waited >= self._policy.action_timeout:
+                raise _action_timeout(action, context)
+            self._clock.sleep(self._policy.action_poll_interval)
+            waited += self._policy.action_poll_interval
+            payload = self._api.call("GET", f"actions/{action['id']}", context=context)
+            action = payload.get("action")
+            if not isinstance(action, dict):
+                raise unexpected_answer(PROVIDER, "action")
 
     def list_servers(self, label_selector: Mapping[str, str]) -> list[ProviderServer]:
         """The servers carrying every given label (all servers for an empty selector)."""
@@ -257,16 +329,20 @@ class HetznerProvider:
     def _get_all(
         self, path: str, key: str, params: dict[str, Any] | None = None
     ) -> list[dict[str, Any]]:
-        """Every item of a paginated list, following meta.pagination.next_page."""
+        """Every item of a paginated list, page after page (paging.next_page decides)."""
         items: list[dict[str, Any]] = []
         page: int | None = 1
         for _ in range(MAX_PAGES):
             if page is None:
                 return items
             query = dict(params or {}, page=page, per_page=self._page_size)
-            payload = self._api.call("GET", path, params=query)
-            items.extend(payload.get(key, []))
-            page = _next_page(payload, page)
+            response = self._api.send("GET", path, params=query)
+            payload = _json_object(response)
+            found = payload.get(key)
+            if not isinstance(found, list):
+                raise unexpected_answer(PROVIDER, key)
+            items.extend(found)
+            page = next_page(payload, response.links.get("next", {}).get("url"), page)
         raise ProviderUnavailableError(
             f"{PROVIDER}: {path} has more than {MAX_PAGES} pages",
             {"provider": PROVIDER, "providerCode": "pagination", "retryable": False},
@@ -300,14 +376,6 @@ def _unknown_outcome(name: str, reason: str) -> ProviderUnavailableError:
     )
 
 
-def _next_page(payload: dict[str, Any], current: int) -> int | None:
-    pagination = (payload.get("meta") or {}).get("pagination") or {}
-    following = pagination.get("next_page")
-    if isinstance(following, int) and following > current:
-        return following
-    return None
-
-
 def _numeric_id(server_id: str) -> str:
     text = str(server_id).strip()
     if not text.isdigit():
@@ -322,13 +390,12 @@ def _server_of(raw: Any) -> ProviderServer:
     """A server from the provider's JSON; PROVIDER_UNAVAILABLE when the answer is not one."""
     try:
         return _server_fields(raw)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, InvalidInputError) as exc:
         raise unexpected_answer(PROVIDER, "server") from exc
 
 
 def _server_fields(raw: dict[str, Any]) -> ProviderServer:
-    datacenter = raw.get("datacenter") or {}
-    location = datacenter.get("location") or raw.get("location") or {}
+    location = raw.get("location") or {}
     return ProviderServer(
         id=str(raw["id"]),
         name=str(raw["name"]),
@@ -340,63 +407,28 @@ def _server_fields(raw: dict[str, Any]) -> ProviderServer:
     )
 
 
-def _stock_by_location(datacenters: list[dict[str, Any]]) -> dict[str, set[int]] | None:
-    """Location name → ids of server types some datacenter there can create now (None: unknown)."""
-    if not any("server_types" in datacenter for datacenter in datacenters):
-        return None
-    stock: dict[str, set[int]] = {}
-    for datacenter in datacenters:
-        location = (datacenter.get("location") or {}).get("name")
-        available = (datacenter.get("server_types") or {}).get("available") or []
-        if location:
-            stock.setdefault(location, set()).update(int(type_id) for type_id in available)
-    return stock
+def _json_object(response: httpx.Response) -> dict[str, Any]:
+    try:
+        payload = response.json()
+    except ValueError as exc:
+        raise unexpected_answer(PROVIDER, "a list") from exc
+    if not isinstance(payload, dict):
+        raise unexpected_answer(PROVIDER, "a list")
+    return payload
 
 
-def _offers_of(
-    server_type: dict[str, Any],
-    stocked: dict[str, set[int]] | None,
-    now: datetime,
-    currency: str,
-) -> list[Offer]:
-    per_location = _location_entries(server_type)
-    type_deprecation = server_type.get("deprecation")
-    offers = []
-    for price in server_type.get("prices") or []:
-        region = str(price["location"])
-        entry = per_location.get(region, {}) if per_location is not None else {}
-        deprecation = entry.get("deprecation") or type_deprecation
-        available = (
-            (stocked is None or server_type["id"] in stocked.get(region, set()))
-            and (per_location is None or region in per_location)
-            and not _past(deprecation, now)
-        )
-        offers.append(
-            Offer(
-                id=str(server_type["name"]),
-                kind="vps",
-                region=region,
-                vcpu=int(server_type["cores"]),
-                memory_gib=float(server_type["memory"]),
-                disk_gib=int(server_type["disk"]),
-                price_per_hour=float(price["price_hourly"]["gross"]),
-                currency=currency,
-                available=bool(available),
-                deprecated=bool(deprecation) or bool(server_type.get("deprecated")),
-            )
-        )
-    return offers
-
-
-def _location_entries(server_type: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
-    """The per-location entries (name → entry), or None when the API sends no ``locations``."""
-    entries = server_type.get("locations")
-    if entries is None:
-        return None
-    return {str(entry.get("name")): entry for entry in entries}
-
-
-def _past(deprecation: dict[str, Any] | None, now: datetime) -> bool:
-    if not deprecation or not deprecation.get("unavailable_after"):
-        return False
-    return parse_time(str(deprecation["unavailable_after"])) <= now
+def _action_timeout(action: dict[str, Any], context: dict[str, Any]) -> ProviderUnavailableError:
+    command = action.get("command")
+    return ProviderUnavailableError(
+        f"{PROVIDER}: action {command} ({action.get('id')}) was still running when bcfleet "
+        "stopped waiting; the next pass sees how it ended",
+        {
+            "provider": PROVIDER,
+            "providerCode": "action_timeout",
+            "action": command,
+            "actionId": action.get("id"),
+            "outcome": "unknown",
+            "retryable": True,
+            **context,
+        },
+    )

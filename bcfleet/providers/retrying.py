@@ -9,10 +9,14 @@ refused it with one of those codes. When it may have been applied (a read
 timeout, a dropped connection, a 5xx) :class:`AmbiguousOutcome` goes to the
 caller, which must look the object up by its unique name before trying again.
 
-Waits are capped, jittered exponential backoff, except after a 429 or when
-``RateLimit-Remaining`` reached 0: then the client waits until
-``RateLimit-Reset`` (a UNIX time), never longer than ``max_rate_limit_wait``.
-Time and randomness come from an injected Clock and ``random.Random``.
+Waits are capped, jittered exponential backoff, except for the rate limit
+Hetzner documents: the project's budget of ``RateLimit-Limit`` requests refills
+gradually (one a second at 3600 an hour) and ``RateLimit-Reset`` is the UNIX
+time at which it is full again. After an answer saying ``RateLimit-Remaining:
+0`` the next request waits until one request is regained
+(:func:`seconds_until_one_request`); a 429 waits until ``RateLimit-Reset``.
+No wait is longer than ``max_rate_limit_wait``. Time and randomness come from
+an injected Clock and ``random.Random``.
 """
 
 from __future__ import annotations
@@ -41,12 +45,18 @@ _NEVER_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """How often and how long to retry: attempts include the first one."""
+    """How often and how long to retry: attempts include the first one.
+
+    ``action_poll_interval`` and ``action_timeout`` say how often and how long a
+    client polls an action the provider started (a server being made or deleted).
+    """
 
     max_attempts: int = 5
     base_delay: float = 0.5
     max_delay: float = 20.0
     max_rate_limit_wait: float = 60.0
+    action_poll_interval: float = 1.0
+    action_timeout: float = 300.0
 
     def backoff(self, attempt: int, rng: random.Random) -> float:
         """Equal-jitter exponential backoff for the given 0-based attempt, capped at max_delay."""
@@ -88,6 +98,7 @@ class JsonApi:
         self._policy = policy
         self._clock = clock
         self._rng = rng
+        self._limit: float | None = None
         self._remaining: int | None = None
         self._reset_at: float | None = None
 
@@ -105,6 +116,22 @@ class JsonApi:
         context: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """The decoded JSON answer; FleetError on failure, AmbiguousOutcome as described above."""
+        response = self.send(
+            method, path, params=params, body=body, idempotent=idempotent, context=context
+        )
+        return _json_of(response)
+
+    def send(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        body: dict[str, Any] | None = None,
+        idempotent: bool = True,
+        context: dict[str, Any] | None = None,
+    ) -> httpx.Response:
+        """The successful answer itself (headers such as ``Link`` included); errors as call()."""
         attempts = self._policy.max_attempts
         for number in range(attempts):
             step = _Attempt(method, path, number, number == attempts - 1)
@@ -123,7 +150,7 @@ class JsonApi:
                 ) from exc
             self._remember_budget(response)
             if response.is_success:
-                return _json_of(response)
+                return response
             self._after_error_answer(response, step, idempotent, context)
         raise AssertionError("unreachable: the last attempt always returns or raises")
 
@@ -198,16 +225,36 @@ class JsonApi:
     def _remember_budget(self, response: httpx.Response) -> None:
         remaining = _number_header(response, "RateLimit-Remaining")
         self._remaining = None if remaining is None else int(remaining)
+        self._limit = _number_header(response, "RateLimit-Limit")
         self._reset_at = _number_header(response, "RateLimit-Reset")
 
     def _wait_for_budget(self) -> None:
-        """Before sending: if the last answer said no requests remain, wait for the reset."""
-        if self._remaining is None or self._remaining > 0 or self._reset_at is None:
+        """Before sending: if the last answer said no requests remain, wait until one is regained."""
+        if self._remaining is None or self._reset_at is None:
             return
-        wait = self._reset_at - self._clock.now().timestamp()
-        self._remaining = None
+        wait = seconds_until_one_request(
+            self._limit, self._remaining, self._reset_at, self._clock.now().timestamp()
+        )
         if wait > 0:
+            self._remaining = None
             self._clock.sleep(min(wait, self._policy.max_rate_limit_wait))
+
+
+def seconds_until_one_request(
+    limit: float | None, remaining: int, reset_at: float, now: float
+) -> float:
+    """How long until the budget holds one request again (0 while any remain).
+
+    The budget refills evenly from ``remaining`` to ``limit`` by ``reset_at``, so
+    one request comes back every ``(reset_at - now) / (limit - remaining)``
+    seconds: 1 s at 3600 an hour. Without ``RateLimit-Limit`` the reset itself.
+    """
+    if remaining > 0:
+        return 0.0
+    until_full = max(0.0, reset_at - now)
+    if limit is None or limit <= remaining:
+        return until_full
+    return until_full / (limit - remaining)
 
 
 def _json_of(response: httpx.Response) -> dict[str, Any]:
