@@ -18,8 +18,13 @@
     ├── DatabaseUnavailableError    DATABASE_UNAVAILABLE    503   (the database connection was
     │                               lost or could not be made; Retry-After; details say whether
     │                               the change may have been saved)
-    └── ProviderUnavailableError    PROVIDER_UNAVAILABLE    503   (bcfleet/providers/errors.py:
-                                    a cloud provider could not be reached after retries)
+    └── ProviderUnavailableError    PROVIDER_UNAVAILABLE    503   (a cloud provider could not be
+        └── ProviderIncompatibleError                             reached after retries, or removed
+                                                                  what bcfleet calls)
+
+    ConflictError also has ProviderRateLimitedError (CONFLICT): a provider's rate limit
+    outlasted the retries. bcfleet/providers/errors.py maps each code a provider documents onto
+    these classes.
 
 Codes are stable: scripts and tests match on them, never on messages.
 Messages never name another tenant's objects.
@@ -169,6 +174,21 @@ class DatabaseUnavailableError(FleetError):
         self.retry_after_seconds = retry_after_seconds
 
 
+class ProviderRateLimitedError(ConflictError):
+    """The provider kept answering 429 after every allowed retry; try again after the reset."""
+
+
+class ProviderUnavailableError(FleetError):
+    """The provider did not answer usefully: network failure, timeout or a 5xx after retries."""
+
+    code = "PROVIDER_UNAVAILABLE"
+    http_status = 503
+
+
+class ProviderIncompatibleError(ProviderUnavailableError):
+    """The provider removed an endpoint or method bcfleet calls: retrying cannot help."""
+
+
 ALL_ERRORS: tuple[type[FleetError], ...] = (
     InvalidInputError,
     UnauthenticatedError,
@@ -184,6 +204,7 @@ ALL_ERRORS: tuple[type[FleetError], ...] = (
     TooManyRequestsError,
     NoCapacityError,
     DatabaseUnavailableError,
+    ProviderUnavailableError,
 )
 
 

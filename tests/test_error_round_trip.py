@@ -8,7 +8,6 @@ from typing import Any
 import httpx
 import pytest
 
-import bcfleet.providers.errors  # noqa: F401  (the provider codes join the tree)
 from bcfleet.agent.remote import error_from_response as agent_decodes
 from bcfleet.api.tenants import TenantsAPI
 from bcfleet.errors import FleetError, NoCapacityError, error_classes

@@ -18,10 +18,11 @@ from bcfleet.errors import (
     FleetError,
     InvalidInputError,
     NotFoundError,
+    ProviderRateLimitedError,
+    ProviderUnavailableError,
     UnauthenticatedError,
 )
 from bcfleet.providers.base import ProviderImpl
-from bcfleet.providers.errors import ProviderRateLimitedError, ProviderUnavailableError
 from bcfleet.providers.fake_server import FakeHetzner
 from bcfleet.providers.hetzner import HetznerProvider, label_selector_text
 from bcfleet.providers.hetzner_offers import offers_of

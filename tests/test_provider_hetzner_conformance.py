@@ -18,16 +18,12 @@ from bcfleet.errors import (
     ConflictError,
     FleetError,
     InvalidInputError,
+    ProviderIncompatibleError,
+    ProviderUnavailableError,
 )
 from bcfleet.fleet import Fleet
 from bcfleet.jobs.providers import run_reconcile
-from bcfleet.providers.errors import (
-    CODES,
-    ProviderIncompatibleError,
-    ProviderUnavailableError,
-    translate,
-    translate_action_error,
-)
+from bcfleet.providers.errors import CODES, translate, translate_action_error
 from bcfleet.providers.fake_server import FakeHetzner
 from bcfleet.providers.hetzner import HetznerProvider
 from bcfleet.providers.paging import next_page

@@ -15,9 +15,14 @@ import pytest
 from sqlmodel import select
 
 from bcfleet.clock import FakeClock
-from bcfleet.errors import FleetError, InvalidInputError, NotFoundError, UnauthenticatedError
+from bcfleet.errors import (
+    FleetError,
+    InvalidInputError,
+    NotFoundError,
+    ProviderUnavailableError,
+    UnauthenticatedError,
+)
 from bcfleet.fleet import Fleet
-from bcfleet.providers.errors import ProviderUnavailableError
 from bcfleet.providers.fake_server import FakeHetzner
 from bcfleet.store.models import Pool
 from tests.builders import OP, token

@@ -11,7 +11,6 @@ from urllib.parse import quote
 
 import httpx
 
-import bcfleet.providers.errors  # noqa: F401  (the provider codes join the tree)
 from bcfleet import __version__
 from bcfleet.errors import FleetError, error_from_document
 

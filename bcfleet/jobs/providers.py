@@ -54,11 +54,10 @@ from bcfleet.domain.provider_plan import (
     ServerView,
     plan_account,
 )
-from bcfleet.errors import ConflictError, FleetError, NotFoundError
+from bcfleet.errors import ConflictError, FleetError, NotFoundError, ProviderRateLimitedError
 from bcfleet.jobs.faults import FaultLog, Item, ends_the_run
 from bcfleet.jobs.provider_records import forget_servers, mark_problem, record_server
 from bcfleet.providers.base import Offer, ProviderImpl, ProviderServer
-from bcfleet.providers.errors import ProviderRateLimitedError
 from bcfleet.store.models import FleetIdentity, Instance, Pool, ProviderAccount
 
 if TYPE_CHECKING:

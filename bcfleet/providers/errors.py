@@ -42,7 +42,7 @@ adds ``PROVIDER_UNAVAILABLE`` (HTTP 503) as a subclass of FleetError.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from bcfleet.errors import (
     CapacityUnavailableError,
@@ -51,25 +51,12 @@ from bcfleet.errors import (
     ForbiddenError,
     InvalidInputError,
     NotFoundError,
+    ProviderIncompatibleError,
+    ProviderRateLimitedError,
+    ProviderUnavailableError,
     UnauthenticatedError,
     UnsupportedError,
 )
-
-
-class ProviderRateLimitedError(ConflictError):
-    """The provider kept answering 429 after every allowed retry; try again after the reset."""
-
-
-class ProviderUnavailableError(FleetError):
-    """The provider did not answer usefully: network failure, timeout or a 5xx after retries."""
-
-    code: ClassVar[str] = "PROVIDER_UNAVAILABLE"
-    http_status: ClassVar[int] = 503
-
-
-class ProviderIncompatibleError(ProviderUnavailableError):
-    """The provider removed an endpoint or method bcfleet calls: retrying cannot help."""
-
 
 _CAPACITY = "capacity"
 _RATE = "rate"

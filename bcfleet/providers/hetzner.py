@@ -49,14 +49,11 @@ from bcfleet.errors import (
     FleetError,
     InvalidInputError,
     NotFoundError,
+    ProviderUnavailableError,
     UnauthenticatedError,
 )
 from bcfleet.providers.base import Offer, ProviderServer, filter_offers
-from bcfleet.providers.errors import (
-    ProviderUnavailableError,
-    translate_action_error,
-    unexpected_answer,
-)
+from bcfleet.providers.errors import translate_action_error, unexpected_answer
 from bcfleet.providers.hetzner_offers import offers_of
 from bcfleet.providers.paging import next_page
 from bcfleet.providers.retrying import AmbiguousOutcome, JsonApi, RetryPolicy

@@ -29,11 +29,10 @@ import httpx
 
 from bcfleet.clock import Clock
 from bcfleet.egress import EgressRefused
-from bcfleet.errors import FleetError
+from bcfleet.errors import FleetError, ProviderUnavailableError
 from bcfleet.providers.errors import (
     REJECTED_RETRYABLE,
     SERVER_FAULTS,
-    ProviderUnavailableError,
     code_for_status,
     refused_destination,
     translate,
