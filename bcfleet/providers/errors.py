@@ -36,8 +36,9 @@ the same table from the action's error code (:func:`translate_action_error`).
 
 Rate limiting keeps the stable CONFLICT code (like Hetzner's own ``conflict``:
 "try again"); it is not LOCKED, which names a bcfleet lock holder. A provider
-that cannot be reached has no code in PRODUCT.md §3, so ProviderUnavailableError
-adds ``PROVIDER_UNAVAILABLE`` (HTTP 503) as a subclass of FleetError.
+that cannot be reached has no code in PRODUCT.md §3, so the tree in
+bcfleet/errors.py adds ``PROVIDER_UNAVAILABLE`` (HTTP 503); every class this
+table names lives there, so the HTTP client decodes each of them.
 """
 
 from __future__ import annotations
