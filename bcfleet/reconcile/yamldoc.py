@@ -163,7 +163,12 @@ def _syntax_problem(exc: yaml.MarkedYAMLError, text: str) -> Problem:
         message = f"{problem} ({context} at line {where.line}, column {where.column})"
     else:
         message = problem or context or "invalid document"
-    position = _mark_position(mark) if mark is not None else START
+    if mark is None:
+        position = START
+    elif mark.index >= len(text):  # libyaml puts the end of the stream on a line of its own
+        position = position_in_text(text, len(text))
+    else:
+        position = _mark_position(mark)
     return Problem((), f"YAML syntax error: {message}", position=position)
 
 
