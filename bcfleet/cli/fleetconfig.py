@@ -12,12 +12,12 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
 
 from bcfleet.cli.common import common_options, output, print_json, state
+from bcfleet.domain.document_limits import problems_cut
 from bcfleet.domain.durations import parse_duration
 from bcfleet.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, InvalidInputError
 from bcfleet.fleet import Fleet
@@ -31,7 +31,7 @@ from bcfleet.reconcile.apply import (
     make_plan,
     plan_json,
 )
-from bcfleet.reconcile.load import load_fleetconfig
+from bcfleet.reconcile.load import load_fleetconfig, read_fleetconfig
 from bcfleet.reconcile.lock import force_unlock as unlock
 from bcfleet.reconcile.lock import held
 from bcfleet.reconcile.model import DesiredFleet
@@ -58,6 +58,8 @@ def _load(file: str) -> DesiredFleet:
         for diagnostic in error.details.get("errors", []):
             click.echo(_diagnostic_line(diagnostic), err=True)
         count = len(error.details.get("errors", []))
+        if error.details.get("truncated"):
+            click.echo(f"{file}: {problems_cut()}", err=True)
         click.echo(f"error: INVALID_INPUT: {file}: {count} error(s)", err=True)
         sys.exit(EXIT_ERROR)
 
@@ -101,7 +103,7 @@ def plan_(file: str, out: str | None, detailed_exitcode: bool, allow_empty: bool
     if result.errors:
         return EXIT_ERROR
     if out is not None:
-        text = Path(file).read_bytes().decode("utf-8-sig")  # as the loader read it
+        text = read_fleetconfig(file)  # as the loader read it
         if hashlib.sha256(text.encode("utf-8")).hexdigest() != desired.digest:
             raise InvalidInputError(f"{file} changed while it was planned: plan again")
         save_plan(out, result, file=file, text=text, allow_empty=allow_empty)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import click
 
 from bcfleet.cli.common import fleet_command, output, parse_labels, state, table
-from bcfleet.errors import InvalidInputError
+from bcfleet.domain.document_limits import INVENTORY_MAX_BYTES
+from bcfleet.input_files import load_json
 
 
 @click.group("hosts")
@@ -67,15 +67,7 @@ def adopt(
 def report(tenant: str | None, host: str, path: Path) -> None:
     """Report a host's inventory from a JSON file (schemas/inventory.schema.json)."""
     s = state()
-    try:
-        inventory = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise InvalidInputError(
-            f"{path}:{exc.lineno}:{exc.colno}: {exc.msg}",
-            {"file": str(path), "line": exc.lineno, "column": exc.colno},
-        ) from exc
-    except OSError as exc:
-        raise InvalidInputError(f"{path}: {exc.strerror}", {"file": str(path)}) from exc
+    inventory = load_json(path, limit=INVENTORY_MAX_BYTES, what="host inventory")
     output(
         s.fleet.api.hosts.report(s.credential, tenant_id=tenant, host=host, inventory=inventory),
         _host_text,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -34,6 +35,7 @@ from bcfleet.domain.bounds import (
     text_problem,
     whole_problem,
 )
+from bcfleet.domain.document_limits import MAX_PROBLEMS, cut
 from bcfleet.errors import InvalidInputError
 
 # (section, field, low, high) of every number an inventory holds; GiB may be fractional.
@@ -44,6 +46,8 @@ _WHOLE_FIELDS: tuple[tuple[str, str, int, int], ...] = (
     ("gpus", "numaNode", 0, SHAPE_MAX),
 )
 GPU_MODEL_MAX = 128
+_LISTED = 16  # NUMA node ids a message lists
+_MESSAGE_PROBLEMS = 50  # problems the error's message lists; details carry them all
 
 
 @dataclass(frozen=True, order=True)
@@ -66,11 +70,11 @@ def json_path(parts: Sequence[str | int]) -> str:
 
 
 def schema_problems(doc: object, schema: Mapping[str, Any]) -> list[InventoryProblem]:
-    """Every way ``doc`` breaks ``schema``, sorted by path."""
+    """Every way ``doc`` breaks ``schema`` (up to one past MAX_PROBLEMS), sorted by path."""
     validator = Draft202012Validator(schema)
     found = {
-        InventoryProblem(json_path(list(error.absolute_path)), error.message)
-        for error in validator.iter_errors(doc)
+        InventoryProblem(json_path(list(error.absolute_path)), cut(error.message))
+        for error in islice(validator.iter_errors(doc), MAX_PROBLEMS + 1)
     }
     return sorted(found)
 
@@ -108,7 +112,10 @@ def _duplicates(doc: Mapping[str, Any], key: str, what: str) -> Iterator[Invento
 def _node_references(doc: Mapping[str, Any], node_ids: set[int]) -> Iterator[InventoryProblem]:
     if not node_ids:
         return
-    listed = ", ".join(str(n) for n in sorted(node_ids))
+    ordered = sorted(node_ids)
+    listed = ", ".join(str(n) for n in ordered[:_LISTED]) + (
+        ", …" if len(ordered) > _LISTED else ""
+    )
     for key, what in (("cpus", "CPU"), ("gpus", "GPU")):
         for index, item in _entries(doc, key):
             node = _int(item.get("numaNode"))
@@ -230,7 +237,8 @@ def inventory_problems(doc: object, schema: Mapping[str, Any]) -> list[Inventory
     """Schema problems, then semantic problems (one per path); empty when the inventory is valid."""
     found = schema_problems(doc, schema)
     seen = {p.path for p in found}
-    return [*found, *(p for p in semantic_problems(doc) if p.path not in seen)]
+    found += [p for p in semantic_problems(doc) if p.path not in seen]
+    return found[: MAX_PROBLEMS + 1]
 
 
 def validate_inventory(doc: object, schema: Mapping[str, Any]) -> None:
@@ -238,9 +246,13 @@ def validate_inventory(doc: object, schema: Mapping[str, Any]) -> None:
     problems = inventory_problems(doc, schema)
     if not problems:
         return
-    count = f"{len(problems)} problem" + ("" if len(problems) == 1 else "s")
-    listing = "; ".join(f"{p.path}: {p.message}" for p in problems)
-    raise InvalidInputError(
-        f"invalid inventory ({count}): {listing}",
-        {"problems": [p.to_json() for p in problems]},
-    )
+    details: dict[str, Any] = {"problems": [p.to_json() for p in problems[:MAX_PROBLEMS]]}
+    if len(problems) > MAX_PROBLEMS:
+        count = f"more than {MAX_PROBLEMS:,} problems"
+        details["truncated"] = True
+    else:
+        count = f"{len(problems)} problem" + ("" if len(problems) == 1 else "s")
+    listing = "; ".join(f"{p.path}: {p.message}" for p in problems[:_MESSAGE_PROBLEMS])
+    if len(problems) > _MESSAGE_PROBLEMS:
+        listing += "; …"
+    raise InvalidInputError(f"invalid inventory ({count}): {listing}", details)

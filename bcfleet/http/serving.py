@@ -21,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from bcfleet.domain.bounds import storable_problem
+from bcfleet.domain.document_limits import json_problem
 from bcfleet.errors import FleetError, InvalidInputError, UnauthenticatedError
 from bcfleet.fleet import Fleet
 from bcfleet.http.metrics import Metrics
@@ -143,6 +144,13 @@ def parse_json(raw: bytes) -> Any:
     """Strict JSON (no NaN or Infinity); INVALID_INPUT naming where it broke."""
     if not raw.strip():
         raise InvalidInputError("a JSON body is required", {"reason": "empty_body"})
+    limit = json_problem(raw.decode("utf-8", "replace"))
+    if limit is not None:
+        where = {"line": limit.line, "column": limit.column}
+        raise InvalidInputError(
+            f"the body is refused at line {limit.line}, column {limit.column}: {limit.message}",
+            {"reason": "bad_json", **where},
+        )
     try:
         value = json.loads(raw, parse_constant=_no_constant)
     except (ValueError, RecursionError) as exc:

@@ -14,7 +14,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from bcfleet.domain.document_limits import (
+    FLEETCONFIG_MAX_BYTES,
+    MAX_PROBLEMS,
+    problems_cut,
+    too_large,
+)
 from bcfleet.errors import InvalidInputError
+from bcfleet.input_files import DocumentRefused, read_text
 from bcfleet.reconcile.checks import meaning_findings
 from bcfleet.reconcile.model import (
     ROOT_TENANT,
@@ -43,7 +50,6 @@ from bcfleet.reconcile.yamldoc import (
     YamlProblems,
     json_path,
     parse_yaml,
-    position_in_text,
 )
 from bcfleet.settings import HostReserve
 
@@ -55,20 +61,18 @@ def load_fleetconfig(
 ) -> DesiredFleet:
     """Read, validate and normalize a FleetConfig file."""
     name = os.fspath(path)
+    return load_fleetconfig_text(read_fleetconfig(name), file=name, host_reserve=host_reserve)
+
+
+def read_fleetconfig(path: str | os.PathLike[str]) -> str:
+    """A FleetConfig file's text as the loader reads it: at most FLEETCONFIG_MAX_BYTES of
+    UTF-8, a leading BOM dropped; INVALID_INPUT at ``file:line:column`` otherwise."""
+    name = os.fspath(path)
     try:
-        with open(name, "rb") as handle:
-            raw = handle.read()
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        raise _invalid([Diagnostic(name, 1, 1, "$", f"cannot read the file: {reason}")]) from exc
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        prefix = raw[: exc.start].decode("utf-8", "replace")
-        where = position_in_text(prefix, len(prefix))
-        diagnostic = Diagnostic(name, where.line, where.column, "$", "the file is not UTF-8 text")
-        raise _invalid([diagnostic]) from exc
-    return load_fleetconfig_text(text, file=name, host_reserve=host_reserve)
+        return read_text(name, limit=FLEETCONFIG_MAX_BYTES, what="FleetConfig")
+    except DocumentRefused as refused:
+        where = refused.where
+        raise _invalid([Diagnostic(name, where.line, where.column, "$", where.message)]) from None
 
 
 def load_fleetconfig_text(
@@ -80,18 +84,21 @@ def load_fleetconfig_text(
 
 
 def _load_text(text: str, file: str, host_reserve: HostReserve | None) -> DesiredFleet:
+    if len(text.encode("utf-8", "replace")) > FLEETCONFIG_MAX_BYTES:  # a saved plan's text
+        message = too_large("FleetConfig", FLEETCONFIG_MAX_BYTES)
+        raise _invalid([Diagnostic(file, 1, 1, "$", message)])
     try:
         document = parse_yaml(text)
     except YamlProblems as exc:
-        raise _invalid(_diagnose(file, ParsedDocument(None), exc.problems)) from None
+        raise _invalid_at(file, ParsedDocument(None), exc.problems) from None
     problems = schema_problems(document.data)
     reported = {problem.path for problem in problems}
     problems += [p for p in value_findings(document.data) if p.path not in reported]
     if problems:
-        raise _invalid(_diagnose(file, document, problems))
+        raise _invalid_at(file, document, problems)
     findings = meaning_findings(document.data)
     if findings.errors:
-        raise _invalid(_diagnose(file, document, findings.errors))
+        raise _invalid_at(file, document, findings.errors)
     return replace(
         build_desired(document.data, host_reserve=host_reserve),
         warnings=tuple(_diagnose(file, document, findings.warnings)),
@@ -109,11 +116,23 @@ def _diagnose(file: str, document: ParsedDocument, problems: Sequence[Problem]) 
     return sorted(diagnostics, key=lambda d: (d.line, d.column, d.path, d.message))
 
 
-def _invalid(diagnostics: list[Diagnostic]) -> InvalidInputError:
+def _invalid_at(
+    file: str, document: ParsedDocument, problems: Sequence[Problem]
+) -> InvalidInputError:
+    """The error for ``problems``: at most MAX_PROBLEMS of them, located, and whether it stopped."""
+    truncated = len(problems) > MAX_PROBLEMS
+    return _invalid(_diagnose(file, document, problems[:MAX_PROBLEMS]), truncated=truncated)
+
+
+def _invalid(diagnostics: list[Diagnostic], *, truncated: bool = False) -> InvalidInputError:
     lines = [d.format() for d in diagnostics[:_MESSAGE_LINES]]
     if len(diagnostics) > _MESSAGE_LINES:
         lines.append(f"... and {len(diagnostics) - _MESSAGE_LINES} more")
-    return InvalidInputError("\n".join(lines), {"errors": [d.to_json() for d in diagnostics]})
+    details: dict[str, Any] = {"errors": [d.to_json() for d in diagnostics]}
+    if truncated:
+        lines.append(problems_cut())
+        details["truncated"] = True
+    return InvalidInputError("\n".join(lines), details)
 
 
 def build_desired(

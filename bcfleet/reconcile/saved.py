@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from bcfleet import __version__
+from bcfleet.domain.document_limits import SAVED_PLAN_MAX_BYTES
 from bcfleet.errors import InvalidInputError, StalePlanError
+from bcfleet.input_files import DocumentRefused, parse_json_text, read_text
 from bcfleet.reconcile.actions import Plan
 from bcfleet.reconcile.apply import Approved, plan_json
 from bcfleet.reconcile.load import load_fleetconfig_text
@@ -81,12 +83,13 @@ def read_plan(path: str | os.PathLike[str]) -> SavedPlan:
     STALE_PLAN for one made by another bcfleet version."""
     name = os.fspath(path)
     try:
-        with open(name, encoding="utf-8") as handle:
-            document = json.load(handle)
-    except OSError as exc:
-        raise InvalidInputError(f"cannot read the plan {name}: {exc.strerror or exc}") from exc
-    except ValueError as exc:
-        raise _not_a_plan(name, f"not JSON ({exc})") from exc
+        document = parse_json_text(read_text(name, limit=SAVED_PLAN_MAX_BYTES, what="saved plan"))
+    except DocumentRefused as refused:
+        where = refused.where
+        if refused.unreadable is not None:
+            raise InvalidInputError(f"cannot read the plan {name}: {refused.unreadable}") from None
+        at = f"line {where.line}, column {where.column}"
+        raise _not_a_plan(name, f"{where.message} ({at})") from None
     saved = _parse(name, document)
     if saved.version != __version__:
         raise StalePlanError(

@@ -2,26 +2,33 @@
 
 When jsonschema-rs is installed, it answers first whether the data is valid at all (some
 forty times faster on large documents); only data it does not accept goes through the
-jsonschema validator, which explains each problem and has the last word.
+jsonschema validator, which explains each problem and has the last word. That validator
+checks ``uniqueItems`` in linear time (jsonschema's own compares every pair of objects), and
+at most MAX_PROBLEMS problems are explained; values are quoted cut short (``bounds.shown``).
 """
 
 from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from functools import cache
 from importlib.resources import files
+from itertools import islice
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
+from jsonschema.protocols import Validator
+from jsonschema.validators import extend
 
 try:
     import jsonschema_rs
 except ImportError:  # the pure-Python validator alone is correct, only slower
     jsonschema_rs = None  # type: ignore[assignment]
 
+from bcfleet.domain.bounds import shown
+from bcfleet.domain.document_limits import MAX_PROBLEMS, cut
 from bcfleet.reconcile.yamldoc import PathKey, Problem, describe
 
 _TYPE_WORDS = {
@@ -43,12 +50,48 @@ def fleetconfig_schema() -> dict[str, Any]:
     return schema
 
 
+def _canonical(value: Any) -> Hashable:
+    """A key equal for values JSON Schema calls equal: 1 and 1.0 alike, true and 1 not."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return (type(value).__name__, value)
+    if isinstance(value, int | float):
+        return ("number", value)
+    if isinstance(value, list):
+        return ("array", tuple(_canonical(item) for item in value))
+    if isinstance(value, dict):
+        return ("object", frozenset((key, _canonical(item)) for key, item in value.items()))
+    return ("other", repr(value))
+
+
+def _repeated(items: list[Any]) -> Iterator[tuple[int, Any]]:
+    """Each item equal to an earlier one, with its index: one pass over a dict."""
+    seen: set[Hashable] = set()
+    for index, item in enumerate(items):
+        key = _canonical(item)
+        if key in seen:
+            yield index, item
+        seen.add(key)
+
+
+def _unique_items(
+    _validator: Validator, unique: Any, instance: Any, _schema: Mapping[str, Any]
+) -> Iterator[ValidationError]:
+    if unique and isinstance(instance, list) and next(_repeated(instance), None) is not None:
+        yield ValidationError("has non-unique elements")
+
+
+_LinearValidator = extend(  # type: ignore[no-untyped-call]
+    Draft202012Validator, {"uniqueItems": _unique_items}
+)
+
+
 @cache
-def _validator() -> Draft202012Validator:
+def _validator() -> Validator:
     """A validator of the schema with its local ``$ref``s inlined: the same rules, checked
     several times faster on large documents because no reference is resolved per value."""
     schema = fleetconfig_schema()
-    return Draft202012Validator(_inline_refs(schema, schema.get("$defs", {})))
+    validator: Validator = _LinearValidator(_inline_refs(schema, schema.get("$defs", {})))
+    return validator
 
 
 def _inline_refs(node: Any, defs: Mapping[str, Any]) -> Any:
@@ -85,13 +128,12 @@ def _surely_valid(data: Any) -> bool:
 
 
 def schema_problems(data: Any) -> list[Problem]:
-    """Every schema violation in ``data``; each unknown field is a Problem of its own."""
+    """Every schema violation in ``data``, up to one past MAX_PROBLEMS (so the caller can tell
+    that it stopped); each unknown field is a Problem of its own."""
     if _surely_valid(data):
         return []
-    problems: list[Problem] = []
-    for error in _validator().iter_errors(data):
-        problems.extend(_explain(error))
-    return problems
+    explained = (p for error in _validator().iter_errors(data) for p in _explain(error))
+    return list(islice(explained, MAX_PROBLEMS + 1))
 
 
 def _subschema(error: ValidationError) -> Mapping[str, Any]:
@@ -109,7 +151,7 @@ def _explain(error: ValidationError) -> Iterator[Problem]:
         known = sorted(_subschema(error).get("properties", {}))
         for key in error.instance:
             if key not in known:
-                message = f"unknown field {key!r}{suggest(str(key), known)}"
+                message = f"unknown field {shown(key)}{suggest(str(key), known)}"
                 yield Problem((*path, key), message, at_key=True)
     elif kind == "required" and isinstance(error.instance, dict):
         for name in value:
@@ -124,17 +166,13 @@ def _explain(error: ValidationError) -> Iterator[Problem]:
 def _bad_key(path: PathKey, error: ValidationError) -> Problem:
     key = str(error.instance)
     hint = _subschema(error).get("description")
-    message = f"{key!r} is not a valid key" + (f": use {hint}" if hint else "")
+    message = f"{shown(key)} is not a valid key" + (f": use {hint}" if hint else "")
     return Problem((*path, key), message, at_key=True)
 
 
 def _duplicates(path: PathKey, items: list[Any]) -> Iterator[Problem]:
-    seen: list[Any] = []
-    for index, item in enumerate(items):
-        if item in seen:
-            yield Problem((*path, index), f"{item!r} is listed more than once")
-        else:
-            seen.append(item)
+    for index, item in _repeated(items):
+        yield Problem((*path, index), f"{shown(item)} is listed more than once")
 
 
 def _message(error: ValidationError) -> str:
@@ -149,10 +187,12 @@ def _message(error: ValidationError) -> str:
     if kind == "enum":
         choices = ", ".join(repr(choice) for choice in value)
         hint = suggest(instance, [str(c) for c in value]) if isinstance(instance, str) else ""
-        return f"{instance!r} is not one of {choices}{hint}"
+        return f"{shown(instance)} is not one of {choices}{hint}"
     if kind == "const":
         return f"expected {value!r}, got {describe(instance)}"
     if kind == "pattern":
         description = _subschema(error).get("description")
-        return f"{instance!r} is not allowed here" + (f": use {description}" if description else "")
-    return str(error.message)
+        return f"{shown(instance)} is not allowed here" + (
+            f": use {description}" if description else ""
+        )
+    return cut(str(error.message))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
+from itertools import chain, islice
 from typing import Any
 
 from bcfleet.domain.bounds import (
@@ -19,6 +20,7 @@ from bcfleet.domain.bounds import (
     storable_problem,
     whole_problem,
 )
+from bcfleet.domain.document_limits import MAX_PROBLEMS
 from bcfleet.reconcile.yamldoc import PathKey, Problem
 
 SHAPE_FIELDS = {"vcpu": 1, "memoryGiB": 1, "diskGiB": 1, "gpus": 0}
@@ -27,9 +29,10 @@ RESERVE_FIELDS = ("vcpu", "memoryGiB", "diskGiB")
 
 
 def value_findings(data: Any) -> list[Problem]:
-    """Every text and number of the document that breaks the bounds, in document order."""
+    """Every text and number of the document that breaks the bounds, in document order, up to
+    one past MAX_PROBLEMS."""
     wholes = _bounded_wholes(data) if isinstance(data, Mapping) else iter(())
-    return [*_walk(data, ()), *wholes]
+    return list(islice(chain(_walk(data, ()), wholes), MAX_PROBLEMS + 1))
 
 
 def _text(text: str, path: PathKey, *, at_key: bool) -> Iterator[Problem]:

@@ -1,31 +1,40 @@
 """Parse YAML into plain data while remembering the line and column of every key and value.
 
 The loader composes the node graph (``yaml.compose``) instead of loading, so each
-value keeps its mark; it rejects duplicate keys, non-string keys, merge keys and
-tags beyond YAML's core types, and reports each problem with its position.
+value keeps its mark; it rejects duplicate keys, non-string keys, merge keys, tags
+beyond YAML's core types and overlong number literals, and reports each problem with
+its position. ``yamlguard.guard`` runs first, so nothing composed nests past
+``MAX_DEPTH`` or expands past ``MAX_VALUES``.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from bcfleet.domain.document_limits import (
+    MAX_NUMBER_CHARS,
+    MAX_PROBLEMS,
+    line_column,
+    number_too_long,
+)
+from bcfleet.reconcile.yamlguard import Refused, guard
+
 PathKey = tuple[str | int, ...]
 
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_MAX_DEPTH = 64
-_MAX_NODES = 2_000_000  # aliases can make a small text expand without bound
 _MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _STR_TAG = "tag:yaml.org,2002:str"
 _INT_TAG = "tag:yaml.org,2002:int"
+_NUMBER_TAGS = frozenset((_INT_TAG, "tag:yaml.org,2002:float"))
 _SCALAR_TAGS = frozenset(
     f"tag:yaml.org,2002:{name}"
     for name in ("null", "bool", "int", "float", "str", "timestamp", "binary")
@@ -66,6 +75,7 @@ class ParsedDocument:
 
     data: Any
     root: Node | None = None
+    _keys: dict[int, dict[str, tuple[Node, Node]]] = field(default_factory=dict, repr=False)
 
     def locate(self, path: PathKey, *, at_key: bool = False) -> Position:
         """Where ``path`` is written (its key when ``at_key``), or its nearest written ancestor."""
@@ -73,7 +83,7 @@ class ParsedDocument:
             return START
         node, key_node = self.root, None
         for part in path:
-            child, key_node = _child(node, part)
+            child, key_node = self._child(node, part)
             if child is None:
                 return _mark_position(node.start_mark)
             node = child
@@ -81,16 +91,22 @@ class ParsedDocument:
             return _mark_position(key_node.start_mark)
         return _mark_position(node.start_mark)
 
-
-def _child(node: Node, part: str | int) -> tuple[Node | None, Node | None]:
-    """The value node under ``part`` and, in a mapping, its key node."""
-    if isinstance(node, MappingNode) and isinstance(part, str):
-        for key_node, value_node in node.value:
-            if isinstance(key_node, ScalarNode) and key_node.value == part:
-                return value_node, key_node
-    if isinstance(node, SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
-        return node.value[part], None
-    return None, None
+    def _child(self, node: Node, part: str | int) -> tuple[Node | None, Node | None]:
+        """The value node under ``part`` and, in a mapping, its key node (a mapping's keys are
+        indexed on first use, so locating many problems in a large mapping stays linear)."""
+        if isinstance(node, MappingNode) and isinstance(part, str):
+            keys = self._keys.get(id(node))
+            if keys is None:
+                keys = {}
+                for key_node, value_node in node.value:
+                    if isinstance(key_node, ScalarNode):
+                        keys.setdefault(key_node.value, (value_node, key_node))
+                self._keys[id(node)] = keys
+            value_node, key_node = keys.get(part, (None, None))
+            return value_node, key_node
+        if isinstance(node, SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
+            return node.value[part], None
+        return None, None
 
 
 def json_path(path: PathKey) -> str:
@@ -128,9 +144,7 @@ def describe(value: object) -> str:
 
 def position_in_text(text: str, index: int) -> Position:
     """The line and column of a character offset."""
-    index = max(0, min(index, len(text)))
-    line = text.count("\n", 0, index) + 1
-    return Position(line, index - (text.rfind("\n", 0, index) + 1) + 1)
+    return Position(*line_column(text, index))
 
 
 def _mark_position(mark: Any) -> Position:
@@ -149,7 +163,12 @@ def _syntax_problem(exc: yaml.MarkedYAMLError, text: str) -> Problem:
         message = f"{problem} ({context} at line {where.line}, column {where.column})"
     else:
         message = problem or context or "invalid document"
-    position = _mark_position(mark) if mark is not None else START
+    if mark is None:
+        position = START
+    elif mark.index >= len(text):  # libyaml puts the end of the stream on a line of its own
+        position = position_in_text(text, len(text))
+    else:
+        position = _mark_position(mark)
     return Problem((), f"YAML syntax error: {message}", position=position)
 
 
@@ -160,7 +179,10 @@ def _compose(text: str) -> Node | None:
         where = position_in_text(text, exc.start)
         raise YamlProblems([Problem((), "text that is not valid Unicode", position=where)]) from exc
     try:
+        guard(text, _LOADER)
         node: Node | None = yaml.compose(text, Loader=_LOADER)
+    except Refused as exc:
+        raise YamlProblems([Problem((), exc.message, position=_mark_position(exc.mark))]) from None
     except yaml.MarkedYAMLError as exc:
         raise YamlProblems([_syntax_problem(exc, text)]) from exc
     except yaml.reader.ReaderError as exc:
@@ -183,23 +205,15 @@ class _Converter:
     def __init__(self) -> None:
         self.problems: list[Problem] = []
         self.constructor = SafeConstructor()
-        self.budget = _MAX_NODES
         self.path: list[str | int] = []
 
     def problem(self, node: Node, message: str, *extra: str) -> None:
+        if len(self.problems) > MAX_PROBLEMS:  # one past the limit tells the caller it stopped
+            return
         where = _mark_position(node.start_mark)
         self.problems.append(Problem((*self.path, *extra), message, position=where))
 
     def convert(self, node: Node) -> Any:
-        self.budget -= 1
-        if self.budget < 0 or len(self.path) > _MAX_DEPTH:
-            message = (
-                "the document expands too far (aliases)"
-                if self.budget < 0
-                else "it nests too deeply"
-            )
-            where = _mark_position(node.start_mark)
-            raise YamlProblems([Problem(tuple(self.path), message, position=where)])
         if isinstance(node, MappingNode):
             return self.mapping(node)
         if isinstance(node, SequenceNode):
@@ -221,6 +235,9 @@ class _Converter:
         tag, text = node.tag, node.value
         if tag == _STR_TAG:
             return text
+        if tag in _NUMBER_TAGS and len(text) > MAX_NUMBER_CHARS:
+            self.problem(node, number_too_long(len(text)))
+            return None
         if tag == _INT_TAG and text.isdigit() and text[0] != "0":
             return int(text)
         if tag not in _SCALAR_TAGS:
