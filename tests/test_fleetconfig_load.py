@@ -387,14 +387,6 @@ BROKEN = [
         id="pool-name-is-lower-case",
     ),
     pytest.param(
-        doc("tenants: [{id: 2024-01-01}]\n"),
-        3,
-        16,
-        "$.tenants[0].id",
-        "quote it",
-        id="unquoted-date",
-    ),
-    pytest.param(
         doc("tenants: [{id: !!python/object:os.system x}]\n"),
         3,
         16,

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
-from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from bcfleet.domain.document_limits import (
@@ -24,11 +23,12 @@ from bcfleet.domain.document_limits import (
     line_column,
     number_too_long,
 )
+from bcfleet.reconcile.yaml12 import CoreConstructor, CoreLoader
 from bcfleet.reconcile.yamlguard import Refused, guard
 
 PathKey = tuple[str | int, ...]
 
-_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_LOADER: Any = CoreLoader  # YAML 1.2 core resolution, as editors read the document
 _MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -204,7 +204,7 @@ class _Converter:
 
     def __init__(self) -> None:
         self.problems: list[Problem] = []
-        self.constructor = SafeConstructor()
+        self.constructor = CoreConstructor()
         self.path: list[str | int] = []
 
     def problem(self, node: Node, message: str, *extra: str) -> None:
@@ -244,7 +244,7 @@ class _Converter:
             self.problem(node, f"unsupported YAML tag {tag}")
             return None
         try:
-            return SafeConstructor.yaml_constructors[tag](self.constructor, node)
+            return CoreConstructor.yaml_constructors[tag](self.constructor, node)
         except (yaml.YAMLError, ValueError, OverflowError) as exc:
             self.problem(node, f"cannot read this {tag.rsplit(':', 1)[-1]}: {exc}")
             return None
