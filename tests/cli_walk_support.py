@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 from sqlalchemy import create_engine, text
+from sqlmodel import SQLModel
 
 from bcfleet.cli.main import cli
 from bcfleet.fleet import Fleet
@@ -203,6 +204,7 @@ def sqlite_world(directory: Path, files: Path) -> World:
     """The seeded fleet in an SQLite file; restoring copies the seeded file back."""
     directory.mkdir(parents=True, exist_ok=True)
     template, work = directory / "seeded.db", directory / "fleet.db"
+    template.unlink(missing_ok=True)  # pytest may set a module's world up more than once
     ids = seed(f"sqlite:///{template}")
 
     def restore() -> None:
@@ -215,29 +217,50 @@ def sqlite_world(directory: Path, files: Path) -> World:
 
 
 def postgres_world(files: Path, database: str) -> tuple[World, Any]:
-    """The seeded fleet in PostgreSQL; restoring recreates the database from a seeded template.
+    """The seeded fleet in a PostgreSQL database of its own; restoring empties every table and
+    writes the seeded rows and sequence values back (far faster than CREATE DATABASE …
+    TEMPLATE or TRUNCATE).
 
-    Returns the world and a function that drops both databases."""
+    Returns the world and a function that drops the database."""
     admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    server = PG_ADMIN_URL.rsplit("/", 1)[0]
-    template, work = f"{database}_seed", f"{database}_walk"
+    url = f"{PG_ADMIN_URL.rsplit('/', 1)[0]}/{database}_walk"
     with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{template}"'))
-    ids = seed(f"{server}/{template}")
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{database}_walk" WITH (FORCE)'))
+        connection.execute(text(f'CREATE DATABASE "{database}_walk"'))
+    ids = seed(url)
+    engine = create_engine(url)
+    tables = SQLModel.metadata.sorted_tables
+    with engine.connect() as connection:
+        rows = {
+            t.name: [dict(r) for r in connection.execute(t.select()).mappings()] for t in tables
+        }
+        sequences = [
+            (name, *connection.execute(text(f'SELECT last_value, is_called FROM "{name}"')).one())
+            for (name,) in connection.execute(
+                text("SELECT sequence_name FROM information_schema.sequences")
+            )
+        ]
 
     def restore() -> None:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{work}" WITH (FORCE)'))
-            connection.execute(text(f'CREATE DATABASE "{work}" TEMPLATE "{template}"'))
+        with engine.begin() as connection:
+            for table in reversed(tables):  # DELETE: far cheaper than TRUNCATE on tiny tables
+                connection.execute(table.delete())
+            for table in tables:
+                if rows[table.name]:
+                    connection.execute(table.insert(), rows[table.name])
+            for name, last_value, is_called in sequences:
+                connection.execute(
+                    text("SELECT setval(:name, :value, :called)"),
+                    {"name": f'"{name}"', "value": last_value, "called": is_called},
+                )
 
     def drop() -> None:
+        engine.dispose()
         with admin.connect() as connection:
-            for name in (work, template):
-                connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{database}_walk" WITH (FORCE)'))
         admin.dispose()
 
-    restore()
-    return World(f"{server}/{work}", "postgres", files, ids, restore), drop
+    return World(url, "postgres", files, ids, restore), drop
 
 
 def fleet_at(url: str) -> Fleet:

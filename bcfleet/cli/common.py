@@ -159,7 +159,7 @@ def fleet_command(group: click.Group, name: str, **kwargs: Any) -> Callable[[F],
     return decorate
 
 
-class Seconds(click.ParamType):
+class Seconds(click.ParamType[float]):
     """A number of seconds on the command line (an interval, a timeout, a delay): finite and
     within low..high (bounds.seconds_problem), so that no loop or sleep gets NaN, infinity or
     a negative number."""
@@ -169,7 +169,9 @@ class Seconds(click.ParamType):
     def __init__(self, low: float = 0.0, high: float = WAIT_SECONDS_MAX) -> None:
         self.low, self.high = low, high
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
         if isinstance(value, float | int) and not isinstance(value, bool):
             number = float(value)
         else:

@@ -131,11 +131,14 @@ def refuse_unstorable(args: list[str]) -> None:
     lone surrogates). The HTTP edge applies the same rule to every text (bounds.storable_problem)."""
     for position, arg in enumerate(args, start=1):
         problem = storable_problem(arg)
-        if problem is not None:
-            raise InvalidInputError(
-                f"argument {position} of the command line: {problem}",
-                {"argument": position, "reason": "unstorable_text"},
-            )
+        if problem is None:
+            continue
+        where = f"argument {position} of the command line"
+        details: dict[str, object] = {"argument": position, "reason": "unstorable_text"}
+        before = args[position - 2] if position > 1 else ""
+        if before.startswith("--") and storable_problem(before) is None:
+            where, details["option"] = f"{before} ({where})", before  # name the option
+        raise InvalidInputError(f"{where}: {problem}", details)
 
 
 def _run(args: list[str]) -> object:
