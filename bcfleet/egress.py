@@ -24,11 +24,11 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpcore
 import httpx
 
+from bcfleet.domain.bounds import http_url
 from bcfleet.domain.egress import IPAddress, IPNetwork, parse_host_literal, refused_any
 from bcfleet.errors import InvalidInputError
 
@@ -38,7 +38,6 @@ REFUSED_MESSAGE = (
     "the destination is not an allowed address (loopback, private, link-local and "
     "metadata addresses are refused unless the operator allows them in BCFLEET_EGRESS_ALLOW)"
 )
-SCHEMES = ("http", "https")
 
 
 class EgressRefused(InvalidInputError):
@@ -71,17 +70,13 @@ class EgressGuard:
 
     def check_url(self, url: str) -> None:
         """INVALID_INPUT for a non-http(s) URL or one whose host is refused; unresolved names pass."""
-        parts = urlsplit(url)
-        if parts.scheme not in SCHEMES or not parts.hostname:
+        parts = http_url(url)
+        if parts is None or parts.hostname is None:
             raise InvalidInputError(
-                "the URL must be http or https with a host", {"reason": "bad_scheme"}
+                "the URL must be http or https with a host and a numeric port, if any",
+                {"reason": "bad_url"},
             )
-        try:
-            port = parts.port or (443 if parts.scheme == "https" else 80)
-        except ValueError:
-            raise InvalidInputError(
-                "the URL's port is not a number", {"reason": "bad_port"}
-            ) from None
+        port = parts.port or (443 if parts.scheme == "https" else 80)
         try:
             self.addresses(parts.hostname, port)
         except OSError:

@@ -10,9 +10,9 @@ from sqlmodel import col, select
 from bcfleet.api.auth import Credential, owned_resource
 from bcfleet.api.base import Area
 from bcfleet.api.host_view import host_view
+from bcfleet.domain.bounds import check_limit
 from bcfleet.domain.cursors import check_cursor
 from bcfleet.domain.host_ids import node_refs
-from bcfleet.errors import InvalidInputError
 from bcfleet.store.event_log import emit, event_json
 from bcfleet.store.models import Event
 
@@ -31,8 +31,7 @@ class EventsAPI(Area):
         types: Sequence[str] = (),
         limit: int = 100,
     ) -> dict[str, Any]:
-        if limit < 1 or limit > 1000:
-            raise InvalidInputError("limit must be between 1 and 1000", {"limit": limit})
+        check_limit(limit)
         check_cursor(after)
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)

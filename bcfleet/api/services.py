@@ -30,7 +30,7 @@ from bcfleet.api.compute_state import (
 from bcfleet.api.compute_views import service_json
 from bcfleet.api.events import emit
 from bcfleet.api.serverless_ops import attach, detach, rehome, take_or_fail
-from bcfleet.domain.bounds import check_text
+from bcfleet.domain.bounds import check_seconds, check_text
 from bcfleet.domain.sizes import SIZES, label, label_with_shape, size_for_api_service
 from bcfleet.errors import ConflictError, InvalidInputError, NoCapacityError
 from bcfleet.placement.serverless import (
@@ -299,8 +299,11 @@ class ServicesAPI(Area):
         (none was: an instance starts), `starting`, `waiting` (every
         poll_seconds on the fleet's clock), `ready` (the last one). After
         timeout_seconds, NO_CAPACITY; the service stays deployed and its
-        instance keeps starting.
+        instance keeps starting. Both are finite numbers of seconds within
+        bounds.WAIT_SECONDS_MAX (poll at least 0.01): INVALID_INPUT otherwise.
         """
+        check_seconds("pollSeconds", poll_seconds, low=0.01)
+        check_seconds("timeoutSeconds", timeout_seconds)
         try:
             yield {"phase": "deployed", "service": self.deploy(credential, service_id)}
             return

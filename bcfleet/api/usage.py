@@ -19,6 +19,7 @@ from sqlmodel import Session, col
 from bcfleet.api.auth import Actor, Credential, tenant_resource
 from bcfleet.api.base import Area
 from bcfleet.clock import format_time
+from bcfleet.domain.bounds import check_limit
 from bcfleet.domain.cursors import check_cursor
 from bcfleet.domain.usage import METER_CREDITS, METER_MEMORY, METER_VCPU, WINDOW, gpu_meter
 from bcfleet.errors import InvalidInputError
@@ -95,8 +96,7 @@ def _check_range(since: datetime | None, until: datetime | None) -> None:
 
 
 def _check_limit(limit: int) -> None:
-    if limit < 1 or limit > MAX_LIMIT:
-        raise InvalidInputError(f"limit must be between 1 and {MAX_LIMIT}", {"limit": limit})
+    check_limit(limit, MAX_LIMIT)
 
 
 def _insert(session: Session, model: Any) -> postgresql.Insert | sqlite.Insert:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import secrets
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 from sqlalchemy import func
 from sqlmodel import Session, col, select
@@ -22,6 +21,8 @@ from sqlmodel import Session, col, select
 from bcfleet.api.auth import Actor, Credential, owned_resource
 from bcfleet.api.base import Area
 from bcfleet.clock import format_time
+from bcfleet.domain.bounds import check_limit, url_problem
+from bcfleet.domain.cursors import CURSOR_MAX, CURSOR_MIN
 from bcfleet.egress import EgressGuard, EgressRefused
 from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError
 from bcfleet.store.models import Event
@@ -69,11 +70,9 @@ def delivery_json(row: WebhookDelivery) -> dict[str, Any]:
 def validate_webhook(url: Any, event_types: Any, secret: Any) -> None:
     """INVALID_INPUT naming each bad field: an http(s) URL, type names, a long enough secret."""
     problems: dict[str, str] = {}
-    parts = urlsplit(url) if isinstance(url, str) else None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-        problems["url"] = "url must be an http or https URL with a host"
-    elif len(url) > MAX_URL:
-        problems["url"] = f"url must be at most {MAX_URL} characters"
+    url_wrong = url_problem("url", url, MAX_URL)
+    if url_wrong is not None:
+        problems["url"] = url_wrong
     if not isinstance(event_types, Sequence) or isinstance(event_types, str):
         problems["eventTypes"] = "eventTypes must be a list of event types"
     elif len(event_types) > MAX_TYPES or not all(
@@ -205,8 +204,7 @@ class WebhooksAPI(Area):
             raise InvalidInputError(
                 f"state is one of {', '.join(DELIVERY_STATES)}", {"state": state}
             )
-        if not 1 <= limit <= 1000:
-            raise InvalidInputError("limit must be between 1 and 1000", {"limit": limit})
+        check_limit(limit)
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)
             hook = _find(session, actor, webhook_id)
@@ -238,7 +236,9 @@ class WebhooksAPI(Area):
             actor.require(
                 "compute:webhooks:manage", owned_resource(hook.tenant_id, "webhook", hook.id)
             )
-            row = session.get(WebhookDelivery, delivery_id)
+            # An id no column can hold names no delivery: NOT_FOUND, as a made-up one.
+            in_range = CURSOR_MIN <= delivery_id <= CURSOR_MAX
+            row = session.get(WebhookDelivery, delivery_id) if in_range else None
             if row is None or row.webhook_id != hook.id:
                 raise NotFoundError(f"delivery {delivery_id} not found", {"delivery": delivery_id})
             now = self.fleet.now()

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from bcfleet.agent.inventory import read_inventory
-from bcfleet.cli.common import fleet_command, output, print_json, state
+from bcfleet.cli.common import Seconds, fleet_command, output, print_json, state
 from bcfleet.domain.inventory import validate_inventory
 from bcfleet.errors import InvalidInputError, UnauthenticatedError
 from bcfleet.schemas import load_schema
@@ -49,8 +49,8 @@ def _inventory_file(path: Path | None) -> dict[str, object] | None:
 @click.option("--simulate", is_flag=True, help="Act out boots and stops instead of a hypervisor.")
 @click.option("--once", is_flag=True, help="One round, then exit.")
 @click.option("--rounds", type=click.IntRange(1), help="Stop after this many rounds.")
-@click.option("--interval", type=click.FloatRange(0.01), default=5.0, show_default=True)
-@click.option("--boot-seconds", type=click.FloatRange(0), help="Simulated boot delay.")
+@click.option("--interval", type=Seconds(0.01), default=5.0, show_default=True)
+@click.option("--boot-seconds", type=Seconds(), help="Simulated boot delay.")
 @click.option("--inventory-file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--domains", type=click.Path(file_okay=False, path_type=Path),
               help="Write each spec's libvirt domain XML here (without --simulate).")  # fmt: skip
@@ -93,8 +93,8 @@ def run(
 @fleet_command(group, "simulate")
 @click.option("--once", is_flag=True, help="One round, then exit.")
 @click.option("--rounds", type=click.IntRange(1), help="Stop after this many rounds.")
-@click.option("--interval", type=click.FloatRange(0.01), default=1.0, show_default=True)
-@click.option("--boot-seconds", type=click.FloatRange(0), help="Boot delay (default: settings).")
+@click.option("--interval", type=Seconds(0.01), default=1.0, show_default=True)
+@click.option("--boot-seconds", type=Seconds(), help="Boot delay (default: settings).")
 def simulate(once: bool, rounds: int | None, interval: float, boot_seconds: float | None) -> None:
     """The simulated agent of every host in the database, in process."""
     from bcfleet.agent.local import simulate_round

@@ -13,7 +13,7 @@ from typing import Any, TypeVar, cast
 import click
 
 from bcfleet.api.auth import LOCAL_OPERATOR, Credential
-from bcfleet.domain.bounds import printable
+from bcfleet.domain.bounds import WAIT_SECONDS_MAX, printable, seconds_problem
 from bcfleet.errors import FleetError, NotFoundError, exit_code_for
 from bcfleet.fleet import Fleet
 
@@ -159,6 +159,33 @@ def fleet_command(group: click.Group, name: str, **kwargs: Any) -> Callable[[F],
     return decorate
 
 
+class Seconds(click.ParamType[float]):
+    """A number of seconds on the command line (an interval, a timeout, a delay): finite and
+    within low..high (bounds.seconds_problem), so that no loop or sleep gets NaN, infinity or
+    a negative number."""
+
+    name = "seconds"
+
+    def __init__(self, low: float = 0.0, high: float = WAIT_SECONDS_MAX) -> None:
+        self.low, self.high = low, high
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        if isinstance(value, float | int) and not isinstance(value, bool):
+            number = float(value)
+        else:
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                self.fail(f"{printable(repr(value))[:40]} is not a number of seconds", param, ctx)
+        flag = param.opts[0] if isinstance(param, click.Option) else "seconds"
+        problem = seconds_problem(flag, number, self.low, self.high)
+        if problem is not None:
+            self.fail(problem, param, ctx)
+        return number
+
+
 def print_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=False, default=str))
 
@@ -223,7 +250,7 @@ def _detail_lines(details: dict[str, Any]) -> Iterable[str]:
 
 def fail(error: FleetError) -> None:
     """Render a FleetError and exit with its code (1, 3 for LOCKED, 4 for STALE_PLAN)."""
-    render_error(error, state().json or "--json" in sys.argv)
+    render_error(error, state().json)
     sys.exit(exit_code_for(error))
 
 

@@ -90,7 +90,7 @@ def _make_room(s: CliState, reset: bool) -> None:
     if "://" not in db or db.startswith("sqlite:///"):
         sqlite_path = Path(db.removeprefix("sqlite:///"))
         s.db = f"sqlite:///{sqlite_path}"
-        if not sqlite_path.exists():
+        if Fleet.probe(s.db)[0] == "missing":  # INVALID_INPUT for a path no file can have
             return
     found = fleet_contents(s.fleet)
     if not found:

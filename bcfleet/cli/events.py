@@ -6,7 +6,7 @@ import time
 
 import click
 
-from bcfleet.cli.common import fleet_command, output, print_json, state, table
+from bcfleet.cli.common import Seconds, fleet_command, output, print_json, state, table
 
 
 @click.group("events")
@@ -36,7 +36,7 @@ def list_(tenant: str | None, types: tuple[str, ...], after: int | None, limit: 
 @click.option("--tenant")
 @click.option("--type", "types", multiple=True)
 @click.option("--after", type=int)
-@click.option("--interval", type=float, default=1.0, show_default=True)
+@click.option("--interval", type=Seconds(0.01), default=1.0, show_default=True)
 @click.option("--count", type=int, help="Stop after this many events.")
 def watch(
     tenant: str | None,

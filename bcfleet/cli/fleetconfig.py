@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from bcfleet.cli.common import common_options, output, print_json, state
+from bcfleet.domain.bounds import seconds_problem
 from bcfleet.domain.document_limits import problems_cut
 from bcfleet.domain.durations import parse_duration
 from bcfleet.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, InvalidInputError
@@ -96,20 +97,20 @@ def plan_(file: str, out: str | None, detailed_exitcode: bool, allow_empty: bool
     desired = _load(file)
     s = state()
     result = make_plan(s.fleet, s.credential, desired, allow_empty=allow_empty)
+    if out is not None and not result.errors:  # saved first: a failed save prints only its error
+        text = read_fleetconfig(file)  # as the loader read it, within its limits
+        if hashlib.sha256(text.encode("utf-8")).hexdigest() != desired.digest:
+            raise InvalidInputError(f"{file} changed while it was planned: plan again")
+        save_plan(out, result, file=file, text=text, allow_empty=allow_empty)
     if s.json:
         click.echo(render_json_text(result), nl=False)
     else:
         click.echo(render_text(result), nl=False)
     if result.errors:
         return EXIT_ERROR
-    if out is not None:
-        text = read_fleetconfig(file)  # as the loader read it
-        if hashlib.sha256(text.encode("utf-8")).hexdigest() != desired.digest:
-            raise InvalidInputError(f"{file} changed while it was planned: plan again")
-        save_plan(out, result, file=file, text=text, allow_empty=allow_empty)
-        if not s.json:
-            click.echo(f"\nSaved the plan to: {out}\n\nTo perform exactly these actions, run:")
-            click.echo(f"  fleet apply {out}")
+    if out is not None and not s.json:
+        click.echo(f"\nSaved the plan to: {out}\n\nTo perform exactly these actions, run:")
+        click.echo(f"  fleet apply {out}")
     return EXIT_CHANGES if detailed_exitcode and result.has_changes else EXIT_OK
 
 
@@ -125,8 +126,9 @@ def _lock_timeout(text: str) -> float:
             seconds = parse_duration(stripped, field="--lock-timeout").total_seconds()
         except InvalidInputError as error:
             raise click.BadParameter(error.message, param_hint="--lock-timeout") from None
-    if seconds < 0:
-        raise click.BadParameter("cannot be negative", param_hint="--lock-timeout")
+    problem = seconds_problem("--lock-timeout", seconds)
+    if problem is not None:
+        raise click.BadParameter(problem, param_hint="--lock-timeout")
     return seconds
 
 

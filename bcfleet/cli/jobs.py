@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from bcfleet.cli.common import fleet_command, output, parse_pairs, state, table
+from bcfleet.cli.common import Seconds, fleet_command, output, parse_pairs, state, table
 from bcfleet.clock import OffsetClock, parse_time
 from bcfleet.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK
 from bcfleet.jobs.registry import get_job, job_names
@@ -119,7 +119,7 @@ def list_(run_count: int, job: str | None) -> None:
 @click.option("--check", is_flag=True, help="Run nothing; exit 2 when a job is overdue.")
 @click.option(
     "--grace",
-    type=float,
+    type=Seconds(),
     help="With --check: seconds past its due time before a job counts as overdue "
     "(default: the job's interval).",
 )

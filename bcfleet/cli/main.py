@@ -11,7 +11,8 @@ import click
 
 from bcfleet import __version__
 from bcfleet.cli.common import common_options, fail, reset_state, state
-from bcfleet.errors import EXIT_USAGE, FleetError
+from bcfleet.domain.bounds import storable_problem
+from bcfleet.errors import EXIT_USAGE, FleetError, InvalidInputError
 
 # Each command's module, imported only when the command runs (or help lists it): a cron
 # job running `fleet plan` does not pay for the dashboard, the server or the agent.
@@ -77,8 +78,14 @@ def cli() -> None:
     state()
 
 
+def asks_json(args: list[str]) -> bool:
+    """True when the command line asks for --json (before a `--`, which ends the options)."""
+    options = args[: args.index("--")] if "--" in args else args
+    return "--json" in options
+
+
 def _usage_error(error: click.ClickException) -> None:
-    if "--json" in sys.argv:
+    if state().json:
         body = {
             "error": {
                 "code": "INVALID_INPUT",
@@ -94,9 +101,12 @@ def _usage_error(error: click.ClickException) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI: 0 success, 1 error, 2 changes, 3 locked, 4 stale plan, 64 usage."""
-    reset_state()
+    args = sys.argv[1:] if argv is None else list(argv)
+    # Known before click parses anything, so that a usage error is JSON too under --json.
+    reset_state().json = asks_json(args)
     try:
-        result = cli.main(args=argv, prog_name="fleet", standalone_mode=False)
+        refuse_unstorable(args)
+        result = _run(args)
     except FleetError as error:
         fail(error)
     except click.exceptions.Abort:
@@ -113,6 +123,30 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as error:  # noqa: BLE001 - the last net: no traceback unless asked for
         fail(internal_error(error, debug=state().debug))
     sys.exit(result if isinstance(result, int) else 0)
+
+
+def refuse_unstorable(args: list[str]) -> None:
+    """INVALID_INPUT for an argument no database, path or name can take: one holding a NUL (no
+    real argv can, a caller in-process can) or bytes that are not UTF-8 (Python reads them as
+    lone surrogates). The HTTP edge applies the same rule to every text (bounds.storable_problem)."""
+    for position, arg in enumerate(args, start=1):
+        problem = storable_problem(arg)
+        if problem is None:
+            continue
+        where = f"argument {position} of the command line"
+        details: dict[str, object] = {"argument": position, "reason": "unstorable_text"}
+        before = args[position - 2] if position > 1 else ""
+        if before.startswith("--") and storable_problem(before) is None:
+            where, details["option"] = f"{before} ({where})", before  # name the option
+        raise InvalidInputError(f"{where}: {problem}", details)
+
+
+def _run(args: list[str]) -> object:
+    """One run of the command tree; the fleet it opened is closed after it, whatever happened."""
+    try:
+        return cli.main(args=args, prog_name="fleet", standalone_mode=False)
+    finally:
+        state().close_fleet()
 
 
 def internal_error(error: Exception, *, debug: bool) -> FleetError:

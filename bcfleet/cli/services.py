@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from bcfleet.cli.common import fleet_command, output, print_json, state, table
+from bcfleet.cli.common import Seconds, fleet_command, output, print_json, state, table
 
 SIZE_HELP = "small, medium, large or xlarge"
 
@@ -144,8 +144,12 @@ def _deployed_text(svc: dict[str, Any]) -> str:
     is_flag=True,
     help="Stream: when no instance is free, start one and wait until it is ready.",
 )
-@click.option("--poll", type=float, default=5.0, show_default=True, help="Seconds between looks.")
-@click.option("--timeout", type=float, default=900.0, show_default=True, help="Seconds to wait.")
+@click.option(
+    "--poll", type=Seconds(0.01), default=5.0, show_default=True, help="Seconds between looks."
+)
+@click.option(
+    "--timeout", type=Seconds(), default=900.0, show_default=True, help="Seconds to wait."
+)
 def deploy(service_id: str, wait: bool, poll: float, timeout: float) -> None:
     """Deploy on a free instance of the service's size, or fail with NO_CAPACITY (503)."""
     if wait:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from bcfleet.cli.common import common_options, state
+from bcfleet.cli.common import Seconds, common_options, state
 
 if TYPE_CHECKING:
     from bcfleet.tui.app import FleetApp
@@ -34,7 +34,7 @@ def run_dashboard(*, read_only: bool, refresh: float, tenant: str | None) -> Non
 @click.option("--read-only", is_flag=True, help="Show everything; change nothing.")
 @click.option(
     "--refresh",
-    type=click.FloatRange(min=0),
+    type=Seconds(),
     default=2.0,
     show_default=True,
     help="Seconds between refreshes (0: only when you press r).",

@@ -19,6 +19,12 @@ Why these numbers:
   one host's bound; it stays below 2^31 − 1.
 - ``RATIO_MIN``..``RATIO_MAX`` = 0.1..100: the overcommit range of document 000. Outside it is
   refused, never clamped silently; NaN and infinities are refused everywhere.
+- ``PAGE_MAX`` = 1,000: the longest page of a list (events, webhook deliveries, job runs).
+- ``WAIT_SECONDS_MAX`` = 86,400: a wait, poll interval, timeout, grace or simulated delay given
+  on the command line or to the API is finite and at most a day; a longer one is a typo, and
+  an infinite or NaN one never ends a loop.
+- URLs (webhooks, provider endpoints): http or https with a host and, if any, a numeric port;
+  one that Python's URL parser cannot split (``http://[::1``) is refused like any other.
 - Names: printable text only. Control and format characters (Unicode categories Cc and Cf:
   NUL, newlines, tabs, the bidirectional overrides U+202A–U+202E and isolates U+2066–U+2069,
   zero-width characters), surrogates and the line and paragraph separators are refused, since
@@ -31,6 +37,7 @@ import math
 import re
 import unicodedata
 from typing import Any
+from urllib.parse import SplitResult, urlsplit
 
 from bcfleet.errors import InvalidInputError
 
@@ -43,6 +50,8 @@ HUGEPAGE_SIZES = tuple(1 << bits for bits in range(12, 41))
 """The page sizes a flavor may ask for: powers of two from 4 KiB to 1 TiB (the FleetConfig and
 HTTP schemas list them as an enum, so editors flag any other)."""
 HUGEPAGE_COUNT_MAX = INT32_MAX
+PAGE_MAX = 1_000
+WAIT_SECONDS_MAX = 86_400.0
 
 NAME_MAX = 253  # free names (instances, labels, display names, keys), as DNS names
 SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")  # pools, hosts, flavors, environments
@@ -95,10 +104,16 @@ def _raise(field: str, problem: str | None, bound: str) -> None:
 # Names
 
 
+def nul_problem(text: str) -> str | None:
+    """Why ``text`` can be neither stored nor used as a path or argument (a NUL), or None."""
+    return "NUL characters are not allowed" if "\x00" in text else None
+
+
 def storable_problem(text: str) -> str | None:
     """Why no database can store ``text`` (a NUL, a lone surrogate), or None: any text's rule."""
-    if "\x00" in text:
-        return "NUL characters are not allowed"
+    problem = nul_problem(text)
+    if problem is not None:
+        return problem
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -228,6 +243,27 @@ def check_ratio(field: str, value: Any) -> float:
     return check_number(field, value, RATIO_MIN, RATIO_MAX)
 
 
+def check_limit(value: Any, high: int = PAGE_MAX) -> int:
+    """The length of a page of a list: a whole number from 1 to ``high``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
+        raise InvalidInputError(f"limit must be between 1 and {high}", {"limit": value})
+    return value
+
+
+def seconds_problem(
+    field: str, value: Any, low: float = 0.0, high: float = WAIT_SECONDS_MAX
+) -> str | None:
+    """Why ``value`` is not a finite number of seconds in low..high (a day by default), or None."""
+    return number_problem(field, value, low, high)
+
+
+def check_seconds(
+    field: str, value: Any, low: float = 0.0, high: float = WAIT_SECONDS_MAX
+) -> float:
+    """A wait, poll interval or timeout in seconds: finite and in low..high, else INVALID_INPUT."""
+    return check_number(field, value, low, high)
+
+
 def finite_or_none(value: Any) -> float | int | None:
     """A stored number as JSON may carry it: NaN, infinities and non-numbers become None."""
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -235,3 +271,31 @@ def finite_or_none(value: Any) -> float | int | None:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
+
+
+# ---------------------------------------------------------------------------
+# URLs
+
+
+def http_url(value: Any) -> SplitResult | None:
+    """``value`` split into its parts when it is an http(s) URL with a host and a valid port
+    (or none), else None; never raises, whatever the text."""
+    if not isinstance(value, str) or nul_problem(value) is not None:
+        return None
+    try:
+        parts = urlsplit(value)
+        _ = parts.port  # a port that is not a number in 0..65535 raises ValueError
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    return parts
+
+
+def url_problem(field: str, value: Any, max_length: int) -> str | None:
+    """Why ``value`` is not an http(s) URL with a host of at most ``max_length`` characters."""
+    if http_url(value) is None:
+        return f"{field} must be an http or https URL with a host"
+    if len(value) > max_length:
+        return f"{field} must be at most {max_length} characters"
+    return None

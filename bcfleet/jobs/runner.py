@@ -24,6 +24,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, col
 
 from bcfleet.clock import format_time
+from bcfleet.domain.bounds import check_limit
 from bcfleet.errors import LockedError
 from bcfleet.jobs.registry import JOBS, JobFunction, JobSpec, get_job
 from bcfleet.jobs.stop import stop_requested
@@ -301,7 +302,8 @@ def _available(spec: JobSpec) -> bool:
 
 
 def recent_runs(fleet: Fleet, *, limit: int = 20, job: str | None = None) -> list[dict[str, Any]]:
-    """The latest recorded runs, newest first."""
+    """The latest recorded runs, newest first (at most bounds.PAGE_MAX)."""
+    check_limit(limit)
     query = select(JobRun).order_by(JobRun.started_at.desc()).limit(limit)  # type: ignore[attr-defined]
     if job is not None:
         query = query.where(JobRun.job == get_job(job).name)  # type: ignore[arg-type]

@@ -35,7 +35,7 @@ def shown(url: str) -> str:
     """The URL as messages show it: the password hidden."""
     try:
         return make_url(normalize_url(url)).render_as_string(hide_password=True)
-    except ArgumentError:
+    except (ArgumentError, ValueError):  # ValueError: an unclosed [ in the host
         return url
 
 
@@ -52,9 +52,9 @@ def check_url(url: str) -> str:
     normalized = normalize_url(url.strip())
     try:
         parsed = make_url(normalized)
-    except ArgumentError:
+        backend = parsed.get_backend_name()
+    except (ArgumentError, ValueError):  # ValueError: an unclosed [ in the host
         raise _bad(url, f"not a database URL; use {SCHEMES}") from None
-    backend = parsed.get_backend_name()
     if backend == "sqlite":
         if not parsed.database or parsed.host or not normalized.startswith("sqlite:///"):
             raise _bad(url, f"an SQLite URL names a file, as sqlite:///fleet.db; use {SCHEMES}")
@@ -74,10 +74,15 @@ def probe(url: str) -> Found:
         if database == ":memory:":
             return "empty"
         path = Path(database)
-        if path.is_dir():
-            raise _bad(url, "that is a directory; name a file such as fleet.db")
-        if not path.exists():
-            return "missing"
+        try:
+            if path.is_dir():
+                raise _bad(url, "that is a directory; name a file such as fleet.db")
+            if not path.exists():
+                return "missing"
+            if not path.is_file():  # a device such as /dev/null, a FIFO, a socket
+                raise _bad(url, "that is not a regular file; name a file such as fleet.db")
+        except OSError as exc:  # a name too long, a parent that is a file, no permission
+            raise _bad(url, f"cannot use that path ({exc.strerror})") from None
         if path.stat().st_size and _header(path) != SQLITE_HEADER:
             raise _bad(url, "that file is not an SQLite database")
     return _tables_say(url, normalized)
