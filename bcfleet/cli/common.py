@@ -1,4 +1,8 @@
-"""What every `fleet` command shares: --db/--json/--token, the fleet handle, output and errors."""
+"""What every `fleet` command shares: --db/--json/--token, the fleet handle, output and errors.
+
+Imported by every command and by `fleet --help`, so it imports no database code itself: the
+fleet (and SQLAlchemy with it) is imported on first use of the fleet handle.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +12,16 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import wraps
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
-from bcfleet.api.auth import LOCAL_OPERATOR, Credential
 from bcfleet.domain.bounds import WAIT_SECONDS_MAX, printable, seconds_problem
 from bcfleet.errors import FleetError, NotFoundError, exit_code_for
-from bcfleet.fleet import Fleet
+
+if TYPE_CHECKING:
+    from bcfleet.api.auth import Credential
+    from bcfleet.fleet import Fleet
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -37,12 +43,16 @@ class CliState:
     @property
     def fleet(self) -> Fleet:
         if self._fleet is None:
+            from bcfleet.fleet import Fleet
+
             self._fleet = Fleet.open(self._url_to_open())
         return self._fleet
 
     def _url_to_open(self) -> str | None:
         """The database to open: one that holds a fleet; a new one only for verbs that make
         things (said on stderr); an empty one in memory for plan and validate."""
+        from bcfleet.fleet import Fleet
+
         found, where = Fleet.probe(self.db)
         if found == "fleet":
             return self.db
@@ -73,6 +83,8 @@ class CliState:
         Only an absent token means the local operator: a given but empty or blank one
         (``--token ""``, ``BCFLEET_TOKEN=``) is passed on and refused as UNAUTHENTICATED.
         """
+        from bcfleet.api.auth import LOCAL_OPERATOR
+
         if self.token is not None:
             return self.token
         return os.environ.get("BCFLEET_TOKEN", LOCAL_OPERATOR)

@@ -50,6 +50,41 @@ COMMANDS = {
     "tui": "tui",
 }
 COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))
+# What `fleet --help` says of each command, so that listing them imports none of their modules
+# (that would pull in SQLAlchemy, SQLModel and Alembic); a test keeps each line equal to the
+# first sentence of the command's own help.
+SUMMARIES = {
+    "tenants": "Tenants: the organizations that own pools and use capacity.",
+    "iam": "Principals, tokens and policies.",
+    "pools": "Pools of hosts (vps-host) or of provider servers (provider).",
+    "hosts": "Hosts of vps-host pools.",
+    "flavors": "Flavors: named instance shapes per pool.",
+    "provider-accounts": "Provider accounts: where provider pools make servers.",
+    "provider-fake": "Serve a fake Hetzner Cloud API for tests and demos until interrupted.",
+    "events": "The ordered event log.",
+    "billing": "Billing meters.",
+    "usage": "Usage windows written by the vps.usage job, and dead letters of unknown meters.",
+    "jobs": "Scheduled jobs: vps.hosts, vps.usage, reservations.*, spares, providers.reconcile.",
+    "db": "The state database.",
+    "instances": "Instances: placed on hosts of vps-host pools, or made at a provider.",
+    "quotas": "A tenant's quota in a pool: vcpu, memoryGiB, diskGiB, gpu.",
+    "doctor": "Check the fleet; exits 1 when an invariant is broken.",
+    "demo": "Create a simulated fleet and open the dashboard on it (--no-tui prints it instead).",
+    "reservations": "GPU reservations: regular or spot, pool or node binding, with preemption notices.",
+    "capacity": "Capacity previews.",
+    "settings": "Tenant settings.",
+    "services": "Services on serverless or managed hosting, each on an instance size.",
+    "indexes": "Pipeline indexes: a pod size (or the default pod size) holds an instance size.",
+    "environments": "Fleet environments: the services in one run on its size.",
+    "validate": "Check a FleetConfig's YAML, schema and meaning; print file:line:column: message.",
+    "plan": "Show what `fleet apply` would change; writes nothing to the state.",
+    "apply": "Make the state match a FleetConfig (-f, after a prompt or --yes) or a saved plan.",
+    "force-unlock": "Remove the apply lock LOCK_ID whose holder is gone (the id is in the LOCKED error).",
+    "serve": "Serve the HTTP API under /v1 (bearer tokens; OpenAPI at /v1/openapi.json).",
+    "webhooks": "Webhooks: a tenant's events POSTed to a URL, signed with HMAC-SHA256.",
+    "agent": "The host agent: this machine's inventory, the agent loop, the simulated agents.",
+    "tui": "The operator dashboard: hosts, reservations, previews, compute settings, usage, events.",
+}
 
 
 def module_commands(module_name: str) -> dict[str, click.Command]:
@@ -68,6 +103,17 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:  # noqa: ARG002
         module_name = COMMANDS.get(cmd_name)
         return None if module_name is None else module_commands(module_name).get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The Commands section of help from SUMMARIES, shortened as click shortens a command's help."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = [
+            (name, click.Command(name, help=SUMMARIES[name]).get_short_help_str(limit))
+            for name in names
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -23,8 +23,6 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
 from bcfleet.domain.bounds import (
     HUGEPAGE_COUNT_MAX,
     HUGEPAGE_SIZE_MAX,
@@ -71,6 +69,8 @@ def json_path(parts: Sequence[str | int]) -> str:
 
 def schema_problems(doc: object, schema: Mapping[str, Any]) -> list[InventoryProblem]:
     """Every way ``doc`` breaks ``schema`` (up to one past MAX_PROBLEMS), sorted by path."""
+    from jsonschema import Draft202012Validator  # only when a report is checked, not to list hosts
+
     validator = Draft202012Validator(schema)
     found = {
         InventoryProblem(json_path(list(error.absolute_path)), cut(error.message))

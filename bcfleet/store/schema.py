@@ -1,26 +1,36 @@
-"""Create or upgrade the schema: a fresh database is built from the tables and stamped, an older one migrated."""
+"""Create or upgrade the schema: a fresh database is built from the tables and stamped, an older one migrated.
+
+Alembic is imported only to write the schema (or to ask it what it knows): opening a fleet whose
+schema is at head reads alembic_version with plain SQL and compares it to HEAD_REVISION, so a
+command that writes no schema never imports Alembic.
+"""
 
 from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Engine, Sequence, inspect
+from sqlalchemy import Engine, Sequence, inspect, text
 from sqlmodel import SQLModel
 
 import bcfleet.store.models  # noqa: F401  (registers every table)
 
+if TYPE_CHECKING:
+    from alembic.config import Config
+
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 REVISION_SEQUENCE = Sequence("bcfleet_state_revision", metadata=SQLModel.metadata)
+HEAD_REVISION = "0001"
+"""The head of migrations/versions (a test keeps the two equal)."""
 
 _ready: set[str] = set()
 _ready_lock = threading.Lock()
 
 
 def alembic_config(engine: Engine) -> Config:
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     config.attributes["engine"] = engine
@@ -34,12 +44,23 @@ def head_revision(engine: Engine) -> str | None:
 
 
 def current_revision(engine: Engine) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
     with engine.connect() as connection:
         return MigrationContext.configure(connection).get_current_revision()
 
 
+def stamped_revision(engine: Engine) -> str | None:
+    """The revision in alembic_version, read with plain SQL (None when there is none)."""
+    with engine.connect() as connection:
+        rows = connection.execute(text("SELECT version_num FROM alembic_version")).all()
+    return str(rows[0][0]) if len(rows) == 1 else None
+
+
 def upgrade(engine: Engine) -> None:
     """`fleet db upgrade`: apply every migration not yet applied."""
+    from alembic import command
+
     if not inspect(engine).get_table_names():
         create_fresh(engine)
         return
@@ -48,6 +69,8 @@ def upgrade(engine: Engine) -> None:
 
 def create_fresh(engine: Engine) -> None:
     """Build the schema from the tables and stamp it at head (Alembic's documented recipe)."""
+    from alembic import command
+
     SQLModel.metadata.create_all(engine)
     command.stamp(alembic_config(engine), "head")
 
@@ -64,9 +87,10 @@ def ensure_schema(engine: Engine) -> None:
     with _ready_lock:
         if key in _ready:
             return
-        if not inspect(engine).get_table_names():
+        tables = inspect(engine).get_table_names()
+        if not tables:
             create_fresh(engine)
-        elif current_revision(engine) != head_revision(engine):
-            command.upgrade(alembic_config(engine), "head")
+        elif "alembic_version" not in tables or stamped_revision(engine) != HEAD_REVISION:
+            upgrade(engine)
         if engine.url.database not in (None, "", ":memory:"):  # each in-memory one is new
             _ready.add(key)

@@ -1,0 +1,246 @@
+"""The floor: the cheapest correct placement transaction this machine runs, raw drivers and no ORM.
+
+The same pool as bench_placement.py (hosts of 64 vCPU at ratio 2, 256 GiB and 2 TB; a 2/4/40
+flavor) in three bare tables, on sqlite3 (WAL, synchronous=NORMAL, BEGIN IMMEDIATE, as bcfleet's
+engine) and on psycopg. One placement is one transaction: the candidate query (first feasible
+host after a rotating cursor), the guarded claim UPDATE (`allocated + claim <= capacity` in the
+WHERE; all three rows or the host is skipped) and the allocation INSERT. No quota, no events, no
+revision: what bcfleet does beyond this is what its share of the floor measures.
+
+    python bench/floor_placement.py [--hosts 5000] [--placements 500] [--pg URL] [--processes 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import sqlite3
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import emit, summary, timed  # noqa: E402
+
+FLAVOR = {"vcpu": 2, "memoryGiB": 4, "diskGiB": 40}
+HOST = (("vcpu", 64, 2.0), ("memoryGiB", 256, 1.0), ("diskGiB", 2000, 1.0))
+POOL = "pool-floor"
+TABLES = (
+    "CREATE TABLE hosts (id VARCHAR PRIMARY KEY, pool_id VARCHAR NOT NULL, "
+    "state VARCHAR NOT NULL, inventory_generation INTEGER NOT NULL)",
+    "CREATE TABLE node_resources (node_id VARCHAR NOT NULL REFERENCES hosts(id), "
+    "resource VARCHAR NOT NULL, allocatable INTEGER NOT NULL, ratio FLOAT NOT NULL, "
+    "capacity INTEGER NOT NULL, allocated INTEGER NOT NULL, PRIMARY KEY (node_id, resource))",
+    "CREATE TABLE allocations (id VARCHAR PRIMARY KEY, node_id VARCHAR NOT NULL "
+    "REFERENCES hosts(id), tenant_id VARCHAR NOT NULL, vcpu INTEGER NOT NULL, "
+    "memory_gib INTEGER NOT NULL, disk_gib INTEGER NOT NULL)",
+    "CREATE INDEX ix_hosts_pool ON hosts (pool_id, id)",
+)
+CANDIDATE = (
+    "SELECT h.id FROM hosts h "
+    "JOIN node_resources v ON v.node_id = h.id AND v.resource = 'vcpu' "
+    "JOIN node_resources m ON m.node_id = h.id AND m.resource = 'memoryGiB' "
+    "JOIN node_resources d ON d.node_id = h.id AND d.resource = 'diskGiB' "
+    "WHERE h.pool_id = %(pool)s AND h.state = 'ready' AND h.id > %(after)s "
+    "AND v.allocated + %(vcpu)s <= v.capacity AND m.allocated + %(mem)s <= m.capacity "
+    "AND d.allocated + %(disk)s <= d.capacity ORDER BY h.id LIMIT 1"
+)
+_CLAIM = "CASE resource WHEN 'vcpu' THEN %(vcpu)s WHEN 'memoryGiB' THEN %(mem)s ELSE %(disk)s END"
+CLAIM = (
+    f"UPDATE node_resources SET allocated = allocated + {_CLAIM} "
+    f"WHERE node_id = %(node)s AND allocated + {_CLAIM} <= capacity"
+)
+ALLOCATE = (
+    "INSERT INTO allocations (id, node_id, tenant_id, vcpu, memory_gib, disk_gib) "
+    "VALUES (%(id)s, %(node)s, 'bench', %(vcpu)s, %(mem)s, %(disk)s)"
+)
+
+
+def _qmark(sql: str) -> str:
+    """The psycopg statement in sqlite3's named style."""
+    for name in ("pool", "after", "vcpu", "mem", "disk", "node", "id"):
+        sql = sql.replace(f"%({name})s", f":{name}")
+    return sql
+
+
+class Floor:
+    """A connection to a floor database and the placement transaction on it."""
+
+    def __init__(self, connection: Any, sqlite: bool, start: str = "") -> None:
+        self.connection = connection
+        self.sqlite = sqlite
+        self.cursor_at = start
+        statements = (CANDIDATE, CLAIM, ALLOCATE)
+        self.candidate, self.claim, self.allocate = (
+            tuple(_qmark(s) for s in statements) if sqlite else statements
+        )
+
+    def place(self) -> str:
+        """One placement in one transaction; the host it went to."""
+        params: dict[str, Any] = {
+            "pool": POOL,
+            "vcpu": FLAVOR["vcpu"],
+            "mem": FLAVOR["memoryGiB"],
+            "disk": FLAVOR["diskGiB"],
+        }
+        cur = self.connection.cursor()
+        cur.execute("BEGIN IMMEDIATE" if self.sqlite else "BEGIN")
+        try:
+            for after in (self.cursor_at, ""):
+                params["after"] = after
+                while True:
+                    row = cur.execute(self.candidate, params).fetchone()
+                    if row is None:
+                        break
+                    params["node"] = params["after"] = row[0]
+                    if cur.execute(self.claim, params).rowcount == len(HOST):
+                        params["id"] = uuid.uuid4().hex
+                        cur.execute(self.allocate, params)
+                        cur.execute("COMMIT")
+                        self.cursor_at = row[0]
+                        return str(row[0])
+                    # Lost the host to another writer: undo any partial claim, try the next.
+                    cur.execute("ROLLBACK")
+                    cur.execute("BEGIN IMMEDIATE" if self.sqlite else "BEGIN")
+            raise RuntimeError("the floor's pool is full")
+        except BaseException:
+            cur.execute("ROLLBACK")
+            raise
+
+
+def seed(connection: Any, sqlite: bool, hosts: int) -> None:
+    """The three tables and `hosts` ready hosts, in one transaction."""
+    cur = connection.cursor()
+    cur.execute("BEGIN")
+    for statement in TABLES:
+        cur.execute(statement)
+    host_rows = [(f"node-{i:05d}", POOL, "ready", 1) for i in range(hosts)]
+    resource_rows = [
+        (node, name, amount, ratio, int(amount * ratio), 0)
+        for node, *_ in host_rows
+        for name, amount, ratio in HOST
+    ]
+    mark = "?" if sqlite else "%s"
+    cur.executemany(f"INSERT INTO hosts VALUES ({', '.join([mark] * 4)})", host_rows)
+    cur.executemany(f"INSERT INTO node_resources VALUES ({', '.join([mark] * 6)})", resource_rows)
+    cur.execute("COMMIT")
+    if not sqlite:
+        cur.execute("ANALYZE")  # as autovacuum soon would: unanalyzed, PostgreSQL scans the pool
+
+
+def sqlite_connection(path: str) -> sqlite3.Connection:
+    """sqlite3 as bcfleet's engine sets it up: our BEGIN, WAL, foreign keys, synchronous=NORMAL."""
+    connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+    for pragma in (
+        "journal_mode=WAL",
+        "foreign_keys=ON",
+        "busy_timeout=30000",
+        "synchronous=NORMAL",
+    ):
+        connection.execute(f"PRAGMA {pragma}")
+    return connection
+
+
+def pg_connection(url: str) -> psycopg.Connection[Any]:
+    """A psycopg connection in autocommit mode, so BEGIN/COMMIT are the floor's own."""
+    return psycopg.connect(raw_pg_url(url), autocommit=True)
+
+
+def raw_pg_url(url: str) -> str:
+    """A SQLAlchemy PostgreSQL URL as libpq takes it."""
+    return url.replace("postgresql+psycopg://", "postgresql://", 1)
+
+
+def fresh_pg_db(admin_url: str) -> str:
+    """A new empty PostgreSQL database next to admin_url's; its libpq URL."""
+    name = f"bcfleet_floor_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(raw_pg_url(admin_url), autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    return raw_pg_url(admin_url).rsplit("/", 1)[0] + f"/{name}"
+
+
+def floor_sqlite(hosts: int, placements: int) -> dict[str, Any]:
+    """placements/s, p50 and p99 of the floor on a fresh SQLite file, one process."""
+    with tempfile.TemporaryDirectory() as tmp:
+        connection = sqlite_connection(f"{tmp}/floor.db")
+        seed(connection, True, hosts)
+        floor = Floor(connection, True)
+        timed(floor.place, 20)
+        result = summary(timed(floor.place, placements))
+        connection.close()
+    return result
+
+
+def floor_pg(admin_url: str, hosts: int, placements: int) -> dict[str, Any]:
+    """The same on a fresh PostgreSQL database, one process."""
+    with pg_connection(fresh_pg_db(admin_url)) as connection:
+        seed(connection, False, hosts)
+        floor = Floor(connection, False)
+        timed(floor.place, 20)
+        return summary(timed(floor.place, placements))
+
+
+def _worker(url: str, start: str, count: int, out: Any) -> None:
+    with pg_connection(url) as connection:
+        out.put(timed(Floor(connection, False, start).place, count))
+
+
+def floor_pg_processes(
+    admin_url: str, hosts: int, placements: int, processes: int
+) -> dict[str, Any]:
+    """`processes` processes placing at once on one PostgreSQL database; no host overbooked."""
+    url = fresh_pg_db(admin_url)
+    with pg_connection(url) as connection:
+        seed(connection, False, hosts)
+    queue: Any = multiprocessing.Queue()
+    workers = [
+        multiprocessing.Process(
+            target=_worker, args=(url, f"node-{i * hosts // processes:05d}", placements, queue)
+        )
+        for i in range(processes)
+    ]
+    start = time.perf_counter()
+    for worker in workers:
+        worker.start()
+    samples: list[float] = []
+    for _ in workers:
+        samples.extend(queue.get())
+    for worker in workers:
+        worker.join()
+    elapsed = time.perf_counter() - start
+    with pg_connection(url) as connection:
+        over = connection.execute(
+            "SELECT count(*) FROM node_resources WHERE allocated > capacity"
+        ).fetchone()
+    result = summary(samples)
+    result["perSecond"] = round(len(samples) / elapsed, 1)
+    result["invariantsOk"] = over is not None and over[0] == 0
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--hosts", type=int, default=5000)
+    parser.add_argument("--placements", type=int, default=500)
+    parser.add_argument("--pg", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--no-pg", action="store_true")
+    parser.add_argument("--processes", type=int, default=4)
+    args = parser.parse_args()
+    results: dict[str, Any] = {f"sqlite_{args.hosts}": floor_sqlite(args.hosts, args.placements)}
+    if not args.no_pg:
+        results[f"postgres_{args.hosts}"] = floor_pg(args.pg, args.hosts, args.placements)
+        if args.processes > 1:
+            results[f"postgres_{args.hosts}_{args.processes}proc"] = floor_pg_processes(
+                args.pg, args.hosts, args.placements // args.processes, args.processes
+            )
+    emit(results)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+"""A CLI that starts at once: help imports no database code, reads never import Alembic.
+
+Checked on what a fresh process imports (`python -X importtime`), never on a clock.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import click
+import pytest
+from alembic.script import ScriptDirectory
+from alembic.util.exc import CommandError
+
+from bcfleet.cli.main import COMMANDS, SUMMARIES, LazyGroup, cli, module_commands
+from bcfleet.fleet import Fleet
+from bcfleet.store.engine import make_engine
+from bcfleet.store.schema import HEAD_REVISION, alembic_config, stamped_revision
+
+DATABASE_PACKAGES = ("sqlalchemy", "sqlmodel", "alembic")
+
+
+def imported_by(args: list[str], env: dict[str, str] | None = None) -> set[str]:
+    """The modules a fresh `python -m bcfleet ARGS` imports (it must succeed)."""
+    run = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "bcfleet", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in run.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+
+
+def top_packages(modules: set[str]) -> set[str]:
+    return {name.split(".", 1)[0] for name in modules}
+
+
+def test_help_imports_no_database_code() -> None:
+    modules = imported_by(["--help"])
+    assert "bcfleet.cli.main" in modules  # the check sees the CLI's own imports
+    assert top_packages(modules).isdisjoint(DATABASE_PACKAGES)
+
+
+def test_listing_hosts_of_an_existing_fleet_does_not_import_alembic(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/fleet.db"
+    Fleet.open(url).close()
+    modules = imported_by(["hosts", "list", "--json"], {"BCFLEET_DB": url})
+    assert "sqlalchemy" in modules  # it did open the fleet
+    assert "alembic" not in top_packages(modules)
+
+
+def test_a_fleet_not_at_head_is_handed_to_alembic(tmp_path: Path) -> None:
+    """Only a stamp equal to HEAD_REVISION skips Alembic; any other is Alembic's to judge."""
+    url = f"sqlite:///{tmp_path}/fleet.db"
+    Fleet.open(url).close()
+    engine = make_engine(url)
+    assert stamped_revision(engine) == HEAD_REVISION
+    with engine.begin() as connection:
+        connection.exec_driver_sql("UPDATE alembic_version SET version_num = 'fffffff'")
+    engine.dispose()
+    with pytest.raises(CommandError, match="fffffff"):
+        Fleet.open(url)
+
+
+def test_head_revision_constant_is_the_migrations_head() -> None:
+    engine = make_engine("sqlite://")
+    head = ScriptDirectory.from_config(alembic_config(engine)).get_current_head()
+    assert head == HEAD_REVISION
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_help_summary_is_the_commands_own_first_sentence(name: str) -> None:
+    command = module_commands(COMMANDS[name])[name]
+    assert SUMMARIES[name] == command.get_short_help_str(limit=sys.maxsize)
+
+
+def test_root_help_lists_commands_as_click_would() -> None:
+    """The Commands section from SUMMARIES equals click's own, rendered from every module."""
+    with click.Context(cli, info_name="fleet") as ctx:
+        ours = click.HelpFormatter(width=70)
+        cli.format_commands(ctx, ours)
+        theirs = click.HelpFormatter(width=70)
+        click.Group.format_commands(cli, ctx, theirs)
+    assert isinstance(cli, LazyGroup)
+    assert ours.getvalue() == theirs.getvalue()
+    assert "hosts" in ours.getvalue()
+
+
+def test_api_areas_are_made_once_even_when_threads_ask_together(tmp_path: Path) -> None:
+    fleet = Fleet.open(f"sqlite:///{tmp_path}/fleet.db")
+    seen: list[object] = []
+    start = threading.Barrier(8)
+
+    def ask() -> None:
+        start.wait()
+        seen.append(fleet.api.usage)
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(seen) == 8
+    assert all(area is seen[0] for area in seen)
+    flavors, catalog = fleet.api.flavors, fleet.api.offer_catalog
+    assert flavors.offer_check == catalog.flavor_check
+    assert fleet.api.provider_accounts.catalog is catalog
+    fleet.close()
