@@ -80,7 +80,7 @@ CoreConstructor.add_constructor(_TAG + "bool", CoreConstructor.construct_yaml_bo
 CoreConstructor.add_constructor(_TAG + "int", CoreConstructor.construct_yaml_int)  # type: ignore[type-var]
 CoreConstructor.add_constructor(_TAG + "float", CoreConstructor.construct_yaml_float)  # type: ignore[type-var]
 
-_Parser: Any = getattr(yaml, "CParser", None)
+_Parser: Any = getattr(yaml, "cyaml", None) and getattr(yaml.cyaml, "CParser", None)
 if _Parser is not None:
 
     class CoreLoader(_Parser, CoreConstructor, CoreResolver):  # type: ignore[misc]
@@ -110,8 +110,3 @@ else:  # pragma: no cover - PyYAML built without libyaml
             yaml.composer.Composer.__init__(self)
             CoreConstructor.__init__(self)
             CoreResolver.__init__(self)
-
-
-def load(text: str) -> Any:
-    """A document read by the 1.2 core schema."""
-    return yaml.load(text, Loader=CoreLoader)  # noqa: S506 - CoreLoader builds plain data only

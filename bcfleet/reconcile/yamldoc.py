@@ -190,7 +190,8 @@ def _compose(text: str) -> Node | None:
         raise YamlProblems(
             [Problem((), f"YAML syntax error: {exc.reason}", position=where)]
         ) from exc
-    except (yaml.YAMLError, RecursionError) as exc:
+    except (yaml.YAMLError, RecursionError, ValueError, OverflowError) as exc:
+        # a YAMLError without a mark, or what a parser raised on an escape it cannot decode
         raise YamlProblems([Problem((), f"YAML syntax error: {exc}", position=START)]) from exc
     return node
 
