@@ -5,26 +5,30 @@ keeps, in the chosen order, touching only the cells that changed, so the
 cursor stays on the same row (by key) and the scroll where it was, as
 Dolphie's process list does. The filter is words, all of which must match
 somewhere in the row; `column:word` matches one column (`pool:fra`,
-`state:draining`).
+`state:draining`). Columns fit the table's width (widgets/fit.py): less important
+ones give way and come back when there is room again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any, Self, cast
 
 from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
+from textual import events
 from textual._two_way_dict import TwoWayDict
 from textual.cache import LRUCache
 from textual.message import Message
 from textual.widgets import DataTable
+from textual.widgets._data_table import Column as TableColumn
 from textual.widgets._data_table import Row as TableRow
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowKey
 
 from bcfleet.domain.bounds import printable
+from bcfleet.tui.widgets.fit import Fit, fit_columns
 
 Cell = Text | str
 REBUILD_ABOVE = 64
@@ -35,9 +39,34 @@ CELL_CACHE = 4096
 
 @dataclass(frozen=True)
 class Column:
+    """A column: `give_way` > 0 lets it be hidden on a narrow screen (the highest rank first);
+    `crop_to` lets long free text be cropped to that width before anything is hidden."""
+
     key: str
     label: str
     width: int | None = None
+    give_way: int = 0
+    crop_to: int | None = None
+
+
+@dataclass
+class _FitColumn(TableColumn):
+    """DataTable's column, drawn hidden (no width at all) or cropped when the table is narrow."""
+
+    hidden: bool = False
+    cropped: int | None = None
+
+    def get_render_width(self, data_table: DataTable[Any]) -> int:
+        if self.hidden:
+            return 0
+        if self.cropped is not None:
+            return 2 * data_table.cell_padding + self.cropped
+        return super().get_render_width(data_table)
+
+    def natural(self) -> int:
+        return max(
+            self.content_width if self.auto_width else self.width, cell_len(self.label.plain)
+        )
 
 
 def _printable_cell(cell: Cell) -> Cell:
@@ -152,6 +181,74 @@ class KeyedTable(SteadyTable):
     def on_mount(self) -> None:
         for column in self.spec:
             self.add_column(column.label, width=column.width, key=column.key)
+            key = ColumnKey(column.key)
+            old = self.columns[key]
+            self.columns[key] = _FitColumn(
+                key, old.label, old.width, old.content_width, old.auto_width
+            )
+
+    # -- fitting the width -------------------------------------------------------------------
+
+    def _fit_columns(self) -> list[_FitColumn]:
+        return [cast(_FitColumn, self.columns[ColumnKey(c.key)]) for c in self.spec]
+
+    @property
+    def hidden_columns(self) -> list[str]:
+        """The keys of the columns hidden to fit the width."""
+        if len(self.columns) != len(self.spec):
+            return []
+        return [c.key.value or "" for c in self._fit_columns() if c.hidden]
+
+    def fit(self) -> None:
+        """Hide or crop columns so that the ones that matter fit the table's width."""
+        if not self.is_mounted or len(self.columns) != len(self.spec) or not self.size.width:
+            return
+        columns = self._fit_columns()
+        rules = [
+            Fit(column.natural(), spec.give_way, spec.crop_to)
+            for column, spec in zip(columns, self.spec, strict=True)
+        ]
+        # Fitted exactly, no horizontal scrollbar takes a row; the vertical one takes a column.
+        scrolls = self.virtual_size.height > self.size.height
+        available = self.size.width - (self.styles.scrollbar_size_vertical if scrolls else 0)
+        widths = fit_columns(rules, available, self.cell_padding)
+        changed = False
+        for column, rule, width in zip(columns, rules, widths, strict=True):
+            hidden = width is None
+            cropped = None if width is None or width >= rule.natural else width
+            if (column.hidden, column.cropped) != (hidden, cropped):
+                column.hidden, column.cropped = hidden, cropped
+                changed = True
+        if changed:
+            self._clear_caches()
+            self._require_update_dimensions = True
+            self.refresh()
+            self.check_idle()
+
+    def remeasure(self) -> None:
+        """Measure the columns again from the rows shown (they may have become narrower)."""
+        if len(self.columns) != len(self.spec):
+            return
+        widths = [cell_len(c.label.plain) for c in self.ordered_columns]
+        for key in self._shown:
+            for i, cell in enumerate(self.all_rows[key].cells):
+                width = cell.cell_len if isinstance(cell, Text) else cell_len(cell)
+                if width > widths[i]:
+                    widths[i] = width
+        for column, width in zip(self.ordered_columns, widths, strict=True):
+            column.content_width = width
+        self._clear_caches()
+        self._require_update_dimensions = True
+        self.refresh()
+        self.check_idle()
+
+    def _on_resize(self, event: events.Resize) -> None:
+        super()._on_resize(event)
+        self.fit()
+
+    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+        super()._update_dimensions(new_rows)
+        self.fit()
 
     # -- what the view calls ------------------------------------------------------------------
 
@@ -348,6 +445,8 @@ class KeyedTable(SteadyTable):
         """
         row_key = self._row_locations.get_key(row_index)
         column_key = self._column_locations.get_key(column_index)
+        if width == 0:  # a column hidden to fit the width
+            return [[] for _ in range(self.header_height if row_index < 0 else 1)]
         if row_key is None or column_key is None:  # the header and row labels: DataTable's own
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         value = self._data[row_key][column_key]
