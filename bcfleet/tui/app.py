@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 from textual.app import App, ScreenStackError, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.filter import LineFilter, Monochrome
 from textual.screen import Screen
 
+from bcfleet.tui.contrast import ReadableText
 from bcfleet.tui.screens.base import ViewScreen
 from bcfleet.tui.screens.help import HelpScreen, keys_table, views_table
 from bcfleet.tui.source import FleetSource
@@ -63,6 +65,13 @@ class FleetApp(App[None]):
         self.freeze_heap = freeze_heap
         """Keep long-lived objects out of later garbage collections (`fleet tui` sets it)."""
         self._frozen_after_load = False
+        self._readable = ReadableText(monochrome=self.no_color)
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        """Textual's filters, then every text at least 4.5:1 on its background (contrast.py);
+        under NO_COLOR that filter draws in greys itself, in place of Textual's Monochrome."""
+        kept = [f for f in super().get_line_filters() if not isinstance(f, Monochrome)]
+        return [*kept, self._readable]
 
     def on_mount(self) -> None:
         if self.freeze_heap:
