@@ -107,11 +107,17 @@ class FleetApp(App[None]):
         if view is None:
             self.notify(f"No view named {name!r}. Views: {', '.join(self.view_names()[:-1])}.")
             return False
-        self.switch_mode(view.name)
+        self.show_view(view.name)
         return True
 
     def action_view(self, name: str) -> None:
+        self.show_view(name)
+
+    def show_view(self, name: str) -> None:
+        """Switch to a view's list itself, leaving any drill-down that was open over it."""
         self.switch_mode(name)
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
 
     def action_keys(self) -> None:
         screen = self.screen
@@ -125,7 +131,7 @@ class FleetApp(App[None]):
             yield SystemCommand(
                 f"View: {view.title}",
                 f"{view.key} or :{view.name}",
-                lambda name=view.name: self.switch_mode(name),
+                lambda name=view.name: self.show_view(name),
             )
         if isinstance(screen, ViewScreen):
             yield from screen.commands()

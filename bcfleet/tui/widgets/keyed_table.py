@@ -5,7 +5,7 @@ keeps, in the chosen order, touching only the cells that changed, so the
 cursor stays on the same row (by key) and the scroll where it was, as
 Dolphie's process list does. The filter is words, all of which must match
 somewhere in the row; `column:word` matches one column (`pool:fra`,
-`state:draining`). Columns fit the table's width (widgets/fit.py): less important
+`state:draining`), and a leading `!` inverts a term (`!state:ready`). Columns fit the table's width (widgets/fit.py): less important
 ones give way and come back when there is room again.
 """
 
@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Self, cast
+from typing import Any, ClassVar, Self, cast
 
 from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual._two_way_dict import TwoWayDict
+from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
 from textual.message import Message
 from textual.widgets import DataTable
@@ -106,29 +107,54 @@ class Row:
         return texts
 
 
-def parse_filter(text: str, columns: Sequence[Column]) -> list[tuple[int | None, str]]:
-    """'pool:fra ready' → [(index of pool, 'fra'), (None, 'ready')]; unknown columns match anywhere."""
+Term = tuple[int | None, str, bool]
+"""(column index or None for anywhere, the word, whether it is inverted with a leading !)."""
+
+
+def parse_filter(text: str, columns: Sequence[Column]) -> list[Term]:
+    """'pool:fra !ready' → [(index of pool, 'fra', False), (None, 'ready', True)];
+    unknown columns match anywhere (a time like 10:02 is a word)."""
     names = {c.key.lower(): i for i, c in enumerate(columns)}
     names.update({c.label.lower(): i for i, c in enumerate(columns)})
-    terms: list[tuple[int | None, str]] = []
+    terms: list[Term] = []
     for word in text.lower().split():
+        negated = word.startswith("!")
+        word = word.lstrip("!")
+        if not word:
+            continue
         name, sep, value = word.partition(":")
         if sep and name in names:
-            terms.append((names[name], value))
+            terms.append((names[name], value, negated))
         else:
-            terms.append((None, word))
+            terms.append((None, word, negated))
     return terms
 
 
-def matches(row: Row, terms: Sequence[tuple[int | None, str]]) -> bool:
+def matches(row: Row, terms: Sequence[Term]) -> bool:
     texts = row.searchable()
-    for index, word in terms:
-        if index is None:
-            if not any(word in t for t in texts):
-                return False
-        elif word not in texts[index]:
+    for index, word, negated in terms:
+        found = any(word in t for t in texts) if index is None else word in texts[index]
+        if found == negated:
             return False
     return True
+
+
+def unknown_columns(text: str, columns: Sequence[Column], rows: Iterable[Row]) -> list[str]:
+    """The `name:` of each `name:value` term that names no column and matches no row as a word."""
+    names = {c.key.lower() for c in columns} | {c.label.lower() for c in columns}
+    suspects = []
+    for word in text.lower().split():
+        name, sep, _value = word.lstrip("!").partition(":")
+        if sep and name.isalpha() and name not in names:
+            suspects.append((name, word.lstrip("!")))
+    if not suspects:
+        return []
+    rows = list(rows)
+    return [
+        name
+        for name, word in suspects
+        if not any(any(word in t for t in row.searchable()) for row in rows)
+    ]
 
 
 def _sort_key(value: Any) -> tuple[int, Any]:
@@ -155,7 +181,14 @@ class SteadyTable(DataTable[Cell]):
 
 
 class KeyedTable(SteadyTable):
-    """The table of every list view."""
+    """The table of every list view; j/k/g/G move as in vi and less, beside the arrows."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("j", "cursor_down", "Down", show=False),
+        Binding("k", "cursor_up", "Up", show=False),
+        Binding("g", "scroll_top", "First row", show=False),
+        Binding("G", "scroll_bottom", "Last row", show=False),
+    ]
 
     class Changed(Message):
         """The shown rows, filter or sort changed (the status line counts them)."""
@@ -169,6 +202,8 @@ class KeyedTable(SteadyTable):
         self.spec = tuple(columns)
         self.all_rows: dict[str, Row] = {}
         self.filter_text = ""
+        self.unknown_columns: list[str] = []
+        """Columns the filter names (`name:value`) that this table does not have."""
         self.sort_index: int | None = None
         self.sort_reverse = False
         self._shown: list[str] = []
@@ -312,6 +347,9 @@ class KeyedTable(SteadyTable):
     def _visible(self) -> list[str]:
         terms = parse_filter(self.filter_text, self.spec)
         rows = [r for r in self.all_rows.values() if not terms or matches(r, terms)]
+        self.unknown_columns = (
+            unknown_columns(self.filter_text, self.spec, self.all_rows.values()) if not rows else []
+        )
         if self.sort_index is not None:
             index = self.sort_index
             rows.sort(key=lambda r: _sort_key(r.sort_value(index)), reverse=self.sort_reverse)
