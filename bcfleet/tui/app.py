@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 from textual.app import App, ScreenStackError, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.filter import LineFilter, Monochrome
 from textual.screen import Screen
 
+from bcfleet.tui.contrast import ReadableText
 from bcfleet.tui.screens.base import ViewScreen
 from bcfleet.tui.screens.help import HelpScreen, keys_table, views_table
 from bcfleet.tui.source import FleetSource
@@ -63,6 +65,13 @@ class FleetApp(App[None]):
         self.freeze_heap = freeze_heap
         """Keep long-lived objects out of later garbage collections (`fleet tui` sets it)."""
         self._frozen_after_load = False
+        self._readable = ReadableText(monochrome=self.no_color)
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        """Textual's filters, then every text at least 4.5:1 on its background (contrast.py);
+        under NO_COLOR that filter draws in greys itself, in place of Textual's Monochrome."""
+        kept = [f for f in super().get_line_filters() if not isinstance(f, Monochrome)]
+        return [*kept, self._readable]
 
     def on_mount(self) -> None:
         if self.freeze_heap:
@@ -98,11 +107,17 @@ class FleetApp(App[None]):
         if view is None:
             self.notify(f"No view named {name!r}. Views: {', '.join(self.view_names()[:-1])}.")
             return False
-        self.switch_mode(view.name)
+        self.show_view(view.name)
         return True
 
     def action_view(self, name: str) -> None:
+        self.show_view(name)
+
+    def show_view(self, name: str) -> None:
+        """Switch to a view's list itself, leaving any drill-down that was open over it."""
         self.switch_mode(name)
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
 
     def action_keys(self) -> None:
         screen = self.screen
@@ -116,7 +131,7 @@ class FleetApp(App[None]):
             yield SystemCommand(
                 f"View: {view.title}",
                 f"{view.key} or :{view.name}",
-                lambda name=view.name: self.switch_mode(name),
+                lambda name=view.name: self.show_view(name),
             )
         if isinstance(screen, ViewScreen):
             yield from screen.commands()

@@ -127,5 +127,10 @@ def short_id(rid: str) -> str:
     return rid if len(rest) <= 8 else f"{prefix}_…{rest[-6:]}"
 
 
+def croppable(text: str, style: str = "") -> Text:
+    """A cell of free text that ends in '…' where a narrow screen crops it (Enter shows it all)."""
+    return Text(text, style=style, overflow="ellipsis")
+
+
 def plain(value: Cell) -> str:
     return value.plain if isinstance(value, Text) else value

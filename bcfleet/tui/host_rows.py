@@ -13,11 +13,11 @@ from bcfleet.tui.widgets.keyed_table import Column, Row
 
 COLUMNS = (
     Column("name", "NAME"),
-    Column("pool", "POOL"),
+    Column("pool", "POOL", give_way=1),
     Column("state", "STATE"),
     Column("vcpu", "VCPU"),
     Column("memory", "MEM GiB"),
-    Column("disk", "DISK GiB"),
+    Column("disk", "DISK GiB", give_way=2),
     Column("gpu", "GPU"),
     Column("degraded", "DEGR"),
     Column("age", "AGE"),

@@ -79,6 +79,9 @@ class RemoteSource:
     def instance(self, instance_id: str) -> JSON:
         return self.client.instance(instance_id)
 
+    def instances(self) -> list[JSON]:
+        return with_host_names(self.client.instances(), self.hosts)
+
     def host_guests(self, host: str) -> list[JSON]:
         return self.client.host_specs(host)
 

@@ -100,6 +100,10 @@ class FleetSource(Protocol):
 
     def instance(self, instance_id: str) -> JSON: ...
 
+    def instances(self) -> list[JSON]:
+        """The caller's instances, each with its host's name as `host` (None: not visible)."""
+        ...
+
     def host_guests(self, host: str) -> list[JSON]:
         """The InstanceSpecs of a host's live guests: pinned CPUs, NUMA nodes, GPUs."""
         ...
@@ -218,6 +222,10 @@ class LocalSource:
 
     def instance(self, instance_id: str) -> JSON:
         return self.api.instances.show(self.credential, instance_id)
+
+    def instances(self) -> list[JSON]:
+        items: list[JSON] = self.api.instances.list(self.credential)["items"]
+        return with_host_names(items, self.hosts)
 
     def host_guests(self, host: str) -> list[JSON]:
         items: list[JSON] = self.api.instances.specs_for_host(self.credential, host)["items"]

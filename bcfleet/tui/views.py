@@ -10,6 +10,7 @@ from bcfleet.tui.screens.compute import ComputeView
 from bcfleet.tui.screens.degraded import DegradedView
 from bcfleet.tui.screens.events import EventsView
 from bcfleet.tui.screens.hosts import HostsView
+from bcfleet.tui.screens.instances import InstancesView
 from bcfleet.tui.screens.jobs import JobsView
 from bcfleet.tui.screens.preview import PreviewView
 from bcfleet.tui.screens.reservations import ReservationsView
@@ -34,6 +35,7 @@ VIEWS: tuple[ViewSpec, ...] = (
     ViewSpec("usage", "6", "Usage and credits", UsageView, ("credits",)),
     ViewSpec("events", "7", "Events", EventsView, ("ev",)),
     ViewSpec("jobs", "8", "Jobs", JobsView, ()),
+    ViewSpec("instances", "9", "Instances", InstancesView, ("instance", "inst", "vm", "vms")),
 )
 
 

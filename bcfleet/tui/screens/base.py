@@ -315,6 +315,16 @@ class ViewScreen(Screen[None]):
         self.focus_next()
 
 
+class DrillDown(ViewScreen):
+    """A screen pushed over a view (Enter on a row): q goes back to the view, as Esc does."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("q", "close", "Back")]
+
+    def action_close(self) -> None:
+        if len(self.app.screen_stack) > 1:
+            self.app.pop_screen()
+
+
 def _one_line(error: Exception) -> str:
     text = str(error).strip().splitlines()
     return (text[0] if text else type(error).__name__)[:120]

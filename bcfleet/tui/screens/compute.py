@@ -16,7 +16,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.containers import Grid, Horizontal, Vertical
+from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Button, Input, Label, Select, Static
 
@@ -75,7 +75,7 @@ class ComputeView(ViewScreen):
     # -- layout -------------------------------------------------------------------------------
 
     def compose_body(self) -> ComposeResult:
-        with Vertical(id="compute"):
+        with VerticalScroll(id="compute"):
             with Horizontal(classes="field-row"):
                 yield Label("Tenant", classes="field-label")
                 yield Select[str]([], id="tenant", allow_blank=True, prompt="-", compact=True)
@@ -290,6 +290,8 @@ class ComputeView(ViewScreen):
         if not ev.can_save or ev.change is None:
             reason = (ev.in_use + ev.problems)[:1] or ("Nothing to save: no changes.",)
             self._message(Text(reason[0], style="bold"))
+            warnings = self.query_one("#warnings")  # on a short screen, scroll them into sight
+            self.call_after_refresh(warnings.scroll_visible, animate=False)
             return
         self._message("Saving…")
         self.query_one("#save", Button).disabled = True

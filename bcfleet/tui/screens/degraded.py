@@ -5,18 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from rich.text import Text
-
-from bcfleet.tui.format import DASH, age
+from bcfleet.tui.format import DASH, age, croppable
 from bcfleet.tui.screens.table import TableView
 from bcfleet.tui.widgets.keyed_table import Column, Row
 
 COLUMNS = (
     Column("instance", "INSTANCE"),
-    Column("tenant", "TENANT"),
+    Column("tenant", "TENANT", give_way=2),
     Column("host", "HOST"),
-    Column("flavor", "FLAVOR"),
-    Column("reason", "REASON"),
+    Column("flavor", "FLAVOR", give_way=1),
+    Column("reason", "REASON", crop_to=16),
     Column("since", "SINCE"),
 )
 
@@ -36,7 +34,7 @@ def degraded_row(instance: Mapping[str, Any], now: Any) -> Row | None:
     if condition is None:
         return None
     since, seconds = age(condition.get("at") or condition.get("lastTransitionTime"), now)
-    reason = Text(str(condition.get("reason", DASH)), style="yellow")
+    reason = croppable(str(condition.get("reason", DASH)), style="yellow")
     host = str(instance.get("host") or instance.get("nodeId") or DASH)
     flavor = str(instance.get("flavor") or instance.get("flavorId") or DASH)
     return Row(

@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from bcfleet.tui.screens.base import ViewScreen
+from bcfleet.tui.screens.base import DrillDown
 
 Fields = list[tuple[str, Any]]
 
@@ -45,7 +45,7 @@ def _add(lines: Fields, key: str, value: Any, depth: int) -> None:
         lines.append((label, "-" if value is None or value == {} else str(value)))
 
 
-class DetailScreen(ViewScreen):
+class DetailScreen(DrillDown):
     """Fields of one object, fetched again on r (and by the timer) while it is open."""
 
     ABOUT = "Every field of the object; nested documents are indented under their key."

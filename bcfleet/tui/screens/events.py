@@ -11,17 +11,18 @@ from textual.app import SystemCommand
 from textual.binding import Binding, BindingType
 
 from bcfleet.clock import parse_time
-from bcfleet.tui.format import DASH
+from bcfleet.tui.format import DASH, croppable
 from bcfleet.tui.screens.table import TableView
 from bcfleet.tui.widgets.keyed_table import Column, Row
 from bcfleet.tui.widgets.prompt import Prompt
 
+# At 80 columns SUBJECT gives way (Enter shows it), then SEQ; DATA stays, cropped.
 COLUMNS = (
-    Column("seq", "SEQ"),
+    Column("seq", "SEQ", give_way=1),
     Column("at", "AT"),
     Column("type", "TYPE"),
-    Column("subject", "SUBJECT"),
-    Column("data", "DATA"),
+    Column("subject", "SUBJECT", give_way=2),
+    Column("data", "DATA", crop_to=24),
 )
 KEEP = 1000
 """Events kept in the tail; older ones scroll out."""
@@ -59,7 +60,7 @@ def event_row(event: Mapping[str, Any]) -> Row:
             at,
             kind,
             event.get("subjectId") or DASH,
-            data_text(event.get("data") or {}),
+            croppable(data_text(event.get("data") or {})),
         ),
         sort=(event["seq"], event["at"], event["type"], event.get("subjectId") or "", ""),
     )

@@ -62,7 +62,9 @@ def keys_table(screen: Screen[Any]) -> Table:
             continue
         seen.add((label, binding.description))
         table.add_row(label, binding.description)
-    table.add_row("↑ ↓ PgUp PgDn", "Move")
+    table.add_row("↑ ↓ j k PgUp PgDn", "Move")
+    table.add_row("g, G", "First row, last row")
+    table.add_row("/ … !word", "Filter; ! in front of a word or column:value inverts it")
     table.add_row("Enter", "Open the row (drill down) or run the form")
     table.add_row("Ctrl+P", "Command palette: every view and action")
     return table

@@ -20,7 +20,7 @@ from textual.widgets import DataTable, Static
 from bcfleet.domain.numa import reserved_cpus, size_label
 from bcfleet.domain.shapes import Inventory
 from bcfleet.tui.format import DASH, age, cpulist, ratio_text, short_id, short_time
-from bcfleet.tui.screens.base import ViewScreen
+from bcfleet.tui.screens.base import DrillDown
 from bcfleet.tui.source import NotAvailable
 from bcfleet.tui.widgets.keyed_table import SteadyTable
 
@@ -152,8 +152,8 @@ def capacity_text(resources: Iterable[Mapping[str, Any]]) -> str:
     return " · ".join(parts) or "no capacity rows yet"
 
 
-class HostDetail(ViewScreen):
-    """Pushed over Hosts by Enter; Esc goes back."""
+class HostDetail(DrillDown):
+    """Pushed over Hosts by Enter; Esc or q goes back."""
 
     TITLE = "Host"
     ABOUT = (

@@ -129,6 +129,7 @@ class HostsView(TableView):
             self._drawn_narrow = self.narrow
             now = self.now or self.source.now()
             self.table.set_rows(host_row(h, now, narrow=self.narrow) for h in self.hosts.values())
+            self.table.remeasure()  # the narrow cells are shorter: the columns shrink to them
 
     def _host(self, key: str | None) -> Mapping[str, Any] | None:
         return self.hosts.get(key) if key is not None else None

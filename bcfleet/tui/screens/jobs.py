@@ -8,18 +8,18 @@ from typing import Any
 
 from rich.text import Text
 
-from bcfleet.tui.format import DASH, DIM_DASH, Cell, age, countdown
+from bcfleet.tui.format import DASH, DIM_DASH, Cell, age, countdown, croppable
 from bcfleet.tui.screens.table import TableView
 from bcfleet.tui.widgets.keyed_table import Column, Row
 
 COLUMNS = (
     Column("job", "JOB"),
-    Column("every", "EVERY"),
+    Column("every", "EVERY", give_way=2),
     Column("last", "LAST RUN"),
     Column("outcome", "OUTCOME"),
     Column("next", "NEXT DUE"),
-    Column("failures", "FAILED"),
-    Column("error", "LAST ERROR"),
+    Column("failures", "FAILED", give_way=1),
+    Column("error", "LAST ERROR", crop_to=16),
 )
 
 
@@ -66,7 +66,7 @@ def job_row(job: Mapping[str, Any], now: datetime) -> Row:
             outcome,
             due,
             failed,
-            error,
+            croppable(error),
         ),
         sort=(
             job["job"],

@@ -8,20 +8,21 @@ from typing import Any
 
 from rich.text import Text
 
-from bcfleet.tui.format import DASH, DIM_DASH, countdown, parse_stamp, short_id
+from bcfleet.tui.format import DASH, DIM_DASH, countdown, croppable, parse_stamp, short_id
 from bcfleet.tui.screens.table import TableView
 from bcfleet.tui.widgets.keyed_table import Column, Row
 
+# At 80 columns KIND, then ID, TENANT and POOL give way; STATE, WHEN, DURING and REASON stay.
 COLUMNS = (
-    Column("id", "ID"),
-    Column("tenant", "TENANT"),
-    Column("pool", "POOL"),
+    Column("id", "ID", give_way=3),
+    Column("tenant", "TENANT", give_way=2),
+    Column("pool", "POOL", give_way=1),
     Column("gpus", "GPUS"),
-    Column("kind", "KIND"),
+    Column("kind", "KIND", give_way=4),
     Column("state", "STATE"),
     Column("when", "WHEN"),
     Column("during", "DURING"),
-    Column("reason", "REASON"),
+    Column("reason", "REASON", crop_to=12),
 )
 
 STATE_ORDER = {"preempted": 0, "pending": 1, "placed": 2, "binding": 3, "active": 4, "released": 5}
@@ -122,7 +123,7 @@ def reservation_row(reservation: Mapping[str, Any], pools: Mapping[str, str], no
             state,
             left,
             during,
-            reason,
+            croppable(reason),
         ),
         sort=(
             rid,

@@ -66,6 +66,8 @@ class TableView(ViewScreen):
         if table.filter_text:
             text.append(" · filter ")
             text.append(table.filter_text, style="bold")
+        for name in table.unknown_columns:
+            text.append(f" · no column {name!r}", style="bold")
         if table.sort_index is not None:
             column = self.COLUMNS[table.sort_index].label
             text.append(f" · sort {column} {'▼' if table.sort_reverse else '▲'}")
@@ -119,6 +121,18 @@ class TableView(ViewScreen):
             event.input.close()
             self.table.set_filter(event.value)
             self.focus_body()
+            self._say_unknown_columns()
+
+    def _say_unknown_columns(self) -> None:
+        unknown = self.table.unknown_columns
+        if unknown:
+            names = ", ".join(c.key for c in self.COLUMNS)
+            self.notify(
+                f"No column {unknown[0]!r} in {self.TITLE}. Columns: {names}. "
+                "Without a column name a word matches anywhere; ! in front inverts it.",
+                title="Filter",
+                severity="warning",
+            )
 
     def on_prompt_cancelled(self, event: Prompt.Cancelled) -> None:
         # The base screen's handler runs after this one and closes the prompt.

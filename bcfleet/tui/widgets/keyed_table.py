@@ -5,26 +5,31 @@ keeps, in the chosen order, touching only the cells that changed, so the
 cursor stays on the same row (by key) and the scroll where it was, as
 Dolphie's process list does. The filter is words, all of which must match
 somewhere in the row; `column:word` matches one column (`pool:fra`,
-`state:draining`).
+`state:draining`), and a leading `!` inverts a term (`!state:ready`). Columns fit the table's width (widgets/fit.py): less important
+ones give way and come back when there is room again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any, ClassVar, Self, cast
 
 from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
+from textual import events
 from textual._two_way_dict import TwoWayDict
+from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
 from textual.message import Message
 from textual.widgets import DataTable
+from textual.widgets._data_table import Column as TableColumn
 from textual.widgets._data_table import Row as TableRow
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowKey
 
 from bcfleet.domain.bounds import printable
+from bcfleet.tui.widgets.fit import Fit, fit_columns
 
 Cell = Text | str
 REBUILD_ABOVE = 64
@@ -35,9 +40,34 @@ CELL_CACHE = 4096
 
 @dataclass(frozen=True)
 class Column:
+    """A column: `give_way` > 0 lets it be hidden on a narrow screen (the highest rank first);
+    `crop_to` lets long free text be cropped to that width before anything is hidden."""
+
     key: str
     label: str
     width: int | None = None
+    give_way: int = 0
+    crop_to: int | None = None
+
+
+@dataclass
+class _FitColumn(TableColumn):
+    """DataTable's column, drawn hidden (no width at all) or cropped when the table is narrow."""
+
+    hidden: bool = False
+    cropped: int | None = None
+
+    def get_render_width(self, data_table: DataTable[Any]) -> int:
+        if self.hidden:
+            return 0
+        if self.cropped is not None:
+            return 2 * data_table.cell_padding + self.cropped
+        return super().get_render_width(data_table)
+
+    def natural(self) -> int:
+        return max(
+            self.content_width if self.auto_width else self.width, cell_len(self.label.plain)
+        )
 
 
 def _printable_cell(cell: Cell) -> Cell:
@@ -77,29 +107,54 @@ class Row:
         return texts
 
 
-def parse_filter(text: str, columns: Sequence[Column]) -> list[tuple[int | None, str]]:
-    """'pool:fra ready' → [(index of pool, 'fra'), (None, 'ready')]; unknown columns match anywhere."""
+Term = tuple[int | None, str, bool]
+"""(column index or None for anywhere, the word, whether it is inverted with a leading !)."""
+
+
+def parse_filter(text: str, columns: Sequence[Column]) -> list[Term]:
+    """'pool:fra !ready' → [(index of pool, 'fra', False), (None, 'ready', True)];
+    unknown columns match anywhere (a time like 10:02 is a word)."""
     names = {c.key.lower(): i for i, c in enumerate(columns)}
     names.update({c.label.lower(): i for i, c in enumerate(columns)})
-    terms: list[tuple[int | None, str]] = []
+    terms: list[Term] = []
     for word in text.lower().split():
+        negated = word.startswith("!")
+        word = word.lstrip("!")
+        if not word:
+            continue
         name, sep, value = word.partition(":")
         if sep and name in names:
-            terms.append((names[name], value))
+            terms.append((names[name], value, negated))
         else:
-            terms.append((None, word))
+            terms.append((None, word, negated))
     return terms
 
 
-def matches(row: Row, terms: Sequence[tuple[int | None, str]]) -> bool:
+def matches(row: Row, terms: Sequence[Term]) -> bool:
     texts = row.searchable()
-    for index, word in terms:
-        if index is None:
-            if not any(word in t for t in texts):
-                return False
-        elif word not in texts[index]:
+    for index, word, negated in terms:
+        found = any(word in t for t in texts) if index is None else word in texts[index]
+        if found == negated:
             return False
     return True
+
+
+def unknown_columns(text: str, columns: Sequence[Column], rows: Iterable[Row]) -> list[str]:
+    """The `name:` of each `name:value` term that names no column and matches no row as a word."""
+    names = {c.key.lower() for c in columns} | {c.label.lower() for c in columns}
+    suspects = []
+    for word in text.lower().split():
+        name, sep, _value = word.lstrip("!").partition(":")
+        if sep and name.isalpha() and name not in names:
+            suspects.append((name, word.lstrip("!")))
+    if not suspects:
+        return []
+    rows = list(rows)
+    return [
+        name
+        for name, word in suspects
+        if not any(any(word in t for t in row.searchable()) for row in rows)
+    ]
 
 
 def _sort_key(value: Any) -> tuple[int, Any]:
@@ -126,7 +181,14 @@ class SteadyTable(DataTable[Cell]):
 
 
 class KeyedTable(SteadyTable):
-    """The table of every list view."""
+    """The table of every list view; j/k/g/G move as in vi and less, beside the arrows."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("j", "cursor_down", "Down", show=False),
+        Binding("k", "cursor_up", "Up", show=False),
+        Binding("g", "scroll_top", "First row", show=False),
+        Binding("G", "scroll_bottom", "Last row", show=False),
+    ]
 
     class Changed(Message):
         """The shown rows, filter or sort changed (the status line counts them)."""
@@ -140,6 +202,8 @@ class KeyedTable(SteadyTable):
         self.spec = tuple(columns)
         self.all_rows: dict[str, Row] = {}
         self.filter_text = ""
+        self.unknown_columns: list[str] = []
+        """Columns the filter names (`name:value`) that this table does not have."""
         self.sort_index: int | None = None
         self.sort_reverse = False
         self._shown: list[str] = []
@@ -152,6 +216,74 @@ class KeyedTable(SteadyTable):
     def on_mount(self) -> None:
         for column in self.spec:
             self.add_column(column.label, width=column.width, key=column.key)
+            key = ColumnKey(column.key)
+            old = self.columns[key]
+            self.columns[key] = _FitColumn(
+                key, old.label, old.width, old.content_width, old.auto_width
+            )
+
+    # -- fitting the width -------------------------------------------------------------------
+
+    def _fit_columns(self) -> list[_FitColumn]:
+        return [cast(_FitColumn, self.columns[ColumnKey(c.key)]) for c in self.spec]
+
+    @property
+    def hidden_columns(self) -> list[str]:
+        """The keys of the columns hidden to fit the width."""
+        if len(self.columns) != len(self.spec):
+            return []
+        return [c.key.value or "" for c in self._fit_columns() if c.hidden]
+
+    def fit(self) -> None:
+        """Hide or crop columns so that the ones that matter fit the table's width."""
+        if not self.is_mounted or len(self.columns) != len(self.spec) or not self.size.width:
+            return
+        columns = self._fit_columns()
+        rules = [
+            Fit(column.natural(), spec.give_way, spec.crop_to)
+            for column, spec in zip(columns, self.spec, strict=True)
+        ]
+        # Fitted exactly, no horizontal scrollbar takes a row; the vertical one takes a column.
+        scrolls = self.virtual_size.height > self.size.height
+        available = self.size.width - (self.styles.scrollbar_size_vertical if scrolls else 0)
+        widths = fit_columns(rules, available, self.cell_padding)
+        changed = False
+        for column, rule, width in zip(columns, rules, widths, strict=True):
+            hidden = width is None
+            cropped = None if width is None or width >= rule.natural else width
+            if (column.hidden, column.cropped) != (hidden, cropped):
+                column.hidden, column.cropped = hidden, cropped
+                changed = True
+        if changed:
+            self._clear_caches()
+            self._require_update_dimensions = True
+            self.refresh()
+            self.check_idle()
+
+    def remeasure(self) -> None:
+        """Measure the columns again from the rows shown (they may have become narrower)."""
+        if len(self.columns) != len(self.spec):
+            return
+        widths = [cell_len(c.label.plain) for c in self.ordered_columns]
+        for key in self._shown:
+            for i, cell in enumerate(self.all_rows[key].cells):
+                width = cell.cell_len if isinstance(cell, Text) else cell_len(cell)
+                if width > widths[i]:
+                    widths[i] = width
+        for column, width in zip(self.ordered_columns, widths, strict=True):
+            column.content_width = width
+        self._clear_caches()
+        self._require_update_dimensions = True
+        self.refresh()
+        self.check_idle()
+
+    def _on_resize(self, event: events.Resize) -> None:
+        super()._on_resize(event)
+        self.fit()
+
+    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+        super()._update_dimensions(new_rows)
+        self.fit()
 
     # -- what the view calls ------------------------------------------------------------------
 
@@ -215,6 +347,9 @@ class KeyedTable(SteadyTable):
     def _visible(self) -> list[str]:
         terms = parse_filter(self.filter_text, self.spec)
         rows = [r for r in self.all_rows.values() if not terms or matches(r, terms)]
+        self.unknown_columns = (
+            unknown_columns(self.filter_text, self.spec, self.all_rows.values()) if not rows else []
+        )
         if self.sort_index is not None:
             index = self.sort_index
             rows.sort(key=lambda r: _sort_key(r.sort_value(index)), reverse=self.sort_reverse)
@@ -348,6 +483,8 @@ class KeyedTable(SteadyTable):
         """
         row_key = self._row_locations.get_key(row_index)
         column_key = self._column_locations.get_key(column_index)
+        if width == 0:  # a column hidden to fit the width
+            return [[] for _ in range(self.header_height if row_index < 0 else 1)]
         if row_key is None or column_key is None:  # the header and row labels: DataTable's own
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         value = self._data[row_key][column_key]
