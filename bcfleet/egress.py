@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 import httpcore
 import httpx
@@ -71,8 +71,8 @@ class EgressGuard:
 
     def check_url(self, url: str) -> None:
         """INVALID_INPUT for a non-http(s) URL or one whose host is refused; unresolved names pass."""
-        parts = urlsplit(url)
-        if parts.scheme not in SCHEMES or not parts.hostname:
+        parts = split_url(url)
+        if parts is None or parts.scheme not in SCHEMES or not parts.hostname:
             raise InvalidInputError(
                 "the URL must be http or https with a host", {"reason": "bad_scheme"}
             )
@@ -84,12 +84,23 @@ class EgressGuard:
             ) from None
         try:
             self.addresses(parts.hostname, port)
-        except OSError:
+        except (OSError, UnicodeError):  # a name IDNA cannot encode never resolves either
             return  # not resolvable now: every request checks again
 
     def transport(self, **options: Any) -> httpx.BaseTransport:
         """An httpx transport that connects only to addresses this guard allows."""
         return GuardedTransport(self, **options)
+
+
+def split_url(url: object) -> SplitResult | None:
+    """The URL's parts, or None when it is not text or not a URL (a bracketed host that is no
+    IPv6 address, say): every reader of a URL from outside splits it here."""
+    if not isinstance(url, str):
+        return None
+    try:
+        return urlsplit(url)
+    except ValueError:
+        return None
 
 
 def _parsed(raw: Iterable[str]) -> list[IPAddress]:

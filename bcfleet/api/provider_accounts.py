@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import re
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from sqlmodel import Session, select
 
@@ -34,6 +33,7 @@ from bcfleet.api.lookup import get_tenant
 from bcfleet.api.offer_checks import AccountRef, OfferCatalog
 from bcfleet.clock import format_time
 from bcfleet.domain.bounds import check_text
+from bcfleet.egress import split_url
 from bcfleet.errors import ConflictError, ForbiddenError, InvalidInputError, NotFoundError
 from bcfleet.providers.base import filter_offers
 from bcfleet.secretbox import Secret, require_box
@@ -81,7 +81,7 @@ def validate_account(
             {"field": "tokenEnv"},
         )
     if endpoint is not None:
-        parts = urlsplit(endpoint) if isinstance(endpoint, str) else None
+        parts = split_url(endpoint)
         if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
             raise InvalidInputError(
                 "endpoint must be an http or https URL with a host", {"field": "endpoint"}

@@ -14,7 +14,6 @@ from __future__ import annotations
 import secrets
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 from sqlalchemy import func
 from sqlmodel import Session, col, select
@@ -22,14 +21,15 @@ from sqlmodel import Session, col, select
 from bcfleet.api.auth import Actor, Credential, owned_resource
 from bcfleet.api.base import Area
 from bcfleet.clock import format_time
-from bcfleet.egress import EgressGuard, EgressRefused
+from bcfleet.egress import EgressGuard, EgressRefused, split_url
 from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError
 from bcfleet.store.models import Event
 from bcfleet.store.models.webhooks import Webhook, WebhookDelivery
 
 MAX_URL = 2048
 MAX_TYPES = 50
-MIN_SECRET = 16
+MIN_SECRET, MAX_SECRET = 16, 200
+EVENT_TYPE_MAX = 100
 MAX_WEBHOOKS_PER_TENANT = 20
 DELIVERY_STATES = ("pending", "delivered", "dead")
 
@@ -69,7 +69,7 @@ def delivery_json(row: WebhookDelivery) -> dict[str, Any]:
 def validate_webhook(url: Any, event_types: Any, secret: Any) -> None:
     """INVALID_INPUT naming each bad field: an http(s) URL, type names, a long enough secret."""
     problems: dict[str, str] = {}
-    parts = urlsplit(url) if isinstance(url, str) else None
+    parts = split_url(url)
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
         problems["url"] = "url must be an http or https URL with a host"
     elif len(url) > MAX_URL:
@@ -77,11 +77,15 @@ def validate_webhook(url: Any, event_types: Any, secret: Any) -> None:
     if not isinstance(event_types, Sequence) or isinstance(event_types, str):
         problems["eventTypes"] = "eventTypes must be a list of event types"
     elif len(event_types) > MAX_TYPES or not all(
-        isinstance(t, str) and 0 < len(t) <= 100 for t in event_types
+        isinstance(t, str) and 0 < len(t) <= EVENT_TYPE_MAX for t in event_types
     ):
-        problems["eventTypes"] = f"eventTypes lists at most {MAX_TYPES} names of 1-100 characters"
-    if secret is not None and (not isinstance(secret, str) or not MIN_SECRET <= len(secret) <= 200):
-        problems["secret"] = f"a secret has {MIN_SECRET} to 200 characters"
+        problems["eventTypes"] = (
+            f"eventTypes lists at most {MAX_TYPES} names of 1-{EVENT_TYPE_MAX} characters"
+        )
+    if secret is not None and (
+        not isinstance(secret, str) or not MIN_SECRET <= len(secret) <= MAX_SECRET
+    ):
+        problems["secret"] = f"a secret has {MIN_SECRET} to {MAX_SECRET} characters"
     if problems:
         raise InvalidInputError(
             "invalid webhook: " + "; ".join(problems.values()), {"fields": problems}
