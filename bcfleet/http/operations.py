@@ -8,7 +8,6 @@ Serving and documenting the same list is how the OpenAPI document stays true.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from starlette.responses import Response
 from bcfleet.domain.bounds import shown
 from bcfleet.errors import InvalidInputError
 from bcfleet.fleet import Fleet
-from bcfleet.http.rules import STORABLE_PATTERN
+from bcfleet.http.rules import STORABLE_PATTERN, matches
 
 TENANT_CACHE_SECONDS = 60.0
 
@@ -116,7 +115,7 @@ def string_problem(schema: Mapping[str, Any], raw: str) -> str | None:
     if len(raw) < low or (high is not None and len(raw) > high):
         return f"{low} to {high} characters" if high is not None else f"at least {low} characters"
     pattern = schema.get("pattern")
-    if pattern is not None and re.search(pattern, raw) is None:
+    if pattern is not None and not matches(pattern, raw):
         return f"text matching {pattern}"
     return None
 

@@ -26,6 +26,19 @@ STORABLE_PATTERN = "^[^\\u0000]*$"
 """Text any database stores: no NUL (serving.check_text refuses it in bodies, paths, queries)."""
 
 
+@cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        pattern = pattern[:-1] + "\\Z"
+    return re.compile(pattern)
+
+
+def matches(pattern: str, value: str) -> bool:
+    """Whether ``value`` matches a JSON Schema pattern as ECMA-262 reads it: a final ``$`` is the
+    end of the text (Python's ``$`` also matches before a final newline, ECMA's does not)."""
+    return _compiled(pattern).search(value) is not None
+
+
 def _escape(code: int) -> str:
     """A code point as a character class writes it: \\uXXXX in the BMP, else the character."""
     return f"\\u{code:04x}" if code <= 0xFFFF else chr(code)

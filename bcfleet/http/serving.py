@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from jsonschema import Draft202012Validator, ValidationError
+from jsonschema import Draft202012Validator, ValidationError, validators
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -25,6 +25,7 @@ from bcfleet.errors import FleetError, InvalidInputError, UnauthenticatedError
 from bcfleet.fleet import Fleet
 from bcfleet.http.metrics import Metrics
 from bcfleet.http.operations import Call, Endpoint, Operation, TenantResolver
+from bcfleet.http.rules import matches
 from bcfleet.http.streams import StreamSlots
 from bcfleet.store.faults import connection_lost, unavailable
 
@@ -204,10 +205,24 @@ def validate_body(validator: Draft202012Validator, body: Any) -> None:
         )
 
 
+def _pattern(
+    _validator: Any, pattern: str, instance: Any, _schema: Any
+) -> Iterator[ValidationError]:
+    if isinstance(instance, str) and not matches(pattern, instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+# Patterns read as the document's readers (ECMA-262) read them: a final $ is the end of the text.
+BodyValidator: Any = validators.extend(  # type: ignore[no-untyped-call]
+    Draft202012Validator, {"pattern": _pattern}
+)
+
+
 def body_validator(schemas: Mapping[str, Any], name: str) -> Draft202012Validator:
     """A validator of one component schema, its references resolved within the components."""
     root = {"$ref": f"#/components/schemas/{name}", "components": {"schemas": dict(schemas)}}
-    return Draft202012Validator(root)
+    validator: Draft202012Validator = BodyValidator(root)
+    return validator
 
 
 async def require_live_token(request: Request, token: str | None) -> None:
