@@ -79,7 +79,7 @@ class EgressGuard:
         port = parts.port or (443 if parts.scheme == "https" else 80)
         try:
             self.addresses(parts.hostname, port)
-        except OSError:
+        except (OSError, UnicodeError):  # a name IDNA cannot encode never resolves either
             return  # not resolvable now: every request checks again
 
     def transport(self, **options: Any) -> httpx.BaseTransport:

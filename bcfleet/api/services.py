@@ -46,13 +46,14 @@ if TYPE_CHECKING:
     from bcfleet.fleet import Fleet
 
 HOSTINGS = ("serverless", "managed")
+COMPUTE_NAME_MAX = 128  # a service's or index's workspace and name
 MANAGE, READ = "compute:services:manage", "compute:services:read"
 
 
 def validate_names(workspace: str, name: str) -> None:
     """A service's (or index's) workspace and name: 1-128 printable characters, not all blank."""
     for field, value in (("workspace", workspace), ("name", name)):
-        check_text(field, value, 128)
+        check_text(field, value, COMPUTE_NAME_MAX)
         if not value.strip():
             raise InvalidInputError(f"a {field} cannot be blank", {"field": field})
 

@@ -30,7 +30,8 @@ from bcfleet.store.models.webhooks import Webhook, WebhookDelivery
 
 MAX_URL = 2048
 MAX_TYPES = 50
-MIN_SECRET = 16
+MIN_SECRET, MAX_SECRET = 16, 200
+EVENT_TYPE_MAX = 100
 MAX_WEBHOOKS_PER_TENANT = 20
 DELIVERY_STATES = ("pending", "delivered", "dead")
 
@@ -76,11 +77,15 @@ def validate_webhook(url: Any, event_types: Any, secret: Any) -> None:
     if not isinstance(event_types, Sequence) or isinstance(event_types, str):
         problems["eventTypes"] = "eventTypes must be a list of event types"
     elif len(event_types) > MAX_TYPES or not all(
-        isinstance(t, str) and 0 < len(t) <= 100 for t in event_types
+        isinstance(t, str) and 0 < len(t) <= EVENT_TYPE_MAX for t in event_types
     ):
-        problems["eventTypes"] = f"eventTypes lists at most {MAX_TYPES} names of 1-100 characters"
-    if secret is not None and (not isinstance(secret, str) or not MIN_SECRET <= len(secret) <= 200):
-        problems["secret"] = f"a secret has {MIN_SECRET} to 200 characters"
+        problems["eventTypes"] = (
+            f"eventTypes lists at most {MAX_TYPES} names of 1-{EVENT_TYPE_MAX} characters"
+        )
+    if secret is not None and (
+        not isinstance(secret, str) or not MIN_SECRET <= len(secret) <= MAX_SECRET
+    ):
+        problems["secret"] = f"a secret has {MIN_SECRET} to {MAX_SECRET} characters"
     if problems:
         raise InvalidInputError(
             "invalid webhook: " + "; ".join(problems.values()), {"fields": problems}

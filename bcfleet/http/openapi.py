@@ -46,6 +46,7 @@ ERROR_RESPONSE: dict[str, Any] = {
     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
 }
 
+SCHEMA_MEDIA = ("application/json", "text/event-stream")  # an SSE schema describes each event
 SECURITY_SCHEME = {
     "type": "http",
     "scheme": "bearer",
@@ -59,7 +60,7 @@ def _ref(name: str) -> dict[str, str]:
 
 def _parameters(op: Operation) -> list[dict[str, Any]]:
     params: list[dict[str, Any]] = [
-        {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+        {"name": name, "in": "path", "required": True, "schema": op.path_schema(name)}
         for name in op.path_params
     ]
     for param in op.query:
@@ -81,7 +82,7 @@ def _success(op: Operation) -> dict[str, Any]:
     body: dict[str, Any] = {"description": op.summary}
     if op.response is not None:
         schema: dict[str, Any] = (
-            _ref(op.response) if op.response_media == "application/json" else {"type": "string"}
+            _ref(op.response) if op.response_media in SCHEMA_MEDIA else {"type": "string"}
         )
         body["content"] = {op.response_media: {"schema": schema}}
         for media in op.other_media:

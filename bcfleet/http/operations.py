@@ -17,15 +17,19 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from bcfleet.domain.bounds import shown
 from bcfleet.errors import InvalidInputError
 from bcfleet.fleet import Fleet
+from bcfleet.http.rules import STORABLE_PATTERN, matches
 
 TENANT_CACHE_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
 class Param:
-    """A query parameter: integer (always bounded, both ends), string, boolean or a repeatable string."""
+    """A query parameter or header: integer (always bounded, both ends), string, boolean or a
+    repeatable string. A string's ``text`` is its JSON Schema (rules.py); parse() holds the raw
+    value to exactly that schema, so the document and the server cannot disagree."""
 
     name: str
     kind: str = "string"  # string | integer | boolean | strings
@@ -34,30 +38,36 @@ class Param:
     maximum: int | None = None
     default: Any = None
     enum: tuple[str, ...] = ()
+    text: Mapping[str, Any] | None = None  # the schema of a string (or of each of strings)
 
     def __post_init__(self) -> None:
         if self.kind == "integer" and (self.minimum is None or self.maximum is None):
             raise ValueError(f"integer query parameter {self.name} needs a minimum and a maximum")
 
+    def _string_schema(self) -> dict[str, Any]:
+        if self.enum:
+            return {"type": "string", "enum": list(self.enum)}
+        return dict(self.text) if self.text is not None else {**PATH_REFERENCE, "minLength": 0}
+
     def schema(self) -> dict[str, Any]:
         """The parameter's JSON Schema."""
         if self.kind == "strings":
-            return {"type": "array", "items": {"type": "string"}}
-        body: dict[str, Any] = {"type": self.kind}
+            return {"type": "array", "items": self._string_schema()}
+        body: dict[str, Any] = (
+            self._string_schema() if self.kind == "string" else {"type": self.kind}
+        )
         if self.minimum is not None:
             body["minimum"] = self.minimum
         if self.maximum is not None:
             body["maximum"] = self.maximum
         if self.default is not None:
             body["default"] = self.default
-        if self.enum:
-            body["enum"] = list(self.enum)
         return body
 
     def parse(self, request: Request) -> Any:
         """The parameter's value from the query string; INVALID_INPUT when it is malformed."""
         if self.kind == "strings":
-            return tuple(request.query_params.getlist(self.name))
+            return tuple(self._string(raw) for raw in request.query_params.getlist(self.name))
         raw = request.query_params.get(self.name)
         if raw is None:
             return self.default
@@ -67,8 +77,15 @@ class Param:
             if raw.lower() not in ("true", "false"):
                 raise self._bad(raw, "true or false")
             return raw.lower() == "true"
+        return self._string(raw)
+
+    def _string(self, raw: str) -> str:
         if self.enum and raw not in self.enum:
             raise self._bad(raw, "one of " + ", ".join(self.enum))
+        schema = self._string_schema()
+        problem = string_problem(schema, raw)
+        if problem is not None:
+            raise self._bad(raw, problem)
         return raw
 
     def _integer(self, raw: str) -> int:
@@ -84,9 +101,23 @@ class Param:
 
     def _bad(self, raw: str, wanted: str) -> InvalidInputError:
         return InvalidInputError(
-            f"query parameter {self.name} must be {wanted}, got {raw!r}",
+            f"query parameter {self.name} must be {wanted}, got {shown(raw)}",
             {"parameter": self.name, "value": raw},
         )
+
+
+PATH_REFERENCE = {"type": "string", "minLength": 1, "pattern": STORABLE_PATTERN}
+
+
+def string_problem(schema: Mapping[str, Any], raw: str) -> str | None:
+    """What a string breaks of a string schema's length and pattern (and its wording), or None."""
+    low, high = schema.get("minLength", 0), schema.get("maxLength")
+    if len(raw) < low or (high is not None and len(raw) > high):
+        return f"{low} to {high} characters" if high is not None else f"at least {low} characters"
+    pattern = schema.get("pattern")
+    if pattern is not None and not matches(pattern, raw):
+        return f"text matching {pattern}"
+    return None
 
 
 TENANT = Param("tenant", description="Act as (and see as) this tenant; root's admin only.")
@@ -177,7 +208,22 @@ class Operation:
     auth: bool = True
     response_headers: Mapping[str, str] = field(default_factory=dict)
     description: str = ""
+    path_text: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # by path parameter
 
     @property
     def path_params(self) -> list[str]:
         return [part[1:-1] for part in self.path.split("/") if part.startswith("{")]
+
+    def path_schema(self, name: str) -> dict[str, Any]:
+        """A path parameter's JSON Schema: an id or name to look up unless path_text says more."""
+        given = self.path_text.get(name)
+        return dict(given) if given is not None else dict(PATH_REFERENCE)
+
+    def path_problems(self, values: Mapping[str, str]) -> list[str]:
+        """How the path's values break their schemas (served operations check them first)."""
+        found = []
+        for name in self.path_params:
+            problem = string_problem(self.path_schema(name), values.get(name, ""))
+            if problem is not None:
+                found.append(f"path parameter {name} must be {problem}")
+        return found

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, ValidationError, validators
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -26,6 +26,7 @@ from bcfleet.errors import FleetError, InvalidInputError, UnauthenticatedError
 from bcfleet.fleet import Fleet
 from bcfleet.http.metrics import Metrics
 from bcfleet.http.operations import Call, Endpoint, Operation, TenantResolver
+from bcfleet.http.rules import matches
 from bcfleet.http.streams import StreamSlots
 from bcfleet.store.faults import connection_lost, unavailable
 
@@ -140,6 +141,13 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def _number(literal: str) -> float | int:
+    """A JSON number with a fraction or exponent: a whole one (6285.0, 1e3) is the integer it
+    equals, as JSON Schema counts it, so the document's integers accept it."""
+    value = float(literal)
+    return int(value) if value.is_integer() else value
+
+
 def parse_json(raw: bytes) -> Any:
     """Strict JSON (no NaN or Infinity); INVALID_INPUT naming where it broke."""
     if not raw.strip():
@@ -152,7 +160,7 @@ def parse_json(raw: bytes) -> Any:
             {"reason": "bad_json", **where},
         )
     try:
-        value = json.loads(raw, parse_constant=_no_constant)
+        value = json.loads(raw, parse_constant=_no_constant, parse_float=_number)
     except (ValueError, RecursionError) as exc:
         raise InvalidInputError(f"the body is not JSON: {exc}", {"reason": "bad_json"}) from None
     check_text(value, "$")
@@ -180,13 +188,22 @@ def _check_string(text: str, where: str) -> None:
         raise InvalidInputError(f"{where}: {problem}", {"path": where})
 
 
+def _message(error: ValidationError) -> str:
+    """The validator's words, except for a writeOnly value (a token): its rule, never the value."""
+    schema = error.schema if isinstance(error.schema, Mapping) else {}
+    branches = [schema, *schema.get("anyOf", []), *schema.get("oneOf", [])]
+    if any(isinstance(b, Mapping) and b.get("writeOnly") for b in branches):
+        return f"does not satisfy its {error.validator} rule"
+    return error.message
+
+
 def validate_body(validator: Draft202012Validator, body: Any) -> None:
     """INVALID_INPUT listing every way the body breaks the operation's schema."""
     problems = sorted(
         {
             ("$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e.absolute_path))
             + ": "
-            + e.message
+            + _message(e)
             for e in validator.iter_errors(body)
         }
     )
@@ -196,10 +213,24 @@ def validate_body(validator: Draft202012Validator, body: Any) -> None:
         )
 
 
+def _pattern(
+    _validator: Any, pattern: str, instance: Any, _schema: Any
+) -> Iterator[ValidationError]:
+    if isinstance(instance, str) and not matches(pattern, instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+# Patterns read as the document's readers (ECMA-262) read them: a final $ is the end of the text.
+BodyValidator: Any = validators.extend(  # type: ignore[no-untyped-call]
+    Draft202012Validator, {"pattern": _pattern}
+)
+
+
 def body_validator(schemas: Mapping[str, Any], name: str) -> Draft202012Validator:
     """A validator of one component schema, its references resolved within the components."""
     root = {"$ref": f"#/components/schemas/{name}", "components": {"schemas": dict(schemas)}}
-    return Draft202012Validator(root)
+    validator: Draft202012Validator = BodyValidator(root)
+    return validator
 
 
 async def require_live_token(request: Request, token: str | None) -> None:
@@ -221,6 +252,9 @@ async def _call_for(
         await require_live_token(request, token)
     path = dict(request.path_params)
     check_text(path, "path")
+    problems = op.path_problems(path)
+    if problems:
+        raise InvalidInputError("; ".join(problems), {"problems": problems})
     query = {p.name: p.parse(request) for p in op.query}
     check_text([v for v in query.values() if isinstance(v, str)], "query")
     body: Any = None

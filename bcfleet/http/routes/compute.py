@@ -14,15 +14,16 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from bcfleet.api.services import COMPUTE_NAME_MAX, HOSTINGS
 from bcfleet.domain.compute_settings import ComputeChange
+from bcfleet.domain.sizes import SIZE_NAMES, SPARES_MAX
 from bcfleet.errors import FleetError
 from bcfleet.http.operations import TENANT, Call, Operation, Param
+from bcfleet.http.rules import nonblank_text, one_of, reference, size, slug
 from bcfleet.http.schemas import (
     ANY_OBJECT,
     BOOL,
-    COUNT,
     INT,
-    NAME,
     NUMBER,
     STRING,
     TIME,
@@ -35,7 +36,15 @@ from bcfleet.http.serving import bearer_token, served
 from bcfleet.http.streams import held_open, iterate_in_stream_threads
 
 TAG = "compute"
-SIZE = {"type": "string", "maxLength": 20}
+SIZE = size()
+SIZES_AT_MOST = len(SIZE_NAMES)
+COMPUTE_NAME = nonblank_text(COMPUTE_NAME_MAX)
+SPARES = {
+    "type": "object",
+    "propertyNames": SIZE,
+    "additionalProperties": {"type": "integer", "minimum": 0, "maximum": SPARES_MAX},
+    "maxProperties": SIZES_AT_MOST,
+}
 N_STR, N_TIME = nullable(STRING), nullable(TIME)
 
 SERVICE = {
@@ -59,13 +68,23 @@ SETTINGS = {
     "serverlessPoolId": N_STR, "serverlessPool": N_STR, "version": INT, "managed": BOOL,
     "updatedAt": N_TIME, "lastError": nullable(ANY_OBJECT),
 }  # fmt: skip
+CHANGE_RULES = (
+    "Beyond this schema (INVALID_INPUT): a size both enabled and disabled "
+    "(details.field sizes); the default size must stay enabled, and turning off Medium needs a "
+    "default size (details.field defaultSize), judged against the saved settings."
+)
+NO_SERVERLESS_POOL = (
+    "INVALID_INPUT (details.field serverlessPool) while the tenant's compute settings name no "
+    "serverless pool."
+)
 CHANGE = obj(
     {
-        "enable": array(SIZE, 4), "disable": array(SIZE, 4),
-        "spares": {"type": "object", "additionalProperties": COUNT, "maxProperties": 4},
-        "defaultSize": SIZE, "clearDefault": BOOL, "serverlessPool": NAME,
+        "enable": array(SIZE, SIZES_AT_MOST), "disable": array(SIZE, SIZES_AT_MOST),
+        "spares": nullable(SPARES), "defaultSize": nullable(SIZE), "clearDefault": BOOL,
+        "serverlessPool": nullable(reference("A pool id or name.")),
     },
     required=[],
+    description=CHANGE_RULES,
 )  # fmt: skip
 
 SCHEMAS = {
@@ -81,17 +100,22 @@ SCHEMAS = {
     ),  # fmt: skip
     "ComputeChange": CHANGE,
     "Service": obj(
-        {**SERVICE, "conditions": array(ANY_OBJECT), "notices": array(ANY_OBJECT)},
+        {
+            **SERVICE,
+            "conditions": array(ANY_OBJECT),
+            "notices": array({"type": ["string", "object"]}),
+            "message": STRING,
+        },
         required=list(SERVICE),
     ),  # fmt: skip
     "ServicePage": page("Service"),
     "ServiceCreate": obj(
         {
-            "workspace": NAME,
-            "name": NAME,
-            "hosting": {"type": "string", "maxLength": 20},
-            "size": SIZE,
-            "environment": NAME,
+            "workspace": COMPUTE_NAME,
+            "name": COMPUTE_NAME,
+            "hosting": one_of(HOSTINGS),
+            "size": nullable(SIZE),
+            "environment": nullable(reference("An environment id or name.")),
         },
         required=["workspace", "name"],
     ),  # fmt: skip
@@ -101,13 +125,29 @@ SCHEMAS = {
     "Index": obj({**INDEX, "compute": ANY_OBJECT}, required=list(INDEX)),
     "IndexPage": page("Index"),
     "IndexCreate": obj(
-        {"workspace": NAME, "name": NAME, "podSize": SIZE, "deployed": BOOL},
+        {
+            "workspace": COMPUTE_NAME,
+            "name": COMPUTE_NAME,
+            "podSize": nullable(SIZE),
+            "deployed": BOOL,
+        },
         required=["workspace", "name"],
     ),  # fmt: skip
-    "IndexUpdate": obj({"podSize": SIZE, "defaultPodSize": BOOL, "deployed": BOOL}, required=[]),
+    "IndexUpdate": {
+        **obj(
+            {"podSize": nullable(SIZE), "defaultPodSize": BOOL, "deployed": nullable(BOOL)},
+            required=[],
+        ),
+        "not": {
+            "properties": {"podSize": {"type": "string"}, "defaultPodSize": {"const": True}},
+            "required": ["podSize", "defaultPodSize"],
+        },
+        "description": "Choose a pod size or reset to the default pod size (defaultPodSize), "
+        "not both.",
+    },
     "Environment": obj({**ENVIRONMENT, "services": INT}, required=list(ENVIRONMENT)),
     "EnvironmentPage": page("Environment"),
-    "EnvironmentCreate": obj({"name": NAME, "size": SIZE}),
+    "EnvironmentCreate": obj({"name": slug(), "size": SIZE}),
     "EnvironmentUpdate": obj({"size": SIZE}),
 }
 
@@ -246,7 +286,7 @@ def update_environment(call: Call) -> Any:
 
 
 Q = (TENANT,)
-WS = (TENANT, Param("workspace", description="Only this workspace's."))
+WS = (TENANT, Param("workspace", text=reference("Only this workspace's.")))
 STREAM_QUERY = (
     Param("pollSeconds", "integer", "Seconds between checks.", minimum=1, maximum=60, default=5),
     Param("timeoutSeconds", "integer", "Give up (503) after this long.", minimum=1,
@@ -272,14 +312,15 @@ OPERATIONS = [
               response="Service", query=Q),
     Operation("POST", SVC + "/deploy", "services.deploy",
               "Deploy at once onto a free spare instance of the service's size", TAG,
-              service_call("deploy"), response="Service", description=NO_CAPACITY),
+              service_call("deploy"), response="Service",
+              description=f"{NO_CAPACITY} {NO_SERVERLESS_POOL}"),
     Operation("POST", SVC + "/deploy/stream", "services.deployStream",
               "A streaming deploy: NDJSON progress until the instance is ready", TAG,
               endpoint=deploy_stream, response="DeployProgress",
               response_media="application/x-ndjson", query=STREAM_QUERY),
     Operation("POST", SVC + "/start", "services.start",
               "Deploy without failing for capacity (status starting until ready)", TAG,
-              service_call("start"), response="Service"),
+              service_call("start"), response="Service", description=NO_SERVERLESS_POOL),
     Operation("POST", SVC + "/undeploy", "services.undeploy", "Undeploy a service", TAG,
               service_call("undeploy"), response="Service"),
     Operation("POST", SVC + "/size", "services.setSize", "Move a service to another size", TAG,

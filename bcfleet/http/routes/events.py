@@ -14,7 +14,7 @@ from starlette.responses import Response, StreamingResponse
 from bcfleet.domain.cursors import CURSOR_MAX, CURSOR_MIN, check_cursor
 from bcfleet.errors import FleetError, InvalidInputError
 from bcfleet.http.operations import TENANT, Call, Operation, Param
-from bcfleet.http.schemas import ANY_OBJECT, INT, STRING, TIME, nullable, obj, page
+from bcfleet.http.schemas import ANY_OBJECT, INT, STRING, TIME, nullable, obj, page, ref
 from bcfleet.http.serving import Served, bearer_token, served
 from bcfleet.http.streams import held_open
 
@@ -163,4 +163,19 @@ OPERATIONS = [
         "Send the last seq seen as Last-Event-ID (or ?after=) to resume without gaps.",
     ),
 ]
-SCHEMAS["EventStream"] = {"type": "string"}
+SCHEMAS["EventStream"] = {
+    "type": "object",
+    "description": "One server-sent event: the stream opens with a retry hint; then each event "
+    "has its seq as id, its type as event and the Event as JSON data; an error ends the stream "
+    "as event error with the error document as data.",
+    "properties": {
+        "id": {"type": "string", "pattern": "^[0-9]+$"},
+        "event": {"type": "string"},
+        "retry": {"type": "integer", "minimum": 0},
+        "data": {
+            "type": "string",
+            "contentMediaType": "application/json",
+            "contentSchema": {"anyOf": [ref("Event"), ref("Error")]},
+        },
+    },
+}

@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from bcfleet.domain.bounds import HUGEPAGE_SIZES
+from bcfleet.domain.flavor_rules import FLAVOR_NAME
 from bcfleet.http.operations import TENANT, Call, Operation
+from bcfleet.http.rules import matching, text
 from bcfleet.http.schemas import (
     BOOL,
     INT,
-    NAME,
     SHAPE_COUNT,
     STRING,
     array,
@@ -29,6 +30,15 @@ PLACEMENT = obj(
     required=[],
 )
 SHAPE = {"vcpu": SHAPE_COUNT, "memoryGiB": SHAPE_COUNT, "diskGiB": SHAPE_COUNT, "gpus": SHAPE_COUNT}
+POSITIVE = {**SHAPE_COUNT, "minimum": 1}
+ASKED = {"vcpu": POSITIVE, "memoryGiB": POSITIVE, "diskGiB": POSITIVE, "gpus": SHAPE_COUNT}
+OFFER = nullable(
+    {
+        **text(),
+        "description": "The provider's offer: required in a provider pool, refused in a vps-host "
+        "pool (INVALID_INPUT, a rule of the pool, not of this body).",
+    }
+)
 
 SCHEMAS = {
     "FlavorPlacement": PLACEMENT,
@@ -48,11 +58,16 @@ SCHEMAS = {
     ),
     "FlavorPage": page("Flavor"),
     "FlavorCreate": obj(
-        {"name": NAME, **SHAPE, "offerId": NAME, "placement": nullable(PLACEMENT)},
+        {
+            "name": matching(FLAVOR_NAME),
+            **ASKED,
+            "offerId": OFFER,
+            "placement": nullable(PLACEMENT),
+        },
         required=["name", "vcpu", "memoryGiB", "diskGiB"],
     ),
     "FlavorUpdate": obj(
-        {**SHAPE, "offerId": NAME, "placement": nullable(PLACEMENT)},
+        {**ASKED, "offerId": OFFER, "placement": nullable(PLACEMENT)},
         required=["vcpu", "memoryGiB", "diskGiB"],
     ),
     "FlavorDeleted": obj({"deleted": BOOL, "archived": BOOL}),

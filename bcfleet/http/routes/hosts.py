@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from bcfleet.api.hosts import LABEL_KEY_MAX, LABEL_VALUE_MAX
+from bcfleet.domain.bounds import HUGEPAGE_COUNT_MAX, HUGEPAGE_SIZE_MAX, SHAPE_MAX
+from bcfleet.domain.inventory import GPU_MODEL_MAX
 from bcfleet.http.operations import TENANT, Call, Operation, Param
+from bcfleet.http.rules import reference, slug, text
 from bcfleet.http.schemas import (
     ANY_OBJECT,
     BOOL,
     COUNT,
     INT,
-    NAME,
     NUMBER,
     STRING,
     STRING_MAP,
@@ -51,12 +54,63 @@ LISTED_FIELDS = {
 }
 
 
+LABELS = {
+    "type": "object",
+    "propertyNames": text(LABEL_KEY_MAX),
+    "additionalProperties": text(LABEL_VALUE_MAX, min_length=0),
+}
+
+
+INVENTORY_RULES = (
+    "Beyond this schema the server refuses (INVALID_INPUT, each problem at its JSON path): "
+    "a CPU or NUMA node id listed twice, a CPU or GPU naming a NUMA node that is not listed, "
+    "a huge page size listed twice in a node, more free huge pages than in all, and a GPU PCI "
+    "address listed twice."
+)
+
+
 def inventory_schema() -> dict[str, Any]:
-    """schemas/inventory.schema.json as a component (it has no references of its own)."""
+    """schemas/inventory.schema.json as a component, with the bounds domain/inventory.py checks:
+    ids and sizes within SHAPE_MAX, huge pages within their bounds, printable text."""
     schema = load_schema("inventory")
     for key in ("$schema", "$id"):
         schema.pop(key, None)
+    props = schema["properties"]
+    cpu = props["cpus"]["items"]["properties"]
+    node = props["numaNodes"]["items"]["properties"]
+    pages = node["hugepages"]["items"]["properties"]
+    gpu = props["gpus"]["items"]["properties"]
+    for field in (cpu["id"], cpu["numaNode"], node["id"], gpu["numaNode"]):
+        field["maximum"] = SHAPE_MAX
+    for field in (props["memoryGiB"], props["diskGiB"], node["memoryGiB"]):
+        field["maximum"] = SHAPE_MAX
+    pages["sizeBytes"]["maximum"] = HUGEPAGE_SIZE_MAX
+    pages["total"]["maximum"] = pages["free"]["maximum"] = HUGEPAGE_COUNT_MAX
+    gpu["model"] = text(GPU_MODEL_MAX)
+    agent = props["agent"]
+    agent["properties"] = {k: ref("AgentText") for k in agent.get("properties", {})}
+    agent["propertyNames"] = text(None, min_length=0)
+    agent["additionalProperties"] = ref("AgentValue")
+    schema["description"] = f"{schema.get('description', '')} {INVENTORY_RULES}".strip()
     return schema
+
+
+AGENT_SCHEMAS = {
+    "AgentText": text(None, min_length=0),
+    "AgentValue": {
+        "description": "Any JSON whose keys and texts are printable.",
+        "anyOf": [
+            ref("AgentText"),
+            {"type": ["number", "boolean", "null"]},
+            {"type": "array", "items": ref("AgentValue")},
+            {
+                "type": "object",
+                "propertyNames": text(None, min_length=0),
+                "additionalProperties": ref("AgentValue"),
+            },
+        ],
+    },
+}
 
 
 SCHEMAS = {
@@ -81,10 +135,16 @@ SCHEMAS = {
     ),
     "HostPage": page("HostListItem"),
     "HostAdopt": obj(
-        {"pool": NAME, "name": NAME, "labels": STRING_MAP, "tenantControlled": BOOL},
+        {
+            "pool": reference("A pool id or name."),
+            "name": slug(),
+            "labels": nullable(LABELS),
+            "tenantControlled": BOOL,
+        },
         required=["pool", "name"],
     ),
     "Inventory": inventory_schema(),
+    **AGENT_SCHEMAS,
 }
 
 
@@ -135,7 +195,7 @@ OPERATIONS = [
         TAG,
         list_hosts,
         response="HostPage",
-        query=(TENANT, Param("pool", description="A pool id or name.")),
+        query=(TENANT, Param("pool", text=reference("A pool id or name."))),
     ),
     Operation(
         "POST",
@@ -169,6 +229,7 @@ OPERATIONS = [
         request="Inventory",
         response="Host",
         query=Q,
+        description=INVENTORY_RULES,
     ),
     Operation(
         "POST",

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from bcfleet.api.instance_list import CONDITION_TYPE
+from bcfleet.api.instances import AGENT_STATES, INSTANCE_NAME_MAX
 from bcfleet.http.operations import TENANT, Call, Operation, Param
+from bcfleet.http.rules import matching, one_of, reference, text
 from bcfleet.http.schemas import (
     ANY_OBJECT,
     BOOL,
     INT,
-    NAME,
     QUOTA,
     STRING,
     TIME,
@@ -36,6 +38,8 @@ INSTANCE_FIELDS = {
     "updatedAt": TIME,
 }
 INTS = array(INT)
+POOL_REF = reference("A pool id or name.")
+FLAVOR_REF = reference("A flavor's name in the pool.")
 RESOURCES = ("vcpu", "memoryGiB", "diskGiB", "gpu")
 
 SCHEMAS = {
@@ -55,12 +59,11 @@ SCHEMAS = {
     ),
     "InstancePage": page("Instance"),
     "InstanceCreate": obj(
-        {"pool": NAME, "flavor": NAME, "name": NAME}, required=["pool", "flavor"]
+        {"pool": POOL_REF, "flavor": FLAVOR_REF, "name": text(INSTANCE_NAME_MAX)},
+        required=["pool", "flavor"],
     ),
-    "InstanceResize": obj({"flavor": NAME}),
-    "InstanceStateReport": obj(
-        {"state": {"type": "string", "enum": ["running", "ready", "stopped"]}}, required=["state"]
-    ),
+    "InstanceResize": obj({"flavor": FLAVOR_REF}),
+    "InstanceStateReport": obj({"state": one_of(AGENT_STATES)}, required=["state"]),
     "InstanceSpec": obj(
         {
             "id": STRING,
@@ -180,13 +183,16 @@ Q = (TENANT,)
 ONE = "/v1/instances/{id}"
 LIST_QUERY = (
     TENANT,
-    Param("pool", description="A pool id or name."),
-    Param("state", description="Only instances in this state."),
+    Param("pool", text=POOL_REF),
+    Param("state", text=reference("Only instances in this state.")),
     Param("includeDeleted", "boolean", "Deleted instances too.", default=False),
     Param(
         "condition",
-        description="Only instances with a condition of this type set (status True), "
-        "such as PlacementDegraded.",
+        text={
+            **matching(CONDITION_TYPE),
+            "description": "Only instances with a condition of this type set (status True), "
+            "such as PlacementDegraded.",
+        },
     ),
 )
 OPERATIONS = [
@@ -219,5 +225,5 @@ OPERATIONS = [
               request="QuotaSet", response="Quota"),
     Operation("GET", "/v1/quotas", "quotas.show", "The caller's quotas and what they use",
               "quotas", show_quotas, response="QuotaPage",
-              query=(TENANT, Param("pool", description="A pool id or name."))),
+              query=(TENANT, Param("pool", text=POOL_REF))),
 ]  # fmt: skip

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from bcfleet.api.pools import OVERCOMMIT_RESOURCES, POOL_KINDS, RESERVE_RESOURCES
 from bcfleet.domain.bounds import GPU_MODEL
 from bcfleet.http.operations import TENANT, Call, Operation
+from bcfleet.http.rules import matching, one_of, reference, slug
 from bcfleet.http.schemas import (
     INT,
-    NAME,
     NUMBER,
     RATIO,
     SHAPE_COUNT,
@@ -21,11 +22,23 @@ from bcfleet.http.schemas import (
 )
 
 TAG = "pools"
-GPU_MODEL_SCHEMA = {"type": "string", "pattern": GPU_MODEL.pattern, "maxLength": 63}
+GPU_MODEL_SCHEMA = {
+    "anyOf": [matching(GPU_MODEL), {"const": ""}, {"type": "null"}],
+    "description": "The pool's GPU model, such as L40S (it names the meter gpu.<model>.hours); "
+    "empty or null for none.",
+}
+KIND = one_of(POOL_KINDS)
 
-RATIOS = {"type": "object", "additionalProperties": RATIO}
-RESERVE = {"type": "object", "additionalProperties": SHAPE_COUNT}
+RATIOS = obj(dict.fromkeys(OVERCOMMIT_RESOURCES, RATIO), required=[])
+RESERVE = obj(dict.fromkeys(RESERVE_RESOURCES, SHAPE_COUNT), required=[])
 POLICY = obj({"overcommit": RATIOS, "hostReserve": RESERVE}, required=[])
+PROVIDER_NEEDS_ACCOUNT = {
+    "if": {"properties": {"kind": {"const": "provider"}}, "required": ["kind"]},
+    "then": {
+        "required": ["providerAccount"],
+        "properties": {"providerAccount": {"type": "string"}},
+    },
+}
 # What a pool shows: a value stored before the bounds existed may show as null.
 SHOWN_POLICY = obj(
     {
@@ -39,7 +52,7 @@ SCHEMAS = {
         {
             "id": STRING,
             "name": STRING,
-            "kind": {"type": "string", "enum": ["vps-host", "provider"]},
+            "kind": KIND,
             "owner": STRING,
             "policy": SHOWN_POLICY,
             "version": INT,
@@ -51,18 +64,21 @@ SCHEMAS = {
         required=["id", "name", "kind", "owner", "policy", "version", "createdAt"],
     ),
     "PoolPage": page("Pool"),
-    "PoolCreate": obj(
-        {
-            "name": NAME,
-            "kind": {"type": "string", "enum": ["vps-host", "provider"]},
-            "gpuModel": GPU_MODEL_SCHEMA,
-            "policy": POLICY,
-            "providerAccount": NAME,
-        },
-        required=["name", "kind"],
-    ),
+    "PoolCreate": {
+        **obj(
+            {
+                "name": slug(),
+                "kind": KIND,
+                "gpuModel": GPU_MODEL_SCHEMA,
+                "policy": POLICY,
+                "providerAccount": nullable(reference("A provider account's id or name.")),
+            },
+            required=["name", "kind"],
+        ),
+        **PROVIDER_NEEDS_ACCOUNT,
+    },
     "PoolUpdate": obj({"gpuModel": GPU_MODEL_SCHEMA, "policy": POLICY}, required=[]),
-    "PoolOffer": obj({"tenant": NAME}),
+    "PoolOffer": obj({"tenant": reference("A tenant id.")}),
 }
 
 

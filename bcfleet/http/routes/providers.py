@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from bcfleet.api.provider_accounts import ENV_NAME, MAX_ENDPOINT, MAX_TOKEN, PROVIDERS
 from bcfleet.http.operations import TENANT, Call, Operation, Param
+from bcfleet.http.rules import http_url, matching, one_of, secret, text
 from bcfleet.http.schemas import (
     ANY_OBJECT,
     BOOL,
-    NAME,
     STRING,
     TIME,
     array,
@@ -19,6 +20,7 @@ from bcfleet.http.schemas import (
 
 TAG = "providers"
 
+TOKENS = {"token": {"type": "string"}, "tokenEnv": {"type": "string"}}
 SCHEMAS = {
     "ProviderAccount": obj(
         {
@@ -34,26 +36,32 @@ SCHEMAS = {
     "ProviderAccountPage": page("ProviderAccount"),
     "ProviderAccountCreate": obj(
         {
-            "name": NAME,
-            "provider": NAME,
-            "tokenEnv": {
-                **NAME,
-                "description": "A server environment variable holding the token; root's admin only.",
-            },
-            # No length or pattern here: a schema error would quote the value; the API checks it.
-            "token": {
-                "type": "string",
-                "writeOnly": True,
-                "description": "The provider token, stored sealed and never returned.",
-            },
-            "endpoint": {
-                "type": "string",
-                "maxLength": 2048,
-                "description": "The provider API's base URL; root's admin only.",
-            },
+            "name": text(),
+            "provider": one_of(PROVIDERS),
+            "tokenEnv": nullable(
+                {
+                    **matching(ENV_NAME),
+                    "description": "A server environment variable holding the token; root's "
+                    "admin only. Not together with token.",
+                }
+            ),
+            "token": secret(
+                MAX_TOKEN,
+                "The provider token, stored sealed and never returned: printable ASCII "
+                "without spaces. Not together with tokenEnv.",
+            ),
+            "endpoint": nullable(
+                {
+                    **http_url(MAX_ENDPOINT),
+                    "description": "The provider API's base URL, http or https with a host (a "
+                    "host in brackets must be an IPv6 address); root's admin only.",
+                }
+            ),
         },
         required=["name", "provider"],
-    ),
+        description="Give token or tokenEnv (exactly one).",
+    )
+    | {"oneOf": [{"properties": {k: v}, "required": [k]} for k, v in TOKENS.items()]},
     "OfferPage": obj({"items": array(ANY_OBJECT)}),
 }
 
@@ -96,7 +104,9 @@ OPERATIONS = [
     Operation("GET", "/v1/provider-accounts/{account}/offers", "providerAccounts.offers",
               "The provider's offers, deprecated and unavailable ones flagged", TAG, list_offers,
               response="OfferPage",
-              query=(TENANT, Param("kind", description="Only offers of this kind, e.g. vps."),
+              description="503 PROVIDER_UNAVAILABLE when the provider cannot be reached or "
+              "answers what it does not document.",
+              query=(TENANT, Param("kind", text={**text(), "description": "Only offers of this kind, e.g. vps."}),
                      Param("minVcpu", "integer", "At least this many vCPUs.", minimum=0,
                            maximum=100000))),
 ]  # fmt: skip

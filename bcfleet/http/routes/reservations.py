@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from bcfleet.api.reservations import (
+    BINDINGS,
+    IDEMPOTENCY_KEY_MAX,
+    MAX_BATCH,
+    MAX_GPUS,
+    MAX_NODES,
+)
 from bcfleet.http.operations import TENANT, Call, Operation, Param
+from bcfleet.http.rules import duration, one_of, reference, text, time
 from bcfleet.http.schemas import (
     ANY_OBJECT,
     BOOL,
-    COUNT,
     INT,
-    NAME,
     STRING,
     TIME,
     array,
@@ -20,16 +26,31 @@ from bcfleet.http.schemas import (
 )
 
 TAG = "reservations"
-BINDING = {"type": "string", "enum": ["pool", "node"]}
+BINDING = one_of(BINDINGS)
 ASK = {
-    "gpus": COUNT,
-    "duration": {"type": "string", "maxLength": 40, "description": "e.g. 12h, 90m, 2d"},
-    "start": {"type": "string", "maxLength": 40, "description": "RFC 3339; default now"},
+    "gpus": {"type": "integer", "minimum": 1, "maximum": MAX_GPUS},
+    "duration": duration(what="How long the GPUs are held"),
+    "start": nullable(time("When the reservation starts; default now")),
     "spot": BOOL,
     "binding": BINDING,
-    "nodes": COUNT,
+    "nodes": {"type": "integer", "minimum": 1, "maximum": MAX_NODES},
 }
-KEY = {"type": "string", "maxLength": 200}
+NO_SPOT_NODE_LEASE = {
+    "not": {
+        "properties": {"binding": {"const": "node"}, "spot": {"const": True}},
+        "required": ["binding", "spot"],
+    },
+    "description": "A node lease (binding node) cannot be spot (document 003).",
+}
+KEY = nullable(text(IDEMPOTENCY_KEY_MAX))
+POOL_REF = reference("A pool id or name.")
+
+
+def ask(extra: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """A reservation's request body: the ask, what else the operation takes, no spot node lease."""
+    return {**obj({**extra, **ASK}, required=required), **NO_SPOT_NODE_LEASE}
+
+
 RESERVATION = {
     "id": STRING, "tenantId": STRING, "poolId": STRING, "devices": array(ANY_OBJECT),
     "nodes": INT, "binding": STRING, "spot": BOOL, "state": STRING, "duration": STRING,
@@ -50,15 +71,16 @@ SCHEMAS = {
         required=list(RESERVATION),
     ),  # fmt: skip
     "ReservationPage": page("Reservation"),
-    "ReservationCreate": obj(
-        {"pool": NAME, **ASK, "idempotencyKey": KEY}, required=["pool", "gpus", "duration"]
+    "ReservationCreate": ask(
+        {"pool": POOL_REF, "idempotencyKey": KEY}, ["pool", "gpus", "duration"]
     ),
     "ReservationBatch": obj(
         {
-            "pool": NAME,
-            "requests": array(
-                obj({**ASK, "idempotencyKey": KEY}, required=["gpus", "duration"]), max_items=1000
-            ),
+            "pool": POOL_REF,
+            "requests": {
+                **array(ask({"idempotencyKey": KEY}, ["gpus", "duration"]), max_items=MAX_BATCH),
+                "minItems": 1,
+            },
         }
     ),
     "HostReservations": obj(
@@ -67,7 +89,7 @@ SCHEMAS = {
         "Anyone but root's admin gets each under an opaque id (gst_…), without the "
         "reservation's id or tenant.",
     ),
-    "PreviewRequest": obj({"pool": NAME, **ASK}, required=["pool", "gpus", "duration"]),
+    "PreviewRequest": ask({"pool": POOL_REF}, ["pool", "gpus", "duration"]),
     "Preview": obj(
         {
             "fits": BOOL,
@@ -138,8 +160,8 @@ Q = (TENANT,)
 ONE = "/v1/reservations/{id}"
 LIST_QUERY = (
     TENANT,
-    Param("pool", description="A pool id or name."),
-    Param("state", description="Only reservations in this state."),
+    Param("pool", text=POOL_REF),
+    Param("state", text=reference("Only reservations in this state.")),
     Param("includeReleased", "boolean", "Released ones too.", default=False),
 )
 OPERATIONS = [

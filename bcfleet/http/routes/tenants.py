@@ -4,27 +4,29 @@ from __future__ import annotations
 
 from typing import Any
 
+from bcfleet.api.tenants import TENANT_ID, TENANT_NAME_MAX
+from bcfleet.domain.policy import ROLES
+from bcfleet.domain.token_lifetime import MAX_TOKEN_LIFETIME
 from bcfleet.http.operations import Call, Operation, Param
-from bcfleet.http.schemas import BOOL, NAME, STRING, TIME, nullable, obj, page, ref
+from bcfleet.http.rules import duration, matching, one_of, text
+from bcfleet.http.schemas import BOOL, STRING, TIME, nullable, obj, page, ref
 
 TAG = "tenants"
-LIFETIME = {
-    "type": "string",
-    "maxLength": 32,
-    "description": "A lifetime such as 30d or 12h (at most 3650d); absent: no expiry.",
-}
+LIFETIME = duration(MAX_TOKEN_LIFETIME, "The token's lifetime (absent: no expiry)")
 
 SCHEMAS = {
     "Tenant": obj({"id": STRING, "name": STRING, "createdAt": TIME}),
     "TenantPage": page("Tenant"),
-    "TenantCreate": obj({"id": NAME, "name": NAME}, required=["id"]),
+    "TenantCreate": obj(
+        {"id": matching(TENANT_ID), "name": text(TENANT_NAME_MAX)}, required=["id"]
+    ),
     "Principal": obj(
         {"id": STRING, "tenantId": STRING, "name": STRING, "role": STRING, "createdAt": TIME}
     ),
     "TokenCreate": obj(
         {
-            "name": NAME,
-            "role": {"type": "string", "enum": ["admin", "member", "viewer"]},
+            "name": text(),
+            "role": one_of(ROLES),
             "expiresIn": LIFETIME,
         },
         required=["name"],
@@ -140,7 +142,7 @@ OPERATIONS = [
         TAG,
         list_tokens,
         response="TokenPage",
-        query=(Param("name", description="Only this principal's tokens."),),
+        query=(Param("name", description="Only this principal's tokens.", text=text()),),
     ),
     Operation(
         "DELETE",

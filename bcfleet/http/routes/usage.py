@@ -15,6 +15,7 @@ from bcfleet.clock import parse_time
 from bcfleet.domain.cursors import CURSOR_MAX, CURSOR_MIN
 from bcfleet.domain.usage_csv import csv_lines
 from bcfleet.http.operations import TENANT, Call, Operation, Param
+from bcfleet.http.rules import reference, time
 from bcfleet.http.schemas import INT, STRING, TIME, nullable, obj, page
 from bcfleet.http.serving import bearer_token, served
 
@@ -38,10 +39,10 @@ SCHEMAS = {
 
 FILTERS = (
     TENANT,
-    Param("meter", description="Only this meter."),
-    Param("subject", description="Only this subject (an instance or reservation id)."),
-    Param("since", description="Windows starting at or after this RFC 3339 time."),
-    Param("until", description="Windows starting before this RFC 3339 time."),
+    Param("meter", text=reference("Only this meter.")),
+    Param("subject", text=reference("Only this subject (an instance or reservation id).")),
+    Param("since", text=time("Windows starting at or after this RFC 3339 time")),
+    Param("until", text=time("Windows starting before this RFC 3339 time")),
 )
 
 

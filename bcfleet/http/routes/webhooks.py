@@ -4,8 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from bcfleet.errors import InvalidInputError
+from bcfleet.api.webhooks import (
+    DELIVERY_STATES,
+    EVENT_TYPE_MAX,
+    MAX_SECRET,
+    MAX_TYPES,
+    MAX_URL,
+    MIN_SECRET,
+)
 from bcfleet.http.operations import TENANT, Call, Operation, Param
+from bcfleet.http.rules import http_url, one_of, reference
 from bcfleet.http.schemas import BOOL, INT, STRING, TIME, array, nullable, obj, page
 
 TAG = "webhooks"
@@ -28,9 +36,17 @@ SCHEMAS = {
     "WebhookPage": page("Webhook"),
     "WebhookCreate": obj(
         {
-            "url": {"type": "string", "maxLength": 2048},
-            "eventTypes": array({"type": "string", "maxLength": 100}, max_items=50),
-            "secret": {"type": "string", "maxLength": 200},
+            "url": {
+                **http_url(MAX_URL),
+                "description": "Where deliveries go: an http or https URL with a host (a host in "
+                "brackets must be an IPv6 address). An address the egress guard refuses "
+                "(loopback, private, link-local, …) is INVALID_INPUT with details.reason "
+                "egress_refused: a rule of the server's network, not of this body.",
+            },
+            "eventTypes": array({**reference(), "maxLength": EVENT_TYPE_MAX}, max_items=MAX_TYPES),
+            "secret": nullable(
+                {**reference(), "minLength": MIN_SECRET, "maxLength": MAX_SECRET, "writeOnly": True}
+            ),
         },
         required=["url"],
     ),
@@ -42,7 +58,7 @@ SCHEMAS = {
             "eventId": STRING,
             "eventSeq": INT,
             "eventType": STRING,
-            "state": {"type": "string", "enum": ["pending", "delivered", "dead"]},
+            "state": one_of(DELIVERY_STATES),
             "attempts": INT,
             "nextAttemptAt": TIME,
             "lastStatus": nullable(INT),
@@ -88,18 +104,17 @@ def list_deliveries(call: Call) -> Any:
 
 
 def redeliver(call: Call) -> Any:
-    raw = call.path["delivery"]
-    if not raw.isdigit() or len(raw) > 18:
-        raise InvalidInputError("a delivery id is a number", {"delivery": raw})
-    return call.api.webhooks.redeliver(call.token, call.path["id"], int(raw), tenant_id=call.tenant)
+    delivery = int(call.path["delivery"])  # DELIVERY_ID, checked before the handler runs
+    return call.api.webhooks.redeliver(call.token, call.path["id"], delivery, tenant_id=call.tenant)
 
 
 Q = (TENANT,)
 ONE = "/v1/webhooks/{id}"
+DELIVERY_ID = {"type": "string", "pattern": "^[0-9]{1,18}$", "description": "A delivery's id."}
 DELIVERY_QUERY = (
     TENANT,
     Param("state", description="Only deliveries in this state (dead: the dead letters).",
-          enum=("pending", "delivered", "dead")),
+          enum=DELIVERY_STATES),
     Param("limit", "integer", "At most this many.", minimum=1, maximum=1000, default=100),
 )  # fmt: skip
 OPERATIONS = [
@@ -118,5 +133,5 @@ OPERATIONS = [
               response="WebhookDeliveryPage", query=DELIVERY_QUERY),
     Operation("POST", ONE + "/deliveries/{delivery}/redeliver", "webhooks.redeliver",
               "Queue a delivery again (a dead letter, say)", TAG, redeliver,
-              response="WebhookDelivery", query=Q),
+              response="WebhookDelivery", query=Q, path_text={"delivery": DELIVERY_ID}),
 ]  # fmt: skip
