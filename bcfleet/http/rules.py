@@ -123,7 +123,12 @@ PORT = "(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|
 def http_url(max_length: int) -> Schema:
     """An http(s) URL with a host, as bounds.http_url reads it: a scheme, an optional user, a
     host (a name, or an IPv6 address in brackets), an optional port, then anything but blanks."""
-    other = "\\s\\u0000"
+    # blanks spelled out (Python's \\s and ECMA-262's differ, on U+0085 and U+001C-U+001F),
+    # and every character bounds.forbidden refuses: the same class on both sides
+    other = (
+        "\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u202f\\u205f\\u3000\\ufeff"
+        + forbidden_class()
+    )
     host = f"(?:\\[[0-9A-Fa-f:.]+\\]|[^/?#@:\\[\\]{other}]+)"
     return {
         "type": "string",
