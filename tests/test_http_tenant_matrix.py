@@ -73,7 +73,7 @@ def _path_values(acme: dict[str, Any], path: str) -> dict[str, list[str]]:
         "id": [acme[owner]["id"]],
         "delivery": ["1"],
         "account": ["acme-hz"],
-        "token": [acme["tokenId"]],
+        "tokenId": [acme["tokenId"]],
     }
 
 

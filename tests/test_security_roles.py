@@ -188,7 +188,7 @@ def _path(op: Operation, world: dict[str, Any]) -> str:
         "id": acme[owner]["id"],
         "delivery": str(acme["delivery"]["id"]),
         "account": "acme-hz",
-        "token": acme["token"]["id"],
+        "tokenId": acme["token"]["id"],
     }
     path = op.path
     for param in op.path_params:

@@ -89,7 +89,7 @@ def list_tokens(call: Call) -> Any:
 
 def revoke_token(call: Call) -> Any:
     return call.api.iam.revoke_token(
-        call.token, tenant_id=call.path["tenant"], token_id=call.path["token"]
+        call.token, tenant_id=call.path["tenant"], token_id=call.path["tokenId"]
     )
 
 
@@ -97,7 +97,7 @@ def rotate_token(call: Call) -> Any:
     return call.api.iam.rotate_token(
         call.token,
         tenant_id=call.path["tenant"],
-        token_id=call.path["token"],
+        token_id=call.path["tokenId"],
         expires_in=call.field("expiresIn"),
     )
 
@@ -146,7 +146,7 @@ OPERATIONS = [
     ),
     Operation(
         "DELETE",
-        "/v1/tenants/{tenant}/tokens/{token}",
+        "/v1/tenants/{tenant}/tokens/{tokenId}",
         "iam.tokens.revoke",
         "Revoke an API token by its id",
         TAG,
@@ -155,7 +155,7 @@ OPERATIONS = [
     ),
     Operation(
         "POST",
-        "/v1/tenants/{tenant}/tokens/{token}/rotate",
+        "/v1/tenants/{tenant}/tokens/{tokenId}/rotate",
         "iam.tokens.rotate",
         "Replace an API token: a new one for the same principal, the old one revoked",
         TAG,
