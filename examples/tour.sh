@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's tour of the CLI, every command in order, on a fresh database; it stops at the
-# first command that fails. tests/test_readme_tour.py runs it, so the tour stays true.
+# first command that fails. tests/cli/test_readme_tour.py runs it, so the tour stays true.
 #
 #   examples/tour.sh                  # in a scratch folder: ./tour.db, ./tour-config.db
 #   FLEET=.venv/bin/fleet examples/tour.sh

@@ -109,7 +109,7 @@ def role_statements(tenant_id: str, role: str) -> list[dict[str, Any]]:
     """The built-in statements of a role in a tenant; root's admin may do anything anywhere.
 
     Roles only add: whatever a viewer may do a member may, and whatever a member may do an
-    admin may (tests/test_security_roles.py checks it route by route).
+    admin may (tests/security/test_security_roles.py checks it route by route).
     """
     own = [f"tenant:{tenant_id}", f"tenant:{tenant_id}/*"]
     shared_pools = ["tenant:*/pool:*"]

@@ -1,0 +1,103 @@
+"""The tests' shared world: the start time, database URLs, a fleet opener and the CLI runner."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sqlalchemy import create_engine, text
+from sqlmodel import SQLModel
+
+from bcfleet.clock import FakeClock
+from bcfleet.fleet import Fleet
+from bcfleet.ids import IdFactory
+from bcfleet.settings import FleetSettings
+from bcfleet.store.engine import make_engine
+
+T0 = datetime(2026, 11, 30, 10, 0, 0, tzinfo=UTC)
+PG_ADMIN_URL = os.environ.get(
+    "BCFLEET_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def pg_available() -> str | None:
+    """None when PostgreSQL answers, else why not."""
+    try:
+        engine = create_engine(PG_ADMIN_URL, connect_args={"connect_timeout": 3})
+        with engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+        engine.dispose()
+        return None
+    except Exception as exc:  # noqa: BLE001 - any failure means "not available"
+        return str(exc).splitlines()[0]
+
+
+def truncate_all(url: str) -> None:
+    """Empty every table of a PostgreSQL test database and restart its revision sequence."""
+    engine = make_engine(url)
+    tables = ", ".join(f'"{t.name}"' for t in SQLModel.metadata.sorted_tables)
+    with engine.begin() as connection:
+        connection.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+        connection.execute(text("ALTER SEQUENCE bcfleet_state_revision RESTART WITH 1"))
+        connection.execute(text("SELECT setval('bcfleet_state_revision', 1, false)"))
+    engine.dispose()
+
+
+def open_fleet(url: str, clock: FakeClock, **settings: object) -> Fleet:
+    """A fleet at url with this clock, seeded ids and these settings."""
+    return Fleet.open(
+        url,
+        clock=clock,
+        settings=FleetSettings(db_url=url, **settings),  # type: ignore[arg-type]
+        ids=IdFactory(seed=7),
+    )
+
+
+@dataclass
+class CliResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> object:
+        import json
+
+        return json.loads(self.stdout)
+
+
+def run_cli(*args: str, db: str | None = None, env: dict[str, str] | None = None) -> CliResult:
+    """Run `fleet ARGS` in this process as a user would type it; returns its exit code and output."""
+    from bcfleet.cli.main import main
+
+    argv = list(args) + (["--db", db] if db else [])
+    out, err = io.StringIO(), io.StringIO()
+    old_env = {k: os.environ.get(k) for k in (env or {})}
+    os.environ.update(env or {})
+    code = 0
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main(argv)
+            except SystemExit as exit_:
+                code = int(exit_.code or 0) if not isinstance(exit_.code, str) else 1
+    finally:
+        for key, value in old_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return CliResult(code, out.getvalue(), err.getvalue())
+
+
+def python_cli(
+    *args: str, db: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> list[str]:
+    """The argv of `python -m bcfleet ARGS --db DB` for subprocess tests."""
+    del cwd, env
+    return [sys.executable, "-m", "bcfleet", *args, "--db", db]
