@@ -29,7 +29,10 @@ class CapacityAPI(Area):
     ) -> dict[str, Any]:
         """{fits, candidates, reason, preemptible: {reservations, startsAt}}: a count, never ids.
 
-        A spot request's preview never has preemptible; startsAt is epoch milliseconds of the
+        A request that does not fit and preempting would not help has preemptReason
+        instead (a spot request never preempts, nothing to preempt, or preempting every
+        spot reservation in its window still would not fit). A spot request's preview
+        never has preemptible; startsAt is epoch milliseconds of the
         start after the notice (spotNoticeMs), the same setting admission uses. Candidates
         are {id, name} for the pool's owner and root's admin, {id} opaque for a guest tenant.
         """

@@ -29,9 +29,8 @@ def preview_text(p: dict[str, Any]) -> str:
             f"starting {at.isoformat().replace('+00:00', 'Z')} after their notice"
         )
     else:
-        lines.append(
-            "no preemption would make it fit (spot requests and node leases never preempt)"
-        )
+        why = p.get("preemptReason") or "spot requests and node leases never preempt"
+        lines.append(f"no preemption would make it fit: {why}")
     return "\n".join(lines)
 
 

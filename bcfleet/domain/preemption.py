@@ -281,6 +281,38 @@ def _victims(gang: list[_Candidate], start: datetime) -> tuple[Victim, ...]:
     return tuple(victims)
 
 
+def _window(request: GpuRequest, now: datetime, notice: timedelta) -> tuple[datetime, datetime]:
+    """Where a preempting request would run: from the deadline, for its own duration."""
+    start = deadline(request.start, now, notice)
+    return start, start + (as_utc(request.end) - as_utc(request.start))
+
+
+def why_no_preemption(
+    snapshot: GpuSnapshot, request: GpuRequest, now: datetime, notice: timedelta = DEFAULT_NOTICE
+) -> str:
+    """Why preempting spot work would not make a request fit (the preview's preemptReason).
+
+    Called when plan_preemption found no plan: the request never preempts, no spot
+    reservation overlaps its window from the deadline, or even preempting all of them
+    leaves too few GPUs.
+    """
+    if request.spot:
+        return "a spot request never preempts"
+    if request.binding != "pool":
+        return "a node lease never preempts"
+    start, end = _window(request, now, notice)
+    holders: set[str] = set()
+    for index in snapshot.indexes():
+        holders.update(spot_holders(index, start.timestamp(), end.timestamp()))
+    if not holders:
+        return "no spot reservation in the pool overlaps the request's window: nothing to preempt"
+    if len(holders) == 1:
+        return "preempting the only spot reservation in its window still would not make it fit"
+    return (
+        f"preempting all {len(holders)} spot reservations in its window still would not make it fit"
+    )
+
+
 def plan_preemption(
     snapshot: GpuSnapshot,
     request: GpuRequest,
@@ -293,10 +325,10 @@ def plan_preemption(
         raise ValueError("limit must be at least 1")
     if request.spot or request.binding != "pool":
         return None
-    start = deadline(request.start, now, notice)
-    end = start + (as_utc(request.end) - as_utc(request.start))
-    window = (start.timestamp(), end.timestamp())
-    found = _gather(snapshot, request, *window, wanted=limit + request.nodes - 1)
+    start, end = _window(request, now, notice)
+    found = _gather(
+        snapshot, request, start.timestamp(), end.timestamp(), limit + request.nodes - 1
+    )
     chosen = _best_gang(found, request.nodes, request.count, limit)
     if chosen is None:
         return None
@@ -314,7 +346,11 @@ def preview(
     notice: timedelta = DEFAULT_NOTICE,
     limit: int = DEFAULT_LIMIT,
 ) -> dict[str, Any]:
-    """capacity.preview: {fits, candidates, reason, preemptible?}; counts, never reservation ids."""
+    """capacity.preview: {fits, candidates, reason, preemptible?, preemptReason?}; never ids.
+
+    A request that does not fit has either preemptible (how many spot reservations
+    and when it would start) or preemptReason (why preempting would not help).
+    """
     result = plan_placement(snapshot, request, free_spot=False, limit=limit)
     seen: dict[str, dict[str, str]] = {}
     for plan in result.plans:
@@ -332,4 +368,6 @@ def preview(
                 "reservations": len(preempting.victims),
                 "startsAt": epoch_ms(preempting.start),
             }
+        else:
+            body["preemptReason"] = why_no_preemption(snapshot, request, now, notice)
     return body

@@ -114,7 +114,17 @@ class FleetApp(App[None]):
         self.show_view(name)
 
     def show_view(self, name: str) -> None:
-        """Switch to a view's list itself, leaving any drill-down that was open over it."""
+        """Switch to a view's list itself, leaving any drill-down that was open over it.
+
+        The view left may ask first (the Compute tab with unsaved edits).
+        """
+        screen = self.screen
+        if name != self.current_mode and isinstance(screen, ViewScreen):
+            screen.leave(lambda: self._switch_to(name))
+        else:
+            self._switch_to(name)
+
+    def _switch_to(self, name: str) -> None:
         self.switch_mode(name)
         while len(self.screen_stack) > 1:
             self.pop_screen()

@@ -15,6 +15,7 @@ from bcfleet.domain.compute_settings import (
     ChangeResult,
     ComputeChange,
     ComputeSettings,
+    CreditsRow,
     SizeChange,
     check_default,
     credits_table,
@@ -29,13 +30,17 @@ from bcfleet.tui.source import ComputeSnapshot
 
 
 def shapes_text(size: str, *, short: bool = False) -> str:
-    """'Services 1 vCPU, 4 GiB memory · Indexes 0.9+ vCPU, 8 GiB memory' (short: 'Svc …, Idx …')."""
+    """'Services 1 vCPU, 4 GiB memory · Indexes 0.9+ vCPU, 8 GiB memory' (short: 'Svc … · Idx …').
+
+    The short form (at most 40 cells) leaves room at 80 columns for the headings in
+    document 004's words.
+    """
     entry = SIZES[size]
     if short:
         service, index = entry.service, entry.index
         return (
-            f"Svc {service.vcpu} vCPU, {service.memory_gib} GiB · "
-            f"Idx {index.vcpu}+ vCPU, {index.memory_gib} GiB"
+            f"Svc {service.vcpu} vCPU {service.memory_gib} GiB · "
+            f"Idx {index.vcpu}+ vCPU {index.memory_gib} GiB"
         )
     return f"Services {entry.service.describe()} · Indexes {entry.index.describe()}"
 
@@ -95,12 +100,18 @@ class Evaluation:
         return self.change is not None and self.dirty and not self.in_use and not self.problems
 
 
-def _spares(text: str) -> tuple[int | None, str | None]:
+UNKNOWN_CREDITS = "?"
+"""Credits of a spares field whose text is no count (and the Total then): not a number to trust."""
+
+
+def _spares(size: str, text: str) -> tuple[int | None, str | None]:
     raw = text.strip()
     if not raw:
-        return None, "Enter a number of spare instances (0 to keep none ready)"
+        return None, f"Enter a number of spare instances for {label(size)} (0 to keep none ready)"
     if not raw.isdigit():
-        return None, "Spare instances must be a whole number of 0 or more"
+        return None, (
+            f"Spare instances of {label(size)} must be a whole number of 0 or more, not {raw!r}"
+        )
     return int(raw), None
 
 
@@ -108,7 +119,7 @@ def _change(snapshot: ComputeSnapshot, form: Form) -> tuple[ComputeChange, dict[
     sizes: dict[str, SizeChange] = {}
     problems: dict[str, str] = {}
     for name in SIZE_NAMES:
-        count, problem = _spares(form.spares[name])
+        count, problem = _spares(name, form.spares[name])
         if problem:
             problems[name] = problem
         current = snapshot.settings.setting(name)
@@ -161,14 +172,15 @@ def evaluate(snapshot: ComputeSnapshot, form: Form) -> Evaluation:
             enabled=row.enabled,
             locked=is_default_locked(draft, row.size),
             spares_problem=spares_problems.get(row.size),
-            credits=format_credits(row.credits_per_month) if row.enabled else "-",
+            credits=_credits_text(row, row.size in spares_problems),
         )
         for row in table.rows
     )
     problems = tuple(spares_problems.values()) + ((default_problem,) if default_problem else ())
+    unknown = any(table.rows[SIZE_NAMES.index(size)].enabled for size in spares_problems)
     return Evaluation(
         lines=lines,
-        total=format_credits(table.total),
+        total=UNKNOWN_CREDITS if unknown else format_credits(table.total),
         default_choices=default_size_choices(draft),
         change=change,
         notices=tuple(n.message for n in drafted.notices),
@@ -177,6 +189,13 @@ def evaluate(snapshot: ComputeSnapshot, form: Form) -> Evaluation:
         dirty=bool(change.sizes) or change.default_size is not None or change.clear_default,
         problems=problems,
     )
+
+
+def _credits_text(row: CreditsRow, unknown: bool) -> str:
+    """A row's Credits per month as the field reads: '-' when off, '?' when no count is typed."""
+    if not row.enabled:
+        return "-"
+    return UNKNOWN_CREDITS if unknown else format_credits(row.credits_per_month)
 
 
 def _broken(snapshot: ComputeSnapshot, form: Form, message: str) -> Evaluation:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+import httpx
 
 from bcfleet.domain.compute_settings import (
     ChangeResult,
@@ -18,6 +21,7 @@ from bcfleet.tui.source import (
     JSON,
     USAGE_WINDOWS_READ,
     ComputeSnapshot,
+    Disconnected,
     NotAvailable,
     PreviewRequest,
     SaveOutcome,
@@ -43,6 +47,25 @@ def change_body(change: ComputeChange) -> dict[str, Any]:
     if change.serverless_pool is not None:
         body["serverlessPool"] = change.serverless_pool
     return body
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _reaching(
+    method: Callable[Concatenate[RemoteSource, P], R],
+) -> Callable[Concatenate[RemoteSource, P], R]:
+    """The method, with httpx's transport errors ([Errno 111], timeouts) as one Disconnected."""
+
+    @functools.wraps(method)
+    def call(source: RemoteSource, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(source, *args, **kwargs)
+        except httpx.TransportError as exc:
+            raise Disconnected(source.label) from exc
+
+    return call
 
 
 class RemoteSource:
@@ -154,3 +177,8 @@ class RemoteSource:
     def job_runs(self, job: str) -> list[JSON]:
         del job
         raise NotAvailable("jobs (the HTTP API has no jobs route yet)")
+
+
+for _name, _method in list(vars(RemoteSource).items()):
+    if callable(_method) and not _name.startswith("_") and _name != "describe":
+        setattr(RemoteSource, _name, _reaching(_method))

@@ -43,6 +43,14 @@ class NotAvailable(Exception):
         self.area = area
 
 
+class Disconnected(ConnectionError):
+    """The fleet's server did not answer (refused, timed out, went away): one message for all."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__(f"Can't reach the fleet server at {where}.")
+        self.where = where
+
+
 @dataclass(frozen=True)
 class PreviewRequest:
     """The preemption preview form: what capacity.preview is asked."""

@@ -96,10 +96,12 @@ SCHEMAS = {
             "candidates": array(ANY_OBJECT),
             "reason": nullable(STRING),
             "preemptible": ANY_OBJECT,
+            "preemptReason": STRING,
         },  # fmt: skip
         required=["fits"],
         strict=False,
-        description="Candidate nodes, and what it would preempt as a count and a start (startsAt, epoch ms).",
+        description="Candidate nodes, and what it would preempt as a count and a start (startsAt, epoch ms), "
+        "or why preempting would not make it fit (preemptReason).",
     ),
 }
 

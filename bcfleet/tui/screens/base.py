@@ -10,7 +10,7 @@ the clock (ages, countdowns), so an idle dashboard costs next to nothing.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
@@ -133,6 +133,14 @@ class ViewScreen(Screen[None]):
     def on_screen_resume(self) -> None:
         if self.reload_on_resume():
             self.request_refresh()
+
+    def has_unsaved_edits(self) -> bool:
+        """Whether the view holds edits not saved yet (a form); quitting or leaving asks first."""
+        return False
+
+    def leave(self, go: Callable[[], None]) -> None:
+        """Another view was asked for: `go` there (a form with unsaved edits asks first)."""
+        go()
 
     def reload_on_resume(self) -> bool:
         """Whether coming back to the view fetches again (a form with edits says no)."""

@@ -9,7 +9,7 @@ size. --read-only shows the settings without Save and with the controls off.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -24,14 +24,16 @@ from bcfleet.domain.sizes import SIZE_NAMES, label
 from bcfleet.errors import FleetError
 from bcfleet.tui.compute_model import Evaluation, Form, evaluate, shapes_text
 from bcfleet.tui.screens.base import ViewScreen
-from bcfleet.tui.source import ComputeSnapshot, SaveOutcome
+from bcfleet.tui.screens.confirm import Confirm
+from bcfleet.tui.source import ComputeSnapshot, Disconnected, SaveOutcome
 from bcfleet.tui.widgets.onoff import OnOff
 
 NO_DEFAULT = "None chosen (Medium)"
 HEADINGS = ("Size", "Enabled", "Spare instances", "Credits per month")
-NARROW_HEADINGS = ("Size", "Enabled", "Spares", "Credits/mo")
+NARROW_HEADINGS = ("Size", "Enabled", "Spare\ninstances", "Credits\nper month")
+"""Document 004's words still, on two lines, so the columns fit 80 columns."""
 NARROW_BELOW = 100
-"""Terminal widths under this get short headings and shapes, so the tab fits 80×24."""
+"""Terminal widths under this get two-line headings and short shapes, so the tab fits 80×24."""
 
 
 class ComputeView(ViewScreen):
@@ -42,7 +44,8 @@ class ComputeView(ViewScreen):
         "(spares × 720, updated as you type) and the default size for new services. The "
         "default's Enabled switch is locked. A size something still uses cannot be turned "
         "off: the warning names each service and environment. Tab moves between fields, "
-        "Space flips a switch."
+        "Space flips a switch, Enter leaves a spares field. Refreshing, another tenant or "
+        "another view asks before unsaved changes are discarded."
     )
     AUTO_REFRESH = False
     CLOCK_DEPENDENT = False
@@ -66,6 +69,9 @@ class ComputeView(ViewScreen):
     def __init__(self) -> None:
         super().__init__()
         self.tenant: str | None = None
+        """The tenant whose settings are shown (or, after a failed load, were asked for)."""
+        self._asked: str | None = None
+        """The tenant a load in progress asked for; shown only once its settings arrive."""
         self.tenants: list[str] = []
         self.snapshot: ComputeSnapshot | None = None
         self.form: Form | None = None
@@ -127,14 +133,20 @@ class ComputeView(ViewScreen):
     def reload_on_resume(self) -> bool:
         return self.evaluation is None or not self.evaluation.dirty
 
+    def has_unsaved_edits(self) -> bool:
+        """Whether the form holds changes not saved yet (quitting, reloading, leaving ask first)."""
+        return self.evaluation is not None and self.evaluation.dirty
+
     def fetch(self) -> Any:
         tenants = [t["id"] for t in self.source.tenants()]
-        tenant = self.tenant or self.fleet_app.tenant or _first_tenant(tenants)
+        tenant = self._asked or self.tenant or self.fleet_app.tenant or _first_tenant(tenants)
+        self._asked = tenant
         return tenants, self.source.compute_settings(tenant)
 
     def show(self, data: Any) -> None:
         tenants, snapshot = data
         self.tenants, self.tenant, self.snapshot = tenants, snapshot.tenant, snapshot
+        self._asked = None
         self.form = Form.of(snapshot.settings)
         self.query_one("#load-failed").display = False
         self.query_one("#compute").display = True
@@ -150,15 +162,21 @@ class ComputeView(ViewScreen):
         self.query_one(f"#enabled-{SIZE_NAMES[0]}", OnOff).focus()
 
     def show_failure(self, error: Exception, *, disconnected: bool, area: str | None) -> None:
-        if area is not None:
+        """The form gives way to the error and Retry; no numbers stay under the asked tenant's name."""
+        if area is not None or disconnected:
             super().show_failure(error, disconnected=disconnected, area=area)
+        if area is not None:
             return
+        self.tenant, self._asked = self._asked or self.tenant, None
+        self.snapshot = self.form = self.evaluation = None
         self.query_one("#compute").display = False
         self.query_one("#load-failed").display = True
+        whose = f"{self.tenant}'s" if self.tenant else "the"
         self.query_one("#load-error", Static).update(
-            Text(f"Couldn't load the compute settings: {error}", style="bold")
+            Text(f"Couldn't load {whose} compute settings: {error}", style="bold")
         )
         self.query_one("#retry", Button).focus()
+        self.update_title()
 
     # -- drawing ----------------------------------------------------------------------------------
 
@@ -238,12 +256,17 @@ class ComputeView(ViewScreen):
             self._message("")
             self.redraw()
 
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter leaves a spares field, so the next key is a view key again, not another digit."""
+        if (event.input.id or "").startswith("spares-"):
+            event.stop()
+            self.focus_next()
+
     def on_select_changed(self, event: Select.Changed) -> None:
         event.stop()
         if event.select.id == "tenant":
             if isinstance(event.value, str) and event.value != self.tenant:
-                self.tenant = event.value
-                self.request_refresh(force=True)
+                self._open_tenant(event.value)
         elif event.select.id == "default" and self.form is not None:
             value = event.value if isinstance(event.value, str) else None
             if value != self.form.default:
@@ -272,14 +295,47 @@ class ComputeView(ViewScreen):
             )
 
     def _open_tenant(self, tenant: str) -> None:
-        self.tenant = tenant
-        self.request_refresh(force=True)
+        """Load another tenant's tab; its name shows once its settings have arrived."""
+
+        def load() -> None:
+            self._asked = tenant
+            self.request_refresh(force=True)
+
+        self.unless_kept(f"Opening {tenant}'s settings", load, kept=self._show_tenant_choice)
+
+    def _show_tenant_choice(self) -> None:
+        with self.prevent(Select.Changed):
+            if self.tenant is not None:
+                self.query_one("#tenant", Select).value = self.tenant
 
     def action_next_tenant(self) -> None:
         if self.tenants and self.tenant in self.tenants:
             index = (self.tenants.index(self.tenant) + 1) % len(self.tenants)
-            self.tenant = self.tenants[index]
-            self.request_refresh(force=True)
+            self._open_tenant(self.tenants[index])
+
+    def action_reload(self) -> None:
+        self.unless_kept("Refreshing", lambda: self.request_refresh(force=True))
+
+    def leave(self, go: Callable[[], None]) -> None:
+        self.unless_kept("Leaving the tab", go)
+
+    def unless_kept(
+        self, doing: str, then: Callable[[], None], kept: Callable[[], None] | None = None
+    ) -> None:
+        """Run `then` now, or once the user agrees to discard the unsaved edits (else `kept`)."""
+        if not self.has_unsaved_edits():
+            then()
+            return
+
+        def answer(discard: bool | None) -> None:
+            if discard:
+                self.evaluation = None  # a later visit loads the stored settings again
+                then()
+            elif kept is not None:
+                kept()
+
+        question = f"{self.tenant}'s compute settings have unsaved changes. {doing} discards them."
+        self.app.push_screen(Confirm(question, "Discard changes"), answer)
 
     # -- saving ---------------------------------------------------------------------------------
 
@@ -313,6 +369,8 @@ class ComputeView(ViewScreen):
         if self.snapshot is None:
             return
         outcome = message.outcome
+        self.freshness.disconnected, self.freshness.problem = False, None  # it answered
+        self.update_status()
         self.snapshot = ComputeSnapshot(self.snapshot.tenant, outcome.settings, self.snapshot.users)
         self.form = Form.of(outcome.settings)
         with self.prevent(Input.Changed):
@@ -326,10 +384,16 @@ class ComputeView(ViewScreen):
 
     def on_compute_view_save_failed(self, message: SaveFailed) -> None:
         error = message.error
-        code = error.code if isinstance(error, FleetError) else "ERROR"
-        text = Text(f"Not saved ({code}): ", style="bold")
-        text.append(str(error))
-        text.append("\nYour settings stay as they were.")
+        if isinstance(error, Disconnected):
+            text = Text(f"Not saved: {error}", style="bold")
+            text.append("\nYour changes are still here: save again once it answers.")
+            super().show_failure(error, disconnected=True, area=None)
+            self.update_status()
+        else:
+            code = error.code if isinstance(error, FleetError) else "ERROR"
+            text = Text(f"Not saved ({code}): ", style="bold")
+            text.append(str(error))
+            text.append("\nYour settings stay as they were.")
         self._message(text)
         if self.evaluation is not None:
             self.query_one("#save", Button).disabled = not self.evaluation.can_save

@@ -41,9 +41,8 @@ def answer_text(answer: Mapping[str, Any], now: datetime) -> Text:
     preemptible = answer.get("preemptible")
     text.append("\nBy preempting spot work: ", style="bold")
     if not preemptible:
-        text.append(
-            "not needed" if fits else "no (a spot request never preempts, or nothing to preempt)"
-        )
+        why = answer.get("preemptReason")
+        text.append("not needed" if fits else f"no ({why})" if why else "no")
         return text
     count = int(preemptible.get("reservations", 0))
     starts = datetime.fromtimestamp(int(preemptible["startsAt"]) / 1000, tz=UTC)
@@ -79,7 +78,9 @@ class PreviewView(ViewScreen):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+r", "preview", "Preview")]
 
     class Answered(Message):
-        def __init__(self, answer: Mapping[str, Any] | None, error: Exception | None, at: datetime):
+        def __init__(
+            self, answer: Mapping[str, Any] | None, error: Exception | None, at: datetime | None
+        ):
             super().__init__()
             self.answer, self.error, self.at = answer, error, at
 
@@ -167,21 +168,27 @@ class PreviewView(ViewScreen):
     def _ask(self, request: PreviewRequest) -> None:
         try:
             answer = self.source.preview(request)
+            at = self.source.now()  # the run's time: its countdown and "updated" stamp
         except Exception as exc:  # noqa: BLE001 - shown under the form
-            self.post_message(self.Answered(None, exc, self.source.now()))
+            self.post_message(self.Answered(None, exc, None))
         else:
-            self.post_message(self.Answered(answer, None, self.source.now()))
+            self.post_message(self.Answered(answer, None, at))
 
     def on_preview_view_answered(self, message: Answered) -> None:
         out = self.query_one("#answer", Static)
-        if message.answer is not None:
+        error = message.error
+        if message.answer is not None and message.at is not None:
             out.update(answer_text(message.answer, message.at))
-        elif isinstance(message.error, NotAvailable):
-            out.update(Text(f"{message.error.area}: not available in this build.", style="bold"))
-        elif isinstance(message.error, FleetError):
-            out.update(Text(f"{message.error.code}: {message.error.message}", style="bold red"))
+            self._good(message.at)  # a run that answered clears an old error and stamps its time
+        elif isinstance(error, NotAvailable):
+            out.update(Text(f"{error.area}: not available in this build.", style="bold"))
+        elif isinstance(error, FleetError):
+            out.update(Text(f"{error.code}: {error.message}", style="bold red"))
+            self.freshness.disconnected, self.freshness.problem = False, None  # it answered
         else:
-            out.update(Text(f"Could not ask: {message.error}", style="bold red"))
+            out.update(Text(f"Could not ask: {error}", style="bold red"))
+            self.show_failure(error or Exception("no answer"), disconnected=True, area=None)
+        self.update_status()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id in ("gpus", "nodes", "duration"):

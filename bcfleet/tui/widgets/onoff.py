@@ -18,8 +18,9 @@ class OnOff(Widget, can_focus=True):
         Binding("space,enter", "flip", "Switch", show=False),
     ]
 
-    value: reactive[bool] = reactive(False)
-    locked: reactive[bool] = reactive(False)
+    value: reactive[bool] = reactive(False, layout=True)
+    locked: reactive[bool] = reactive(False, layout=True)
+    """Both change the width: without a new layout ' locked' was cut off after the default moved."""
 
     class Changed(Message):
         def __init__(self, switch: OnOff, value: bool) -> None:
