@@ -6,12 +6,14 @@ every snapshot and Pilot test starts from the same bytes, ids and clock.
 
 from __future__ import annotations
 
+import io
 import shutil
 import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
 from textual.app import App
 from textual.pilot import Pilot
 from textual.widgets import DataTable
@@ -120,3 +122,12 @@ async def flip(pilot: Any, size: str) -> OnOff:
     switch.focus()
     await pilot.press("space")
     return switch
+
+
+def screen_text(app: App[Any]) -> list[str]:
+    """The screen as plain text, one string a line."""
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), record=True,
+                      color_system=None, legacy_windows=False)  # fmt: skip
+    console.print(app.screen._compositor.render_update(full=True))
+    return console.export_text().splitlines()

@@ -31,8 +31,9 @@ def fleet_db(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def remote(fleet: Fleet) -> Iterator[RemoteSource]:
-    """The demo fleet served over HTTP, read by a RemoteSource as root's admin."""
+def served(fleet: Fleet) -> Iterator[tuple[BackgroundServer, RemoteSource]]:
+    """The demo fleet served over HTTP and a RemoteSource reading it as root's admin; a test
+    may stop the server to see the dashboard without it."""
     build_demo(fleet, hosts=10)
     run_vps_hosts(fleet, fleet.now())
     pools = {p["name"]: p["id"] for p in fleet.api.pools.list(OP)["items"]}
@@ -41,4 +42,10 @@ def remote(fleet: Fleet) -> Iterator[RemoteSource]:
         BackgroundServer(create_app(fleet, tally_seconds=0)) as server,
         FleetClient(server.url, token(fleet, "root", "ops")) as client,
     ):
-        yield RemoteSource(client, label=server.url)
+        yield server, RemoteSource(client, label=server.url)
+
+
+@pytest.fixture
+def remote(served: tuple[BackgroundServer, RemoteSource]) -> RemoteSource:
+    """The demo fleet served over HTTP, read by a RemoteSource as root's admin."""
+    return served[1]

@@ -2,29 +2,18 @@
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import Any
 
 import pytest
-from rich.console import Console
 from textual.pilot import Pilot
 from textual.widgets import Select
 
 from bcfleet.tui.widgets.fit import Fit, fit_columns
 from bcfleet.tui.widgets.keyed_table import KeyedTable
-from tests.support.tui import flip, local_app, settle
+from tests.support.tui import flip, local_app, screen_text, settle
 
 pytestmark = pytest.mark.anyio
-
-
-def screen_text(app: Any) -> list[str]:
-    """The screen as plain text, one string a line."""
-    width, height = app.size
-    console = Console(width=width, height=height, file=io.StringIO(), record=True,
-                      color_system=None, legacy_windows=False)  # fmt: skip
-    console.print(app.screen._compositor.render_update(full=True))
-    return console.export_text().splitlines()
 
 
 def header(app: Any) -> list[str]:
