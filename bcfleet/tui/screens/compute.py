@@ -20,6 +20,7 @@ from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Button, Input, Label, Select, Static
 
+from bcfleet.domain.compute_settings import ComputeSettings
 from bcfleet.domain.sizes import SIZE_NAMES, label
 from bcfleet.errors import FleetError
 from bcfleet.tui.compute_model import Evaluation, Form, evaluate, shapes_text
@@ -328,8 +329,9 @@ class ComputeView(ViewScreen):
             return
 
         def answer(discard: bool | None) -> None:
-            if discard:
-                self.evaluation = None  # a later visit loads the stored settings again
+            if discard and self.snapshot is not None:
+                self._fill(self.snapshot.settings)
+                self._message("Changes discarded.")
                 then()
             elif kept is not None:
                 kept()
@@ -372,15 +374,19 @@ class ComputeView(ViewScreen):
         self.freshness.disconnected, self.freshness.problem = False, None  # it answered
         self.update_status()
         self.snapshot = ComputeSnapshot(self.snapshot.tenant, outcome.settings, self.snapshot.users)
-        self.form = Form.of(outcome.settings)
-        with self.prevent(Input.Changed):
-            for size in SIZE_NAMES:
-                self.query_one(f"#spares-{size}", Input).value = self.form.spares[size]
-        self.redraw()
+        self._fill(outcome.settings)
         text = Text(outcome.message, style="bold")
         for notice in outcome.notices:
             text.append(f"\n{notice}")
         self._message(text)
+
+    def _fill(self, settings: ComputeSettings) -> None:
+        """The form back to `settings` (saved, or the edits discarded), drawn."""
+        self.form = Form.of(settings)
+        with self.prevent(Input.Changed):
+            for size in SIZE_NAMES:
+                self.query_one(f"#spares-{size}", Input).value = self.form.spares[size]
+        self.redraw()
 
     def on_compute_view_save_failed(self, message: SaveFailed) -> None:
         error = message.error
