@@ -234,3 +234,23 @@ async def test_text_that_is_no_count_names_its_size_and_credits_follow_the_field
         await pilot.pause()
         assert text(app, "#credits-medium") == "2,160" and text(app, "#total") == "3,600"
         assert "Can't save" not in text(app, "#warnings")
+
+
+async def test_choosing_another_tenant_in_the_list_with_edits_asks_and_n_puts_it_back(
+    fleet: Fleet,
+) -> None:
+    app = compute_app(fleet)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        view = app.screen
+        assert isinstance(view, ComputeView)
+        await edit_small_spares(pilot)
+        tenants = view.query_one("#tenant", Select)
+        tenants.value = "globex"
+        await pilot.pause()
+        assert isinstance(app.screen, Confirm)
+        assert "Opening globex's settings discards them." in text(app, "#question")
+        await pilot.press("n")
+        await settle(pilot)
+        assert tenants.value == "acme" and view.tenant == "acme" and view.has_unsaved_edits()
+        assert view.query_one("#spares-small", Input).value == "3"
