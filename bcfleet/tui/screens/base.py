@@ -106,6 +106,7 @@ class ViewScreen(Screen[None]):
         return Text("")
 
     def on_mount(self) -> None:
+        self.fleet_app.opened.add(self)
         for field in self.query(Input):
             field.cursor_blink = self.fleet_app.cursor_blink
         self.query_one(Prompt).close()
@@ -133,6 +134,10 @@ class ViewScreen(Screen[None]):
     def on_screen_resume(self) -> None:
         if self.reload_on_resume():
             self.request_refresh()
+
+    def has_unsaved_edits(self) -> bool:
+        """Whether leaving (or quitting) would throw away edits (a form says so)."""
+        return False
 
     def reload_on_resume(self) -> bool:
         """Whether coming back to the view fetches again (a form with edits says no)."""
@@ -301,7 +306,7 @@ class ViewScreen(Screen[None]):
         prompt.close()
         name = event.value.strip().lstrip(":").lower()
         if name in ("q", "quit"):
-            self.app.exit()
+            self.fleet_app.request_quit()
         elif name:
             self.fleet_app.open_view(name)
         self.focus_body()
