@@ -104,6 +104,10 @@ def _limits_text(limits: Mapping[str, int | None]) -> str:
     return ", ".join(f"{k} {'unlimited' if v is None else v}" for k, v in limits.items())
 
 
+def _stay(guests: int) -> str:
+    return "1 guest stays" if guests == 1 else f"{guests} guests stay"
+
+
 def _guests(source: FleetSource, host: Item) -> Item:
     return {"guests": len(source.host_guests(str(host["name"])))}
 
@@ -112,8 +116,7 @@ ACTIONS: tuple[Action, ...] = (
     # -- hosts -------------------------------------------------------------------------------
     Action(
         "drain", "hosts", "c", "Drain", "host", _named,
-        lambda _h, _v, facts: f"{plural(int(facts.get('guests', 0)), 'guest')} stay, "
-        "no new placements",
+        lambda _h, _v, facts: f"{_stay(int(facts.get('guests', 0)))}, no new placements",
         lambda source, h, _v: source.set_draining(str(h["name"]), True),
         lambda h, _a: f"{_named(h)} is draining",
         look=_guests,
