@@ -55,6 +55,8 @@ class Action:
     ask: Ask | None = None
     look: Callable[[FleetSource, Item], Item] | None = None
     """Facts the confirm needs that the row does not carry (a host's guests); read in the worker."""
+    footer: bool = True
+    """Shown in the footer (at 80 columns there is room for about three); always in `?`."""
 
     @property
     def binding_action(self) -> str:
@@ -152,6 +154,7 @@ ACTIONS: tuple[Action, ...] = (
         lambda source, i, flavor: source.resize_instance(str(i["id"]), flavor),
         lambda i, a: f"{_named(i)} is now {a.get('flavor') or 'resized'}",
         ask=Ask("Resize to which flavor?", "a flavor of the instance's pool"),
+        footer=False,
     ),
     # -- reservations ------------------------------------------------------------------------
     Action(

@@ -46,7 +46,7 @@ class FleetApp(App[None]):
         *(Binding(view.key, f"view('{view.name}')", view.title, show=False) for view in VIEWS),
         Binding("question_mark", "keys", "Keys"),
         Binding("q", "quit", "Quit"),
-        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
+        Binding("ctrl+c", "quit", show=False, priority=True),  # the keys panel lists it
     ]
 
     def __init__(

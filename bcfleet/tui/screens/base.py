@@ -48,7 +48,7 @@ class ViewScreen(Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "reload", "Refresh"),
-        Binding("escape", "back", "Back (leaves a form field, clears a filter first)", show=False),
+        Binding("escape", "back", "Back (leaves a field; clears filter, then marks)", show=False),
         Binding("colon", "command", "Switch view by name (Tab completes)", show=False),
     ]
 

@@ -26,7 +26,7 @@ class TableView(ActingView):
         Binding("slash", "filter", "Filter"),
         Binding("s", "sort_next", "Sort"),
         Binding("S", "sort_reverse", "Reverse", show=False),
-        Binding("space", "mark", "Mark/unmark the row (actions apply to marked rows)", show=False),
+        Binding("space", "mark", "Mark or unmark the row (for bulk actions)", show=False),
     ]
 
     def compose_body(self) -> ComposeResult:
@@ -61,8 +61,8 @@ class TableView(ActingView):
         self.table.clear_marks()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "mark":
-            return bool(self.ACTIONS)
+        if action == "mark":  # marks are for actions, and read-only has none
+            return bool(self.ACTIONS) and not self.fleet_app.read_only
         return super().check_action(action, parameters)
 
     def action_mark(self) -> None:

@@ -141,7 +141,7 @@ def parse_filter(text: str, columns: Sequence[Column]) -> list[Term]:
     for given in text.split():  # a regex keeps its case (\S is not \s)
         negated = given.startswith("!")
         given = given.lstrip("!")
-        if not given:
+        if given in ("", REGEX):  # a lone ! or ~ (a term still being typed) is no term
             continue
         name, sep, value = given.partition(":")
         index = names.get(name.lower()) if sep else None
