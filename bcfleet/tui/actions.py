@@ -226,7 +226,10 @@ def question(action: Action, rows: list[tuple[Item, Item]], value: Any) -> str:
     """The confirm's text: one row ("Drain fra-07? 3 guests stay, …") or a list of the marked rows."""
     if len(rows) == 1:
         item, facts = rows[0]
-        return f"{action.verb} {action.noun} {action.target(item)}?\n{action.effect(item, value, facts)}."
+        effect = action.effect(item, value, facts)
+        return (
+            f"{action.verb} {action.noun} {action.target(item)}?\n{effect[:1].upper()}{effect[1:]}."
+        )
     lines = [f"{action.verb} {plural(len(rows), action.noun)}?"]
     lines += [f"• {action.target(i)}: {action.effect(i, value, f)}" for i, f in rows[:LISTED]]
     if len(rows) > LISTED:

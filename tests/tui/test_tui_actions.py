@@ -21,7 +21,7 @@ from bcfleet.tui.source import LocalSource
 from bcfleet.tui.widgets.bars import StatusLine
 from bcfleet.tui.widgets.keyed_table import MARK, KeyedTable
 from tests.support.tui import make_app, open_test_fleet, settle
-from tests.support.tui_actions import Recording, said
+from tests.support.tui_actions import CHANGES, Recording, said
 
 pytestmark = pytest.mark.anyio
 
@@ -102,7 +102,7 @@ async def test_an_error_says_its_code_and_message_and_start_resize_delete_work(
         await settle(pilot)
         await open_row(pilot, "9", "acme-web-07")
         await pilot.press("z", *"g1.small", "enter")  # resize needs a stopped instance
-        assert "flavor g1.medium → g1.small" in await confirm(pilot)
+        assert "\nFlavor g1.medium → g1.small, on the same host." in await confirm(pilot)
         assert any(
             "Resize: not changed: acme-web-07 (acme): CONFLICT: resize needs a stopped instance"
             in s
@@ -142,7 +142,7 @@ async def test_drain_says_how_many_guests_stay_and_undrain_brings_it_back(fleet_
         assert fleet.api.hosts.show(OP, host="fra-01")["state"] == "draining"
         assert "draining" in str(table(app).get_row_at(0)[2])
         await pilot.press("u")
-        assert "new instances may be placed on it again" in await confirm(pilot)
+        assert "\nNew instances may be placed on it again." in await confirm(pilot)
         assert fleet.api.hosts.show(OP, host="fra-01")["state"] == "ready"
         assert source.calls == [
             ("host_guests", False), ("set_draining", False), ("set_draining", False)
@@ -296,3 +296,26 @@ def test_every_action_of_pools_quotas_and_services_runs_locally_and_remotely(
             with pytest.raises(FleetError) as refused:
                 by_name["deploy"].run(source, deployed, None)
             assert error_text(refused.value).startswith("NO_CAPACITY: No free instance")
+
+
+def test_each_views_keys_and_every_action_name_are_unique_and_both_sources_make_the_calls() -> None:
+    assert len({a.name for a in ACTIONS}) == len(ACTIONS)
+    for view in {a.view for a in ACTIONS}:
+        keys = [a.key for a in actions_for(view)]
+        assert len(keys) == len(set(keys)), view
+    for name in CHANGES - {"host_guests"}:
+        assert callable(getattr(LocalSource, name)) and callable(getattr(RemoteSource, name))
+
+
+async def test_the_palette_offers_the_actions_of_the_row_or_of_the_marked_rows(
+    fleet_db: Path,
+) -> None:
+    app, _, _ = recorded_app(fleet_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"~^fra-0[12]$", "enter")
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert {"Drain host fra-01", "Undrain host fra-01"} <= set(titles)
+        await pilot.press("space", "space")
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert {"Drain 2 marked hosts", "Undrain 2 marked hosts"} <= set(titles)
