@@ -57,6 +57,12 @@ class Action:
     """Facts the confirm needs that the row does not carry (a host's guests); read in the worker."""
     footer: bool = True
     """Shown in the footer (at 80 columns there is room for about three); always in `?`."""
+    label: str = ""
+    """The footer's and the keys panel's words, when not the verb alone."""
+
+    @property
+    def key_label(self) -> str:
+        return self.label or self.verb
 
     @property
     def binding_action(self) -> str:
@@ -166,11 +172,12 @@ ACTIONS: tuple[Action, ...] = (
     ),
     # -- jobs --------------------------------------------------------------------------------
     Action(
-        "run_job", "jobs", "n", "Run now", "job", lambda j: str(j["job"]),
+        "run_job", "jobs", "n", "Run", "job", lambda j: str(j["job"]),
         lambda _j, _v, _f: "it runs once now, due or not",
         lambda source, j, _v: source.run_job(str(j["job"])),
         lambda j, a: f"{j['job']}: {a.get('outcome')}"
         + (f" ({a['error']})" if a.get("error") else ""),
+        label="Run now",
     ),
     # -- pools, quotas, services (their views declare ACTIONS = actions_for(…)) ----------------
     Action(

@@ -170,9 +170,9 @@ async def test_run_a_job_now(fleet_db: Path) -> None:
         await open_row(pilot, "8", "spares")
         before = len(source.job_runs("spares"))
         await pilot.press("n")
-        assert (await confirm(pilot)).startswith("Run now job spares?")
+        assert (await confirm(pilot)) == "Run job spares?\nIt runs once now, due or not."
         assert len(source.job_runs("spares")) == before + 1
-        assert "Run now: spares: ok" in said(app)
+        assert "Run: spares: ok" in said(app)
         assert source.calls == [("run_job", False)]
 
 

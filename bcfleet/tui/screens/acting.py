@@ -86,7 +86,9 @@ class ActingView(ViewScreen):
         # which lists the bindings bcfleet declares, shows it), before Textual merges them.
         declared = cls.__dict__.get("ACTIONS", ())
         if declared:
-            bindings = [Binding(a.key, a.binding_action, a.verb, show=a.footer) for a in declared]
+            bindings = [
+                Binding(a.key, a.binding_action, a.key_label, show=a.footer) for a in declared
+            ]
             cls.BINDINGS = [*cls.__dict__.get("BINDINGS", []), *bindings]
         super().__init_subclass__(**kwargs)
 

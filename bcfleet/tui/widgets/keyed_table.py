@@ -301,7 +301,7 @@ class KeyedTable(SteadyTable):
             return
         widths = [cell_len(c.label.plain) for c in self.ordered_columns]
         for key in self._shown:
-            for i, cell in enumerate(self.all_rows[key].cells):
+            for i, cell in enumerate(self.shown_cells(self.all_rows[key])):
                 width = cell.cell_len if isinstance(cell, Text) else cell_len(cell)
                 if width > widths[i]:
                     widths[i] = width
