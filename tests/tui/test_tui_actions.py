@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from bcfleet.api.auth import LOCAL_OPERATOR as OP
-from bcfleet.errors import FleetError
+from bcfleet.errors import FleetError, NotFoundError
 from bcfleet.fleet import Fleet
 from bcfleet.tui.actions import ACTIONS, actions_for
 from bcfleet.tui.remote_source import RemoteSource
@@ -319,3 +319,46 @@ async def test_the_palette_offers_the_actions_of_the_row_or_of_the_marked_rows(
         await pilot.press("space", "space")
         titles = [c.title for c in app.get_system_commands(app.screen)]
         assert {"Drain 2 marked hosts", "Undrain 2 marked hosts"} <= set(titles)
+
+
+def test_instance_and_reservation_actions_answer_alike_locally_and_over_http(
+    fleet: Fleet, remote: RemoteSource
+) -> None:
+    by_name = {a.name: a for a in ACTIONS}
+    local = LocalSource(fleet)
+    running = [i for i in local.instances() if i["state"] == "running" and i.get("flavor")]
+    for source, instance in zip((local, remote), running[:2], strict=True):
+        steps = [("stop", None, "stopped"), ("start", None, "running"), ("stop", None, "stopped")]
+        for name, value, state in steps:
+            answer = by_name[name].run(source, instance, value)
+            assert answer["state"] == state
+            assert by_name[name].done(instance, answer) == f"{instance['name']} is {state}"
+        with pytest.raises(FleetError) as refused:
+            by_name["resize"].run(source, instance, "no-such-flavor")
+        assert error_text(refused.value).startswith("NOT_FOUND: flavor 'no-such-flavor'")
+        gone = by_name["delete"].run(source, instance, None)
+        assert gone["state"] == "deleted"
+    reservations = [r for r in local.reservations() if r["state"] != "released"]
+    for source, reservation in zip((local, remote), reservations[:2], strict=True):
+        answer = by_name["cancel"].run(source, reservation, None)
+        assert answer["state"] == "released"
+        assert by_name["cancel"].done(reservation, answer).endswith(" is released")
+
+
+async def test_when_the_confirms_facts_cannot_be_read_nothing_is_asked_or_changed(
+    fleet_db: Path,
+) -> None:
+    app, fleet, source = recorded_app(fleet_db)
+
+    def host_guests(host: str) -> list[Any]:
+        raise NotFoundError(f"host {host!r} not found", {"host": host})
+
+    source.source.host_guests = host_guests  # type: ignore[method-assign]
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"fra-01", "enter", "c")
+        await settle(pilot)
+        assert isinstance(app.screen, HostsView)
+        assert "Not changed: NOT_FOUND: host 'fra-01' not found" in said(app)
+        assert [c for c, _ in source.calls] == ["host_guests"]
+    assert fleet.api.hosts.show(OP, host="fra-01")["state"] == "ready"
