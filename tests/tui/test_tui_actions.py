@@ -362,3 +362,20 @@ async def test_when_the_confirms_facts_cannot_be_read_nothing_is_asked_or_change
         assert "Not changed: NOT_FOUND: host 'fra-01' not found" in said(app)
         assert [c for c, _ in source.calls] == ["host_guests"]
     assert fleet.api.hosts.show(OP, host="fra-01")["state"] == "ready"
+
+
+async def test_ctrl_a_marks_every_row_shown_and_again_unmarks_them(fleet_db: Path) -> None:
+    app, fleet, _ = recorded_app(fleet_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"~^burst-", "enter", "ctrl+a")
+        t = table(app)
+        assert {str(t.all_rows[k].cells[0]) for k in t.marked} == {"burst-01", "burst-02"}
+        assert t.shown_count == 2 and "2 marked" in status(app)
+        await pilot.press("ctrl+a")
+        assert not t.marked
+        await pilot.press("ctrl+a", "c")
+        await settle(pilot)
+        assert (await confirm(pilot)).startswith("Drain 2 hosts?\n• burst-01: ")
+    states = {fleet.api.hosts.show(OP, host=h)["state"] for h in ("burst-01", "burst-02")}
+    assert states == {"draining"}

@@ -23,6 +23,8 @@ KEY_NAMES = {
     "enter": "Enter",
     "ctrl+p": "Ctrl+P",
     "ctrl+c": "Ctrl+C",
+    "ctrl+a": "Ctrl+A",
+    "ctrl+d": "Ctrl+D",
     "space": "Space",
     "plus": "+",
     "minus": "-",

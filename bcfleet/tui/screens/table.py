@@ -27,6 +27,7 @@ class TableView(ActingView):
         Binding("s", "sort_next", "Sort"),
         Binding("S", "sort_reverse", "Reverse", show=False),
         Binding("space", "mark", "Mark or unmark the row (for bulk actions)", show=False),
+        Binding("ctrl+a", "mark_all", "Mark every row shown (again: unmark)", show=False),
     ]
 
     def compose_body(self) -> ComposeResult:
@@ -61,7 +62,7 @@ class TableView(ActingView):
         self.table.clear_marks()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "mark":  # marks are for actions, and read-only has none
+        if action in ("mark", "mark_all"):  # marks are for actions, and read-only has none
             return bool(self.ACTIONS) and not self.fleet_app.read_only
         return super().check_action(action, parameters)
 
@@ -71,6 +72,9 @@ class TableView(ActingView):
         if key is not None:
             table.toggle_mark(key)
             table.action_cursor_down()
+
+    def action_mark_all(self) -> None:
+        self.table.mark_shown()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()

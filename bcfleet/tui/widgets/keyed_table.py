@@ -351,6 +351,17 @@ class KeyedTable(SteadyTable):
         self.post_message(self.Changed(self))
         return key in self.marked
 
+    def mark_shown(self) -> None:
+        """Mark every row the filter shows; when all of them are marked already, clear the marks."""
+        if self._shown and all(k in self.marked for k in self._shown):
+            self.clear_marks()
+            return
+        for key in self._shown:
+            if key not in self.marked:
+                self.marked[key] = None
+                self._redraw_mark(key)
+        self.post_message(self.Changed(self))
+
     def clear_marks(self) -> None:
         keys, self.marked = list(self.marked), {}
         for key in keys:
