@@ -20,7 +20,7 @@ from bcfleet.tui.source import JSON, FleetSource
 
 Item = Mapping[str, Any]
 """A row's JSON document, as the view fetched it."""
-LISTED = 10
+LISTED = 8
 """A confirm lists at most this many marked rows (it fits 80×24), then says how many more."""
 
 
@@ -229,16 +229,23 @@ def find_action(name: str) -> Action:
     return next(a for a in ACTIONS if a.name == name)
 
 
+def _sentence(text: str) -> str:
+    return f"{text[:1].upper()}{text[1:]}."
+
+
 def question(action: Action, rows: list[tuple[Item, Item]], value: Any) -> str:
-    """The confirm's text: one row ("Drain fra-07? 3 guests stay, …") or a list of the marked rows."""
+    """The confirm's text: one row ("Drain host fra-07?" and what changes) or the marked rows
+    listed; what changes is said once when it is the same for every row, else row by row."""
+    effects = [action.effect(item, value, facts) for item, facts in rows]
     if len(rows) == 1:
-        item, facts = rows[0]
-        effect = action.effect(item, value, facts)
-        return (
-            f"{action.verb} {action.noun} {action.target(item)}?\n{effect[:1].upper()}{effect[1:]}."
-        )
+        return f"{action.verb} {action.noun} {action.target(rows[0][0])}?\n{_sentence(effects[0])}"
     lines = [f"{action.verb} {plural(len(rows), action.noun)}?"]
-    lines += [f"• {action.target(i)}: {action.effect(i, value, f)}" for i, f in rows[:LISTED]]
+    if len(set(effects)) == 1:
+        lines.append(_sentence(effects[0]))
+        lines += [f"• {action.target(item)}" for item, _ in rows[:LISTED]]
+    else:
+        listed = zip(rows[:LISTED], effects[:LISTED], strict=True)
+        lines += [f"• {action.target(item)}: {effect}" for (item, _), effect in listed]
     if len(rows) > LISTED:
         lines.append(f"… and {len(rows) - LISTED} more")
     return "\n".join(lines)

@@ -11,7 +11,7 @@ import pytest
 from bcfleet.api.auth import LOCAL_OPERATOR as OP
 from bcfleet.errors import FleetError, NotFoundError
 from bcfleet.fleet import Fleet
-from bcfleet.tui.actions import ACTIONS, actions_for
+from bcfleet.tui.actions import ACTIONS, actions_for, question
 from bcfleet.tui.remote_source import RemoteSource
 from bcfleet.tui.screens.acting import error_text
 from bcfleet.tui.screens.ask import AskValue
@@ -376,6 +376,25 @@ async def test_ctrl_a_marks_every_row_shown_and_again_unmarks_them(fleet_db: Pat
         assert not t.marked
         await pilot.press("ctrl+a", "c")
         await settle(pilot)
-        assert (await confirm(pilot)).startswith("Drain 2 hosts?\n• burst-01: ")
+        assert (await confirm(pilot)) == (
+            "Drain 2 hosts?\n1 guest stays, no new placements.\n• burst-01\n• burst-02"
+        )
     states = {fleet.api.hosts.show(OP, host=h)["state"] for h in ("burst-01", "burst-02")}
     assert states == {"draining"}
+
+
+def test_a_bulk_confirm_says_a_shared_effect_once_and_lists_at_most_eight_rows() -> None:
+    stop = next(a for a in ACTIONS if a.name == "stop")
+    rows = [({"name": f"web-{n}", "tenantId": "acme"}, {}) for n in range(10)]
+    lines = question(stop, rows, None).splitlines()
+    assert lines[:3] == [
+        "Stop 10 instances?", "It stops; it keeps its host, GPUs and quota.", "• web-0 (acme)"
+    ]  # fmt: skip
+    assert lines[-2:] == ["• web-7 (acme)", "… and 2 more"] and len(lines) == 11
+    drain = next(a for a in ACTIONS if a.name == "drain")
+    hosts = [({"name": "fra-01"}, {"guests": 1}), ({"name": "fra-02"}, {"guests": 3})]
+    assert question(drain, hosts, None).splitlines() == [
+        "Drain 2 hosts?",
+        "• fra-01: 1 guest stays, no new placements",
+        "• fra-02: 3 guests stay, no new placements",
+    ]
