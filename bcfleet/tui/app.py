@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import weakref
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -14,9 +15,12 @@ from textual.screen import Screen
 
 from bcfleet.tui.contrast import ReadableText
 from bcfleet.tui.screens.base import ViewScreen
+from bcfleet.tui.screens.confirm import Confirm
 from bcfleet.tui.screens.help import HelpScreen, keys_table, views_table
 from bcfleet.tui.source import FleetSource
 from bcfleet.tui.views import VIEWS, find_view
+
+QUIT = "Quit"
 
 
 def freeze_heap() -> None:
@@ -42,6 +46,7 @@ class FleetApp(App[None]):
         *(Binding(view.key, f"view('{view.name}')", view.title, show=False) for view in VIEWS),
         Binding("question_mark", "keys", "Keys"),
         Binding("q", "quit", "Quit"),
+        Binding("ctrl+c", "quit", show=False, priority=True),  # the keys panel lists it
     ]
 
     def __init__(
@@ -66,6 +71,8 @@ class FleetApp(App[None]):
         """Keep long-lived objects out of later garbage collections (`fleet tui` sets it)."""
         self._frozen_after_load = False
         self._readable = ReadableText(monochrome=self.no_color)
+        self.opened: weakref.WeakSet[ViewScreen] = weakref.WeakSet()
+        """Every view shown so far (each mode keeps its own), asked for unsaved edits on quit."""
 
     def get_line_filters(self) -> Sequence[LineFilter]:
         """Textual's filters, then every text at least 4.5:1 on its background (contrast.py);
@@ -136,6 +143,22 @@ class FleetApp(App[None]):
         title = " › ".join(screen.crumbs())
         self.push_screen(HelpScreen(title, screen.ABOUT, keys_table(screen), views_table(VIEWS)))
 
+    async def action_quit(self) -> None:
+        self.request_quit()
+
+    def request_quit(self) -> None:
+        """q, Ctrl+C, :quit: quit, asking first when a view holds unsaved edits (Ctrl+C again
+        while asked quits)."""
+        if isinstance(self.screen, Confirm) and self.screen.verb == QUIT:
+            self.exit()
+            return
+        unsaved = [" › ".join(s.crumbs()) for s in self.opened if s.has_unsaved_edits()]
+        if not unsaved:
+            self.exit()
+            return
+        question = f"Quit? Unsaved changes in {', '.join(sorted(unsaved))} are lost."
+        self.push_screen(Confirm(question, QUIT), lambda yes: self.exit() if yes else None)
+
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         for view in VIEWS:
             yield SystemCommand(
@@ -146,4 +169,4 @@ class FleetApp(App[None]):
         if isinstance(screen, ViewScreen):
             yield from screen.commands()
             yield SystemCommand("Keys of this view", "?", self.action_keys)
-        yield SystemCommand("Quit", "q", self.exit)
+        yield SystemCommand("Quit", "q or Ctrl+C", self.request_quit)

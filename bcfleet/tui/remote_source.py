@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar
+from urllib.parse import quote
 
 import httpx
 
@@ -28,6 +29,11 @@ from bcfleet.tui.source import (
     snapshot_of,
     with_host_names,
 )
+
+
+def _segment(value: str) -> str:
+    """A path segment: a name with a slash or a space stays one segment."""
+    return quote(value, safe="")
 
 
 def change_body(change: ComputeChange) -> dict[str, Any]:
@@ -69,7 +75,8 @@ def _reaching(
 
 
 class RemoteSource:
-    """Reads through a FleetClient; what the HTTP API does not serve (job runs) is NotAvailable."""
+    """Reads and changes through a FleetClient; what the HTTP API does not serve (job runs) is
+    NotAvailable."""
 
     def __init__(self, client: FleetClient, *, label: str) -> None:
         self.client = client
@@ -177,6 +184,54 @@ class RemoteSource:
     def job_runs(self, job: str) -> list[JSON]:
         del job
         raise NotAvailable("jobs (the HTTP API has no jobs route yet)")
+
+    def stop_instance(self, instance_id: str) -> JSON:
+        return self.client.instance_action(instance_id, "stop")
+
+    def start_instance(self, instance_id: str) -> JSON:
+        return self.client.instance_action(instance_id, "start")
+
+    def delete_instance(self, instance_id: str) -> JSON:
+        return self.client.delete_instance(instance_id)
+
+    def resize_instance(self, instance_id: str, flavor: str) -> JSON:
+        return self.client.instance_action(instance_id, "resize", flavor=flavor)
+
+    def cancel_reservation(self, reservation_id: str) -> JSON:
+        answer: JSON = self.client.request(
+            "POST", f"/v1/reservations/{_segment(reservation_id)}/cancel"
+        )
+        return answer
+
+    def run_job(self, name: str) -> JSON:
+        answer: JSON = self.client.request("POST", f"/v1/jobs/{_segment(name)}/run")
+        return answer
+
+    def offer_pool(self, pool: str, tenant: str, *, owner: str | None) -> JSON:
+        answer: JSON = self.client.request(
+            "POST", f"/v1/pools/{_segment(pool)}/offers", json_body={"tenant": tenant},
+            params={"tenant": owner},
+        )  # fmt: skip
+        return answer
+
+    def unoffer_pool(self, pool: str, tenant: str, *, owner: str | None) -> JSON:
+        answer: JSON = self.client.request(
+            "DELETE",
+            f"/v1/pools/{_segment(pool)}/offers/{_segment(tenant)}",
+            params={"tenant": owner},
+        )
+        return answer
+
+    def set_quota(self, tenant: str, pool: str, limits: Mapping[str, int | None]) -> JSON:
+        return self.client.set_quota(tenant, pool, **limits)
+
+    def deploy_service(self, service_id: str) -> JSON:
+        answer: JSON = self.client.request("POST", f"/v1/services/{_segment(service_id)}/deploy")
+        return answer
+
+    def undeploy_service(self, service_id: str) -> JSON:
+        answer: JSON = self.client.request("POST", f"/v1/services/{_segment(service_id)}/undeploy")
+        return answer
 
 
 for _name, _method in list(vars(RemoteSource).items()):

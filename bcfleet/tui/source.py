@@ -154,6 +154,32 @@ class FleetSource(Protocol):
         """A job's latest runs, newest first."""
         ...
 
+    # -- changes the console's actions make (bcfleet/tui/actions.py) --------------------------
+
+    def stop_instance(self, instance_id: str) -> JSON: ...
+
+    def start_instance(self, instance_id: str) -> JSON: ...
+
+    def delete_instance(self, instance_id: str) -> JSON: ...
+
+    def resize_instance(self, instance_id: str, flavor: str) -> JSON: ...
+
+    def cancel_reservation(self, reservation_id: str) -> JSON: ...
+
+    def run_job(self, name: str) -> JSON:
+        """Run a job once now, due or not; its run as `fleet jobs runs` shows it."""
+        ...
+
+    def offer_pool(self, pool: str, tenant: str, *, owner: str | None) -> JSON: ...
+
+    def unoffer_pool(self, pool: str, tenant: str, *, owner: str | None) -> JSON: ...
+
+    def set_quota(self, tenant: str, pool: str, limits: Mapping[str, int | None]) -> JSON: ...
+
+    def deploy_service(self, service_id: str) -> JSON: ...
+
+    def undeploy_service(self, service_id: str) -> JSON: ...
+
 
 def snapshot_of(body: Mapping[str, Any]) -> ComputeSnapshot:
     """The Compute tab's JSON (settings.compute_show or compute_save) as domain values."""
@@ -314,3 +340,41 @@ class LocalSource:
         from bcfleet.jobs.runner import recent_runs
 
         return recent_runs(self.fleet, limit=50, job=job)
+
+    def stop_instance(self, instance_id: str) -> JSON:
+        return self.api.instances.stop(self.credential, instance_id)
+
+    def start_instance(self, instance_id: str) -> JSON:
+        return self.api.instances.start(self.credential, instance_id)
+
+    def delete_instance(self, instance_id: str) -> JSON:
+        return self.api.instances.delete(self.credential, instance_id)
+
+    def resize_instance(self, instance_id: str, flavor: str) -> JSON:
+        return self.api.instances.resize(self.credential, instance_id, flavor=flavor)
+
+    def cancel_reservation(self, reservation_id: str) -> JSON:
+        return self.api.reservations.cancel(self.credential, reservation_id)
+
+    def run_job(self, name: str) -> JSON:
+        # As `fleet jobs tick --job NAME`: the named job now, under its lease.
+        from bcfleet.jobs.runner import tick
+
+        return tick(self.fleet, job=name, holder="dashboard")[0].to_json()
+
+    def offer_pool(self, pool: str, tenant: str, *, owner: str | None) -> JSON:
+        return self.api.pools.offer(self.credential, tenant_id=owner or "", pool=pool, to=tenant)
+
+    def unoffer_pool(self, pool: str, tenant: str, *, owner: str | None) -> JSON:
+        return self.api.pools.offer(
+            self.credential, tenant_id=owner or "", pool=pool, to=tenant, revoke=True
+        )
+
+    def set_quota(self, tenant: str, pool: str, limits: Mapping[str, int | None]) -> JSON:
+        return self.api.quotas.set(self.credential, tenant_id=tenant, pool=pool, limits=limits)
+
+    def deploy_service(self, service_id: str) -> JSON:
+        return self.api.services.deploy(self.credential, service_id)
+
+    def undeploy_service(self, service_id: str) -> JSON:
+        return self.api.services.undeploy(self.credential, service_id)

@@ -146,7 +146,8 @@ async def test_drain_asks_first_and_read_only_has_no_drain(fleet_db: Path) -> No
     app, fleet = local_app(fleet_db)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        await pilot.press("slash", *"fra-01", "enter", "d")
+        await pilot.press("slash", *"fra-01", "enter", "c")
+        await settle(pilot)
         assert isinstance(app.screen, Confirm)
         await pilot.press("y")
         await settle(pilot)
@@ -156,7 +157,8 @@ async def test_drain_asks_first_and_read_only_has_no_drain(fleet_db: Path) -> No
     app, fleet = local_app(fleet_db, read_only=True)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        await pilot.press("slash", *"fra-02", "enter", "d")
+        await pilot.press("slash", *"fra-02", "enter", "c")
+        await settle(pilot)
         assert isinstance(app.screen, HostsView)
         commands = [c.title for c in app.get_system_commands(app.screen)]
         assert not [c for c in commands if "rain" in c]
@@ -269,7 +271,7 @@ async def test_the_keys_panel_lists_this_views_keys_and_read_only_drops_drain(
                 console.print(app.screen.keys)
             shown = captured.get()
             assert "Filter" in shown and "Sort" in shown
-            assert ("Drain/undrain" in shown) is drain
+            assert ("Drain" in shown and "Undrain" in shown) is drain
             await pilot.press("escape")
             assert isinstance(app.screen, HostsView)
 

@@ -48,7 +48,7 @@ class ViewScreen(Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "reload", "Refresh"),
-        Binding("escape", "back", "Back (leaves a form field, clears a filter first)", show=False),
+        Binding("escape", "back", "Back (leaves a field; clears filter, then marks)", show=False),
         Binding("colon", "command", "Switch view by name (Tab completes)", show=False),
     ]
 
@@ -106,6 +106,7 @@ class ViewScreen(Screen[None]):
         return Text("")
 
     def on_mount(self) -> None:
+        self.fleet_app.opened.add(self)
         for field in self.query(Input):
             field.cursor_blink = self.fleet_app.cursor_blink
         self.query_one(Prompt).close()
@@ -309,7 +310,7 @@ class ViewScreen(Screen[None]):
         prompt.close()
         name = event.value.strip().lstrip(":").lower()
         if name in ("q", "quit"):
-            self.app.exit()
+            self.fleet_app.request_quit()
         elif name:
             self.fleet_app.open_view(name)
         self.focus_body()

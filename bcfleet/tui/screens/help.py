@@ -23,6 +23,8 @@ KEY_NAMES = {
     "enter": "Enter",
     "ctrl+p": "Ctrl+P",
     "ctrl+c": "Ctrl+C",
+    "ctrl+a": "Ctrl+A",
+    "ctrl+d": "Ctrl+D",
     "space": "Space",
     "plus": "+",
     "minus": "-",
@@ -65,8 +67,10 @@ def keys_table(screen: Screen[Any]) -> Table:
     table.add_row("↑ ↓ j k PgUp PgDn", "Move")
     table.add_row("g, G", "First row, last row")
     table.add_row("/ … !word", "Filter; ! in front of a word or column:value inverts it")
+    table.add_row("/ … ~re", "A regular expression: ~^fra-0[1-3]$, or in a column: name:~^gpu")
     table.add_row("Enter", "Open the row (drill down) or run the form")
     table.add_row("Ctrl+P", "Command palette: every view and action")
+    table.add_row("Ctrl+C", "Quit (asks first when a view has unsaved edits)")
     return table
 
 

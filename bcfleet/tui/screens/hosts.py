@@ -15,8 +15,8 @@ from typing import Any, ClassVar
 from textual.app import SystemCommand
 from textual.binding import Binding, BindingType
 
+from bcfleet.tui.actions import actions_for
 from bcfleet.tui.host_rows import COLUMNS, host_row, next_age_change, with_age
-from bcfleet.tui.screens.confirm import Confirm
 from bcfleet.tui.screens.table import TableView
 from bcfleet.tui.widgets.keyed_table import Row
 
@@ -38,11 +38,10 @@ class HostsView(TableView):
     )
     COLUMNS = COLUMNS
     NOUN = ("host", "hosts")
-    MUTATING = frozenset({"drain"})
+    ACTIONS = actions_for("hosts")
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open", "Open", show=False),
-        Binding("d", "drain", "Drain/undrain"),
     ]
 
     def __init__(self) -> None:
@@ -134,6 +133,9 @@ class HostsView(TableView):
     def _host(self, key: str | None) -> Mapping[str, Any] | None:
         return self.hosts.get(key) if key is not None else None
 
+    def item(self, key: str) -> Any:
+        return self.hosts.get(key)
+
     def open_row(self, key: str) -> None:
         host = self._host(key)
         if host is not None:
@@ -145,31 +147,6 @@ class HostsView(TableView):
         if self.table.cursor_key is not None:
             self.open_row(self.table.cursor_key)
 
-    def action_drain(self) -> None:
-        host = self._host(self.table.cursor_key)
-        if host is None:
-            return
-        draining = host["state"] != "draining"
-        verb = "Drain" if draining else "Return to ready"
-        question = f"{verb} host {host['name']}?" + (
-            "\nNo new instances will be placed on it." if draining else ""
-        )
-
-        def answer(yes: bool | None) -> None:
-            if yes:
-                self._set_draining(host["name"], draining)
-
-        self.app.push_screen(Confirm(question, verb), answer)
-
-    def _set_draining(self, name: str, draining: bool) -> None:
-        try:
-            self.source.set_draining(name, draining)
-        except Exception as exc:  # noqa: BLE001 - shown to the operator, not raised
-            self.notify(str(exc), title="Not changed", severity="error")
-            return
-        self.notify(f"{name} is {'draining' if draining else 'ready'}.")
-        self.request_refresh(force=True)
-
     def commands(self) -> Iterable[SystemCommand]:
         yield from super().commands()
         host = self._host(self.table.cursor_key) if self.is_mounted else None
@@ -177,6 +154,3 @@ class HostsView(TableView):
             yield SystemCommand(
                 f"Open host {host['name']}", "NUMA nodes, CPUs, huge pages, GPUs", self.action_open
             )
-            if not self.fleet_app.read_only:
-                verb = "Undrain" if host["state"] == "draining" else "Drain"
-                yield SystemCommand(f"{verb} host {host['name']}", "(d)", self.action_drain)

@@ -12,6 +12,7 @@ from typing import Any
 
 from rich.text import Text
 
+from bcfleet.tui.actions import actions_for
 from bcfleet.tui.format import DASH, age, croppable
 from bcfleet.tui.screens.events import data_text
 from bcfleet.tui.screens.reservations import condition
@@ -106,6 +107,7 @@ class InstancesView(TableView):
     )
     COLUMNS = COLUMNS
     NOUN = ("instance", "instances")
+    ACTIONS = actions_for("instances")
 
     def __init__(self) -> None:
         super().__init__()
@@ -113,6 +115,9 @@ class InstancesView(TableView):
 
     def fetch(self) -> Any:
         return self.source.instances()
+
+    def item(self, key: str) -> Any:
+        return self.instances.get(key)
 
     def rows(self, data: Any) -> Iterable[Row]:
         now = self.now or self.source.now()

@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.text import Text
 
+from bcfleet.tui.actions import actions_for
 from bcfleet.tui.format import DASH, DIM_DASH, Cell, age, countdown, croppable
 from bcfleet.tui.screens.table import TableView
 from bcfleet.tui.widgets.keyed_table import Column, Row
@@ -90,9 +91,13 @@ class JobsView(TableView):
     )
     COLUMNS = COLUMNS
     NOUN = ("job", "jobs")
+    ACTIONS = actions_for("jobs")
 
     def fetch(self) -> Any:
         return self.source.jobs()
+
+    def item(self, key: str) -> Any:
+        return next((j for j in self.data or () if j["job"] == key), None)
 
     def rows(self, data: Any) -> Iterable[Row]:
         now = self.now or self.source.now()

@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.text import Text
 
+from bcfleet.tui.actions import actions_for
 from bcfleet.tui.format import DASH, DIM_DASH, countdown, croppable, parse_stamp, short_id
 from bcfleet.tui.screens.table import TableView
 from bcfleet.tui.widgets.keyed_table import Column, Row
@@ -163,6 +164,7 @@ class ReservationsView(TableView):
     )
     COLUMNS = COLUMNS
     NOUN = ("reservation", "reservations")
+    ACTIONS = actions_for("reservations")
 
     def open_row(self, key: str) -> None:
         from bcfleet.tui.screens.detail import DetailScreen
@@ -174,6 +176,10 @@ class ReservationsView(TableView):
                 lambda: self.source.reservation(key),
             )
         )
+
+    def item(self, key: str) -> Any:
+        reservations = self.data[0] if self.data else ()
+        return next((r for r in reservations if r["id"] == key), None)
 
     def fetch(self) -> Any:
         reservations = self.source.reservations()

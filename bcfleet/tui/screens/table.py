@@ -1,4 +1,5 @@
-"""The list views' common screen: a KeyedTable with `/` filter, sort keys and Enter to drill down."""
+"""The list views' common screen: a KeyedTable with `/` filter, sort keys, Enter to drill down,
+and space to mark rows for the view's actions (screens/acting.py)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Input
 
-from bcfleet.tui.screens.base import ViewScreen
+from bcfleet.tui.screens.acting import ActingView
 from bcfleet.tui.widgets.keyed_table import Column, KeyedTable, Row
 from bcfleet.tui.widgets.prompt import Prompt
 
 
-class TableView(ViewScreen):
+class TableView(ActingView):
     """A view whose body is one keyed table; subclasses give COLUMNS, `fetch` and `rows`."""
 
     COLUMNS: ClassVar[Sequence[Column]] = ()
@@ -25,6 +26,8 @@ class TableView(ViewScreen):
         Binding("slash", "filter", "Filter"),
         Binding("s", "sort_next", "Sort"),
         Binding("S", "sort_reverse", "Reverse", show=False),
+        Binding("space", "mark", "Mark or unmark the row (for bulk actions)", show=False),
+        Binding("ctrl+a", "mark_all", "Mark every row shown (again: unmark)", show=False),
     ]
 
     def compose_body(self) -> ComposeResult:
@@ -43,6 +46,35 @@ class TableView(ViewScreen):
 
     def open_row(self, key: str) -> None:
         """Enter on a row: drill down (each view says into what)."""
+
+    def item(self, key: str) -> Any:
+        """The row's JSON document (views with actions keep what they fetched by key)."""
+        del key
+        return None
+
+    def target_keys(self) -> list[str]:
+        table = self.table
+        if table.marked:
+            return list(table.marked)
+        return [table.cursor_key] if table.cursor_key is not None else []
+
+    def clear_marks(self) -> None:
+        self.table.clear_marks()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("mark", "mark_all"):  # marks are for actions, and read-only has none
+            return bool(self.ACTIONS) and not self.fleet_app.read_only
+        return super().check_action(action, parameters)
+
+    def action_mark(self) -> None:
+        table = self.table
+        key = table.cursor_key
+        if key is not None:
+            table.toggle_mark(key)
+            table.action_cursor_down()
+
+    def action_mark_all(self) -> None:
+        self.table.mark_shown()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
@@ -66,6 +98,10 @@ class TableView(ViewScreen):
         if table.filter_text:
             text.append(" · filter ")
             text.append(table.filter_text, style="bold")
+        if table.filter_error:
+            text.append(f" · {table.filter_error}", style="bold")
+        if table.marked:
+            text.append(f" · {len(table.marked)} marked", style="bold")
         for name in table.unknown_columns:
             text.append(f" · no column {name!r}", style="bold")
         if table.sort_index is not None:
@@ -104,9 +140,13 @@ class TableView(ViewScreen):
         table.sort_by(table.sort_index, reverse=not table.sort_reverse)
 
     def action_back(self) -> None:
+        """Esc: clear the filter, then the marks, then go back."""
         if self.table.filter_text:
             self.table.set_filter("")
             self.update_status()
+            return
+        if self.table.marked:
+            self.table.clear_marks()
             return
         super().action_back()
 
@@ -124,6 +164,13 @@ class TableView(ViewScreen):
             self._say_unknown_columns()
 
     def _say_unknown_columns(self) -> None:
+        if self.table.filter_error:
+            self.notify(
+                f"{self.table.filter_error}. Write ~regex (e.g. ~^fra-0[1-3]$) or "
+                "column:~regex; the other words still filter.",
+                title="Filter",
+                severity="warning",
+            )
         unknown = self.table.unknown_columns
         if unknown:
             names = ", ".join(c.key for c in self.COLUMNS)

@@ -5,12 +5,16 @@ keeps, in the chosen order, touching only the cells that changed, so the
 cursor stays on the same row (by key) and the scroll where it was, as
 Dolphie's process list does. The filter is words, all of which must match
 somewhere in the row; `column:word` matches one column (`pool:fra`,
-`state:draining`), and a leading `!` inverts a term (`!state:ready`). Columns fit the table's width (widgets/fit.py): less important
-ones give way and come back when there is room again.
+`state:draining`), `~regex` is a regular expression (`~^fra-0[1-3]$`,
+`name:~^gpu`), and a leading `!` inverts a term (`!state:ready`). Columns fit
+the table's width (widgets/fit.py): less important ones give way and come back
+when there is room again. Marked rows (space, for bulk actions) show MARK
+before their first cell.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self, cast
@@ -107,33 +111,60 @@ class Row:
         return texts
 
 
-Term = tuple[int | None, str, bool]
-"""(column index or None for anywhere, the word, whether it is inverted with a leading !)."""
+MARK = "✓ "
+"""Drawn before the first cell of a marked row."""
+REGEX = "~"
+"""A filter term starting with this (after any `!` and `column:`) is a regular expression."""
+
+Term = tuple[int | None, str | re.Pattern[str], bool]
+"""(column index or None for anywhere, the word or regex, whether it is inverted with a leading !)."""
+
+
+class FilterError(ValueError):
+    """A filter term that cannot be read (a bad regular expression); the message says why."""
+
+
+def _regex(source: str) -> re.Pattern[str]:
+    try:
+        return re.compile(source, re.IGNORECASE)
+    except re.error as exc:
+        raise FilterError(f"bad regex {source!r}: {exc.msg}") from None
 
 
 def parse_filter(text: str, columns: Sequence[Column]) -> list[Term]:
-    """'pool:fra !ready' → [(index of pool, 'fra', False), (None, 'ready', True)];
-    unknown columns match anywhere (a time like 10:02 is a word)."""
+    """'pool:fra !ready ~^fra-0[1-3]$' → [(index of pool, 'fra', False), (None, 'ready', True),
+    (None, re.compile('^fra-0[1-3]$'), False)]; unknown columns match anywhere (a time like
+    10:02 is a word). A bad regular expression raises FilterError."""
     names = {c.key.lower(): i for i, c in enumerate(columns)}
     names.update({c.label.lower(): i for i, c in enumerate(columns)})
     terms: list[Term] = []
-    for word in text.lower().split():
-        negated = word.startswith("!")
-        word = word.lstrip("!")
-        if not word:
+    for given in text.split():  # a regex keeps its case (\S is not \s)
+        negated = given.startswith("!")
+        given = given.lstrip("!")
+        if given in ("", REGEX):  # a lone ! or ~ (a term still being typed) is no term
             continue
-        name, sep, value = word.partition(":")
-        if sep and name in names:
-            terms.append((names[name], value, negated))
+        name, sep, value = given.partition(":")
+        index = names.get(name.lower()) if sep else None
+        if index is not None and value.startswith(REGEX):
+            terms.append((index, _regex(value[1:]), negated))
+        elif given.startswith(REGEX) and len(given) > 1:
+            terms.append((None, _regex(given[1:]), negated))
+        elif index is not None:
+            terms.append((index, value.lower(), negated))
         else:
-            terms.append((None, word, negated))
+            terms.append((None, given.lower(), negated))
     return terms
+
+
+def _found(word: str | re.Pattern[str], text: str) -> bool:
+    return word in text if isinstance(word, str) else word.search(text) is not None
 
 
 def matches(row: Row, terms: Sequence[Term]) -> bool:
     texts = row.searchable()
     for index, word, negated in terms:
-        found = any(word in t for t in texts) if index is None else word in texts[index]
+        looked_in = texts if index is None else (texts[index],)
+        found = any(_found(word, t) for t in looked_in)
         if found == negated:
             return False
     return True
@@ -204,6 +235,10 @@ class KeyedTable(SteadyTable):
         self.filter_text = ""
         self.unknown_columns: list[str] = []
         """Columns the filter names (`name:value`) that this table does not have."""
+        self.filter_error: str | None = None
+        """Why the filter cannot be read (a bad regex), or None."""
+        self.marked: dict[str, None] = {}
+        """The keys of the marked rows, in the order they were marked."""
         self.sort_index: int | None = None
         self.sort_reverse = False
         self._shown: list[str] = []
@@ -266,7 +301,7 @@ class KeyedTable(SteadyTable):
             return
         widths = [cell_len(c.label.plain) for c in self.ordered_columns]
         for key in self._shown:
-            for i, cell in enumerate(self.all_rows[key].cells):
+            for i, cell in enumerate(self.shown_cells(self.all_rows[key])):
                 width = cell.cell_len if isinstance(cell, Text) else cell_len(cell)
                 if width > widths[i]:
                     widths[i] = width
@@ -290,6 +325,8 @@ class KeyedTable(SteadyTable):
     def set_rows(self, rows: Iterable[Row]) -> None:
         """Replace the data: rows are matched by key and only changed cells are redrawn."""
         self.all_rows = {row.key: row for row in rows}
+        if self.marked:  # a row that is gone is no longer marked
+            self.marked = {k: None for k in self.marked if k in self.all_rows}
         self._sync()
 
     def patch(self, rows: Iterable[Row]) -> None:
@@ -301,6 +338,51 @@ class KeyedTable(SteadyTable):
                 changed = True
         if changed:
             self._sync()
+
+    # -- marks ------------------------------------------------------------------------------------
+
+    def toggle_mark(self, key: str) -> bool:
+        """Mark a row, or unmark a marked one; whether it is marked now."""
+        if key in self.marked:
+            del self.marked[key]
+        elif key in self.all_rows:
+            self.marked[key] = None
+        self._redraw_mark(key)
+        self.post_message(self.Changed(self))
+        return key in self.marked
+
+    def mark_shown(self) -> None:
+        """Mark every row the filter shows; when all of them are marked already, clear the marks."""
+        if self._shown and all(k in self.marked for k in self._shown):
+            self.clear_marks()
+            return
+        for key in self._shown:
+            if key not in self.marked:
+                self.marked[key] = None
+                self._redraw_mark(key)
+        self.post_message(self.Changed(self))
+
+    def clear_marks(self) -> None:
+        keys, self.marked = list(self.marked), {}
+        for key in keys:
+            self._redraw_mark(key)
+        self.post_message(self.Changed(self))
+
+    def shown_cells(self, row: Row) -> tuple[Cell, ...]:
+        """The row's cells as drawn: a marked row's first cell starts with MARK."""
+        if row.key not in self.marked or not row.cells:
+            return row.cells
+        first = row.cells[0]
+        marked = Text.assemble((MARK, "bold"), first) if isinstance(first, Text) else MARK + first
+        return (marked, *row.cells[1:])
+
+    def _redraw_mark(self, key: str) -> None:
+        row = self.all_rows.get(key)
+        if row is None or not self.spec or RowKey(key) not in self.rows:
+            return
+        cell = self.shown_cells(row)[0]
+        self.update_cell(key, self.spec[0].key, cell)
+        self._widen(self.spec[0].key, cell)
 
     def set_filter(self, text: str) -> None:
         if text != self.filter_text:
@@ -345,7 +427,12 @@ class KeyedTable(SteadyTable):
     # -- keeping the DataTable in step -----------------------------------------------------------
 
     def _visible(self) -> list[str]:
-        terms = parse_filter(self.filter_text, self.spec)
+        try:
+            terms = parse_filter(self.filter_text, self.spec)
+            self.filter_error = None
+        except FilterError as exc:  # said in the status line; the rows stay as they were
+            self.filter_error = str(exc)
+            terms = []
         rows = [r for r in self.all_rows.values() if not terms or matches(r, terms)]
         self.unknown_columns = (
             unknown_columns(self.filter_text, self.spec, self.all_rows.values()) if not rows else []
@@ -402,7 +489,7 @@ class KeyedTable(SteadyTable):
                 new.append(key)
                 continue
             old = self.get_row(key)
-            for column, before, after in zip(keys, old, row.cells, strict=False):
+            for column, before, after in zip(keys, old, self.shown_cells(row), strict=False):
                 if before != after:
                     self.update_cell(key, column, after)
                     self._widen(column, after)
@@ -445,7 +532,7 @@ class KeyedTable(SteadyTable):
         index = len(self._row_locations)
         for key in keys:
             row_key = RowKey(key)
-            cells = self.all_rows[key].cells
+            cells = self.shown_cells(self.all_rows[key])
             self._row_locations[row_key] = index
             self._data[row_key] = dict(zip(columns, cells, strict=False))
             self.rows[row_key] = TableRow(row_key, 1)

@@ -1,0 +1,251 @@
+"""The console's actions, declared: which view, which key, what changes in words, and the FleetSource call.
+
+A list view names its actions (`ACTIONS = actions_for("instances")`); the table
+screen binds their keys, asks to confirm with `question`, runs `run` in a thread
+worker and says `done` (or the error's code and message) for each row. An action
+that needs a value first (a flavor, a tenant, limits) declares an `Ask`.
+Whether an action is allowed on a row is the API's rule, never decided here:
+the row's answer says CONFLICT or FORBIDDEN when it is not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bcfleet.errors import InvalidInputError
+from bcfleet.tui.format import short_id
+from bcfleet.tui.source import JSON, FleetSource
+
+Item = Mapping[str, Any]
+"""A row's JSON document, as the view fetched it."""
+LISTED = 8
+"""A confirm lists at most this many marked rows (it fits 80×24), then says how many more."""
+
+
+@dataclass(frozen=True)
+class Ask:
+    """A value asked for before the confirm: the prompt, a hint, and how the text is read."""
+
+    prompt: str
+    placeholder: str = ""
+    read: Callable[[str], Any] = str.strip
+
+
+@dataclass(frozen=True)
+class Action:
+    """One action of one view; `key` is a Textual key name, unique within the view."""
+
+    name: str
+    view: str
+    key: str
+    verb: str
+    """The footer's label and the confirm button's word."""
+    noun: str
+    """What a row is ("instance"), for "Stop 3 instances?"."""
+    target: Callable[[Item], str]
+    """The row in words: "web-1 (acme)"."""
+    effect: Callable[[Item, Any, Item], str]
+    """What changes for the row, in words, given the value asked for and the facts looked up."""
+    run: Callable[[FleetSource, Item, Any], JSON]
+    """The FleetSource call; runs in a worker thread."""
+    done: Callable[[Item, JSON], str]
+    """What the row's answer says, in words: "web-1 is stopped"."""
+    ask: Ask | None = None
+    look: Callable[[FleetSource, Item], Item] | None = None
+    """Facts the confirm needs that the row does not carry (a host's guests); read in the worker."""
+    footer: bool = True
+    """Shown in the footer (at 80 columns there is room for about three); always in `?`."""
+    label: str = ""
+    """The footer's and the keys panel's words, when not the verb alone."""
+
+    @property
+    def key_label(self) -> str:
+        return self.label or self.verb
+
+    @property
+    def binding_action(self) -> str:
+        return f"act('{self.name}')"
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _named(item: Item) -> str:
+    return str(item.get("name") or item.get("id") or "?")
+
+
+def _owned(item: Item) -> str:
+    tenant = item.get("tenantId") or item.get("owner")
+    return f"{_named(item)} ({tenant})" if tenant else _named(item)
+
+
+def _state(item: Item, answer: JSON) -> str:
+    return f"{_named(item)} is {answer.get('state') or answer.get('status') or 'changed'}"
+
+
+def read_limits(text: str) -> dict[str, int | None]:
+    """'gpu=8 vcpu=none' → {'gpu': 8, 'vcpu': None}; the API checks the names and bounds."""
+    limits: dict[str, int | None] = {}
+    for word in text.replace(",", " ").split():
+        name, sep, value = word.partition("=")
+        if not sep or not name:
+            raise InvalidInputError(
+                f"{word!r} is not name=value; write e.g. gpu=8 vcpu=none", {"limit": word}
+            )
+        if value.lower() in ("none", "-", ""):
+            limits[name] = None
+        elif value.isdigit():
+            limits[name] = int(value)
+        else:
+            raise InvalidInputError(
+                f"{name}: {value!r} is not a whole number or 'none'", {"limit": word}
+            )
+    if not limits:
+        raise InvalidInputError("no limits given; write e.g. gpu=8 vcpu=none", {})
+    return limits
+
+
+def _limits_text(limits: Mapping[str, int | None]) -> str:
+    return ", ".join(f"{k} {'unlimited' if v is None else v}" for k, v in limits.items())
+
+
+def _stay(guests: int) -> str:
+    return "1 guest stays" if guests == 1 else f"{guests} guests stay"
+
+
+def _guests(source: FleetSource, host: Item) -> Item:
+    return {"guests": len(source.host_guests(str(host["name"])))}
+
+
+ACTIONS: tuple[Action, ...] = (
+    # -- hosts -------------------------------------------------------------------------------
+    Action(
+        "drain", "hosts", "c", "Drain", "host", _named,
+        lambda _h, _v, facts: f"{_stay(int(facts.get('guests', 0)))}, no new placements",
+        lambda source, h, _v: source.set_draining(str(h["name"]), True),
+        lambda h, _a: f"{_named(h)} is draining",
+        look=_guests,
+    ),
+    Action(
+        "undrain", "hosts", "u", "Undrain", "host", _named,
+        lambda _h, _v, _f: "new instances may be placed on it again",
+        lambda source, h, _v: source.set_draining(str(h["name"]), False),
+        lambda h, _a: f"{_named(h)} is ready",
+    ),
+    # -- instances ---------------------------------------------------------------------------
+    Action(
+        "stop", "instances", "x", "Stop", "instance", _owned,
+        lambda _i, _v, _f: "it stops; it keeps its host, GPUs and quota",
+        lambda source, i, _v: source.stop_instance(str(i["id"])),
+        _state,
+    ),
+    Action(
+        "start", "instances", "t", "Start", "instance", _owned,
+        lambda _i, _v, _f: "it runs again on its host",
+        lambda source, i, _v: source.start_instance(str(i["id"])),
+        _state,
+    ),
+    Action(
+        "delete", "instances", "ctrl+d", "Delete", "instance", _owned,
+        lambda _i, _v, _f: "its host, GPUs and quota are released; this cannot be undone",
+        lambda source, i, _v: source.delete_instance(str(i["id"])),
+        lambda i, _a: f"{_named(i)} is deleted",
+    ),
+    Action(
+        "resize", "instances", "z", "Resize", "instance", _owned,
+        lambda i, flavor, _f: f"flavor {i.get('flavor') or '?'} → {flavor}, on the same host",
+        lambda source, i, flavor: source.resize_instance(str(i["id"]), flavor),
+        lambda i, a: f"{_named(i)} is now {a.get('flavor') or 'resized'}",
+        ask=Ask("Resize to which flavor?", "a flavor of the instance's pool"),
+        footer=False,
+    ),
+    # -- reservations ------------------------------------------------------------------------
+    Action(
+        "cancel", "reservations", "ctrl+d", "Cancel", "reservation",
+        lambda r: f"{short_id(str(r['id']))} ({r.get('tenantId')})",
+        lambda _r, _v, _f: "released now: its GPUs are freed and its quota refunded",
+        lambda source, r, _v: source.cancel_reservation(str(r["id"])),
+        lambda r, a: f"{short_id(str(r['id']))} is {a.get('state', 'released')}",
+    ),
+    # -- jobs --------------------------------------------------------------------------------
+    Action(
+        "run_job", "jobs", "n", "Run", "job", lambda j: str(j["job"]),
+        lambda _j, _v, _f: "it runs once now, due or not",
+        lambda source, j, _v: source.run_job(str(j["job"])),
+        lambda j, a: f"{j['job']}: {a.get('outcome')}"
+        + (f" ({a['error']})" if a.get("error") else ""),
+        label="Run now",
+    ),
+    # -- pools, quotas, services (their views declare ACTIONS = actions_for(…)) ----------------
+    Action(
+        "offer", "pools", "o", "Offer", "pool", _owned,
+        lambda _p, tenant, _f: f"tenant {tenant} may place in it",
+        lambda source, p, tenant: source.offer_pool(str(p["id"]), tenant, owner=p.get("owner")),
+        lambda p, a: f"{_named(p)} is offered to {', '.join(a.get('offeredTo') or []) or '-'}",
+        ask=Ask("Offer to which tenant?", "tenant id"),
+    ),
+    Action(
+        "unoffer", "pools", "O", "Unoffer", "pool", _owned,
+        lambda _p, tenant, _f: f"tenant {tenant} may no longer place in it",
+        lambda source, p, tenant: source.unoffer_pool(str(p["id"]), tenant, owner=p.get("owner")),
+        lambda p, a: f"{_named(p)} is offered to {', '.join(a.get('offeredTo') or []) or '-'}",
+        ask=Ask("Take the offer back from which tenant?", "tenant id"),
+    ),
+    Action(
+        "edit_quota", "quotas", "e", "Set quota", "quota",
+        lambda q: f"{q.get('tenantId')} in {q.get('pool') or q.get('poolId')}",
+        lambda _q, limits, _f: _limits_text(limits),
+        lambda source, q, limits: source.set_quota(
+            str(q["tenantId"]), str(q.get("poolId") or q["pool"]), limits
+        ),
+        lambda _q, a: f"{a.get('tenantId')} in {a.get('pool')}: "
+        f"{_limits_text(a.get('limits') or {}) or 'no limits'}",
+        ask=Ask("New limits (none removes one)", "gpu=8 vcpu=64 memoryGiB=none", read_limits),
+    ),
+    Action(
+        "deploy", "services", "p", "Deploy", "service", _owned,
+        lambda _s, _v, _f: "it takes a spare instance of its size now",
+        lambda source, s, _v: source.deploy_service(str(s["id"])),
+        _state,
+    ),
+    Action(
+        "undeploy", "services", "P", "Undeploy", "service", _owned,
+        lambda _s, _v, _f: "the instance serving it is released",
+        lambda source, s, _v: source.undeploy_service(str(s["id"])),
+        _state,
+    ),
+)  # fmt: skip
+
+
+def actions_for(view: str) -> tuple[Action, ...]:
+    """The actions a view offers, in the order the footer shows them."""
+    return tuple(a for a in ACTIONS if a.view == view)
+
+
+def find_action(name: str) -> Action:
+    return next(a for a in ACTIONS if a.name == name)
+
+
+def _sentence(text: str) -> str:
+    return f"{text[:1].upper()}{text[1:]}."
+
+
+def question(action: Action, rows: list[tuple[Item, Item]], value: Any) -> str:
+    """The confirm's text: one row ("Drain host fra-07?" and what changes) or the marked rows
+    listed; what changes is said once when it is the same for every row, else row by row."""
+    effects = [action.effect(item, value, facts) for item, facts in rows]
+    if len(rows) == 1:
+        return f"{action.verb} {action.noun} {action.target(rows[0][0])}?\n{_sentence(effects[0])}"
+    lines = [f"{action.verb} {plural(len(rows), action.noun)}?"]
+    if len(set(effects)) == 1:
+        lines.append(_sentence(effects[0]))
+        lines += [f"• {action.target(item)}" for item, _ in rows[:LISTED]]
+    else:
+        listed = zip(rows[:LISTED], effects[:LISTED], strict=True)
+        lines += [f"• {action.target(item)}: {effect}" for (item, _), effect in listed]
+    if len(rows) > LISTED:
+        lines.append(f"… and {len(rows) - LISTED} more")
+    return "\n".join(lines)
