@@ -6,13 +6,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from bcfleet.client.fleet_client import FleetClient
 from bcfleet.domain.compute_settings import (
     ChangeResult,
     ComputeChange,
     ComputeSettings,
     draft_change,
 )
-from bcfleet.http.client import FleetClient
 from bcfleet.tui.source import (
     DEGRADED,
     JSON,

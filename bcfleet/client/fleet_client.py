@@ -1,4 +1,4 @@
-"""A typed client of the HTTP API (httpx), one method per route; the remote dashboard reads through it.
+"""A typed client of the HTTP API (httpx), one method per route; the remote dashboard and the host agent use it.
 
 Answers are the API's own JSON documents (camelCase), exactly as fleet.api returns them,
 so a dashboard data source can swap LocalSource for this client without touching a view.
@@ -52,12 +52,13 @@ class FleetClient:
         tenant: str | None = None,
         timeout: float = 10.0,
         transport: httpx.BaseTransport | None = None,
+        product: str = "bcfleet",
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.tenant = tenant
         self.http = httpx.Client(
             base_url=self.base_url,
-            headers={"Authorization": f"Bearer {token}", "User-Agent": f"bcfleet/{__version__}"},
+            headers={"Authorization": f"Bearer {token}", "User-Agent": f"{product}/{__version__}"},
             timeout=timeout,
             transport=transport,
         )
@@ -201,6 +202,12 @@ class FleetClient:
     def host_specs(self, host: str) -> list[JSON]:
         """The InstanceSpecs of a host's live guests (what its agent pulls)."""
         return list(self.request("GET", f"/v1/hosts/{_p(host)}/specs")["items"])
+
+    def report_instance_state(self, host: str, instance_id: str, state: str) -> JSON:
+        """What a host's agent observed of one of its guests."""
+        path = f"/v1/hosts/{_p(host)}/instances/{_p(instance_id)}/state"
+        result: JSON = self.request("POST", path, json_body={"state": state})
+        return result
 
     # instances and quotas
     def instances(
