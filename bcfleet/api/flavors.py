@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 # A check of a provider pool's offer (issue of provider pools); returns warnings, raises on unknown.
 OfferCheck = Callable[[Session, Pool, str], list[str]]
 # Called with (credential, tenant_id, pool) before the write transaction, so that the
-# provider is asked for offers with no transaction open (api/offer_checks.py).
+# provider is asked for offers with no transaction open (providers/offer_catalog.py).
 OfferPrefetch = Callable[[Credential | None, str, str], None]
 
 
