@@ -296,3 +296,18 @@ class FleetClient:
     def webhook_deliveries(self, webhook_id: str, state: str | None = None) -> list[JSON]:
         path = f"/v1/webhooks/{_p(webhook_id)}/deliveries"
         return list(self.request("GET", path, params={"state": state})["items"])
+
+    # jobs (root's principals)
+    def jobs(self) -> list[JSON]:
+        """Each job's schedule, last outcome, failures and last error."""
+        return list(self.request("GET", "/v1/jobs")["items"])
+
+    def job_runs(self, job: str, limit: int = 50) -> list[JSON]:
+        """A job's latest recorded runs, newest first."""
+        path = f"/v1/jobs/{_p(job)}/runs"
+        return list(self.request("GET", path, params={"limit": limit})["items"])
+
+    def run_job(self, job: str) -> JSON:
+        """Run the job now (root's admin); the run's record."""
+        result: JSON = self.request("POST", f"/v1/jobs/{_p(job)}/run")
+        return result

@@ -18,7 +18,6 @@ from bcfleet.tui.source import (
     JSON,
     USAGE_WINDOWS_READ,
     ComputeSnapshot,
-    NotAvailable,
     PreviewRequest,
     SaveOutcome,
     snapshot_of,
@@ -46,7 +45,7 @@ def change_body(change: ComputeChange) -> dict[str, Any]:
 
 
 class RemoteSource:
-    """Reads through a FleetClient; what the HTTP API does not serve (job runs) is NotAvailable."""
+    """Reads through a FleetClient: the same JSON documents as LocalSource gets from fleet.api."""
 
     def __init__(self, client: FleetClient, *, label: str) -> None:
         self.client = client
@@ -149,8 +148,7 @@ class RemoteSource:
         return self.client.events(after=after, types=types, limit=limit)
 
     def jobs(self) -> list[JSON]:
-        raise NotAvailable("jobs (the HTTP API has no jobs route yet)")
+        return self.client.jobs()
 
     def job_runs(self, job: str) -> list[JSON]:
-        del job
-        raise NotAvailable("jobs (the HTTP API has no jobs route yet)")
+        return self.client.job_runs(job)
