@@ -15,7 +15,8 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from bcfleet.api.auth import ROOT_TENANT, Credential, authenticate, tenant_resource
+from bcfleet.api.auth import Credential, authenticate, tenant_resource
+from bcfleet.domain.policy_bounds import ROOT_TENANT
 from bcfleet.jobs import registry, runner, scheduler, stop
 
 if TYPE_CHECKING:
