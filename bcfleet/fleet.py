@@ -75,6 +75,19 @@ class Fleet:
         url = db_url or load_settings().db_url
         return probe(url), shown(url)
 
+    @staticmethod
+    def upgrade(db_url: str | None = None) -> str | None:
+        """Create or migrate the schema at db_url (default: the settings') to the newest
+        revision; the revision it is at then (`fleet db upgrade`)."""
+        from bcfleet.store.schema import current_revision, upgrade
+
+        engine = make_engine(db_url or load_settings().db_url)
+        try:
+            upgrade(engine)
+            return current_revision(engine)
+        finally:
+            engine.dispose()
+
     def seed(self) -> None:
         """Every fleet has the root tenant: it owns what the local operator creates."""
         from bcfleet.store.models import Tenant

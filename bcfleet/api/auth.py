@@ -13,7 +13,7 @@ from sqlalchemy import bindparam
 from sqlmodel import Session, select
 
 from bcfleet.domain.policy import AccessRequest, evaluate, role_statements
-from bcfleet.domain.policy_bounds import principal_statements
+from bcfleet.domain.policy_bounds import ROOT_TENANT, principal_statements
 from bcfleet.errors import ForbiddenError, NotFoundError, UnauthenticatedError
 from bcfleet.store.models import (
     ApiToken,
@@ -25,7 +25,6 @@ from bcfleet.store.models import (
     Tenant,
 )
 
-ROOT_TENANT = "root"
 TOKEN_PREFIX = "bcf_"
 
 

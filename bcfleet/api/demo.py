@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func
 from sqlmodel import select
 
 from bcfleet.api.auth import LOCAL_OPERATOR
 from bcfleet.domain.simulated_inventory import two_socket_host
-from bcfleet.fleet import Fleet
 from bcfleet.store.models import Host, Instance, Pool, Tenant
+
+if TYPE_CHECKING:
+    from bcfleet.fleet import Fleet
 
 PLACEMENT_LABEL = "bc.dev/cap.instance.placement"
 

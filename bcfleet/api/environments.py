@@ -6,7 +6,6 @@ import random
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Actor, Credential, tenant_resource
@@ -18,6 +17,7 @@ from bcfleet.api.pools import validate_name
 from bcfleet.api.serverless_ops import rehome
 from bcfleet.errors import ConflictError
 from bcfleet.placement.tenant_compute import load_settings, lock_compute
+from bcfleet.store.faults import flush_or_conflict
 from bcfleet.store.models.compute import FleetEnvironment, Service
 
 if TYPE_CHECKING:
@@ -89,10 +89,10 @@ class EnvironmentsAPI(Area):
                 size=require_usable(settings, size), created_at=now, updated_at=now,
             )  # fmt: skip
             session.add(env)
-            try:
-                session.flush()
-            except IntegrityError as exc:
-                raise ConflictError(f"environment {name!r} already exists", {"name": name}) from exc
+            flush_or_conflict(
+                session,
+                ConflictError(f"environment {name!r} already exists", {"name": name}),
+            )
             self._event(session, env, "created")
             return environment_json(env, 0)
 

@@ -20,14 +20,16 @@ if TYPE_CHECKING:
     from bcfleet.api.iam import IamAPI
     from bcfleet.api.indexes import IndexesAPI
     from bcfleet.api.instances import InstancesAPI
+    from bcfleet.api.jobs import JobsAPI
     from bcfleet.api.meters import MetersAPI
-    from bcfleet.api.offer_checks import OfferCatalog
+    from bcfleet.api.offer_checks import FlavorOfferCatalog
     from bcfleet.api.pools import PoolsAPI
     from bcfleet.api.provider_accounts import ProviderAccountsAPI
     from bcfleet.api.quotas import QuotasAPI
     from bcfleet.api.reservations import ReservationsAPI
     from bcfleet.api.services import ServicesAPI
     from bcfleet.api.settings import SettingsAPI
+    from bcfleet.api.state import StateAPI
     from bcfleet.api.tenants import TenantsAPI
     from bcfleet.api.usage import UsageAPI
     from bcfleet.api.webhooks import WebhooksAPI
@@ -72,10 +74,10 @@ class FleetAPI:
         return self._area("pools", lambda: PoolsAPI(self.fleet))
 
     @property
-    def offer_catalog(self) -> OfferCatalog:
-        from bcfleet.api.offer_checks import OfferCatalog
+    def offer_catalog(self) -> FlavorOfferCatalog:
+        from bcfleet.api.offer_checks import FlavorOfferCatalog
 
-        return self._area("offer_catalog", lambda: OfferCatalog(self.fleet))
+        return self._area("offer_catalog", lambda: FlavorOfferCatalog(self.fleet))
 
     @property
     def provider_accounts(self) -> ProviderAccountsAPI:
@@ -180,3 +182,15 @@ class FleetAPI:
         from bcfleet.api.webhooks import WebhooksAPI
 
         return self._area("webhooks", lambda: WebhooksAPI(self.fleet))
+
+    @property
+    def jobs(self) -> JobsAPI:
+        from bcfleet.api.jobs import JobsAPI
+
+        return self._area("jobs", lambda: JobsAPI(self.fleet))
+
+    @property
+    def state(self) -> StateAPI:
+        from bcfleet.api.state import StateAPI
+
+        return self._area("state", lambda: StateAPI(self.fleet))

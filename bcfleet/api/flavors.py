@@ -8,7 +8,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import insert
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, SQLModel, col, select
 
 from bcfleet.api.auth import Actor, Credential, pool_resource
@@ -24,6 +23,7 @@ from bcfleet.domain.flavor_rules import (
     shape_problems,
 )
 from bcfleet.errors import ConflictError, InvalidInputError
+from bcfleet.store.faults import flush_or_conflict
 from bcfleet.store.models import Flavor, Instance, Pool
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 # A check of a provider pool's offer (issue of provider pools); returns warnings, raises on unknown.
 OfferCheck = Callable[[Session, Pool, str], list[str]]
 # Called with (credential, tenant_id, pool) before the write transaction, so that the
-# provider is asked for offers with no transaction open (api/offer_checks.py).
+# provider is asked for offers with no transaction open (providers/offer_catalog.py).
 OfferPrefetch = Callable[[Credential | None, str, str], None]
 
 
@@ -209,12 +209,13 @@ class FlavorsAPI(Area):
             )
             session.add(flavor)
             pool_name = pool.name
-            try:
-                session.flush()
-            except IntegrityError as exc:  # a concurrent create of the same name won the race
-                raise ConflictError(
+            # a concurrent create of the same name may have won the race
+            flush_or_conflict(
+                session,
+                ConflictError(
                     f"flavor {name!r} already exists in pool {pool_name!r}", {"flavor": name}
-                ) from exc
+                ),
+            )
             emit(
                 session,
                 self.fleet.ids,

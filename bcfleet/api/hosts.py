@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import delete
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Credential, owns_pool, pool_resource
@@ -20,6 +19,7 @@ from bcfleet.domain.bounds import printable, text_problem
 from bcfleet.domain.inventory import validate_inventory
 from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError
 from bcfleet.schemas import load_schema
+from bcfleet.store.faults import flush_or_conflict
 from bcfleet.store.models import (
     Allocation,
     Booking,
@@ -201,12 +201,10 @@ class HostsAPI(Area):
             session.execute(delete(NodeResource).where(col(NodeResource.node_id) == row.id))
             session.execute(delete(GpuAtom).where(col(GpuAtom.node_id) == row.id))
             session.delete(row)
-            try:
-                session.flush()
-            except IntegrityError as exc:
-                raise ConflictError(
-                    f"host {row.name!r} is still referenced", {"host": row.id}
-                ) from exc
+            flush_or_conflict(
+                session,
+                ConflictError(f"host {row.name!r} is still referenced", {"host": row.id}),
+            )
             emit(
                 session,
                 self.fleet.ids,

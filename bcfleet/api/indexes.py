@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Actor, Credential, tenant_resource
@@ -22,6 +21,7 @@ from bcfleet.api.events import emit
 from bcfleet.api.services import validate_names
 from bcfleet.errors import ConflictError, InvalidInputError
 from bcfleet.placement.tenant_compute import load_settings, lock_compute
+from bcfleet.store.faults import flush_or_conflict
 from bcfleet.store.models.compute import PipelineIndex
 
 MANAGE, READ = "compute:indexes:manage", "compute:indexes:read"
@@ -78,13 +78,13 @@ class IndexesAPI(Area):
                 pod_size=size, deployed=deployed, created_at=now, updated_at=now,
             )  # fmt: skip
             session.add(index)
-            try:
-                session.flush()
-            except IntegrityError as exc:
-                raise ConflictError(
+            flush_or_conflict(
+                session,
+                ConflictError(
                     f"index {name!r} already exists in workspace {workspace!r}",
                     {"workspace": workspace, "name": name},
-                ) from exc
+                ),
+            )
             self._event(session, index, "created")
             return index_json(index)
 

@@ -8,10 +8,10 @@ concurrent writer holds it: it names no owner and no object id.
 
 from __future__ import annotations
 
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from bcfleet.errors import ConflictError
+from bcfleet.store.faults import flush_or_conflict
 from bcfleet.store.models import Host, Pool
 
 
@@ -34,7 +34,4 @@ def add_named(session: Session, row: Pool | Host) -> None:
     """Add a new pool or host; a concurrent writer's same name is the same CONFLICT."""
     kind = "pool" if isinstance(row, Pool) else "host"
     session.add(row)
-    try:
-        session.flush()
-    except IntegrityError as exc:
-        raise name_unavailable(kind, row.name) from exc
+    flush_or_conflict(session, name_unavailable(kind, row.name))

@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import delete
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import (
@@ -34,6 +33,7 @@ from bcfleet.domain.bounds import (
     shown,
 )
 from bcfleet.errors import ConflictError, ForbiddenError, InvalidInputError, NotFoundError
+from bcfleet.store.faults import flush_or_conflict
 from bcfleet.store.models import Flavor, Host, Instance, Pool, PoolOffer, ProviderAccount, Quota
 from bcfleet.store.models.compute import ComputeSettingsRow
 
@@ -235,12 +235,11 @@ class PoolsAPI(Area):
             session.execute(delete(PoolOffer).where(col(PoolOffer.pool_id) == row.id))
             session.execute(delete(Quota).where(col(Quota.pool_id) == row.id))
             session.delete(row)
-            try:
-                session.flush()
-            except IntegrityError as exc:  # reservations, usage, settings … still refer to it
-                raise ConflictError(
-                    f"pool {row.name!r} is still referenced", {"pool": row.id}
-                ) from exc
+            # reservations, usage, settings … may still refer to it
+            flush_or_conflict(
+                session,
+                ConflictError(f"pool {row.name!r} is still referenced", {"pool": row.id}),
+            )
             emit(
                 session,
                 self.fleet.ids,

@@ -11,7 +11,7 @@ Where the token comes from, and who may say so:
   another tenant) may name one; anyone else is FORBIDDEN, since the server would
   send that variable's value to the provider.
 - ``endpoint``: only root's admin may set it; without it the account talks to
-  the provider's documented API host. See offer_checks.py for which accounts go
+  the provider's documented API host. See providers/offer_catalog.py for which accounts go
   through the egress guard.
 
 ``offers`` asks the account's provider for what it sells (document 000, "Flavors
@@ -30,11 +30,11 @@ from sqlmodel import Session, select
 from bcfleet.api.auth import Actor, Credential, acting_for, resolve, tenant_resource
 from bcfleet.api.base import Area
 from bcfleet.api.lookup import get_tenant
-from bcfleet.api.offer_checks import AccountRef, OfferCatalog
 from bcfleet.clock import format_time
 from bcfleet.domain.bounds import check_text, url_problem
 from bcfleet.errors import ConflictError, ForbiddenError, InvalidInputError, NotFoundError
 from bcfleet.providers.base import filter_offers
+from bcfleet.providers.offer_catalog import AccountRef, OfferCatalog
 from bcfleet.secretbox import Secret, require_box
 from bcfleet.store.models import Pool, ProviderAccount
 

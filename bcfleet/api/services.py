@@ -16,7 +16,6 @@ import random
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Actor, Credential, tenant_resource
@@ -39,6 +38,7 @@ from bcfleet.placement.serverless import (
     take_ready_spare,
 )
 from bcfleet.placement.tenant_compute import load_settings, lock_compute
+from bcfleet.store.faults import flush_or_conflict
 from bcfleet.store.models import Instance, Pool
 from bcfleet.store.models.compute import FleetEnvironment, Service
 
@@ -163,13 +163,13 @@ class ServicesAPI(Area):
                 created_at=now, updated_at=now,
             )  # fmt: skip
             session.add(service)
-            try:
-                session.flush()
-            except IntegrityError as exc:
-                raise ConflictError(
+            flush_or_conflict(
+                session,
+                ConflictError(
                     f"service {name!r} already exists in workspace {workspace!r}",
                     {"workspace": workspace, "name": name},
-                ) from exc
+                ),
+            )
             self._event(session, service, "created", size=chosen)
             return self._json(session, service)
 

@@ -5,15 +5,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
-from bcfleet.api.auth import ROOT_TENANT, Credential, tenant_resource
+from bcfleet.api.auth import Credential, tenant_resource
 from bcfleet.api.base import Area
 from bcfleet.api.lookup import get_tenant
 from bcfleet.api.views import tenant_json
 from bcfleet.domain.bounds import check_optional_text, check_text
+from bcfleet.domain.policy_bounds import ROOT_TENANT
 from bcfleet.errors import ConflictError, InvalidInputError
+from bcfleet.store.faults import flush_or_conflict
 from bcfleet.store.models import Pool, PoolOffer, Principal, ProviderAccount, Quota, Tenant
 from bcfleet.store.models.compute import (
     ComputeSettingsRow,
@@ -120,13 +121,14 @@ class TenantsAPI(Area):
                 session.delete(settings)
                 session.flush()
             session.delete(tenant)
-            try:
-                session.flush()
-            except IntegrityError as exc:  # instances, usage, … still refer to it
-                raise ConflictError(
+            # instances, usage, … may still refer to it
+            flush_or_conflict(
+                session,
+                ConflictError(
                     f"tenant {tenant_id!r} is still referenced (instances, usage, …)",
                     {"tenant": tenant_id},
-                ) from exc
+                ),
+            )
             return {"deleted": True, "id": tenant_id}
 
     def list(self, credential: Credential | None) -> dict[str, Any]:

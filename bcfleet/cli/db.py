@@ -7,8 +7,6 @@ import click
 from bcfleet.cli.common import fleet_command, output, state
 from bcfleet.fleet import Fleet
 from bcfleet.settings import load_settings
-from bcfleet.store.engine import make_engine
-from bcfleet.store.schema import current_revision, upgrade
 
 
 @click.group("db")
@@ -23,9 +21,5 @@ def upgrade_() -> None:
     found, where = Fleet.probe(url)  # refuses what is not a fleet's database
     if found != "fleet":
         click.echo(f"Creating a new fleet in {where}.", err=True)
-    engine = make_engine(url)
-    upgrade(engine)
-    output(
-        {"revision": current_revision(engine)}, lambda r: f"Database at revision {r['revision']}."
-    )
-    engine.dispose()
+    revision = Fleet.upgrade(url)
+    output({"revision": revision}, lambda r: f"Database at revision {r['revision']}.")

@@ -13,13 +13,12 @@ from bcfleet.cli.common import CliState, common_options, output, state, table
 from bcfleet.cli.demo_workloads import populate
 from bcfleet.errors import ConflictError, InvalidInputError
 from bcfleet.fleet import Fleet
-from bcfleet.jobs.vps_hosts import run_vps_hosts
 
 
 def _workloads(fleet: Fleet) -> dict[str, int]:
     """Capacity rows for the reported hosts, what runs on them (instances, reservations, …),
     and the standard meters (`fleet iam setup --meters`), so usage bills once the jobs run."""
-    run_vps_hosts(fleet, fleet.now())
+    fleet.api.jobs.call(LOCAL_OPERATOR, "vps.hosts")
     pools = {p["name"]: p["id"] for p in fleet.api.pools.list(LOCAL_OPERATOR)["items"]}
     made = populate(fleet, pools["vps-fra"], pools["vps-ams"])
     fleet.api.usage.setup_meters(LOCAL_OPERATOR)

@@ -8,16 +8,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from bcfleet.agent.simulate import boot_instances
+from bcfleet.api.auth import LOCAL_OPERATOR
 from bcfleet.fleet import Fleet
-from bcfleet.jobs.scheduler import run_scheduler
-from bcfleet.jobs.stop import request_stop, wait_for_stop
 
 AGENT_EVERY_SECONDS = 2.0
 
 
 def _agent_loop(fleet: Fleet) -> None:
     """The simulated agent of every host: instances become ready after the boot delay."""
-    while not wait_for_stop(AGENT_EVERY_SECONDS):
+    while not fleet.api.jobs.wait_for_stop(AGENT_EVERY_SECONDS):
         try:
             boot_instances(fleet, fleet.now())
         except Exception:  # noqa: BLE001 - the demo keeps running; the error is logged
@@ -29,7 +28,10 @@ def background(fleet: Fleet) -> Iterator[None]:
     """Run the jobs (APScheduler) and the simulated agent in threads until the block ends."""
     logging.getLogger("bcfleet").setLevel(logging.WARNING)  # the dashboard owns the terminal
     scheduler = threading.Thread(
-        target=run_scheduler, args=(fleet,), kwargs={"install_signals": False}, daemon=True
+        target=fleet.api.jobs.daemon,
+        args=(LOCAL_OPERATOR,),
+        kwargs={"in_foreground": False},
+        daemon=True,
     )
     scheduler.start()
     agent = threading.Thread(target=_agent_loop, args=(fleet,), daemon=True)
@@ -37,6 +39,6 @@ def background(fleet: Fleet) -> Iterator[None]:
     try:
         yield
     finally:
-        request_stop()
+        fleet.api.jobs.request_stop()
         scheduler.join(timeout=30)
         agent.join(timeout=10)

@@ -42,8 +42,6 @@ def _burst(fleet: Fleet) -> int:
     degraded (GpuNumaUnknown) and shows on the dashboard's degraded view.
     """
     from bcfleet.domain.simulated_inventory import gpu_numa_unknown_host, two_socket_host
-    from bcfleet.jobs.reservations import run_lifecycle
-    from bcfleet.jobs.vps_hosts import run_vps_hosts
 
     api = fleet.api
     pool = api.pools.create(
@@ -63,7 +61,7 @@ def _burst(fleet: Fleet) -> int:
         api.hosts.report(OP, host=name, inventory=inventory)
     api.flavors.create(OP, tenant_id="root", pool_id=pool, name="gpu1.l40s", vcpu=8, memory_gib=32, disk_gib=200,
                        gpus=1, placement={"numaAffine": True, "pinned": True})  # fmt: skip
-    run_vps_hosts(fleet, fleet.now())
+    api.jobs.call(OP, "vps.hosts")
     for i in range(2):
         api.instances.create(
             OP, tenant_id="acme", pool_id=pool, flavor="gpu1.l40s", name=f"acme-infer-{i}"
@@ -71,7 +69,7 @@ def _burst(fleet: Fleet) -> int:
     for i in range(2):
         api.reservations.create(OP, tenant_id="globex", pool_id=pool, gpus=3, duration="12h", spot=True,
                                 idempotency_key=f"burst-sweep-{i}")  # fmt: skip
-    run_lifecycle(fleet, fleet.now())
+    fleet.api.jobs.call(OP, "reservations.lifecycle")
     api.reservations.create(
         OP, tenant_id="acme", pool_id=pool, gpus=3, duration="4h", idempotency_key="eval-run"
     )
@@ -89,9 +87,7 @@ def _reservations(fleet: Fleet, gpu_pool: str) -> int:
     api.reservations.create(OP, tenant_id="acme", pool_id=gpu_pool, gpus=2, duration="6h",
                             start=fleet.now() + timedelta(hours=1))  # fmt: skip
     count += 1
-    from bcfleet.jobs.reservations import run_lifecycle
-
-    run_lifecycle(fleet, fleet.now())  # the spot sweeps become active
+    fleet.api.jobs.call(OP, "reservations.lifecycle")  # the spot sweeps become active
     return count
 
 
@@ -101,9 +97,8 @@ def _compute(fleet: Fleet, cpu_pool: str) -> int:
     api.settings.compute_set(OP, tenant_id="acme", serverless_pool=cpu_pool, spares={"medium": 1, "large": 2},
                              default_size="large")  # fmt: skip
     from bcfleet.agent.simulate import boot_instances
-    from bcfleet.jobs.spares import run_spares
 
-    run_spares(fleet, fleet.now())
+    fleet.api.jobs.call(OP, "spares")
     boot_instances(fleet, fleet.now() + timedelta(hours=1))
     services: list[dict[str, Any]] = []
     for workspace, name, size in (
@@ -117,5 +112,5 @@ def _compute(fleet: Fleet, cpu_pool: str) -> int:
     api.services.deploy(OP, services[0]["id"])
     api.environments.create(OP, tenant_id="acme", name="staging", size="medium")
     api.indexes.create(OP, tenant_id="acme", workspace="prod", name="docs", pod_size="large")
-    run_spares(fleet, fleet.now())
+    fleet.api.jobs.call(OP, "spares")
     return len(services)

@@ -10,18 +10,11 @@ from typing import Any
 
 import click
 
+from bcfleet.api.auth import LOCAL_OPERATOR
+from bcfleet.api.jobs import job_names
 from bcfleet.cli.common import Seconds, fleet_command, output, parse_pairs, state, table
 from bcfleet.clock import OffsetClock, parse_time
 from bcfleet.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK
-from bcfleet.jobs.registry import get_job, job_names
-from bcfleet.jobs.runner import recent_runs, status, tick
-from bcfleet.jobs.scheduler import (
-    ignore_stop_signals,
-    install_stop_signals,
-    restore_signals,
-    run_scheduler,
-)
-from bcfleet.jobs.stop import clear_stop
 
 JOB_NAME = click.Choice(list(job_names()))
 STRUCTURED = ("job", "outcome", "counts", "duration_ms", "run_id")
@@ -110,7 +103,11 @@ def _jobs_table(jobs: list[dict[str, Any]]) -> str:
 def list_(run_count: int, job: str | None) -> None:
     """Each job's last run and next due time, then the latest runs."""
     s = state()
-    body = {"jobs": status(s.fleet), "runs": recent_runs(s.fleet, limit=run_count, job=job)}
+    jobs = s.fleet.api.jobs
+    body = {
+        "jobs": jobs.status(LOCAL_OPERATOR),
+        "runs": jobs.runs(LOCAL_OPERATOR, limit=run_count, job=job),
+    }
     output(body, lambda b: _jobs_table(b["jobs"]) + "\n\n" + _runs_table(b["runs"]))
 
 
@@ -129,20 +126,15 @@ def tick_(job: str | None, check: bool, grace: float | None, verbose: bool) -> i
     s = state()
     _configure_logging(logging.INFO if verbose else logging.WARNING, as_json=False)
     if check:
-        jobs = status(s.fleet, grace=grace)
+        jobs = s.fleet.api.jobs.status(LOCAL_OPERATOR, grace=grace)
         late = [j["job"] for j in jobs if j["overdue"]]
         output(
             {"overdue": late, "jobs": jobs},
             lambda b: _jobs_table(b["jobs"]) + f"\n\noverdue: {', '.join(late) or 'none'}",
         )
         return EXIT_CHANGES if late else EXIT_OK
-    clear_stop()
-    previous = install_stop_signals()  # SIGTERM: finish the running batch and job, start no other
-    try:
-        results = [r.to_json() for r in tick(s.fleet, job=job)]
-    finally:
-        restore_signals(previous)
-        clear_stop()
+    # SIGTERM: finish the running batch and job, start no other
+    results = s.fleet.api.jobs.tick(LOCAL_OPERATOR, job=job)
     output({"runs": results}, lambda b: _runs_table(b["runs"]) if b["runs"] else "nothing due")
     return EXIT_ERROR if any(r["outcome"] == "error" for r in results) else EXIT_OK
 
@@ -159,7 +151,6 @@ def run(only: tuple[str, ...], overrides: tuple[str, ...], log_json: bool) -> in
     for item in overrides:
         intervals.update(parse_pairs(item, "--interval"))
     for name, seconds in intervals.items():
-        get_job(name)
         if seconds <= 0:
             raise click.BadParameter(
                 f"{name}={seconds:g} must be positive", param_hint="--interval"
@@ -167,6 +158,4 @@ def run(only: tuple[str, ...], overrides: tuple[str, ...], log_json: bool) -> in
     pinned = os.environ.get("BCFLEET_NOW")
     if pinned:
         s.fleet.clock = OffsetClock(parse_time(pinned))  # a daemon's time moves on from there
-    code = run_scheduler(s.fleet, jobs=list(only) or None, intervals=intervals)
-    ignore_stop_signals()  # stopped: exit 0 even if timeout's second SIGTERM comes late
-    return code
+    return s.fleet.api.jobs.daemon(LOCAL_OPERATOR, jobs=only, intervals=intervals)

@@ -46,7 +46,7 @@ def group(read_only: bool, refresh: float, tenant: str | None, server: str | Non
     if server is None:
         run_dashboard(read_only=read_only, refresh=refresh, tenant=tenant)
         return
-    from bcfleet.http.client import FleetClient
+    from bcfleet.client.fleet_client import FleetClient
     from bcfleet.tui.app import FleetApp
     from bcfleet.tui.remote_source import RemoteSource
 

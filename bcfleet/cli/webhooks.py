@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from bcfleet.api.auth import LOCAL_OPERATOR
 from bcfleet.cli.common import fleet_command, output, state, table
 
 
@@ -93,8 +94,6 @@ def redeliver(webhook_id: str, delivery_id: int, tenant: str | None) -> None:
 @fleet_command(group, "deliver")
 def deliver() -> None:
     """One round of the webhooks job now: queue new events, send what is due."""
-    from bcfleet.jobs.webhooks import run_webhooks
-
     s = state()
-    counts = run_webhooks(s.fleet, s.fleet.now())
+    counts = s.fleet.api.jobs.call(LOCAL_OPERATOR, "webhooks")
     output(counts, lambda d: ", ".join(f"{k} {v}" for k, v in d.items()))

@@ -37,6 +37,7 @@ POOLS = "tenant:*/pool:*"
 ROOT_ONLY_ACTIONS = (
     "compute:tenants:manage",  # create, rename, delete tenants
     "compute:doctor:read",  # fleet-wide warnings and invariants
+    "compute:jobs:*",  # the scheduled jobs: their runs (read) and running one now
     "billing:*",  # billing meters, `fleet iam setup --meters`, usage replay
 )
 """Actions no principal of a tenant other than root may do, on any resource."""

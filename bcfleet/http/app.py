@@ -32,6 +32,7 @@ from bcfleet.http.routes import (
     flavors,
     hosts,
     instances,
+    jobs,
     pools,
     providers,
     reservations,
@@ -58,7 +59,7 @@ log = logging.getLogger("bcfleet.http")
 
 AREAS: tuple[Any, ...] = (
     tenants, pools, providers, flavors, hosts, instances, reservations, compute, usage, events,
-    webhooks,
+    webhooks, jobs,
 )  # fmt: skip
 
 

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 
 from sqlmodel import col, select
 
-from bcfleet.api.events import emit
 from bcfleet.domain.provider_plan import LIVE_STATES, SERVER_GONE
 from bcfleet.placement.conditions import clear_condition, set_condition
+from bcfleet.store.event_log import emit
 from bcfleet.store.models import Instance
 
 if TYPE_CHECKING:

@@ -42,7 +42,6 @@ from sqlalchemy import and_, or_
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
-from bcfleet.api.offer_checks import AccountRef, OfferCatalog
 from bcfleet.domain.provider_plan import (
     LABEL_FLEET,
     LIVE_STATES,
@@ -58,6 +57,7 @@ from bcfleet.errors import ConflictError, FleetError, NotFoundError, ProviderRat
 from bcfleet.jobs.faults import FaultLog, Item, ends_the_run
 from bcfleet.jobs.provider_records import forget_servers, mark_problem, record_server
 from bcfleet.providers.base import Offer, ProviderImpl, ProviderServer
+from bcfleet.providers.offer_catalog import AccountRef, OfferCatalog
 from bcfleet.store.models import FleetIdentity, Instance, Pool, ProviderAccount
 
 if TYPE_CHECKING:

@@ -1,4 +1,5 @@
-"""Lost database connections: which errors they are, and when a call may be run once more.
+"""Database errors as the API answers them: lost connections (and when a call may be run once
+more), and a flush that breaks a constraint (CONFLICT, with the caller's message).
 
 The units of work (store/uow.py) translate a lost connection into DatabaseUnavailableError
 (503, Retry-After) and every API call runs through run_retrying() (api/base.py), so a
@@ -26,6 +27,10 @@ exception), 57P01-57P03 (administrator or crash shutdown, starting up), or with 
 SQLSTATE at all (the client side found the socket closed, or could not connect). Lock
 waits, deadlocks, serialization failures and statement timeouts are not; neither is
 SQLite's "database is locked", which its busy timeout waits out.
+
+A broken constraint at a flush (a unique name a concurrent writer took first, a row that
+other rows still refer to) is the caller's CONFLICT: flush_or_conflict() is the one place
+that turns the driver's IntegrityError into it.
 """
 
 from __future__ import annotations
@@ -38,9 +43,10 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TypeVar
 
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
+from sqlmodel import Session
 
-from bcfleet.errors import DatabaseUnavailableError
+from bcfleet.errors import DatabaseUnavailableError, FleetError
 
 T = TypeVar("T")
 log = logging.getLogger("bcfleet.store")
@@ -138,3 +144,11 @@ def run_retrying(call: Callable[[], T]) -> T:
             _ATTEMPT.reset(token)
         log.warning("the database connection was lost before COMMIT; running the call again")
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def flush_or_conflict(session: Session, conflict: FleetError) -> None:
+    """Flush the session; when the flush breaks a constraint, raise `conflict` instead."""
+    try:
+        session.flush()
+    except IntegrityError as exc:
+        raise conflict from exc

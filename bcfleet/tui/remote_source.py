@@ -10,20 +10,19 @@ from urllib.parse import quote
 
 import httpx
 
+from bcfleet.client.fleet_client import FleetClient
 from bcfleet.domain.compute_settings import (
     ChangeResult,
     ComputeChange,
     ComputeSettings,
     draft_change,
 )
-from bcfleet.http.client import FleetClient
 from bcfleet.tui.source import (
     DEGRADED,
     JSON,
     USAGE_WINDOWS_READ,
     ComputeSnapshot,
     Disconnected,
-    NotAvailable,
     PreviewRequest,
     SaveOutcome,
     snapshot_of,
@@ -75,8 +74,8 @@ def _reaching(
 
 
 class RemoteSource:
-    """Reads and changes through a FleetClient; what the HTTP API does not serve (job runs) is
-    NotAvailable."""
+    """Reads and changes through a FleetClient: the same JSON documents as LocalSource gets from
+    fleet.api."""
 
     def __init__(self, client: FleetClient, *, label: str) -> None:
         self.client = client
@@ -179,11 +178,10 @@ class RemoteSource:
         return self.client.events(after=after, types=types, limit=limit)
 
     def jobs(self) -> list[JSON]:
-        raise NotAvailable("jobs (the HTTP API has no jobs route yet)")
+        return self.client.jobs()
 
     def job_runs(self, job: str) -> list[JSON]:
-        del job
-        raise NotAvailable("jobs (the HTTP API has no jobs route yet)")
+        return self.client.job_runs(job)
 
     def stop_instance(self, instance_id: str) -> JSON:
         return self.client.instance_action(instance_id, "stop")
@@ -204,8 +202,7 @@ class RemoteSource:
         return answer
 
     def run_job(self, name: str) -> JSON:
-        answer: JSON = self.client.request("POST", f"/v1/jobs/{_segment(name)}/run")
-        return answer
+        return self.client.run_job(name)
 
     def offer_pool(self, pool: str, tenant: str, *, owner: str | None) -> JSON:
         answer: JSON = self.client.request(

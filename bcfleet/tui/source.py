@@ -10,7 +10,6 @@ so instead of inventing data. API errors arrive as `FleetError`; anything else
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -228,13 +227,7 @@ class LocalSource:
         return self.fleet.now()
 
     def revision(self) -> int | None:
-        # The API has no cheap "has anything changed" read yet; the store's revision
-        # counter (bumped by every write transaction) is one integer, read in its own
-        # read transaction. An HTTP source would use an ETag instead.
-        from bcfleet.store.uow import current_revision
-
-        with self.fleet.read() as session:
-            return current_revision(session)
+        return self.api.state.revision(self.credential)
 
     def tenants(self) -> list[JSON]:
         items: list[JSON] = self.api.tenants.list(self.credential)["items"]
@@ -322,24 +315,11 @@ class LocalSource:
         return self.api.events.list(self.credential, after=after, types=types, limit=limit)
 
     def jobs(self) -> list[JSON]:
-        # Jobs have no API area: the CLI's `fleet jobs list` reads the runner the same way.
-        from bcfleet.jobs.runner import recent_runs, status
-
-        runs = recent_runs(self.fleet, limit=500)
-        failures = Counter(r["job"] for r in runs if r["outcome"] == "error")
-        last_error: dict[str, str] = {}
-        for run in runs:  # newest first
-            if run["outcome"] == "error":
-                last_error.setdefault(run["job"], str(run["error"]))
-        return [
-            {**row, "failures": failures[row["job"]], "lastError": last_error.get(row["job"])}
-            for row in status(self.fleet)
-        ]
+        items: list[JSON] = self.api.jobs.list(self.credential)["items"]
+        return items
 
     def job_runs(self, job: str) -> list[JSON]:
-        from bcfleet.jobs.runner import recent_runs
-
-        return recent_runs(self.fleet, limit=50, job=job)
+        return self.api.jobs.runs(self.credential, limit=50, job=job)
 
     def stop_instance(self, instance_id: str) -> JSON:
         return self.api.instances.stop(self.credential, instance_id)
@@ -357,10 +337,7 @@ class LocalSource:
         return self.api.reservations.cancel(self.credential, reservation_id)
 
     def run_job(self, name: str) -> JSON:
-        # As `fleet jobs tick --job NAME`: the named job now, under its lease.
-        from bcfleet.jobs.runner import tick
-
-        return tick(self.fleet, job=name, holder="dashboard")[0].to_json()
+        return self.api.jobs.run(self.credential, name)
 
     def offer_pool(self, pool: str, tenant: str, *, owner: str | None) -> JSON:
         return self.api.pools.offer(self.credential, tenant_id=owner or "", pool=pool, to=tenant)

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from bcfleet.client.fleet_client import FleetClient
 from bcfleet.errors import InvalidInputError
 from bcfleet.fleet import Fleet
-from bcfleet.http.client import FleetClient
 from tests.support.builders import OP
 from tests.support.capacity import DEGRADED, create, gpu_fleet, has_degraded
 from tests.support.http import error_code, served

@@ -1,5 +1,5 @@
 """Every code of the error tree survives the trip over HTTP: the server renders it, the HTTP
-client and the host agent decode it (one decoder) to the same class, message and details."""
+client (which the host agent uses too) decodes it to the same class, message and details."""
 
 from __future__ import annotations
 
@@ -8,12 +8,11 @@ from typing import Any
 import httpx
 import pytest
 
-from bcfleet.agent.remote import error_from_response as agent_decodes
 from bcfleet.api.tenants import TenantsAPI
+from bcfleet.client.fleet_client import FleetClient, error_from_response
 from bcfleet.errors import FleetError, NoCapacityError, error_classes
 from bcfleet.fleet import Fleet
 from bcfleet.http.app import create_app
-from bcfleet.http.client import FleetClient
 from bcfleet.http.server import BackgroundServer
 from tests.support.builders import token
 
@@ -52,7 +51,7 @@ def test_a_code_round_trips_over_http(
             client.tenants()
         raw = httpx.get(f"{server.url}/v1/tenants", headers={"Authorization": f"Bearer {bearer}"})
     assert raw.status_code == sent.http_status
-    for received in (caught.value, agent_decodes(raw)):
+    for received in (caught.value, error_from_response(raw)):
         assert type(received) is type(sent)
         assert (received.code, received.message, received.details) == (
             sent.code,

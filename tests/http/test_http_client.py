@@ -7,10 +7,10 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from bcfleet.client.fleet_client import FleetClient, error_from_response
 from bcfleet.errors import ConflictError, ForbiddenError, NoCapacityError, NotFoundError
 from bcfleet.fleet import Fleet
 from bcfleet.http.app import create_app
-from bcfleet.http.client import FleetClient, error_from_response
 from bcfleet.http.server import BackgroundServer
 from bcfleet.jobs.vps_hosts import run_vps_hosts
 from tests.support.builders import inventory, token

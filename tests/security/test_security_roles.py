@@ -158,6 +158,9 @@ EXPECTED: dict[str, tuple[str, str, str, str]] = {
     "webhooks.delete":          ("OHH", "HHH", "OFF", "HHH"),
     "services.delete":          ("OHH", "HHH", "OOF", "HHH"),
     "indexes.delete":           ("OHH", "HHH", "OOF", "HHH"),
+    "jobs.list":                ("OOO", "FFF", "FFF", "FFF"),
+    "jobs.runs":                ("OOO", "FFF", "FFF", "FFF"),
+    "jobs.run":                 ("OFF", "FFF", "FFF", "FFF"),
 }  # fmt: skip
 
 RUN_LAST = (
@@ -189,6 +192,7 @@ def _path(op: Operation, world: dict[str, Any]) -> str:
         "delivery": str(acme["delivery"]["id"]),
         "account": "acme-hz",
         "tokenId": acme["token"]["id"],
+        "job": "vps.hosts",
     }
     path = op.path
     for param in op.path_params:

@@ -14,10 +14,10 @@ from cryptography.fernet import Fernet
 from sqlalchemy import text
 from sqlmodel import select
 
-from bcfleet.api.offer_checks import AccountRef
 from bcfleet.errors import ForbiddenError, InvalidInputError, UnauthenticatedError
 from bcfleet.fleet import Fleet
 from bcfleet.providers.hetzner import HetznerProvider
+from bcfleet.providers.offer_catalog import AccountRef
 from bcfleet.secretbox import Secret, SecretBox
 from bcfleet.settings import FleetSettings, load_settings
 from bcfleet.store.models import ProviderAccount

@@ -9,14 +9,16 @@ import httpx
 import psycopg
 import pytest
 from sqlalchemy import text
+from sqlalchemy.exc import IntegrityError
 
-from bcfleet.errors import DatabaseUnavailableError, InvalidInputError
+from bcfleet.errors import ConflictError, DatabaseUnavailableError, InvalidInputError
 from bcfleet.fleet import Fleet
 from bcfleet.http.app import all_operations
 from bcfleet.http.operations import Param
 from bcfleet.jobs.vps_hosts import run_vps_hosts
 from bcfleet.store.event_log import emit
-from bcfleet.store.faults import COMMIT_OUTCOME_UNKNOWN, CONNECTION_LOST
+from bcfleet.store.faults import COMMIT_OUTCOME_UNKNOWN, CONNECTION_LOST, flush_or_conflict
+from bcfleet.store.models import Tenant
 from tests.support.builders import OP, flavor, host, hosted_pool, inventory
 from tests.support.db_faults import TERMINATE_OTHERS, Faults, libpq_url
 from tests.support.fleet import run_cli
@@ -299,3 +301,14 @@ def test_terminated_postgresql_backends_under_load_never_answer_500(any_fleet: F
     assert max(names.values()) == 1  # nothing was written twice, acknowledged or not
     report = fleet.api.doctor.check(OP, invariants=True)
     assert report["invariants"]["ok"], report["invariants"]["problems"]
+
+
+def test_a_broken_constraint_at_a_flush_is_the_callers_conflict(any_fleet: Fleet) -> None:
+    conflict = ConflictError("tenant 'root' exists", {"tenant": "root"})
+    with pytest.raises(ConflictError) as caught, any_fleet.write() as session:
+        session.add(Tenant(id="root", name="again", created_at=any_fleet.now()))
+        flush_or_conflict(session, conflict)
+    assert caught.value is conflict
+    assert isinstance(caught.value.__cause__, IntegrityError)
+    with any_fleet.read() as session:
+        assert session.get(Tenant, "root").name == "root"  # type: ignore[union-attr]

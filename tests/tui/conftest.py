@@ -9,9 +9,9 @@ import pytest
 
 from bcfleet.api.demo import build_demo
 from bcfleet.cli.demo_workloads import populate
+from bcfleet.client.fleet_client import FleetClient
 from bcfleet.fleet import Fleet
 from bcfleet.http.app import create_app
-from bcfleet.http.client import FleetClient
 from bcfleet.http.server import BackgroundServer
 from bcfleet.jobs.vps_hosts import run_vps_hosts
 from bcfleet.tui.remote_source import RemoteSource

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
-
 from bcfleet.domain.compute_settings import ComputeChange, SizeChange
 from bcfleet.fleet import Fleet
 from bcfleet.tui.remote_source import RemoteSource
-from bcfleet.tui.source import LocalSource, NotAvailable, PreviewRequest
+from bcfleet.tui.source import LocalSource, PreviewRequest
 
 
 def test_remote_reads_match_local_reads(fleet: Fleet, remote: RemoteSource) -> None:
@@ -19,8 +17,15 @@ def test_remote_reads_match_local_reads(fleet: Fleet, remote: RemoteSource) -> N
         tenant="acme", pool="gpu-burst", gpus=4, duration="12h", nodes=1, spot=False
     )
     assert remote.preview(request) == local.preview(request)
-    with pytest.raises(NotAvailable):
-        remote.jobs()
+
+
+def test_remote_jobs_match_local_jobs(fleet: Fleet, remote: RemoteSource) -> None:
+    local = LocalSource(fleet)
+    ran = remote.client.run_job("spares")
+    assert [r["id"] for r in remote.job_runs("spares")] == [ran["id"]]
+    assert remote.job_runs("spares") == local.job_runs("spares")
+    assert remote.jobs() == local.jobs()
+    assert next(j for j in remote.jobs() if j["job"] == "spares")["lastOutcome"] == ran["outcome"]
 
 
 def test_remote_compute_settings_save(remote: RemoteSource) -> None:

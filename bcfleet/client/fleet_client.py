@@ -1,4 +1,4 @@
-"""A typed client of the HTTP API (httpx), one method per route; the remote dashboard reads through it.
+"""A typed client of the HTTP API (httpx), one method per route; the remote dashboard and the host agent use it.
 
 Answers are the API's own JSON documents (camelCase), exactly as fleet.api returns them,
 so a dashboard data source can swap LocalSource for this client without touching a view.
@@ -52,12 +52,13 @@ class FleetClient:
         tenant: str | None = None,
         timeout: float = 10.0,
         transport: httpx.BaseTransport | None = None,
+        product: str = "bcfleet",
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.tenant = tenant
         self.http = httpx.Client(
             base_url=self.base_url,
-            headers={"Authorization": f"Bearer {token}", "User-Agent": f"bcfleet/{__version__}"},
+            headers={"Authorization": f"Bearer {token}", "User-Agent": f"{product}/{__version__}"},
             timeout=timeout,
             transport=transport,
         )
@@ -202,6 +203,12 @@ class FleetClient:
         """The InstanceSpecs of a host's live guests (what its agent pulls)."""
         return list(self.request("GET", f"/v1/hosts/{_p(host)}/specs")["items"])
 
+    def report_instance_state(self, host: str, instance_id: str, state: str) -> JSON:
+        """What a host's agent observed of one of its guests."""
+        path = f"/v1/hosts/{_p(host)}/instances/{_p(instance_id)}/state"
+        result: JSON = self.request("POST", path, json_body={"state": state})
+        return result
+
     # instances and quotas
     def instances(
         self,
@@ -289,3 +296,18 @@ class FleetClient:
     def webhook_deliveries(self, webhook_id: str, state: str | None = None) -> list[JSON]:
         path = f"/v1/webhooks/{_p(webhook_id)}/deliveries"
         return list(self.request("GET", path, params={"state": state})["items"])
+
+    # jobs (root's principals)
+    def jobs(self) -> list[JSON]:
+        """Each job's schedule, last outcome, failures and last error."""
+        return list(self.request("GET", "/v1/jobs")["items"])
+
+    def job_runs(self, job: str, limit: int = 50) -> list[JSON]:
+        """A job's latest recorded runs, newest first."""
+        path = f"/v1/jobs/{_p(job)}/runs"
+        return list(self.request("GET", path, params={"limit": limit})["items"])
+
+    def run_job(self, job: str) -> JSON:
+        """Run the job now (root's admin); the run's record."""
+        result: JSON = self.request("POST", f"/v1/jobs/{_p(job)}/run")
+        return result

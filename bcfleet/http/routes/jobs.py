@@ -1,0 +1,95 @@
+"""Routes of the scheduled jobs: each job's schedule and recent failures, and running one now."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bcfleet.api.jobs import job_names
+from bcfleet.domain.bounds import PAGE_MAX
+from bcfleet.http.operations import Call, Operation, Param
+from bcfleet.http.schemas import (
+    BOOL,
+    COUNT,
+    INT,
+    NUMBER,
+    STRING,
+    TIME,
+    nullable,
+    obj,
+    page,
+)
+
+TAG = "jobs"
+OUTCOME = {"type": "string", "enum": ["ok", "error", "skipped"]}
+HOLDER = obj(
+    {"lockId": STRING, "holder": STRING, "operation": STRING, "since": TIME, "expiresAt": TIME}
+)
+
+SCHEMAS = {
+    "Job": obj(
+        {
+            "job": STRING,
+            "description": STRING,
+            "intervalSeconds": NUMBER,
+            "available": BOOL,
+            "lastRunAt": nullable(TIME),
+            "lastOutcome": nullable(OUTCOME),
+            "nextDueAt": nullable(TIME),
+            "due": BOOL,
+            "overdue": BOOL,
+            "heldBy": nullable(HOLDER),
+            "watermark": nullable(TIME),
+            "failures": COUNT,
+            "lastError": nullable(STRING),
+        },
+        description="failures and lastError: among the fleet's latest recorded runs.",
+    ),
+    "JobPage": page("Job"),
+    "JobRun": obj(
+        {
+            "id": nullable(STRING),
+            "job": STRING,
+            "outcome": OUTCOME,
+            "counts": {"type": "object", "additionalProperties": INT},
+            "error": nullable(STRING),
+            "startedAt": TIME,
+            "finishedAt": TIME,
+            "durationMs": INT,
+        }
+    ),
+    "JobRunPage": page("JobRun"),
+}
+LIMIT = Param(
+    "limit", "integer", "At most this many runs.", minimum=1, maximum=PAGE_MAX, default=50
+)
+
+
+def list_jobs(call: Call) -> Any:
+    return call.api.jobs.list(call.token)
+
+
+def list_runs(call: Call) -> Any:
+    return {
+        "items": call.api.jobs.runs(call.token, limit=call.query["limit"], job=call.path["job"])
+    }
+
+
+def run_job(call: Call) -> Any:
+    return call.api.jobs.run(call.token, call.path["job"])
+
+
+OPERATIONS = [
+    Operation("GET", "/v1/jobs", "jobs.list",
+              "Each job: interval, last run and outcome, next due, failures and last error", TAG,
+              list_jobs, response="JobPage",
+              description="Root's principals only (compute:jobs:read); FORBIDDEN otherwise."),
+    Operation("GET", "/v1/jobs/{job}/runs", "jobs.runs", "A job's latest recorded runs, newest first",
+              TAG, list_runs, response="JobRunPage", query=(LIMIT,),
+              description="Root's principals only (compute:jobs:read); FORBIDDEN otherwise."),
+    Operation("POST", "/v1/jobs/{job}/run", "jobs.run", "Run a job now, due or not", TAG,
+              run_job, response="JobRun",
+              description="Root's admin only (compute:jobs:run); FORBIDDEN otherwise. LOCKED "
+              "while the job runs elsewhere; NOT_FOUND for a name that is not one of: "
+              + ", ".join(job_names()) + ". The run's own failure is its outcome, not an "
+              "error answer."),
+]  # fmt: skip
