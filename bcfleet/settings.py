@@ -10,18 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from bcfleet.domain.egress import IPNetwork, parse_ranges
+from bcfleet.domain.fit import HostReserve
 from bcfleet.errors import InvalidInputError
 
 DEFAULT_DB_URL = "sqlite:///fleet.db"
-
-
-@dataclass(frozen=True)
-class HostReserve:
-    """What a host keeps for itself before guests: vps({ hostReserve }), document 000."""
-
-    vcpu: int = 2
-    memory_gib: int = 8
-    disk_gib: int = 100
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,8 @@ class SizeSetting:
     spares: int = 0
 
 
-def _default_sizes() -> tuple[SizeSetting, ...]:
+def default_sizes() -> tuple[SizeSetting, ...]:
+    """Every size of the catalogue, on, with no spares: a tenant that never saved."""
     return tuple(SizeSetting(name) for name in SIZE_NAMES)
 
 
@@ -52,7 +53,7 @@ def _default_sizes() -> tuple[SizeSetting, ...]:
 class ComputeSettings:
     """One tenant's settings: one SizeSetting per catalogue size, in catalogue order."""
 
-    sizes: tuple[SizeSetting, ...] = field(default_factory=_default_sizes)
+    sizes: tuple[SizeSetting, ...] = field(default_factory=default_sizes)
     default_size: str | None = None
     serverless_pool: str | None = None
 
@@ -284,7 +285,7 @@ class ComputeChange:
                 {"field": "sizes", "sizes": both},
             )
         counts = {parse_size(n): v for n, v in (spares or {}).items()}
-        sizes = {
+        sizes: dict[str, SizeChange] = {
             name: SizeChange(
                 enabled=True if name in on else False if name in off else None,
                 spares=counts.get(name),

@@ -10,7 +10,8 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bcfleet.reconcile.model import MAX_SPARES, ROOT_TENANT, SIZES
+from bcfleet.domain.sizes import SIZE_NAMES, SPARES_MAX
+from bcfleet.reconcile.model import ROOT_TENANT
 from bcfleet.reconcile.schema import suggest
 from bcfleet.reconcile.yamldoc import PathKey, Problem, json_path
 
@@ -232,14 +233,14 @@ def _check_compute(data: Mapping[str, Any], names: _Names, found: Findings) -> N
 
 def _check_sizes(at: PathKey, settings: Item, found: Findings) -> None:
     sizes: Mapping[str, Item] = settings.get("sizes") or {}
-    enabled = {size for size in SIZES if (sizes.get(size) or {}).get("enabled", True)}
+    enabled = {size for size in SIZE_NAMES if (sizes.get(size) or {}).get("enabled", True)}
     for size, setting in sizes.items():
         spares = setting.get("spares", 0)
         path: PathKey = (*at, "sizes", size, "spares")
         if size not in enabled and spares > 0:
             found.warn(path, f"{size} is off, so its {spares} spare instances are not kept ready")
-        elif spares > MAX_SPARES:
-            found.warn(path, f"{spares} spares of {size} keeps {MAX_SPARES}, the maximum per size")
+        elif spares > SPARES_MAX:
+            found.warn(path, f"{spares} spares of {size} keeps {SPARES_MAX}, the maximum per size")
     default = settings.get("defaultSize")
     if default is not None and default not in enabled:
         found.error(

@@ -20,6 +20,7 @@ from bcfleet.domain.document_limits import (
     problems_cut,
     too_large,
 )
+from bcfleet.domain.fit import HostReserve
 from bcfleet.errors import InvalidInputError
 from bcfleet.input_files import DocumentRefused, read_text
 from bcfleet.reconcile.checks import meaning_findings
@@ -51,7 +52,6 @@ from bcfleet.reconcile.yamldoc import (
     json_path,
     parse_yaml,
 )
-from bcfleet.settings import HostReserve
 
 _MESSAGE_LINES = 50
 

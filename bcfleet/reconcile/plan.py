@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
+from bcfleet.domain.compute_settings import SizeUsers
 from bcfleet.reconcile.actions import (
     RESOURCE_TYPES,
     Action,
@@ -42,7 +43,6 @@ from bcfleet.reconcile.model import (
     HostSpec,
     ObservedFleet,
     PoolSpec,
-    SizeUsers,
 )
 
 __all__ = ["Plan", "plan"]
@@ -77,7 +77,7 @@ class _Context:
         return cls(
             capacity_by_pool=dict(by_pool),
             allocations={k: dict(v) for k, v in host_allocations(observed.capacity).items()},
-            users={users.tenant: users for users in observed.size_users},
+            users=dict(observed.size_users),
         )
 
 
