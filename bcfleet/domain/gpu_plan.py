@@ -37,9 +37,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from bcfleet.domain.states import RESERVATION_LIVE
 from bcfleet.errors import InvalidInputError
 
-LIVE_STATES = frozenset({"placed", "binding", "active"})
 BINDINGS = ("pool", "node")
 
 
@@ -82,7 +82,7 @@ class Booking:
     @property
     def freeable(self) -> bool:
         """True for a booking of a live spot reservation: the only kind preemption may free."""
-        return self.spot and self.state in LIVE_STATES
+        return self.spot and self.state in RESERVATION_LIVE
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,7 +213,7 @@ def _group(
         end = stamps.get(booking.end)
         if end is None:
             end = stamps[booking.end] = _ts_end(booking.end)
-        freeable = booking.spot and booking.state in LIVE_STATES
+        freeable = booking.spot and booking.state in RESERVATION_LIVE
         grouped[where[0]].append((start, end, where[1], freeable, booking))
     return ignored
 

@@ -23,6 +23,7 @@ from sqlmodel import Session, col, select
 from bcfleet.clock import format_time
 from bcfleet.domain.gpu_plan import GpuRequest, NodePick
 from bcfleet.domain.notices import RELEASED, Preemptor, released_payload
+from bcfleet.domain.states import RESERVATION_LIVE
 from bcfleet.ids import IdFactory
 from bcfleet.placement import gpus
 from bcfleet.placement.conditions import clear_condition, set_condition
@@ -34,7 +35,7 @@ from bcfleet.store.models import GpuAtom, Host, Reservation
 if TYPE_CHECKING:
     from bcfleet.fleet import Fleet
 
-LIVE_STATES = ("placed", "binding", "active")
+LIVE_STATES = RESERVATION_LIVE
 NO_FIT_REASON = "NoNodeFits"
 
 
