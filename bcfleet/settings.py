@@ -125,7 +125,9 @@ def _check_bounds(settings: FleetSettings) -> FleetSettings:
     return settings
 
 
-def load_settings(path: Path | None = None, environ: dict[str, str] | None = None) -> FleetSettings:
+def load_fleet_settings(
+    path: Path | None = None, environ: dict[str, str] | None = None
+) -> FleetSettings:
     """Defaults, then fleet.toml (if present), then BCFLEET_* variables, later winning."""
     env = dict(os.environ) if environ is None else environ
     settings = FleetSettings()

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Connection, Select, Table, func, or_, select
 from sqlmodel import Session
 
-from bcfleet.api.instance_list import has_condition, mentions
+from bcfleet.api.instance_list import condition_is_true, mentions
 from bcfleet.api.raw_rows import json_value, plain_rows, time_text
 from bcfleet.domain.bounds import finite_or_none
 from bcfleet.domain.states import InstanceState
@@ -179,5 +179,5 @@ def _degraded(connection: Connection, scope: Scope) -> Counter[str]:
     return Counter(
         node
         for node, conditions in plain_rows(connection, query)
-        if has_condition(json_value(conditions), DEGRADED)
+        if condition_is_true(json_value(conditions), DEGRADED)
     )

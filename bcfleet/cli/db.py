@@ -6,9 +6,9 @@ import click
 
 from bcfleet.cli.common import fleet_command, output, state
 from bcfleet.fleet import Fleet
-from bcfleet.settings import load_settings
+from bcfleet.settings import load_fleet_settings
 from bcfleet.store.engine import make_engine
-from bcfleet.store.schema import current_revision, upgrade
+from bcfleet.store.schema import schema_revision, upgrade
 
 
 @click.group("db")
@@ -19,13 +19,13 @@ def group() -> None:
 @fleet_command(group, "upgrade")
 def upgrade_() -> None:
     """Create or migrate the schema to the newest revision."""
-    url = state().db or load_settings().db_url
+    url = state().db or load_fleet_settings().db_url
     found, where = Fleet.probe(url)  # refuses what is not a fleet's database
     if found != "fleet":
         click.echo(f"Creating a new fleet in {where}.", err=True)
     engine = make_engine(url)
     upgrade(engine)
     output(
-        {"revision": current_revision(engine)}, lambda r: f"Database at revision {r['revision']}."
+        {"revision": schema_revision(engine)}, lambda r: f"Database at revision {r['revision']}."
     )
     engine.dispose()
