@@ -339,15 +339,16 @@ class ChangeResult:
     message: str = SAVED_MESSAGE
 
 
-def _capped_notice(size: str, requested: int) -> Notice:
-    return Notice(
-        code="SPARES_CAPPED",
-        size=size,
-        message=(
-            f"Maximum is {SPARES_MAX} spare instances per size: you entered {requested} "
-            f"for {label(size)}, so we keep {SPARES_MAX} instances ready."
-        ),
+def capped_spares_message(size: str, requested: int) -> str:
+    """What a save says when it keeps fewer spares than asked for."""
+    return (
+        f"Maximum is {SPARES_MAX} spare instances per size: you entered {requested} "
+        f"for {label(size)}, so we keep {SPARES_MAX} instances ready."
     )
+
+
+def _capped_notice(size: str, requested: int) -> Notice:
+    return Notice(code="SPARES_CAPPED", size=size, message=capped_spares_message(size, requested))
 
 
 def draft_change(current: ComputeSettings, change: ComputeChange) -> ChangeResult:

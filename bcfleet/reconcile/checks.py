@@ -10,8 +10,11 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bcfleet.domain.sizes import SIZE_NAMES, SPARES_MAX
-from bcfleet.reconcile.model import ROOT_TENANT
+from bcfleet.domain.compute_settings import ComputeSettings, capped_spares_message, check_default
+from bcfleet.domain.flavor_rules import placement_problems
+from bcfleet.domain.sizes import DEFAULT_SIZE, SIZE_NAMES, SPARES_MAX
+from bcfleet.errors import InvalidInputError
+from bcfleet.reconcile.model import ROOT_TENANT, normalize_sizes
 from bcfleet.reconcile.schema import suggest
 from bcfleet.reconcile.yamldoc import PathKey, Problem, json_path
 
@@ -158,11 +161,10 @@ def _check_flavors(data: Mapping[str, Any], names: _Names, found: Findings) -> N
     for index, flavor in enumerate(_section(data, "flavors")):
         at: PathKey = ("flavors", index)
         hugepages = (flavor.get("placement") or {}).get("hugepageSizeBytes")
-        if hugepages is not None and int(hugepages) & (int(hugepages) - 1):
-            found.error(
-                (*at, "placement", "hugepageSizeBytes"),
-                f"{hugepages} is not a power of two (2 MiB is 2097152, 1 GiB is 1073741824)",
-            )
+        if hugepages is not None:
+            problems = placement_problems({"hugepageSizeBytes": int(hugepages)})
+            for problem in problems.values():
+                found.error((*at, "placement", "hugepageSizeBytes"), problem)
         if not _reference(found, (*at, "pool"), "pool", flavor["pool"], names.pools):
             continue
         pool = names.pools[flavor["pool"]]
@@ -240,17 +242,11 @@ def _check_sizes(at: PathKey, settings: Item, found: Findings) -> None:
         if size not in enabled and spares > 0:
             found.warn(path, f"{size} is off, so its {spares} spare instances are not kept ready")
         elif spares > SPARES_MAX:
-            found.warn(path, f"{spares} spares of {size} keeps {SPARES_MAX}, the maximum per size")
+            found.warn(path, capped_spares_message(size, spares))
     default = settings.get("defaultSize")
-    if default is not None and default not in enabled:
-        found.error(
-            (*at, "defaultSize"),
-            f"defaultSize {default!r} is not an enabled size: turn it on under sizes "
-            "or choose another default",
-        )
-    elif default is None and "medium" not in enabled:
-        found.error(
-            (*at, "sizes", "medium", "enabled"),
-            "medium is off and no defaultSize is set: without a default everything runs on "
-            "medium, so choose an enabled size as defaultSize",
-        )
+    proposed = ComputeSettings(sizes=normalize_sizes(sizes), default_size=default)
+    try:
+        check_default(ComputeSettings(), proposed)  # the settings API's default-size rules
+    except InvalidInputError as error:
+        where = ("defaultSize",) if default is not None else ("sizes", DEFAULT_SIZE, "enabled")
+        found.error((*at, *where), error.message)

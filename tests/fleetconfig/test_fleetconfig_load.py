@@ -250,7 +250,7 @@ BROKEN = [
         7,
         18,
         "$.compute[0].defaultSize",
-        "defaultSize 'large' is not an enabled size",
+        "Only enabled sizes can be the default size: turn Large on first.",
         id="default-size-not-enabled",
     ),
     pytest.param(
@@ -265,7 +265,7 @@ BROKEN = [
         6,
         31,
         "$.compute[0].sizes.medium.enabled",
-        "medium is off and no defaultSize is set",
+        "Medium is turned off and no default size is chosen",
         id="medium-off-without-default",
     ),
     pytest.param(
