@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import bindparam
 from sqlmodel import Session, select
 
-from bcfleet.domain.policy import AccessRequest, evaluate, role_statements
+from bcfleet.domain.policy import ROOT_TENANT, AccessRequest, evaluate, role_statements
 from bcfleet.domain.policy_bounds import principal_statements
 from bcfleet.errors import ForbiddenError, NotFoundError, UnauthenticatedError
 from bcfleet.store.models import (
@@ -25,7 +25,6 @@ from bcfleet.store.models import (
     Tenant,
 )
 
-ROOT_TENANT = "root"
 TOKEN_PREFIX = "bcf_"
 
 

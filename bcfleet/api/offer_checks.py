@@ -48,8 +48,9 @@ from typing import TYPE_CHECKING, Any
 
 from sqlmodel import Session, col, select
 
-from bcfleet.api.auth import ROOT_TENANT, Credential, authenticate, pool_resource
+from bcfleet.api.auth import Credential, authenticate, pool_resource
 from bcfleet.api.lookup import find_pool
+from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.egress import EgressGuard
 from bcfleet.errors import FleetError, InvalidInputError
 from bcfleet.providers.base import Offer, ProviderImpl

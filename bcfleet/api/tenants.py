@@ -8,11 +8,12 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
-from bcfleet.api.auth import ROOT_TENANT, Credential, tenant_resource
+from bcfleet.api.auth import Credential, tenant_resource
 from bcfleet.api.base import Area
 from bcfleet.api.lookup import get_tenant
 from bcfleet.api.views import tenant_json
 from bcfleet.domain.bounds import check_optional_text, check_text
+from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.errors import ConflictError, InvalidInputError
 from bcfleet.store.models import Pool, PoolOffer, Principal, ProviderAccount, Quota, Tenant
 from bcfleet.store.models.compute import (

@@ -12,9 +12,10 @@ from typing import Any
 
 from bcfleet.domain.compute_settings import ComputeSettings, capped_spares_message, check_default
 from bcfleet.domain.flavor_rules import placement_problems
+from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.domain.sizes import DEFAULT_SIZE, SIZE_NAMES, SPARES_MAX
 from bcfleet.errors import InvalidInputError
-from bcfleet.reconcile.model import ROOT_TENANT, normalize_sizes
+from bcfleet.reconcile.model import normalize_sizes
 from bcfleet.reconcile.schema import suggest
 from bcfleet.reconcile.yamldoc import PathKey, Problem, json_path
 

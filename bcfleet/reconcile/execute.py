@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from bcfleet.api.auth import Credential
+from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.reconcile.actions import Action, thaw
-from bcfleet.reconcile.model import ROOT_TENANT
 from bcfleet.reconcile.observed_compute import compute_change
 
 if TYPE_CHECKING:

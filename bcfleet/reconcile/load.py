@@ -21,11 +21,11 @@ from bcfleet.domain.document_limits import (
     too_large,
 )
 from bcfleet.domain.fit import HostReserve
+from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.errors import InvalidInputError
 from bcfleet.input_files import DocumentRefused, read_text
 from bcfleet.reconcile.checks import meaning_findings
 from bcfleet.reconcile.model import (
-    ROOT_TENANT,
     ComputeSpec,
     DesiredFleet,
     Diagnostic,

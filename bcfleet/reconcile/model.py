@@ -14,11 +14,9 @@ from dataclasses import dataclass, field
 
 from bcfleet.domain.compute_settings import SizeSetting, SizeUsers, default_sizes
 from bcfleet.domain.fit import HostReserve, ResourceRow, clamp_ratio
+from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.domain.shapes import PlacementPolicy, placement_from_json
 from bcfleet.domain.sizes import SIZE_NAMES, SizeName, kept_spares
-
-ROOT_TENANT = "root"
-
 
 # ---------------------------------------------------------------------------
 # Specs: what a FleetConfig declares, normalized.

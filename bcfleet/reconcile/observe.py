@@ -19,10 +19,10 @@ from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Credential, authenticate
 from bcfleet.domain.fit import HostReserve, ResourceRow, scalar_totals
+from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.domain.shapes import Inventory
 from bcfleet.errors import ForbiddenError
 from bcfleet.reconcile.model import (
-    ROOT_TENANT,
     FlavorSpec,
     HostCapacity,
     HostSpec,

@@ -17,6 +17,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
 from bcfleet.domain.compute_settings import SizeUsers
+from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.reconcile.actions import (
     RESOURCE_TYPES,
     Action,
@@ -36,7 +37,6 @@ from bcfleet.reconcile.impact import (
     sizes_in_use,
 )
 from bcfleet.reconcile.model import (
-    ROOT_TENANT,
     ComputeSpec,
     DesiredFleet,
     HostCapacity,
