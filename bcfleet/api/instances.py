@@ -205,12 +205,26 @@ class InstancesAPI(Area):
         self, credential: Credential | None, instance_id: str, *, tenant_id: str | None = None
     ) -> dict[str, Any]:
         """Stop a running instance; it keeps its allocation (and so its claims) while stopped."""
-        return self._set_state(credential, instance_id, tenant_id, "stop", "stopped", ("running",))
+        return self._set_state(
+            credential,
+            instance_id,
+            tenant_id,
+            "stop",
+            InstanceState.STOPPED,
+            (InstanceState.RUNNING,),
+        )
 
     def start(
         self, credential: Credential | None, instance_id: str, *, tenant_id: str | None = None
     ) -> dict[str, Any]:
-        return self._set_state(credential, instance_id, tenant_id, "start", "running", ("stopped",))
+        return self._set_state(
+            credential,
+            instance_id,
+            tenant_id,
+            "start",
+            InstanceState.RUNNING,
+            (InstanceState.STOPPED,),
+        )
 
     def delete(
         self, credential: Credential | None, instance_id: str, *, tenant_id: str | None = None
@@ -265,7 +279,7 @@ class InstancesAPI(Area):
             if instance.state != InstanceState.STOPPED:
                 raise ConflictError(
                     f"resize needs a stopped instance; this one is {instance.state}",
-                    {"state": instance.state, "required": "stopped"},
+                    {"state": instance.state, "required": InstanceState.STOPPED},
                 )
             target = find_flavor(session, pool, flavor)
             new_shape = flavor_shape(target)

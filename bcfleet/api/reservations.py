@@ -255,7 +255,7 @@ class ReservationsAPI(Area):
         admit(session, rsv)
         if not place(session, self.fleet, rsv):
             record_event(session, self.fleet.ids, now, "reservation.pending", rsv,
-                         {"state": "pending", "conditions": list(rsv.conditions)})  # fmt: skip
+                         {"state": ReservationState.PENDING, "conditions": list(rsv.conditions)})  # fmt: skip
         return _render(session, actor, rsv)
 
     def _replay(

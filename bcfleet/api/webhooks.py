@@ -248,7 +248,7 @@ class WebhooksAPI(Area):
             if row is None or row.webhook_id != hook.id:
                 raise NotFoundError(f"delivery {delivery_id} not found", {"delivery": delivery_id})
             now = self.fleet.now()
-            row.state, row.attempts, row.next_attempt_at = "pending", 0, now
+            row.state, row.attempts, row.next_attempt_at = DeliveryState.PENDING, 0, now
             row.updated_at = now
             session.add(row)
             return delivery_json(row)

@@ -37,7 +37,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from bcfleet.domain.states import RESERVATION_LIVE
+from bcfleet.domain.states import RESERVATION_LIVE, ReservationState
 from bcfleet.errors import InvalidInputError
 
 BINDINGS = ("pool", "node")
@@ -77,7 +77,7 @@ class AtomBooking:
     start: datetime
     end: datetime | None
     spot: bool = False
-    state: str = "active"
+    state: str = ReservationState.ACTIVE
 
     @property
     def freeable(self) -> bool:

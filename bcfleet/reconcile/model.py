@@ -17,6 +17,7 @@ from bcfleet.domain.fit import HostReserve, ResourceRow, clamp_ratio
 from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.domain.shapes import PlacementPolicy, placement_from_json
 from bcfleet.domain.sizes import SIZE_NAMES, SizeName, kept_spares
+from bcfleet.domain.states import HostState
 
 # ---------------------------------------------------------------------------
 # Specs: what a FleetConfig declares, normalized.
@@ -232,7 +233,7 @@ class ObservedHost:
     spec: HostSpec
     id: str = ""
     managed: bool = False
-    state: str = "ready"
+    state: str = HostState.READY
 
 
 @dataclass(frozen=True)
