@@ -21,8 +21,9 @@ from bcfleet.domain.compute_settings import (
     ServiceUse,
     SizeUsers,
     can_use_size,
+    effective_service_size,
 )
-from bcfleet.domain.sizes import label, parse_size, size_of_legacy_service
+from bcfleet.domain.sizes import label, parse_size
 from bcfleet.errors import InvalidInputError, NotFoundError
 from bcfleet.ids import has_prefix
 from bcfleet.placement.tenant_compute import lock_compute
@@ -190,8 +191,9 @@ def find_environment(session: Session, tenant_id: str, ref: str) -> FleetEnviron
 
 def effective_size(session: Session, service: Service) -> str:
     """The size a service runs on: its environment's, else its own (Large for a legacy service)."""
+    environments: tuple[EnvironmentUse, ...] = ()
     if service.environment_id is not None:
         environment = session.get(FleetEnvironment, service.environment_id)
         if environment is not None:
-            return parse_size(environment.size)
-    return size_of_legacy_service(service.size)
+            environments = (EnvironmentUse(environment.id, environment.name, environment.size),)
+    return effective_service_size(service_use(service), environments)
