@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -29,6 +30,8 @@ from bcfleet.domain.fit import HostReserve, ResourceRow, capacity, rows_to_write
 from bcfleet.domain.shapes import SCALARS, Cpu, Inventory
 from bcfleet.domain.sizes import SIZE_NAMES
 from bcfleet.errors import InvalidInputError, SizeInUseError
+from bcfleet.fleet import Fleet
+from bcfleet.jobs.vps_hosts import run_vps_hosts
 from bcfleet.reconcile.actions import freeze
 from bcfleet.reconcile.impact import pool_capacity
 from bcfleet.reconcile.load import build_desired
@@ -40,8 +43,12 @@ from bcfleet.reconcile.model import (
     ObservedFleet,
     ObservedTenant,
     TenantSpec,
+    normalize_overcommit,
 )
+from bcfleet.reconcile.observe import observe
 from bcfleet.reconcile.plan import plan
+from tests.support.builders import OP
+from tests.support.capacity import pool_with_hosts, rows
 
 TENANT = "acme"
 
@@ -205,3 +212,42 @@ def test_plan_and_settings_api_agree_on_sizes_in_use(
         (error,) = errors
         assert error.message == f"tenant {TENANT}: {api_error.message}"
         assert error.details["sizes"] == freeze(api_error.details)["sizes"]
+
+
+# ---------------------------------------------------------------------------
+# Through the database: a plan made from the stored state, then the API's own update
+
+
+@pytest.mark.parametrize(
+    ("overcommit", "expected"),
+    [
+        pytest.param(
+            {"vcpu": 1 / 3, "memoryGiB": 0.29, "diskGiB": 2.01},
+            {"vcpu": 0, "memoryGiB": 58, "diskGiB": 4_020},
+            id="binary-fractions",
+        ),
+        pytest.param(
+            {"vcpu": 100.0, "memoryGiB": 0.1, "diskGiB": 1.5},
+            {"vcpu": 600, "memoryGiB": 20, "diskGiB": 3_000},
+            id="range-ends",
+        ),
+    ],
+)
+def test_a_planned_policy_change_gives_the_capacity_the_api_then_stores(
+    any_fleet: Fleet, overcommit: dict[str, float], expected: dict[str, int]
+) -> None:
+    """Two hosts of 5 CPUs, 108 GiB and 1,100 GiB keep 3, 100 and 1,000 after the reserve."""
+    pool = pool_with_hosts(any_fleet, hosts=2, cpus=5, memory_gib=108, disk_gib=1_100, numa_nodes=1)
+    with any_fleet.read() as session:
+        observed = observe(session)
+    (spec,) = (p.spec for p in observed.pools if p.spec.name == pool["name"])
+    after = replace(spec, overcommit=normalize_overcommit(overcommit))
+    hosts = [h for h in observed.capacity if h.pool == pool["name"]]
+    changes, _ = pool_capacity(after, hosts)
+    planned = {c.resource: c.after for c in changes}
+
+    any_fleet.api.pools.update(OP, tenant_id="root", pool=pool["id"], overcommit=overcommit)
+    run_vps_hosts(any_fleet, any_fleet.now())
+    stored = [rows(any_fleet, name) for name in ("h1", "h2")]
+    assert planned == {r: sum(host[r]["capacity"] for host in stored) for r in SCALARS}
+    assert planned == expected
