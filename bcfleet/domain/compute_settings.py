@@ -101,6 +101,13 @@ class ComputeSettings:
         return replace(self, sizes=updated)
 
 
+def serverless_pool_problem(pool_name: str, pool_kind: str) -> str | None:
+    """Why a pool cannot hold a tenant's spare instances, or None: they run on vps-host pools."""
+    if pool_kind == "vps-host":
+        return None
+    return f"pool {pool_name!r} is a {pool_kind} pool; spare instances run on a vps-host pool"
+
+
 def effective_default(settings: ComputeSettings) -> str:
     """The size the UI preselects and Studio runs use: the chosen default, else Medium."""
     return settings.default_size or DEFAULT_SIZE

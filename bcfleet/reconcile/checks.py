@@ -10,7 +10,12 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bcfleet.domain.compute_settings import ComputeSettings, capped_spares_message, check_default
+from bcfleet.domain.compute_settings import (
+    ComputeSettings,
+    capped_spares_message,
+    check_default,
+    serverless_pool_problem,
+)
 from bcfleet.domain.flavor_rules import placement_problems
 from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.domain.sizes import DEFAULT_SIZE, SIZE_NAMES, SPARES_MAX
@@ -226,11 +231,10 @@ def _check_compute(data: Mapping[str, Any], names: _Names, found: Findings) -> N
                 f"pool {pool_name!r} is neither owned by nor offered to tenant {tenant!r}: "
                 "offer it to the tenant (offeredTo) to run its spare instances there",
             )
-        elif known and names.pools[pool_name]["kind"] != "vps-host":
-            found.error(
-                (*at, "serverlessPool"),
-                f"pool {pool_name!r} is a provider pool; spare instances run on a vps-host pool",
-            )
+        elif known:
+            problem = serverless_pool_problem(pool_name, str(names.pools[pool_name]["kind"]))
+            if problem is not None:
+                found.error((*at, "serverlessPool"), problem)
         _check_sizes(at, settings, found)
 
 
