@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 
 from bcfleet.domain.compute_settings import (
@@ -206,6 +206,7 @@ def test_plan_and_settings_api_agree_on_sizes_in_use(
     )
     errors = [e for e in plan(fleet, state).errors if e.code == "SIZE_IN_USE"]
 
+    event("SIZE_IN_USE" if api_error is not None else "saved")
     if api_error is None:
         assert errors == []
     else:
