@@ -15,7 +15,7 @@ from sqlmodel import Session
 
 from bcfleet.clock import Clock, clock_from_env
 from bcfleet.ids import IdFactory
-from bcfleet.settings import FleetSettings, load_settings
+from bcfleet.settings import FleetSettings, load_fleet_settings
 from bcfleet.store.engine import make_engine
 from bcfleet.store.faults import lost_connections, run_retrying
 from bcfleet.store.schema import ensure_schema, forget_schema
@@ -43,7 +43,7 @@ class Fleet:
     ) -> None:
         self.engine = engine
         self.clock: Clock = clock or clock_from_env()
-        self.settings = settings or load_settings()
+        self.settings = settings or load_fleet_settings()
         self.ids = ids or IdFactory()
         self.caches: dict[str, Any] = {}  # per-fleet memo tables (parsed inventories, …)
 
@@ -57,7 +57,7 @@ class Fleet:
         ids: IdFactory | None = None,
     ) -> Fleet:
         """Open (and, for a fresh database, create) the fleet state at db_url."""
-        settings = settings or load_settings()
+        settings = settings or load_fleet_settings()
         engine = make_engine(db_url or settings.db_url)
         with lost_connections():
             ensure_schema(engine)
@@ -72,19 +72,19 @@ class Fleet:
         database or cannot be reached (bcfleet/store/probe.py)."""
         from bcfleet.store.probe import probe, shown
 
-        url = db_url or load_settings().db_url
+        url = db_url or load_fleet_settings().db_url
         return probe(url), shown(url)
 
     @staticmethod
     def upgrade(db_url: str | None = None) -> str | None:
         """Create or migrate the schema at db_url (default: the settings') to the newest
         revision; the revision it is at then (`fleet db upgrade`)."""
-        from bcfleet.store.schema import current_revision, upgrade
+        from bcfleet.store.schema import schema_revision, upgrade
 
-        engine = make_engine(db_url or load_settings().db_url)
+        engine = make_engine(db_url or load_fleet_settings().db_url)
         try:
             upgrade(engine)
-            return current_revision(engine)
+            return schema_revision(engine)
         finally:
             engine.dispose()
 

@@ -10,18 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from bcfleet.domain.egress import IPNetwork, parse_ranges
+from bcfleet.domain.fit import HostReserve
 from bcfleet.errors import InvalidInputError
 
 DEFAULT_DB_URL = "sqlite:///fleet.db"
-
-
-@dataclass(frozen=True)
-class HostReserve:
-    """What a host keeps for itself before guests: vps({ hostReserve }), document 000."""
-
-    vcpu: int = 2
-    memory_gib: int = 8
-    disk_gib: int = 100
 
 
 @dataclass(frozen=True)
@@ -133,7 +125,9 @@ def _check_bounds(settings: FleetSettings) -> FleetSettings:
     return settings
 
 
-def load_settings(path: Path | None = None, environ: dict[str, str] | None = None) -> FleetSettings:
+def load_fleet_settings(
+    path: Path | None = None, environ: dict[str, str] | None = None
+) -> FleetSettings:
     """Defaults, then fleet.toml (if present), then BCFLEET_* variables, later winning."""
     env = dict(os.environ) if environ is None else environ
     settings = FleetSettings()

@@ -33,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bcfleet.domain.gpu_plan import (  # noqa: E402
-    Booking,
+    AtomBooking,
     GpuNode,
     GpuRequest,
     GpuSnapshot,
@@ -46,11 +46,11 @@ NOTICE = timedelta(minutes=2)
 SIZES = ((2, 2, 2, 2), (4, 2, 1, 1), (1, 1, 2, 4), (2, 1, 4, 1))
 
 
-def build(nodes: int, empty_every: int, seed: int = 7) -> tuple[list[GpuNode], list[Booking]]:
+def build(nodes: int, empty_every: int, seed: int = 7) -> tuple[list[GpuNode], list[AtomBooking]]:
     """Nodes of 8 GPUs, each filled by four spot reservations unless it is an empty one."""
     rng = random.Random(seed)
     node_list: list[GpuNode] = []
-    bookings: list[Booking] = []
+    bookings: list[AtomBooking] = []
     for n in range(nodes):
         atoms = tuple(f"gpu_{n:05d}_{i}" for i in range(8))
         node_list.append(GpuNode(f"node_{n:05d}", f"host-{n:05d}", atoms))
@@ -62,7 +62,7 @@ def build(nodes: int, empty_every: int, seed: int = 7) -> tuple[list[GpuNode], l
             end = NOW + timedelta(minutes=rng.randint(60, 1440))
             holder = f"rsv_spot_{n:05d}_{r}"
             for atom in atoms[taken : taken + size]:
-                bookings.append(Booking(atom, holder, start, end, spot=True, state="active"))
+                bookings.append(AtomBooking(atom, holder, start, end, spot=True, state="active"))
             taken += size
     return node_list, bookings
 

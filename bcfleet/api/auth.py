@@ -12,8 +12,8 @@ from typing import Any
 from sqlalchemy import bindparam
 from sqlmodel import Session, select
 
-from bcfleet.domain.policy import AccessRequest, evaluate, role_statements
-from bcfleet.domain.policy_bounds import ROOT_TENANT, principal_statements
+from bcfleet.domain.policy import ROOT_TENANT, AccessRequest, evaluate, role_statements
+from bcfleet.domain.policy_bounds import principal_statements
 from bcfleet.errors import ForbiddenError, NotFoundError, UnauthenticatedError
 from bcfleet.store.models import (
     ApiToken,

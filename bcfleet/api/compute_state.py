@@ -6,6 +6,7 @@ Loading a tenant's settings and locking its compute changes live in
 
 from __future__ import annotations
 
+from collections import defaultdict
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
@@ -20,8 +21,9 @@ from bcfleet.domain.compute_settings import (
     ServiceUse,
     SizeUsers,
     can_use_size,
+    effective_service_size,
 )
-from bcfleet.domain.sizes import label, parse_size, size_of_legacy_service
+from bcfleet.domain.sizes import label, parse_size
 from bcfleet.errors import InvalidInputError, NotFoundError
 from bcfleet.ids import has_prefix
 from bcfleet.placement.tenant_compute import lock_compute
@@ -65,26 +67,39 @@ def write_settings(
 
 def load_size_users(session: Session, tenant_id: str) -> SizeUsers:
     """What can hold a size in one tenant, in the caller's transaction (three set-based queries)."""
-    services = session.exec(
-        select(Service).where(
-            Service.tenant_id == tenant_id,
-            Service.deployed == True,  # noqa: E712
-            Service.hosting == "serverless",
-        )
-    ).all()
-    indexes = session.exec(
-        select(PipelineIndex).where(
-            PipelineIndex.tenant_id == tenant_id, col(PipelineIndex.pod_size).is_not(None)
-        )
-    ).all()
-    environments = session.exec(
-        select(FleetEnvironment).where(FleetEnvironment.tenant_id == tenant_id)
-    ).all()
-    return SizeUsers(
-        services=tuple(service_use(s) for s in services),
-        indexes=tuple(IndexUse(i.id, i.workspace, i.name, i.pod_size, i.deployed) for i in indexes),
-        environments=tuple(EnvironmentUse(e.id, e.name, e.size) for e in environments),
+    return size_users_by_tenant(session, tenant_id).get(tenant_id, SizeUsers())
+
+
+def size_users_by_tenant(session: Session, tenant_id: str | None = None) -> dict[str, SizeUsers]:
+    """What can hold a size, per tenant (one tenant, or every tenant for None), in three queries:
+    deployed serverless services, indexes with a pod size, and environments."""
+    services = select(Service).where(
+        Service.deployed == True,  # noqa: E712
+        Service.hosting == "serverless",
     )
+    indexes = select(PipelineIndex).where(col(PipelineIndex.pod_size).is_not(None))
+    environments = select(FleetEnvironment)
+    if tenant_id is not None:
+        services = services.where(Service.tenant_id == tenant_id)
+        indexes = indexes.where(PipelineIndex.tenant_id == tenant_id)
+        environments = environments.where(FleetEnvironment.tenant_id == tenant_id)
+    found: dict[str, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
+    for service in session.exec(services).all():
+        found[service.tenant_id]["services"].append(service_use(service))
+    for i in session.exec(indexes).all():
+        found[i.tenant_id]["indexes"].append(
+            IndexUse(i.id, i.workspace, i.name, i.pod_size, i.deployed)
+        )
+    for e in session.exec(environments).all():
+        found[e.tenant_id]["environments"].append(EnvironmentUse(e.id, e.name, e.size))
+    return {
+        tenant: SizeUsers(
+            services=tuple(uses["services"]),
+            indexes=tuple(uses["indexes"]),
+            environments=tuple(uses["environments"]),
+        )
+        for tenant, uses in sorted(found.items())
+    }
 
 
 def service_use(service: Service) -> ServiceUse:
@@ -176,8 +191,9 @@ def find_environment(session: Session, tenant_id: str, ref: str) -> FleetEnviron
 
 def effective_size(session: Session, service: Service) -> str:
     """The size a service runs on: its environment's, else its own (Large for a legacy service)."""
+    environments: tuple[EnvironmentUse, ...] = ()
     if service.environment_id is not None:
         environment = session.get(FleetEnvironment, service.environment_id)
         if environment is not None:
-            return parse_size(environment.size)
-    return size_of_legacy_service(service.size)
+            environments = (EnvironmentUse(environment.id, environment.name, environment.size),)
+    return effective_service_size(service_use(service), environments)

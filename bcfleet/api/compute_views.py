@@ -15,6 +15,7 @@ from bcfleet.domain.compute_settings import (
     users_of_size,
 )
 from bcfleet.domain.sizes import SIZES, label, label_with_shape
+from bcfleet.domain.states import InstanceState
 from bcfleet.store.models import Instance, Pool
 from bcfleet.store.models.compute import (
     ComputeSettingsRow,
@@ -88,7 +89,7 @@ def settings_json(
 
 def instance_state(instance: Instance | None) -> str | None:
     """How a service's instance is doing: ready, starting (placed, booting), pending (no host yet)."""
-    if instance is None or instance.state == "deleted":
+    if instance is None or instance.state == InstanceState.DELETED:
         return None
     if instance.ready_at is not None:
         return "ready"

@@ -9,6 +9,7 @@ from sqlmodel import col, select
 from bcfleet.api.auth import Credential, tenant_resource
 from bcfleet.api.base import Area
 from bcfleet.api.fault_views import fault_warning
+from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.placement.invariants import check_all
 from bcfleet.store.job_faults import all_faults
 from bcfleet.store.models import Host, NodeResource, Pool
@@ -18,7 +19,7 @@ class DoctorAPI(Area):
     def check(self, credential: Credential | None, *, invariants: bool = False) -> dict[str, Any]:
         with self.fleet.read() as session:
             actor = self.actor(session, credential, None)
-            actor.require("compute:doctor:read", tenant_resource("root"))
+            actor.require("compute:doctor:read", tenant_resource(ROOT_TENANT))
             warnings: list[dict[str, Any]] = []
             with_rows = select(NodeResource.node_id).distinct()
             waiting = session.execute(

@@ -12,6 +12,7 @@ from sqlmodel import Session, select
 
 from bcfleet.clock import format_time
 from bcfleet.domain.guest_view import GUEST_PREFIX, find_guest, opaque_guest_id
+from bcfleet.domain.states import InstanceState
 from bcfleet.store.models import Host, Instance
 
 
@@ -24,13 +25,15 @@ def host_guest(session: Session, host: Host, guest_id: str, *, real_ids: bool) -
     instance_id: str | None = guest_id
     if not real_ids or guest_id.startswith(GUEST_PREFIX):
         ids = session.scalars(
-            select(Instance.id).where(Instance.node_id == host.id, Instance.state != "deleted")
+            select(Instance.id).where(
+                Instance.node_id == host.id, Instance.state != InstanceState.DELETED
+            )
         ).all()
         instance_id = find_guest(host.id, guest_id, ids)
     if instance_id is None:
         return None
     instance = session.get(Instance, instance_id, with_for_update=True)
-    if instance is None or instance.node_id != host.id or instance.state == "deleted":
+    if instance is None or instance.node_id != host.id or instance.state == InstanceState.DELETED:
         return None
     return instance
 

@@ -15,9 +15,10 @@ from typing import Any
 from sqlalchemy import Connection, Select, Table, func, or_, select
 from sqlmodel import Session
 
-from bcfleet.api.instance_list import has_condition, mentions
+from bcfleet.api.instance_list import condition_is_true, mentions
 from bcfleet.api.raw_rows import json_value, plain_rows, time_text
 from bcfleet.domain.bounds import finite_or_none
+from bcfleet.domain.states import InstanceState
 from bcfleet.store.models import Booking, GpuAtom, Host, Instance, NodeResource, Pool
 
 HOSTS: Table = Host.__table__  # type: ignore[attr-defined]
@@ -168,7 +169,9 @@ def _degraded(connection: Connection, scope: Scope) -> Counter[str]:
     c = INSTANCES.c
     query = _scoped(
         select(c.node_id, c.conditions).where(
-            c.node_id.is_not(None), c.state != "deleted", mentions(c.conditions, DEGRADED)
+            c.node_id.is_not(None),
+            c.state != InstanceState.DELETED,
+            mentions(c.conditions, DEGRADED),
         ),
         c.node_id,
         scope,
@@ -176,5 +179,5 @@ def _degraded(connection: Connection, scope: Scope) -> Counter[str]:
     return Counter(
         node
         for node, conditions in plain_rows(connection, query)
-        if has_condition(json_value(conditions), DEGRADED)
+        if condition_is_true(json_value(conditions), DEGRADED)
     )

@@ -17,6 +17,7 @@ from bcfleet.api.pools import validate_name
 from bcfleet.api.views import host_json
 from bcfleet.domain.bounds import printable, text_problem
 from bcfleet.domain.inventory import validate_inventory
+from bcfleet.domain.states import HostState
 from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError
 from bcfleet.schemas import load_schema
 from bcfleet.store.faults import flush_or_conflict
@@ -249,7 +250,7 @@ class HostsAPI(Area):
             actor = self.actor(session, credential, tenant_id)
             row, pool = find_host(session, actor, host)
             actor.require("compute:hosts:manage", pool_resource(pool))
-            row.state = "draining" if draining else "ready"
+            row.state = HostState.DRAINING if draining else HostState.READY
             session.add(row)
             emit(
                 session,

@@ -55,7 +55,7 @@ _NAMES = (*FIELDS, "flavor")
 COLUMNS = (*(_c[name] for name in FIELDS), FLAVORS.c.name)
 
 
-def has_condition(conditions: Iterable[Mapping[str, Any]] | None, kind: str) -> bool:
+def condition_is_true(conditions: Iterable[Mapping[str, Any]] | None, kind: str) -> bool:
     """Whether a condition of that type is set with status True (a missing status counts as True)."""
     return any(
         c.get("type") == kind and c.get("status", "True") == "True" for c in conditions or ()
@@ -91,7 +91,7 @@ def list_instances(
     for row in rows:
         values = dict(zip(_NAMES, row, strict=True))
         conditions = json_value(values["conditions"])
-        if condition is not None and not has_condition(conditions, condition):
+        if condition is not None and not condition_is_true(conditions, condition):
             continue
         values["conditions"] = conditions
         for name in _JSON_FIELDS:

@@ -26,6 +26,7 @@ from bcfleet.domain.guest_view import guest_spec
 from bcfleet.domain.instance_spec import instance_spec, render_libvirt_domain
 from bcfleet.domain.numa import HostPlacement
 from bcfleet.domain.shapes import Shape, shape_delta
+from bcfleet.domain.states import INSTANCE_ON_HOST, InstanceState
 from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError, UnsupportedError
 from bcfleet.placement.hosted import place_instance, release_instance
 from bcfleet.placement.resize import resize_hosted
@@ -147,7 +148,7 @@ class InstancesAPI(Area):
             if state is not None:
                 where.append(c.state == state)
             elif not include_deleted:
-                where.append(c.state != "deleted")
+                where.append(c.state != InstanceState.DELETED)
             return {"items": list_instances(session, actor, where, condition)}
 
     def show(
@@ -204,12 +205,26 @@ class InstancesAPI(Area):
         self, credential: Credential | None, instance_id: str, *, tenant_id: str | None = None
     ) -> dict[str, Any]:
         """Stop a running instance; it keeps its allocation (and so its claims) while stopped."""
-        return self._set_state(credential, instance_id, tenant_id, "stop", "stopped", ("running",))
+        return self._set_state(
+            credential,
+            instance_id,
+            tenant_id,
+            "stop",
+            InstanceState.STOPPED,
+            (InstanceState.RUNNING,),
+        )
 
     def start(
         self, credential: Credential | None, instance_id: str, *, tenant_id: str | None = None
     ) -> dict[str, Any]:
-        return self._set_state(credential, instance_id, tenant_id, "start", "running", ("stopped",))
+        return self._set_state(
+            credential,
+            instance_id,
+            tenant_id,
+            "start",
+            InstanceState.RUNNING,
+            (InstanceState.STOPPED,),
+        )
 
     def delete(
         self, credential: Credential | None, instance_id: str, *, tenant_id: str | None = None
@@ -222,7 +237,7 @@ class InstancesAPI(Area):
                 "compute:instances:delete",
                 owned_resource(instance.tenant_id, "instance", instance.id),
             )
-            if instance.state == "deleted":
+            if instance.state == InstanceState.DELETED:
                 raise NotFoundError(
                     f"instance {instance_id!r} not found", {"instance": instance_id}
                 )
@@ -261,10 +276,10 @@ class InstancesAPI(Area):
                     "resizing a provider instance is not supported; create a new instance",
                     {"instance": instance.id},
                 )
-            if instance.state != "stopped":
+            if instance.state != InstanceState.STOPPED:
                 raise ConflictError(
                     f"resize needs a stopped instance; this one is {instance.state}",
-                    {"state": instance.state, "required": "stopped"},
+                    {"state": instance.state, "required": InstanceState.STOPPED},
                 )
             target = find_flavor(session, pool, flavor)
             new_shape = flavor_shape(target)
@@ -351,7 +366,7 @@ class InstancesAPI(Area):
             actor.require("compute:hosts:report", pool_resource(pool))
             instances = session.scalars(
                 select(Instance).where(
-                    Instance.node_id == row.id, col(Instance.state).in_(("running", "stopped"))
+                    Instance.node_id == row.id, col(Instance.state).in_(INSTANCE_ON_HOST)
                 )
             ).all()
             floor = self.fleet.settings.balloon_floor_percent
@@ -366,7 +381,11 @@ AGENT_STATES = ("running", "ready", "stopped")
 
 def report_state_of(session: Session, fleet: Any, instance: Instance, state: str) -> bool:
     """Record what a host agent observed; True when it changed something (ready_at set once)."""
-    if state in ("running", "ready") and instance.ready_at is None and instance.state == "running":
+    if (
+        state in ("running", "ready")
+        and instance.ready_at is None
+        and instance.state == InstanceState.RUNNING
+    ):
         instance.ready_at = fleet.now()
         instance.updated_at = fleet.now()
         session.add(instance)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from bcfleet.api.auth import Credential, authenticate, tenant_resource
-from bcfleet.domain.policy_bounds import ROOT_TENANT
+from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.jobs import registry, runner, scheduler, stop
 
 if TYPE_CHECKING:

@@ -10,6 +10,7 @@ from sqlmodel import select
 from bcfleet.api.auth import Credential, tenant_resource
 from bcfleet.api.base import Area
 from bcfleet.clock import format_time
+from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.errors import ConflictError, InvalidInputError
 from bcfleet.store.models import BillingMeter
 
@@ -41,7 +42,7 @@ class MetersAPI(Area):
             )
         with self.fleet.write() as session:
             actor = self.actor(session, credential, None)
-            actor.require("billing:meters:manage", tenant_resource("root"))
+            actor.require("billing:meters:manage", tenant_resource(ROOT_TENANT))
             if session.get(BillingMeter, name) is not None:
                 raise ConflictError(f"meter {name!r} already exists", {"name": name})
             meter = BillingMeter(
@@ -54,7 +55,7 @@ class MetersAPI(Area):
         """Create whichever of the named meters are missing; report which were created."""
         with self.fleet.write() as session:
             actor = self.actor(session, credential, None)
-            actor.require("billing:meters:manage", tenant_resource("root"))
+            actor.require("billing:meters:manage", tenant_resource(ROOT_TENANT))
             created = []
             for name in sorted(set(names)):
                 if session.get(BillingMeter, name) is None:

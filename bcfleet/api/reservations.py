@@ -29,6 +29,7 @@ from bcfleet.domain.bounds import check_optional_text, check_whole
 from bcfleet.domain.durations import format_duration, parse_duration
 from bcfleet.domain.guest_view import guest_booking
 from bcfleet.domain.host_ids import HostView
+from bcfleet.domain.states import ReservationState
 from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError
 from bcfleet.placement.placer import place
 from bcfleet.placement.reservations import admit, during_json, record_event, release
@@ -254,7 +255,7 @@ class ReservationsAPI(Area):
         admit(session, rsv)
         if not place(session, self.fleet, rsv):
             record_event(session, self.fleet.ids, now, "reservation.pending", rsv,
-                         {"state": "pending", "conditions": list(rsv.conditions)})  # fmt: skip
+                         {"state": ReservationState.PENDING, "conditions": list(rsv.conditions)})  # fmt: skip
         return _render(session, actor, rsv)
 
     def _replay(
@@ -307,7 +308,7 @@ class ReservationsAPI(Area):
             if state is not None:
                 query = query.where(Reservation.state == state)
             elif not include_released:
-                query = query.where(Reservation.state != "released")
+                query = query.where(Reservation.state != ReservationState.RELEASED)
             rows = session.exec(query).all()
             view = host_view(session, actor, (n for r in rows for n in r.node_ids))
             return {"items": [reservation_json(r, view) for r in rows]}
@@ -321,7 +322,7 @@ class ReservationsAPI(Area):
             rsv = _find(session, actor, reservation_id, lock=True)
             actor.require("compute:reservations:cancel",
                           owned_resource(rsv.tenant_id, "reservation", rsv.id))  # fmt: skip
-            if rsv.state != "released":
+            if rsv.state != ReservationState.RELEASED:
                 release(session, self.fleet, rsv, "cancelled", self.fleet.now())
             return _render(session, actor, rsv)
 

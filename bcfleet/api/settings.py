@@ -33,6 +33,7 @@ from bcfleet.domain.compute_settings import (
     check_default,
     check_in_use,
     draft_change,
+    serverless_pool_problem,
 )
 from bcfleet.errors import InvalidInputError, SizeInUseError
 from bcfleet.placement.tenant_compute import load_settings, lock_compute
@@ -160,9 +161,7 @@ class SettingsAPI(Area):
         if change.serverless_pool is None:
             return change, None
         pool = find_pool(session, actor, change.serverless_pool)
-        if pool.kind != "vps-host":
-            raise InvalidInputError(
-                f"pool {pool.name!r} is a {pool.kind} pool; spare instances run on a vps-host pool",
-                {"field": "serverlessPool", "pool": pool.id},
-            )
+        problem = serverless_pool_problem(pool.name, pool.kind)
+        if problem is not None:
+            raise InvalidInputError(problem, {"field": "serverlessPool", "pool": pool.id})
         return replace(change, serverless_pool=pool.id), pool

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bcfleet.api.auth import Credential
 from bcfleet.api.base import Area
-from bcfleet.domain.policy_bounds import ROOT_TENANT
+from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.store.uow import current_revision
 
 

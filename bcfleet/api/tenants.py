@@ -12,7 +12,7 @@ from bcfleet.api.base import Area
 from bcfleet.api.lookup import get_tenant
 from bcfleet.api.views import tenant_json
 from bcfleet.domain.bounds import check_optional_text, check_text
-from bcfleet.domain.policy_bounds import ROOT_TENANT
+from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.errors import ConflictError, InvalidInputError
 from bcfleet.store.faults import flush_or_conflict
 from bcfleet.store.models import Pool, PoolOffer, Principal, ProviderAccount, Quota, Tenant

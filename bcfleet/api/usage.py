@@ -21,6 +21,7 @@ from bcfleet.api.base import Area
 from bcfleet.clock import format_time
 from bcfleet.domain.bounds import check_limit
 from bcfleet.domain.cursors import check_cursor
+from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.domain.usage import METER_CREDITS, METER_MEMORY, METER_VCPU, WINDOW, gpu_meter
 from bcfleet.errors import InvalidInputError
 from bcfleet.store.models import BillingMeter, Pool
@@ -208,7 +209,7 @@ class UsageAPI(Area):
         """Bill every dead letter whose meter exists now, once; the rest stay dead-lettered."""
         with self.fleet.write(bump_revision=False) as session:
             actor = self.actor(session, credential, None)
-            actor.require("billing:meters:manage", tenant_resource("root"))
+            actor.require("billing:meters:manage", tenant_resource(ROOT_TENANT))
             known = select(col(BillingMeter.name))
             pending = (
                 col(DeadLetter.replayed_at).is_(None),
@@ -239,7 +240,7 @@ class UsageAPI(Area):
         """
         with self.fleet.write() as session:
             actor = self.actor(session, credential, None)
-            actor.require("billing:meters:manage", tenant_resource("root"))
+            actor.require("billing:meters:manage", tenant_resource(ROOT_TENANT))
             wanted = dict(STANDARD_METERS)
             models = session.execute(
                 select(col(Pool.gpu_model)).where(col(Pool.gpu_model).is_not(None)).distinct()

@@ -23,6 +23,7 @@ from bcfleet.api.base import Area
 from bcfleet.clock import format_time
 from bcfleet.domain.bounds import check_limit, url_problem
 from bcfleet.domain.cursors import CURSOR_MAX, CURSOR_MIN
+from bcfleet.domain.states import DeliveryState
 from bcfleet.egress import EgressGuard, EgressRefused
 from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError
 from bcfleet.store.models import Event
@@ -33,7 +34,7 @@ MAX_TYPES = 50
 MIN_SECRET, MAX_SECRET = 16, 200
 EVENT_TYPE_MAX = 100
 MAX_WEBHOOKS_PER_TENANT = 20
-DELIVERY_STATES = ("pending", "delivered", "dead")
+DELIVERY_STATES = tuple(DeliveryState)
 
 
 def webhook_json(hook: Webhook, *, with_secret: bool = False) -> dict[str, Any]:
@@ -247,7 +248,7 @@ class WebhooksAPI(Area):
             if row is None or row.webhook_id != hook.id:
                 raise NotFoundError(f"delivery {delivery_id} not found", {"delivery": delivery_id})
             now = self.fleet.now()
-            row.state, row.attempts, row.next_attempt_at = "pending", 0, now
+            row.state, row.attempts, row.next_attempt_at = DeliveryState.PENDING, 0, now
             row.updated_at = now
             session.add(row)
             return delivery_json(row)

@@ -14,7 +14,7 @@ from bcfleet.cli.common import Seconds, fleet_command, output, print_json, state
 from bcfleet.domain.inventory import validate_inventory
 from bcfleet.errors import InvalidInputError, UnauthenticatedError
 from bcfleet.schemas import load_schema
-from bcfleet.settings import load_settings
+from bcfleet.settings import load_fleet_settings
 
 
 @click.group("agent")
@@ -72,7 +72,7 @@ def run(
     token = state().token
     if not token:
         raise UnauthenticatedError("fleet agent run needs --token (or BCFLEET_TOKEN)")
-    boot = load_settings().spare_boot_seconds if boot_seconds is None else boot_seconds
+    boot = load_fleet_settings().spare_boot_seconds if boot_seconds is None else boot_seconds
     options = AgentOptions(
         host=host,
         simulate=simulate,

@@ -6,7 +6,7 @@ import click
 
 from bcfleet.cli.common import fleet_command, output, state
 from bcfleet.fleet import Fleet
-from bcfleet.settings import load_settings
+from bcfleet.settings import load_fleet_settings
 
 
 @click.group("db")
@@ -17,7 +17,7 @@ def group() -> None:
 @fleet_command(group, "upgrade")
 def upgrade_() -> None:
     """Create or migrate the schema to the newest revision."""
-    url = state().db or load_settings().db_url
+    url = state().db or load_fleet_settings().db_url
     found, where = Fleet.probe(url)  # refuses what is not a fleet's database
     if found != "fleet":
         click.echo(f"Creating a new fleet in {where}.", err=True)

@@ -38,7 +38,7 @@ from bcfleet.reconcile.lock import held
 from bcfleet.reconcile.model import DesiredFleet
 from bcfleet.reconcile.render import NO_CHANGES, render_json_text, render_text
 from bcfleet.reconcile.saved import approved_from, read_plan, save_plan
-from bcfleet.settings import load_settings
+from bcfleet.settings import load_fleet_settings
 
 PROMPT = (
     "\nDo you want to perform these actions?\n"
@@ -52,7 +52,7 @@ PAUSE_ENV = "BCFLEET_APPLY_PAUSE"  # "N:SECONDS": pause after the Nth action (te
 def _load(file: str) -> DesiredFleet:
     """The document, or its diagnostics as `file:line:column: message` lines and exit 1."""
     try:
-        return load_fleetconfig(file, host_reserve=load_settings().host_reserve)
+        return load_fleetconfig(file, host_reserve=load_fleet_settings().host_reserve)
     except InvalidInputError as error:
         if state().json:
             raise
@@ -265,7 +265,7 @@ def _approved_saved(plan_file: str) -> Approved:
     saved = read_plan(plan_file)
     if not state().json:
         click.echo(f"Applying the saved plan {plan_file} (state revision {saved.state_revision}).")
-    return approved_from(saved, host_reserve=load_settings().host_reserve)
+    return approved_from(saved, host_reserve=load_fleet_settings().host_reserve)
 
 
 def _report(result: ApplyResult) -> None:

@@ -44,7 +44,8 @@ class SizeSetting:
     spares: int = 0
 
 
-def _default_sizes() -> tuple[SizeSetting, ...]:
+def default_sizes() -> tuple[SizeSetting, ...]:
+    """Every size of the catalogue, on, with no spares: a tenant that never saved."""
     return tuple(SizeSetting(name) for name in SIZE_NAMES)
 
 
@@ -52,7 +53,7 @@ def _default_sizes() -> tuple[SizeSetting, ...]:
 class ComputeSettings:
     """One tenant's settings: one SizeSetting per catalogue size, in catalogue order."""
 
-    sizes: tuple[SizeSetting, ...] = field(default_factory=_default_sizes)
+    sizes: tuple[SizeSetting, ...] = field(default_factory=default_sizes)
     default_size: str | None = None
     serverless_pool: str | None = None
 
@@ -98,6 +99,13 @@ class ComputeSettings:
             for s in self.sizes
         )
         return replace(self, sizes=updated)
+
+
+def serverless_pool_problem(pool_name: str, pool_kind: str) -> str | None:
+    """Why a pool cannot hold a tenant's spare instances, or None: they run on vps-host pools."""
+    if pool_kind == "vps-host":
+        return None
+    return f"pool {pool_name!r} is a {pool_kind} pool; spare instances run on a vps-host pool"
 
 
 def effective_default(settings: ComputeSettings) -> str:
@@ -284,7 +292,7 @@ class ComputeChange:
                 {"field": "sizes", "sizes": both},
             )
         counts = {parse_size(n): v for n, v in (spares or {}).items()}
-        sizes = {
+        sizes: dict[str, SizeChange] = {
             name: SizeChange(
                 enabled=True if name in on else False if name in off else None,
                 spares=counts.get(name),
@@ -338,15 +346,16 @@ class ChangeResult:
     message: str = SAVED_MESSAGE
 
 
-def _capped_notice(size: str, requested: int) -> Notice:
-    return Notice(
-        code="SPARES_CAPPED",
-        size=size,
-        message=(
-            f"Maximum is {SPARES_MAX} spare instances per size: you entered {requested} "
-            f"for {label(size)}, so we keep {SPARES_MAX} instances ready."
-        ),
+def capped_spares_message(size: str, requested: int) -> str:
+    """What a save says when it keeps fewer spares than asked for."""
+    return (
+        f"Maximum is {SPARES_MAX} spare instances per size: you entered {requested} "
+        f"for {label(size)}, so we keep {SPARES_MAX} instances ready."
     )
+
+
+def _capped_notice(size: str, requested: int) -> Notice:
+    return Notice(code="SPARES_CAPPED", size=size, message=capped_spares_message(size, requested))
 
 
 def draft_change(current: ComputeSettings, change: ComputeChange) -> ChangeResult:

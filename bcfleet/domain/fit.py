@@ -43,7 +43,11 @@ def clamp_ratio(ratio: object) -> float:
 def capacity(allocatable: int, ratio: float | None) -> int:
     """floor(allocatable × ratio) with the ratio clamped, computed on the ratio as written.
 
-    Decimal arithmetic keeps 100 × 0.29 at 29 where binary floating point gives 28.999….
+    The one capacity formula: the vps.hosts job stores it in node_resources.capacity, which the
+    SQL guard compares with, and FleetConfig plans call it for a policy change. Decimal arithmetic
+    on the ratio's shortest decimal form is exact at any allocatable: 100 × 0.29 is 29 where
+    binary floating point gives 28.999…, and 3 × 0.3333333333333333 (what 1/3 is written as) is
+    0.9999999999999999, so 0, where a float product rounds up to 1.
     """
     exact = Decimal(allocatable) * Decimal(repr(clamp_ratio(ratio)))
     return math.floor(exact)
@@ -85,18 +89,28 @@ class HostReserve:
 DEFAULT_RESERVE = HostReserve()
 
 
+def allocatable_of(total: int, reserved: int) -> int:
+    """What guests may take of a total once the host's reserve is set aside, never below 0."""
+    return max(0, total - reserved)
+
+
+def scalar_totals(inventory: Inventory) -> dict[str, int]:
+    """What an inventory reports per scalar, as rows count it: its CPUs, whole GiB."""
+    return {
+        "vcpu": inventory.vcpu,
+        "memoryGiB": math.floor(inventory.memory_gib),
+        "diskGiB": math.floor(inventory.disk_gib),
+    }
+
+
 def derive_allocatable(
     inventory: Inventory | None, reserve: HostReserve = DEFAULT_RESERVE
 ) -> dict[str, int] | None:
     """Inventory − reserve per scalar, never below 0; None for a host that has not reported."""
     if inventory is None:
         return None
-    total = {
-        "vcpu": inventory.vcpu,
-        "memoryGiB": math.floor(inventory.memory_gib),
-        "diskGiB": math.floor(inventory.disk_gib),
-    }
-    return {resource: max(0, total[resource] - reserve.of(resource)) for resource in SCALARS}
+    total = scalar_totals(inventory)
+    return {resource: allocatable_of(total[resource], reserve.of(resource)) for resource in SCALARS}
 
 
 @dataclass(frozen=True)

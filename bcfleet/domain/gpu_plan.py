@@ -37,9 +37,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from bcfleet.domain.states import RESERVATION_LIVE, ReservationState
 from bcfleet.errors import InvalidInputError
 
-LIVE_STATES = frozenset({"placed", "binding", "active"})
 BINDINGS = ("pool", "node")
 
 
@@ -69,7 +69,7 @@ class GpuNode:
 
 
 @dataclass(frozen=True, slots=True)
-class Booking:
+class AtomBooking:
     """One atom booked for [start, end) by a reservation or instance (end None: open-ended)."""
 
     atom_id: str
@@ -77,12 +77,12 @@ class Booking:
     start: datetime
     end: datetime | None
     spot: bool = False
-    state: str = "active"
+    state: str = ReservationState.ACTIVE
 
     @property
     def freeable(self) -> bool:
         """True for a booking of a live spot reservation: the only kind preemption may free."""
-        return self.spot and self.state in LIVE_STATES
+        return self.spot and self.state in RESERVATION_LIVE
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +123,7 @@ class NodePick:
 
 
 @dataclass(frozen=True, slots=True)
-class Plan:
+class PlacementOption:
     """One way to place a request: a pick per node (one for a single node, K for a gang)."""
 
     picks: tuple[NodePick, ...]
@@ -135,16 +135,16 @@ class PlanResult:
     """Plans best first (at most `limit`), and the counted reason when nothing fits."""
 
     fits: bool
-    plans: tuple[Plan, ...]
+    plans: tuple[PlacementOption, ...]
     reason: str | None
     nodes_fit: int = 0
 
     @property
-    def best(self) -> Plan | None:
+    def best(self) -> PlacementOption | None:
         return self.plans[0] if self.plans else None
 
 
-Span = tuple[float, float, int, bool, Booking]
+Span = tuple[float, float, int, bool, AtomBooking]
 
 
 @dataclass(slots=True)
@@ -192,7 +192,7 @@ def _index_node(node: GpuNode, position: int, spans: list[Span]) -> NodeIndex:
 
 
 def _group(
-    bookings: Iterable[Booking],
+    bookings: Iterable[AtomBooking],
     atom_at: dict[str, tuple[int, int]],
     grouped: list[list[Span]] | dict[int, list[Span]],
 ) -> int:
@@ -213,7 +213,7 @@ def _group(
         end = stamps.get(booking.end)
         if end is None:
             end = stamps[booking.end] = _ts_end(booking.end)
-        freeable = booking.spot and booking.state in LIVE_STATES
+        freeable = booking.spot and booking.state in RESERVATION_LIVE
         grouped[where[0]].append((start, end, where[1], freeable, booking))
     return ignored
 
@@ -223,7 +223,7 @@ class GpuSnapshot:
 
     __slots__ = ("_index", "_atom_at", "_positions", "bookings_ignored")
 
-    def __init__(self, nodes: Iterable[GpuNode], bookings: Iterable[Booking]) -> None:
+    def __init__(self, nodes: Iterable[GpuNode], bookings: Iterable[AtomBooking]) -> None:
         ordered = sorted(nodes, key=lambda node: node.id)
         atom_at: dict[str, tuple[int, int]] = {}
         for position, node in enumerate(ordered):
@@ -255,7 +255,9 @@ class GpuSnapshot:
         where = self._atom_at.get(atom_id)
         return None if where is None else self._index[where[0]].node
 
-    def with_bookings(self, node_ids: Iterable[str], bookings: Iterable[Booking]) -> GpuSnapshot:
+    def with_bookings(
+        self, node_ids: Iterable[str], bookings: Iterable[AtomBooking]
+    ) -> GpuSnapshot:
         """A new snapshot whose listed nodes carry exactly `bookings`; other nodes are shared.
 
         For a caller that keeps a pool's snapshot and reloads only the nodes a
@@ -450,5 +452,5 @@ def plan_placement(
     for first in range(0, len(ranked) - wanted + 1, wanted):
         gang = ranked[first : first + wanted]
         picks = tuple(pick(fit.index, fit.mask) for fit in gang)
-        plans.append(Plan(picks, sum(fit.leftover for fit in gang)))
+        plans.append(PlacementOption(picks, sum(fit.leftover for fit in gang)))
     return PlanResult(True, tuple(plans), None, len(fits))

@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
 
+ROOT_TENANT = "root"
+"""The tenant that runs the fleet; its admin is the operator (PRODUCT.md §5)."""
+
 Statement = Mapping[str, Any]
 
 EFFECTS = ("allow", "deny")
@@ -113,7 +116,7 @@ def role_statements(tenant_id: str, role: str) -> list[dict[str, Any]]:
     """
     own = [f"tenant:{tenant_id}", f"tenant:{tenant_id}/*"]
     shared_pools = ["tenant:*/pool:*"]
-    if role == "admin" and tenant_id == "root":
+    if role == "admin" and tenant_id == ROOT_TENANT:
         return [{"effect": "allow", "actions": ["*"], "resources": ["*"]}]
     if role == "admin":
         return [

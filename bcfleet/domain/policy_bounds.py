@@ -28,9 +28,8 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
-from bcfleet.domain.policy import SHARED_POOL_ACTIONS, Statement, role_statements
+from bcfleet.domain.policy import ROOT_TENANT, SHARED_POOL_ACTIONS, Statement, role_statements
 
-ROOT_TENANT = "root"
 POOLS = "tenant:*/pool:*"
 """Every pool, as a resource pattern: where SHARED_POOL_ACTIONS apply."""
 

@@ -24,10 +24,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from bcfleet.domain.states import INSTANCE_LIVE, InstanceState
+
 LABEL_INSTANCE = "bcfleet.instance"
 LABEL_POOL = "bcfleet.pool"
 LABEL_FLEET = "bcfleet.fleet"
-LIVE_STATES = ("provisioning", "running", "stopped")
 SERVER_GONE = "deleted"  # provider_status of a deleted instance whose server is gone
 
 
@@ -181,7 +182,7 @@ def plan_account(
     for instance in sorted(instances, key=lambda i: i.id):
         matched = _servers_of(instance, considered)
         claimed.update(s.id for s in matched)
-        if instance.state in LIVE_STATES:
+        if instance.state in INSTANCE_LIVE:
             _plan_live(plan, instance, matched, fleet_id, now, grace_seconds)
         else:
             _plan_deleted(plan, instance, matched)
@@ -245,7 +246,7 @@ def _keeper(instance: InstanceView, matched: list[ServerView]) -> ServerView:
 def _needs_record(instance: InstanceView, server: ServerView) -> bool:
     if instance.server_id != server.id or instance.server_status != server.status:
         return True
-    return instance.state == "provisioning" and server.status == "running"
+    return instance.state == InstanceState.PROVISIONING and server.status == "running"
 
 
 def _plan_deleted(plan: _Builder, instance: InstanceView, matched: list[ServerView]) -> None:
@@ -265,7 +266,7 @@ def _plan_unclaimed(
 ) -> None:
     instance_id = server.instance_id
     state = states.get(instance_id) if instance_id else None
-    if state == "deleted":
+    if state == InstanceState.DELETED:
         plan.deletes.append(Delete(server.id, server.name, instance_id, "instance-deleted"))
     elif state is None:
         _delete_after_grace(plan, server, "orphan", now, grace_seconds)

@@ -12,10 +12,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Literal
 
 from bcfleet.errors import InvalidInputError
 
-SIZE_NAMES: tuple[str, ...] = ("small", "medium", "large", "xlarge")
+SizeName = Literal["small", "medium", "large", "xlarge"]
+SIZE_NAMES: tuple[SizeName, ...] = ("small", "medium", "large", "xlarge")
 
 SPARES_MAX = 10
 """The most spare instances kept per size; a higher request is kept as this."""

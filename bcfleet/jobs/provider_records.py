@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 from sqlmodel import col, select
 
-from bcfleet.domain.provider_plan import LIVE_STATES, SERVER_GONE
+from bcfleet.domain.provider_plan import SERVER_GONE
+from bcfleet.domain.states import INSTANCE_LIVE, InstanceState
 from bcfleet.placement.conditions import clear_condition, set_condition
 from bcfleet.store.event_log import emit
 from bcfleet.store.models import Instance
@@ -38,11 +39,11 @@ def record_server(fleet: Fleet, instance_id: str, server_id: str, status: str) -
         instance.provider_status = status
         instance.updated_at = now
         session.add(instance)
-        if instance.state not in LIVE_STATES:
+        if instance.state not in INSTANCE_LIVE:
             return False
         instance.conditions = clear_condition(instance.conditions, PROBLEM)
-        if instance.state == "provisioning" and status == "running":
-            instance.state = "running"
+        if instance.state == InstanceState.PROVISIONING and status == "running":
+            instance.state = InstanceState.RUNNING
             instance.ready_at = now
             emit(session, fleet.ids, now, "instance.running", tenant_id=instance.tenant_id,
                  subject_id=instance.id, data={"providerServerId": server_id})  # fmt: skip
@@ -54,7 +55,7 @@ def mark_problem(fleet: Fleet, instance_id: str, reason: str, message: str) -> N
     now = fleet.now()
     with fleet.write() as session:
         instance = session.get(Instance, instance_id, with_for_update=True)
-        if instance is None or instance.state not in LIVE_STATES:
+        if instance is None or instance.state not in INSTANCE_LIVE:
             return
         before = next((c for c in instance.conditions if c.get("type") == PROBLEM), None)
         instance.conditions = set_condition(
@@ -75,7 +76,9 @@ def forget_servers(fleet: Fleet, instance_ids: Sequence[str]) -> int:
     with fleet.write() as session:
         rows = session.exec(
             select(Instance)
-            .where(col(Instance.id).in_(sorted(instance_ids)), Instance.state == "deleted")
+            .where(
+                col(Instance.id).in_(sorted(instance_ids)), Instance.state == InstanceState.DELETED
+            )
             .with_for_update()
         ).all()
         changed = 0

@@ -44,7 +44,6 @@ from sqlmodel import col, select
 
 from bcfleet.domain.provider_plan import (
     LABEL_FLEET,
-    LIVE_STATES,
     SERVER_GONE,
     Create,
     Delete,
@@ -53,6 +52,7 @@ from bcfleet.domain.provider_plan import (
     ServerView,
     plan_account,
 )
+from bcfleet.domain.states import INSTANCE_LIVE, InstanceState
 from bcfleet.errors import ConflictError, FleetError, NotFoundError, ProviderRateLimitedError
 from bcfleet.jobs.faults import FaultLog, Item, ends_the_run
 from bcfleet.jobs.provider_records import forget_servers, mark_problem, record_server
@@ -79,7 +79,9 @@ def run_reconcile(fleet: Fleet, now: datetime) -> dict[str, int]:
     accounts, known_pools = _accounts(fleet)
     catalog = fleet.api.offer_catalog
     faults = FaultLog(fleet, JOB, ("instance", "server", "providerAccount"))
-    gone = and_(col(Instance.state) == "deleted", col(Instance.provider_status) == SERVER_GONE)
+    gone = and_(
+        col(Instance.state) == InstanceState.DELETED, col(Instance.provider_status) == SERVER_GONE
+    )
     faults.prune("instance", Instance.id, ~gone)
     for account, pool_ids in accounts:
         counts["accounts"] += 1
@@ -178,7 +180,7 @@ class _Pass:
     def _instances(self, pool_ids: Sequence[str]) -> list[InstanceView]:
         """Live instances, and deleted ones whose server is not yet known to be gone."""
         cleanup = and_(
-            col(Instance.state) == "deleted",
+            col(Instance.state) == InstanceState.DELETED,
             col(Instance.provider_server_id).is_not(None),
             or_(col(Instance.provider_status).is_(None), col(Instance.provider_status) != SERVER_GONE),
         )  # fmt: skip
@@ -186,7 +188,7 @@ class _Pass:
             rows = session.exec(
                 select(Instance).where(
                     col(Instance.pool_id).in_(list(pool_ids)),
-                    or_(col(Instance.state).in_(LIVE_STATES), cleanup),
+                    or_(col(Instance.state).in_(INSTANCE_LIVE), cleanup),
                 )
             ).all()
         return [

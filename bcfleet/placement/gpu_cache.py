@@ -31,7 +31,7 @@ from sqlalchemy import select as sql_select
 from sqlalchemy.types import NullType
 from sqlmodel import Session, col, select
 
-from bcfleet.domain.gpu_plan import Booking as PlanBooking
+from bcfleet.domain.gpu_plan import AtomBooking as PlanBooking
 from bcfleet.domain.gpu_plan import GpuNode, GpuSnapshot
 from bcfleet.placement.gpu_versions import changed_since, pool_version, wrote_bookings
 from bcfleet.store.models import Booking, GpuAtom, Host, Reservation

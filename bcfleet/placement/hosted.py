@@ -30,6 +30,7 @@ from bcfleet.domain.shapes import (
     Shape,
     placement_from_json,
 )
+from bcfleet.domain.states import INSTANCE_LIVE
 from bcfleet.placement import gpus as gpu_atoms
 from bcfleet.placement.candidates import advance_cursor, feasible_hosts, pool_snapshots
 from bcfleet.placement.conditions import clear_condition, set_condition
@@ -45,7 +46,7 @@ CANDIDATES_TO_SCORE = 16
 _INSERT_ALLOCATION = Allocation.__table__.insert()  # type: ignore[attr-defined]
 _INSERT_INSTANCE = Instance.__table__.insert()  # type: ignore[attr-defined]
 _COLUMNS = tuple(c.key for c in Instance.__table__.columns)  # type: ignore[attr-defined]
-LIVE_STATES = ("running", "stopped", "provisioning")
+LIVE_STATES = INSTANCE_LIVE
 
 
 def place_instance(

@@ -23,6 +23,7 @@ from sqlmodel import Session, col, select
 from bcfleet.clock import format_time
 from bcfleet.domain.gpu_plan import GpuRequest, NodePick
 from bcfleet.domain.notices import RELEASED, Preemptor, released_payload
+from bcfleet.domain.states import RESERVATION_LIVE
 from bcfleet.ids import IdFactory
 from bcfleet.placement import gpus
 from bcfleet.placement.conditions import clear_condition, set_condition
@@ -34,7 +35,7 @@ from bcfleet.store.models import GpuAtom, Host, Reservation
 if TYPE_CHECKING:
     from bcfleet.fleet import Fleet
 
-LIVE_STATES = ("placed", "binding", "active")
+LIVE_STATES = RESERVATION_LIVE
 NO_FIT_REASON = "NoNodeFits"
 
 
@@ -69,7 +70,7 @@ def request_of(rsv: Reservation, now: datetime) -> GpuRequest:
     return GpuRequest(rsv.gpus, start, end, nodes=rsv.nodes, binding=rsv.binding, spot=rsv.spot)
 
 
-def lock_atoms(session: Session, atom_ids: Sequence[int]) -> list[gpus.AtomRef]:
+def lock_present_atoms(session: Session, atom_ids: Sequence[int]) -> list[gpus.AtomRef]:
     """Lock the atoms in id order (PostgreSQL) and return those still present on ready nodes."""
     query = (
         select(GpuAtom)
@@ -101,7 +102,7 @@ def guarded_book(
 ) -> bool:
     """Lock the picked atoms, re-check them, book [start, end) and mark the reservation placed."""
     atom_ids = sorted(int(atom) for node in picks for atom in node.atom_ids)
-    atoms = lock_atoms(session, atom_ids)
+    atoms = lock_present_atoms(session, atom_ids)
     if len(atoms) != len(atom_ids) or not gpus.still_free(session, atom_ids, start, end):
         return False
     gpus.book(session, fleet.ids, atoms, consumer_kind="reservation", consumer_id=rsv.id,

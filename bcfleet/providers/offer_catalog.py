@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlmodel import col, select
 
-from bcfleet.domain.policy_bounds import ROOT_TENANT
+from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.egress import EgressGuard
 from bcfleet.errors import FleetError, InvalidInputError
 from bcfleet.providers.base import Offer, ProviderImpl

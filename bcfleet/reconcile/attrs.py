@@ -104,8 +104,8 @@ def _compute_attrs(compute: ComputeSpec) -> dict[str, Any]:
         "serverlessPool": compute.serverless_pool,
         "defaultSize": compute.default_size,
         "sizes": {
-            size: {"enabled": setting.enabled, "spares": setting.spares}
-            for size, setting in compute.sizes.items()
+            setting.size: {"enabled": setting.enabled, "spares": setting.spares}
+            for setting in compute.sizes
         },
     }
 

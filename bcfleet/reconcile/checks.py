@@ -10,7 +10,17 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bcfleet.reconcile.model import MAX_SPARES, ROOT_TENANT, SIZES
+from bcfleet.domain.compute_settings import (
+    ComputeSettings,
+    capped_spares_message,
+    check_default,
+    serverless_pool_problem,
+)
+from bcfleet.domain.flavor_rules import placement_problems
+from bcfleet.domain.policy import ROOT_TENANT
+from bcfleet.domain.sizes import DEFAULT_SIZE, SIZE_NAMES, SPARES_MAX
+from bcfleet.errors import InvalidInputError
+from bcfleet.reconcile.model import normalize_sizes
 from bcfleet.reconcile.schema import suggest
 from bcfleet.reconcile.yamldoc import PathKey, Problem, json_path
 
@@ -157,11 +167,10 @@ def _check_flavors(data: Mapping[str, Any], names: _Names, found: Findings) -> N
     for index, flavor in enumerate(_section(data, "flavors")):
         at: PathKey = ("flavors", index)
         hugepages = (flavor.get("placement") or {}).get("hugepageSizeBytes")
-        if hugepages is not None and int(hugepages) & (int(hugepages) - 1):
-            found.error(
-                (*at, "placement", "hugepageSizeBytes"),
-                f"{hugepages} is not a power of two (2 MiB is 2097152, 1 GiB is 1073741824)",
-            )
+        if hugepages is not None:
+            problems = placement_problems({"hugepageSizeBytes": int(hugepages)})
+            for problem in problems.values():
+                found.error((*at, "placement", "hugepageSizeBytes"), problem)
         if not _reference(found, (*at, "pool"), "pool", flavor["pool"], names.pools):
             continue
         pool = names.pools[flavor["pool"]]
@@ -222,34 +231,27 @@ def _check_compute(data: Mapping[str, Any], names: _Names, found: Findings) -> N
                 f"pool {pool_name!r} is neither owned by nor offered to tenant {tenant!r}: "
                 "offer it to the tenant (offeredTo) to run its spare instances there",
             )
-        elif known and names.pools[pool_name]["kind"] != "vps-host":
-            found.error(
-                (*at, "serverlessPool"),
-                f"pool {pool_name!r} is a provider pool; spare instances run on a vps-host pool",
-            )
+        elif known:
+            problem = serverless_pool_problem(pool_name, str(names.pools[pool_name]["kind"]))
+            if problem is not None:
+                found.error((*at, "serverlessPool"), problem)
         _check_sizes(at, settings, found)
 
 
 def _check_sizes(at: PathKey, settings: Item, found: Findings) -> None:
     sizes: Mapping[str, Item] = settings.get("sizes") or {}
-    enabled = {size for size in SIZES if (sizes.get(size) or {}).get("enabled", True)}
+    enabled = {size for size in SIZE_NAMES if (sizes.get(size) or {}).get("enabled", True)}
     for size, setting in sizes.items():
         spares = setting.get("spares", 0)
         path: PathKey = (*at, "sizes", size, "spares")
         if size not in enabled and spares > 0:
             found.warn(path, f"{size} is off, so its {spares} spare instances are not kept ready")
-        elif spares > MAX_SPARES:
-            found.warn(path, f"{spares} spares of {size} keeps {MAX_SPARES}, the maximum per size")
+        elif spares > SPARES_MAX:
+            found.warn(path, capped_spares_message(size, spares))
     default = settings.get("defaultSize")
-    if default is not None and default not in enabled:
-        found.error(
-            (*at, "defaultSize"),
-            f"defaultSize {default!r} is not an enabled size: turn it on under sizes "
-            "or choose another default",
-        )
-    elif default is None and "medium" not in enabled:
-        found.error(
-            (*at, "sizes", "medium", "enabled"),
-            "medium is off and no defaultSize is set: without a default everything runs on "
-            "medium, so choose an enabled size as defaultSize",
-        )
+    proposed = ComputeSettings(sizes=normalize_sizes(sizes), default_size=default)
+    try:
+        check_default(ComputeSettings(), proposed)  # the settings API's default-size rules
+    except InvalidInputError as error:
+        where = ("defaultSize",) if default is not None else ("sizes", DEFAULT_SIZE, "enabled")
+        found.error((*at, *where), error.message)

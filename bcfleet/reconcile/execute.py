@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from bcfleet.api.auth import Credential
+from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.reconcile.actions import Action, thaw
-from bcfleet.reconcile.compute_state import compute_change
-from bcfleet.reconcile.model import ROOT_TENANT
+from bcfleet.reconcile.observed_compute import compute_change
 
 if TYPE_CHECKING:
     from bcfleet.fleet import Fleet

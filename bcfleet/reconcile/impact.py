@@ -4,7 +4,8 @@
   and the hosts whose allocations would exceed it (document 000);
 - credits: spare instances × 720 hours × 1 credit, per size and in total (document 004);
 - sizes in use: turning off a size that a deployed serverless service, an index
-  with that pod size or an environment uses is SIZE_IN_USE (document 004);
+  with that pod size or an environment uses is SIZE_IN_USE (document 004), as the
+  settings API decides it;
 - dependents: an object cannot be deleted while a surviving object refers to it.
 """
 
@@ -12,8 +13,19 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
+from bcfleet.domain.compute_settings import (
+    ComputeSettings,
+    CreditsRow,
+    SizeSetting,
+    SizeUsers,
+    check_in_use,
+    credits_table,
+    default_sizes,
+)
+from bcfleet.domain.fit import allocatable_of, capacity
+from bcfleet.domain.shapes import SCALARS
+from bcfleet.errors import SizeInUseError
 from bcfleet.reconcile.actions import (
     CapacityChange,
     Credits,
@@ -22,43 +34,35 @@ from bcfleet.reconcile.actions import (
     freeze,
 )
 from bcfleet.reconcile.attrs import Entry
-from bcfleet.reconcile.model import (
-    LEGACY_SERVICE_SIZE,
-    RESOURCES,
-    SIZES,
-    HostCapacity,
-    PoolSpec,
-    SizeSettings,
-    SizeUsers,
-    capacity_of,
-    reserve_of,
-)
+from bcfleet.reconcile.model import HostCapacity, PoolSpec
 
 
-def _new_capacity(total: int, resource: str, pool: PoolSpec) -> int:
-    allocatable = max(total - reserve_of(pool.host_reserve, resource), 0)
-    return capacity_of(allocatable, pool.overcommit.ratio(resource))
+def capacity_under(pool: PoolSpec, resource: str, total: int) -> int:
+    """A host's capacity of one resource under a pool's policy: the formula vps.hosts stores."""
+    allocatable = allocatable_of(total, pool.host_reserve.of(resource))
+    return capacity(allocatable, pool.overcommit.ratio(resource))
 
 
 def pool_capacity(
     after: PoolSpec, hosts: Sequence[HostCapacity]
 ) -> tuple[tuple[CapacityChange, ...], list[PlanMessage]]:
-    """The pool's capacity per resource before and after ``after``'s policy, and host warnings."""
+    """The pool's capacity per resource before (as stored) and after ``after``'s policy, and
+    the hosts whose allocations the new capacity would not hold."""
     before_sum: dict[str, int] = {}
     after_sum: dict[str, int] = {}
     warnings: list[PlanMessage] = []
     for host in sorted(hosts, key=lambda h: h.host):
         over: dict[str, dict[str, int]] = {}
         for row in host.rows:
-            capacity = _new_capacity(row.total, row.resource, after)
+            new = capacity_under(after, row.resource, host.total(row))
             before_sum[row.resource] = before_sum.get(row.resource, 0) + row.capacity
-            after_sum[row.resource] = after_sum.get(row.resource, 0) + capacity
-            if row.allocated > capacity:
-                over[row.resource] = {"allocated": row.allocated, "capacity": capacity}
+            after_sum[row.resource] = after_sum.get(row.resource, 0) + new
+            if row.allocated > new:
+                over[row.resource] = {"allocated": row.allocated, "capacity": new}
         if over:
             warnings.append(_over_capacity(host, after.name, over))
     changes = tuple(
-        CapacityChange(r, before_sum[r], after_sum[r]) for r in RESOURCES if r in before_sum
+        CapacityChange(r, before_sum[r], after_sum[r]) for r in SCALARS if r in before_sum
     )
     return changes, warnings
 
@@ -79,98 +83,48 @@ def _over_capacity(host: HostCapacity, pool: str, over: dict[str, dict[str, int]
     )
 
 
-def credits_change(before: SizeSettings | None, after: SizeSettings) -> Credits | None:
+def credits_change(
+    before: tuple[SizeSetting, ...] | None, after: tuple[SizeSetting, ...]
+) -> Credits | None:
     """Credits per month before and after, or None when they do not change."""
-    old = before or SizeSettings()
+    old = credits_table(ComputeSettings(sizes=before or default_sizes()))
+    new = credits_table(ComputeSettings(sizes=after))
     lines = tuple(
-        CreditsLine(size, old.get(size).credits_per_month, after.get(size).credits_per_month)
-        for size in SIZES
+        CreditsLine(b.size, _spent(b), _spent(a)) for b, a in zip(old.rows, new.rows, strict=True)
     )
     if all(line.before == line.after for line in lines):
         return None
-    return Credits(lines, old.credits_per_month, after.credits_per_month)
+    return Credits(lines, old.total, new.total)
 
 
-@dataclass(frozen=True)
-class SizeHolders:
-    """What keeps one size from being turned off, as JSON-ready names."""
-
-    services: list[dict[str, str]]
-    environments: list[dict[str, str]]
-    indexes: list[dict[str, str]]
-
-    def __bool__(self) -> bool:
-        return bool(self.services or self.environments or self.indexes)
-
-
-def users_of(size: str, users: SizeUsers) -> SizeHolders:
-    """What holds ``size``: deployed serverless services (on their environment's size when in one),
-    indexes with that pod size, deployed or not, and environments of that size, empty or not."""
-    environment_sizes = {env.name: env.size for env in users.environments}
-    services = []
-    for service in users.services:
-        runs_on = service.size or LEGACY_SERVICE_SIZE
-        if service.environment is not None:
-            runs_on = environment_sizes.get(service.environment, runs_on)
-        if service.deployed and service.hosting == "serverless" and runs_on == size:
-            services.append({"workspace": service.workspace, "name": service.name})
-    return SizeHolders(
-        services=sorted(services, key=lambda s: (s["workspace"], s["name"])),
-        environments=[
-            {"name": e.name}
-            for e in sorted(users.environments, key=lambda e: e.name)
-            if e.size == size
-        ],
-        indexes=sorted(
-            (
-                {"workspace": i.workspace, "name": i.name}
-                for i in users.indexes
-                if i.pod_size == size
-            ),
-            key=lambda i: (i["workspace"], i["name"]),
-        ),
-    )
+def _spent(row: CreditsRow) -> int:
+    """What a size's spares cost in the Total: nothing while the size is off."""
+    return row.credits_per_month if row.enabled else 0
 
 
 def sizes_in_use(
-    tenant: str, before: SizeSettings | None, after: SizeSettings, users: SizeUsers | None
+    tenant: str,
+    before: tuple[SizeSetting, ...] | None,
+    after: tuple[SizeSetting, ...],
+    users: SizeUsers | None,
 ) -> list[PlanMessage]:
-    """SIZE_IN_USE for each size turned off while something uses it.
-
-    A size already off never blocks; without saved settings every size is on, the default."""
-    errors = []
-    for size in SIZES:
-        was_on = before is None or before.get(size).enabled
-        if not was_on or after.get(size).enabled or users is None:
-            continue
-        found = users_of(size, users)
-        if found:
-            errors.append(_size_in_use(tenant, size, found))
-    return errors
-
-
-def _size_in_use(tenant: str, size: str, found: SizeHolders) -> PlanMessage:
-    named = [f"service {s['name']} (workspace {s['workspace']})" for s in found.services]
-    named += [f"environment {e['name']}" for e in found.environments]
-    named += [f"index {i['name']} (workspace {i['workspace']})" for i in found.indexes]
-    return PlanMessage(
-        code="SIZE_IN_USE",
-        message=(
-            f"cannot turn off {size} for tenant {tenant}: still used by {', '.join(named)}; "
-            "move them to another size, undeploy those services or reset those indexes "
-            "to the default pod size first"
-        ),
-        address=f"compute.{tenant}",
-        details=freeze(
-            {
-                "tenant": tenant,
-                "size": size,
-                "services": found.services,
-                "environments": found.environments,
-                "indexes": found.indexes,
-            }
-        ),
-    )
+    """SIZE_IN_USE when the change turns off a size something uses: the settings API's own rule
+    and message (domain.compute_settings.check_in_use). Without saved settings every size is on."""
+    if users is None:
+        return []
+    try:
+        current = ComputeSettings(sizes=before or default_sizes())
+        check_in_use(current, ComputeSettings(sizes=after), users)
+    except SizeInUseError as error:
+        return [
+            PlanMessage(
+                code=error.code,
+                message=f"tenant {tenant}: {error.message}",
+                address=f"compute.{tenant}",
+                details=freeze({"tenant": tenant, **error.details}),
+            )
+        ]
+    return []
 
 
 def blocked_removals(removed: set[str], survivors: Iterable[Entry]) -> list[PlanMessage]:

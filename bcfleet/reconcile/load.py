@@ -20,11 +20,12 @@ from bcfleet.domain.document_limits import (
     problems_cut,
     too_large,
 )
+from bcfleet.domain.fit import HostReserve
+from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.errors import InvalidInputError
 from bcfleet.input_files import DocumentRefused, read_text
 from bcfleet.reconcile.checks import meaning_findings
 from bcfleet.reconcile.model import (
-    ROOT_TENANT,
     ComputeSpec,
     DesiredFleet,
     Diagnostic,
@@ -51,7 +52,6 @@ from bcfleet.reconcile.yamldoc import (
     json_path,
     parse_yaml,
 )
-from bcfleet.settings import HostReserve
 
 _MESSAGE_LINES = 50
 

@@ -9,24 +9,15 @@ FleetConfig manages the object, ids, versions, archiving and references.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
 
-from bcfleet.domain.fit import clamp_ratio
-from bcfleet.settings import HostReserve
-
-SizeName = Literal["small", "medium", "large", "xlarge"]
-SIZES: tuple[SizeName, ...] = ("small", "medium", "large", "xlarge")
-RESOURCES: tuple[str, ...] = ("vcpu", "memoryGiB", "diskGiB")
-ROOT_TENANT = "root"
-
-MAX_SPARES = 10  # document 004: "Maximum is 10 spare instances per size"
-LEGACY_SERVICE_SIZE = "large"  # document 004: services from before sizes ran with 8 GiB, Large
-HOURS_PER_MONTH = 720  # document 004: a month counts as 30 days of always-on spares
-CREDITS_PER_SPARE_HOUR = 1  # document 004: every size uses 1 credit per instance per hour
-
+from bcfleet.domain.compute_settings import SizeSetting, SizeUsers, default_sizes
+from bcfleet.domain.fit import HostReserve, ResourceRow, clamp_ratio
+from bcfleet.domain.policy import ROOT_TENANT
+from bcfleet.domain.shapes import PlacementPolicy, placement_from_json
+from bcfleet.domain.sizes import SIZE_NAMES, SizeName, kept_spares
+from bcfleet.domain.states import HostState
 
 # ---------------------------------------------------------------------------
 # Specs: what a FleetConfig declares, normalized.
@@ -42,13 +33,6 @@ class Overcommit:
 
     def ratio(self, resource: str) -> float:
         return {"vcpu": self.vcpu, "memoryGiB": self.memory_gib, "diskGiB": self.disk_gib}[resource]
-
-
-def reserve_of(reserve: HostReserve, resource: str) -> int:
-    """One resource of a host reserve, by its camelCase name."""
-    return {"vcpu": reserve.vcpu, "memoryGiB": reserve.memory_gib, "diskGiB": reserve.disk_gib}[
-        resource
-    ]
 
 
 @dataclass(frozen=True)
@@ -113,13 +97,6 @@ class HostSpec:
 
 
 @dataclass(frozen=True)
-class Placement:
-    numa_affine: bool = False
-    pinned: bool = False
-    hugepage_size_bytes: int | None = None
-
-
-@dataclass(frozen=True)
 class FlavorSpec:
     pool: str
     name: str
@@ -128,7 +105,7 @@ class FlavorSpec:
     disk_gib: int
     gpus: int = 0
     offer_id: str | None = None
-    placement: Placement | None = None  # None when nothing is asked for
+    placement: PlacementPolicy | None = None  # None when nothing is asked for
 
     @property
     def address(self) -> str:
@@ -152,46 +129,11 @@ class QuotaSpec:
 
 
 @dataclass(frozen=True)
-class SizeSetting:
-    """One size of a tenant's compute settings; the default is that of a tenant that never saved."""
-
-    enabled: bool = True
-    spares: int = 0  # 0..10; a size that is off keeps none running, whatever is stored
-
-    @property
-    def credits_per_month(self) -> int:
-        """Document 004: spares × 720 hours × 1 credit, for enabled sizes only."""
-        if not self.enabled:
-            return 0
-        return self.spares * HOURS_PER_MONTH * CREDITS_PER_SPARE_HOUR
-
-
-@dataclass(frozen=True)
-class SizeSettings:
-    small: SizeSetting = field(default_factory=SizeSetting)
-    medium: SizeSetting = field(default_factory=SizeSetting)
-    large: SizeSetting = field(default_factory=SizeSetting)
-    xlarge: SizeSetting = field(default_factory=SizeSetting)
-
-    def get(self, size: str) -> SizeSetting:
-        value: SizeSetting = getattr(self, size)
-        return value
-
-    def items(self) -> Iterator[tuple[SizeName, SizeSetting]]:
-        for size in SIZES:
-            yield size, self.get(size)
-
-    @property
-    def credits_per_month(self) -> int:
-        return sum(setting.credits_per_month for _, setting in self.items())
-
-
-@dataclass(frozen=True)
 class ComputeSpec:
     tenant: str
     serverless_pool: str | None = None
     default_size: SizeName | None = None  # None: Medium, as document 004 says
-    sizes: SizeSettings = field(default_factory=SizeSettings)
+    sizes: tuple[SizeSetting, ...] = field(default_factory=default_sizes)  # in SIZE_NAMES order
 
     @property
     def address(self) -> str:
@@ -291,7 +233,7 @@ class ObservedHost:
     spec: HostSpec
     id: str = ""
     managed: bool = False
-    state: str = "ready"
+    state: str = HostState.READY
 
 
 @dataclass(frozen=True)
@@ -317,61 +259,17 @@ class ObservedCompute:
 
 
 @dataclass(frozen=True)
-class ServiceUse:
-    """A service of a tenant: ``size`` is its own size (None: deployed before sizes existed,
-    so Large), ``environment`` the environment it runs in, whose size it then runs on."""
-
-    workspace: str
-    name: str
-    hosting: str  # serverless | managed
-    deployed: bool
-    size: str | None
-    environment: str | None = None
-
-
-@dataclass(frozen=True)
-class IndexUse:
-    workspace: str
-    name: str
-    pod_size: str | None  # None: the default pod size, which never blocks a size
-
-
-@dataclass(frozen=True)
-class EnvironmentUse:
-    name: str
-    size: str
-
-
-@dataclass(frozen=True)
-class SizeUsers:
-    """Everything of one tenant that may hold an instance size (document 004)."""
-
-    tenant: str
-    services: tuple[ServiceUse, ...] = ()
-    indexes: tuple[IndexUse, ...] = ()
-    environments: tuple[EnvironmentUse, ...] = ()
-
-
-@dataclass(frozen=True)
-class ResourceRow:
-    """One node_resources row, with the inventory total it was derived from."""
-
-    resource: str  # vcpu | memoryGiB | diskGiB
-    total: int
-    allocatable: int
-    ratio: float
-    allocated: int
-
-    @property
-    def capacity(self) -> int:
-        return capacity_of(self.allocatable, self.ratio)
-
-
-@dataclass(frozen=True)
 class HostCapacity:
+    """A host's node_resources rows, and the inventory totals (by resource) they derive from."""
+
     host: str
     pool: str
     rows: tuple[ResourceRow, ...] = ()
+    totals: Mapping[str, int] = field(default_factory=dict)
+
+    def total(self, row: ResourceRow) -> int:
+        """The inventory total of a row's resource; its allocatable when the host reports none."""
+        return self.totals.get(row.resource, row.allocatable)
 
 
 @dataclass(frozen=True)
@@ -385,17 +283,12 @@ class ObservedFleet:
     flavors: tuple[ObservedFlavor, ...] = ()
     quotas: tuple[ObservedQuota, ...] = ()
     compute: tuple[ObservedCompute, ...] = ()
-    size_users: tuple[SizeUsers, ...] = ()
+    size_users: Mapping[str, SizeUsers] = field(default_factory=dict)  # by tenant
     capacity: tuple[HostCapacity, ...] = ()
 
 
 # ---------------------------------------------------------------------------
 # Normalization shared by the document loader and the state loader.
-
-
-def capacity_of(allocatable: int, ratio: float) -> int:
-    """floor(allocatable × ratio), robust to binary fractions such as 0.29 × 100."""
-    return max(0, math.floor(allocatable * ratio + 1e-9))
 
 
 def _whole(value: object) -> int:
@@ -421,41 +314,35 @@ def normalize_overcommit(raw: Mapping[str, float] | None) -> Overcommit:
 def normalize_host_reserve(
     raw: Mapping[str, int] | None, default: HostReserve | None = None
 ) -> HostReserve:
-    raw = raw or {}
-    base = default or HostReserve()
-    return HostReserve(
-        vcpu=int(raw.get("vcpu", base.vcpu)),
-        memory_gib=int(raw.get("memoryGiB", base.memory_gib)),
-        disk_gib=int(raw.get("diskGiB", base.disk_gib)),
-    )
+    """A pool's policy.hostReserve over the fleet's default reserve."""
+    return (default or HostReserve()).with_overrides(raw)
 
 
 def normalize_labels(raw: Mapping[str, str] | None) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((str(key), str(value)) for key, value in (raw or {}).items()))
 
 
-def normalize_placement(raw: Mapping[str, object] | None) -> Placement | None:
+def normalize_placement(raw: Mapping[str, object] | None) -> PlacementPolicy | None:
     """A placement, or None when it asks for nothing (so `{}` and no placement agree)."""
     if not raw:
         return None
-    hugepages = _whole(raw.get("hugepageSizeBytes"))
-    placement = Placement(
-        numa_affine=bool(raw.get("numaAffine", False)),
-        pinned=bool(raw.get("pinned", False)),
-        hugepage_size_bytes=hugepages or None,
+    return placement_from_json(
+        {
+            "numaAffine": bool(raw.get("numaAffine", False)),
+            "pinned": bool(raw.get("pinned", False)),
+            "hugepageSizeBytes": _whole(raw.get("hugepageSizeBytes")) or None,
+        }
     )
-    return None if placement == Placement() else placement
 
 
-def normalize_size_setting(raw: Mapping[str, object] | None) -> SizeSetting:
+def normalize_size_setting(size: SizeName, raw: Mapping[str, object] | None) -> SizeSetting:
     """A size as declared; what is left out keeps its default (on, 0 spares), spares clamp to 10."""
     if raw is None:
-        return SizeSetting()
+        return SizeSetting(size)
     enabled = bool(raw.get("enabled", True))
-    count = min(_whole(raw.get("spares", 0)), MAX_SPARES)
-    return SizeSetting(enabled=enabled, spares=max(count, 0))
+    return SizeSetting(size, enabled, kept_spares(max(_whole(raw.get("spares", 0)), 0)))
 
 
-def normalize_sizes(raw: Mapping[str, Mapping[str, object]] | None) -> SizeSettings:
+def normalize_sizes(raw: Mapping[str, Mapping[str, object]] | None) -> tuple[SizeSetting, ...]:
     raw = raw or {}
-    return SizeSettings(**{size: normalize_size_setting(raw.get(size)) for size in SIZES})
+    return tuple(normalize_size_setting(size, raw.get(size)) for size in SIZE_NAMES)

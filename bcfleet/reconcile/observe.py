@@ -9,9 +9,8 @@ an applied document plans no changes.
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -19,10 +18,11 @@ from sqlalchemy import select as select_columns
 from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Credential, authenticate
+from bcfleet.domain.fit import HostReserve, ResourceRow, scalar_totals
+from bcfleet.domain.policy import ROOT_TENANT
+from bcfleet.domain.shapes import Inventory
 from bcfleet.errors import ForbiddenError
-from bcfleet.reconcile.compute_state import observe_compute, observe_size_users
 from bcfleet.reconcile.model import (
-    ROOT_TENANT,
     FlavorSpec,
     HostCapacity,
     HostSpec,
@@ -38,14 +38,13 @@ from bcfleet.reconcile.model import (
     PoolSpec,
     ProviderAccountSpec,
     QuotaSpec,
-    ResourceRow,
     TenantSpec,
     normalize_host_reserve,
     normalize_labels,
     normalize_overcommit,
     normalize_placement,
 )
-from bcfleet.settings import HostReserve
+from bcfleet.reconcile.observed_compute import observe_compute, observe_size_users
 from bcfleet.store.models import (
     Flavor,
     Host,
@@ -234,11 +233,12 @@ def _capacity(session: Session, names: Mapping[str, str]) -> tuple[HostCapacity,
         col(NodeResource.resource),
         col(NodeResource.allocatable),
         col(NodeResource.ratio),
+        col(NodeResource.capacity),
         col(NodeResource.allocated),
     )
-    rows: dict[str, list[tuple[str, int, float, int]]] = defaultdict(list)
-    for node_id, resource, allocatable, ratio, allocated in session.execute(query).all():
-        rows[node_id].append((resource, allocatable, ratio, allocated))
+    rows: dict[str, list[ResourceRow]] = defaultdict(list)
+    for node_id, *values in session.execute(query).all():
+        rows[node_id].append(ResourceRow(*values))
     if not rows:
         return ()
     hosts = session.execute(
@@ -247,26 +247,21 @@ def _capacity(session: Session, names: Mapping[str, str]) -> tuple[HostCapacity,
         )
     ).all()
     return tuple(
-        HostCapacity(name, names[pool_id], _resource_rows(rows[id_], _totals(inventory)))
+        HostCapacity(
+            name,
+            names[pool_id],
+            tuple(sorted(rows[id_], key=lambda row: row.resource)),
+            _totals(inventory),
+        )
         for id_, name, pool_id, inventory in sorted(hosts, key=lambda h: h[1])
     )
 
 
 def _totals(inventory: Mapping[str, Any] | None) -> dict[str, int]:
-    """What the inventory reports, as vps.hosts derives rows from it: CPUs, whole GiB."""
+    """What the inventory reports, as vps.hosts derives rows from it; none when it is malformed."""
     if not inventory:
         return {}
-    return {
-        "vcpu": len(inventory.get("cpus") or ()),
-        "memoryGiB": math.floor(float(inventory.get("memoryGiB") or 0)),
-        "diskGiB": math.floor(float(inventory.get("diskGiB") or 0)),
-    }
-
-
-def _resource_rows(
-    rows: Iterable[tuple[str, int, float, int]], totals: Mapping[str, int]
-) -> tuple[ResourceRow, ...]:
-    return tuple(
-        ResourceRow(resource, totals.get(resource, allocatable), allocatable, ratio, allocated)
-        for resource, allocatable, ratio, allocated in sorted(rows)
-    )
+    try:
+        return scalar_totals(Inventory.from_json(inventory))
+    except ValueError:
+        return {}

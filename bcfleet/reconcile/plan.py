@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
+from bcfleet.domain.compute_settings import SizeUsers
+from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.reconcile.actions import (
     RESOURCE_TYPES,
     Action,
@@ -35,14 +37,12 @@ from bcfleet.reconcile.impact import (
     sizes_in_use,
 )
 from bcfleet.reconcile.model import (
-    ROOT_TENANT,
     ComputeSpec,
     DesiredFleet,
     HostCapacity,
     HostSpec,
     ObservedFleet,
     PoolSpec,
-    SizeUsers,
 )
 
 __all__ = ["Plan", "plan"]
@@ -77,7 +77,7 @@ class _Context:
         return cls(
             capacity_by_pool=dict(by_pool),
             allocations={k: dict(v) for k, v in host_allocations(observed.capacity).items()},
-            users={users.tenant: users for users in observed.size_users},
+            users=dict(observed.size_users),
         )
 
 

@@ -18,12 +18,12 @@ from typing import Any
 
 from bcfleet import __version__
 from bcfleet.domain.document_limits import SAVED_PLAN_MAX_BYTES
+from bcfleet.domain.fit import HostReserve
 from bcfleet.errors import InvalidInputError, StalePlanError
 from bcfleet.input_files import DocumentRefused, parse_json_text, read_text
 from bcfleet.reconcile.actions import Plan
 from bcfleet.reconcile.apply import Approved, plan_json
 from bcfleet.reconcile.load import load_fleetconfig_text
-from bcfleet.settings import HostReserve
 
 FORMAT = "bcfleet-plan"
 FORMAT_VERSION = "1"

@@ -43,7 +43,8 @@ def head_revision(engine: Engine) -> str | None:
     return ScriptDirectory.from_config(alembic_config(engine)).get_current_head()
 
 
-def current_revision(engine: Engine) -> str | None:
+def schema_revision(engine: Engine) -> str | None:
+    """The migration the database is at (alembic's revision id); None before any."""
     from alembic.runtime.migration import MigrationContext
 
     with engine.connect() as connection:

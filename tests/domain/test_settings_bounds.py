@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from bcfleet.errors import InvalidInputError
-from bcfleet.settings import load_settings
+from bcfleet.settings import load_fleet_settings
 
 
 @pytest.mark.parametrize(
@@ -25,7 +25,7 @@ from bcfleet.settings import load_settings
 )
 def test_an_out_of_bounds_variable_is_invalid_input(variable: str, value: str) -> None:
     with pytest.raises(InvalidInputError, match="setting"):
-        load_settings(path=Path("/nonexistent/fleet.toml"), environ={variable: value})
+        load_fleet_settings(path=Path("/nonexistent/fleet.toml"), environ={variable: value})
 
 
 @pytest.mark.parametrize(
@@ -46,12 +46,12 @@ def test_an_out_of_bounds_fleet_toml_is_invalid_input(text: str | bytes, tmp_pat
     else:
         path.write_text(text)
     with pytest.raises(InvalidInputError):
-        load_settings(path=path, environ={})
+        load_fleet_settings(path=path, environ={})
 
 
 def test_the_bounds_name_the_setting_and_its_range() -> None:
     with pytest.raises(InvalidInputError) as caught:
-        load_settings(path=Path("/nonexistent"), environ={"BCFLEET_SPOT_NOTICE_MS": "-5"})
+        load_fleet_settings(path=Path("/nonexistent"), environ={"BCFLEET_SPOT_NOTICE_MS": "-5"})
     assert caught.value.message == (
         "setting spot_notice_ms must be between 0 and 86,400,000, got -5"
     )
@@ -63,4 +63,4 @@ def test_the_bounds_name_the_setting_and_its_range() -> None:
 
 
 def test_defaults_are_within_the_bounds() -> None:
-    load_settings(path=Path("/nonexistent"), environ={})
+    load_fleet_settings(path=Path("/nonexistent"), environ={})

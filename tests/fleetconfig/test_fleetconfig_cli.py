@@ -333,7 +333,7 @@ def test_a_size_in_use_turned_off_fails_and_leaves_the_database_alone(
         result = cli(*args, "-f", path)
         assert result.exit_code == 1
         assert (
-            "Error [SIZE_IN_USE]: cannot turn off large for tenant acme: still used by environment staging"
+            "Error [SIZE_IN_USE]: tenant acme: Size Large is in use: environment staging"
             in result.stdout
         )
     settle_sqlite(db_file)

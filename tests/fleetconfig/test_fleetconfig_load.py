@@ -14,17 +14,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
+from bcfleet.domain.compute_settings import ComputeSettings, SizeSetting, credits_table
+from bcfleet.domain.fit import HostReserve
+from bcfleet.domain.shapes import PlacementPolicy
 from bcfleet.errors import InvalidInputError
 from bcfleet.reconcile.load import load_fleetconfig, load_fleetconfig_text
-from bcfleet.reconcile.model import (
-    DesiredFleet,
-    Overcommit,
-    Placement,
-    SizeSetting,
-)
+from bcfleet.reconcile.model import DesiredFleet, Overcommit
 from bcfleet.reconcile.schema import _validator, fleetconfig_schema
 from bcfleet.reconcile.yamldoc import json_path
-from bcfleet.settings import HostReserve
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "fleet.example.yaml"
@@ -253,7 +250,7 @@ BROKEN = [
         7,
         18,
         "$.compute[0].defaultSize",
-        "defaultSize 'large' is not an enabled size",
+        "Only enabled sizes can be the default size: turn Large on first.",
         id="default-size-not-enabled",
     ),
     pytest.param(
@@ -268,7 +265,7 @@ BROKEN = [
         6,
         31,
         "$.compute[0].sizes.medium.enabled",
-        "medium is off and no defaultSize is set",
+        "Medium is turned off and no default size is chosen",
         id="medium-off-without-default",
     ),
     pytest.param(
@@ -538,15 +535,18 @@ def test_defaults_are_filled_in() -> None:
     assert pool.host_reserve == HostReserve(vcpu=2, memory_gib=8, disk_gib=100)
     assert fleet.flavors[0].gpus == 0 and fleet.flavors[0].placement is None
     assert fleet.tenants[0].name == "acme"
-    sizes = fleet.compute[0].sizes
-    assert sizes.small == sizes.medium == sizes.large == SizeSetting(enabled=True, spares=0)
-    assert sizes.xlarge == SizeSetting(enabled=False, spares=0)
+    assert fleet.compute[0].sizes == (
+        SizeSetting("small", enabled=True, spares=0),
+        SizeSetting("medium", enabled=True, spares=0),
+        SizeSetting("large", enabled=True, spares=0),
+        SizeSetting("xlarge", enabled=False, spares=0),
+    )
 
 
 def test_compute_settings_without_sizes_keep_every_size_on() -> None:
     fleet = load_fleetconfig_text(doc("tenants: [{id: acme}]\ncompute: [{tenant: acme}]\n"))
-    assert all(setting == SizeSetting() for _, setting in fleet.compute[0].sizes.items())
-    assert SizeSetting() == SizeSetting(enabled=True, spares=0)
+    assert fleet.compute[0].sizes == ComputeSettings().sizes
+    assert all(s.enabled and s.spares == 0 for s in fleet.compute[0].sizes)
 
 
 def test_the_host_reserve_default_can_come_from_settings() -> None:
@@ -597,10 +597,10 @@ def test_spares_above_ten_keep_ten_and_spares_of_a_size_that_is_off_are_not_kept
             """
         )
     )
-    sizes = fleet.compute[0].sizes
-    assert sizes.medium == SizeSetting(enabled=True, spares=10)
-    assert sizes.large == SizeSetting(enabled=False, spares=3)
-    assert sizes.large.credits_per_month == 0
+    _, medium, large, _ = fleet.compute[0].sizes
+    assert medium == SizeSetting("medium", enabled=True, spares=10)
+    assert large == SizeSetting("large", enabled=False, spares=3)
+    assert credits_table(ComputeSettings(sizes=fleet.compute[0].sizes)).total == 10 * 720
     assert sorted(w.path for w in fleet.warnings) == [
         "$.compute[0].sizes.large.spares",
         "$.compute[0].sizes.medium.spares",
@@ -620,7 +620,7 @@ def test_labels_are_kept_sorted_and_placement_normalized() -> None:
         )
     )
     assert fleet.hosts[0].labels == (("arch", "x86"), ("zone", "b"))
-    assert fleet.flavors[0].placement == Placement(pinned=True)
+    assert fleet.flavors[0].placement == PlacementPolicy(pinned=True)
 
 
 def test_the_desired_fleet_is_frozen() -> None:

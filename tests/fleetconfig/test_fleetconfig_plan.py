@@ -15,15 +15,23 @@ from pathlib import Path
 
 import pytest
 
+from bcfleet.domain.compute_settings import (
+    ComputeSettings,
+    EnvironmentUse,
+    IndexUse,
+    ServiceUse,
+    SizeSetting,
+    SizeUsers,
+    check_in_use,
+)
+from bcfleet.domain.fit import ResourceRow, capacity
 from bcfleet.errors import ConflictError, InvalidInputError, SizeInUseError
-from bcfleet.reconcile.actions import Plan, Summary
+from bcfleet.reconcile.actions import Plan, Summary, freeze
 from bcfleet.reconcile.load import load_fleetconfig, load_fleetconfig_text
 from bcfleet.reconcile.model import (
     DesiredFleet,
-    EnvironmentUse,
     FlavorSpec,
     HostCapacity,
-    IndexUse,
     ObservedCompute,
     ObservedFlavor,
     ObservedFleet,
@@ -33,10 +41,6 @@ from bcfleet.reconcile.model import (
     ObservedProviderAccount,
     ObservedQuota,
     ObservedTenant,
-    ResourceRow,
-    ServiceUse,
-    SizeSetting,
-    SizeUsers,
 )
 from bcfleet.reconcile.plan import plan
 from bcfleet.reconcile.render import (
@@ -140,12 +144,47 @@ def extra_flavor(state: ObservedFleet, name: str, **flags: bool) -> ObservedFlee
 
 
 def host(name: str, pool: str = "vps-fra", **rows: tuple[int, int, float, int]) -> HostCapacity:
-    """A host's rows: resource=(total, allocatable, ratio, allocated)."""
+    """A host's rows: resource=(total, allocatable, ratio, allocated), capacity as vps.hosts stores it."""
     return HostCapacity(
         name,
         pool,
-        tuple(ResourceRow(resource, *numbers) for resource, numbers in rows.items()),
+        tuple(
+            ResourceRow(resource, allocatable, ratio, capacity(allocatable, ratio), allocated)
+            for resource, (_, allocatable, ratio, allocated) in rows.items()
+        ),
+        {resource: numbers[0] for resource, numbers in rows.items()},
     )
+
+
+def service(
+    workspace: str,
+    name: str,
+    hosting: str,
+    deployed: bool,
+    size: str | None,
+    environment: str | None = None,
+) -> ServiceUse:
+    """A service as the in-use check sees it; ``environment`` names an environment of env()."""
+    env_id = None if environment is None else f"env_{environment}"
+    return ServiceUse(f"svc_{name}", workspace, name, hosting, deployed, size, env_id)  # type: ignore[arg-type]
+
+
+def index(workspace: str, name: str, pod_size: str | None) -> IndexUse:
+    return IndexUse(f"idx_{name}", workspace, name, pod_size, deployed=True)
+
+
+def env(name: str, size: str) -> EnvironmentUse:
+    return EnvironmentUse(f"env_{name}", name, size)
+
+
+def tenant_users(
+    tenant: str,
+    services: tuple[ServiceUse, ...] = (),
+    indexes: tuple[IndexUse, ...] = (),
+    environments: tuple[EnvironmentUse, ...] = (),
+) -> tuple[str, SizeUsers]:
+    """One tenant's entry of ObservedFleet.size_users."""
+    return tenant, SizeUsers(services, indexes, environments)
 
 
 def changes_of(result: Plan) -> dict[str, tuple[str, ...]]:
@@ -510,51 +549,51 @@ LARGE_OFF = BASE.replace(
 ).replace("defaultSize: large", "defaultSize: medium")
 USERS = [
     pytest.param(
-        SizeUsers("acme", services=(ServiceUse("prod", "api", "serverless", True, "large"),)),
+        tenant_users("acme", services=(service("prod", "api", "serverless", True, "large"),)),
         True,
         id="deployed-serverless-service-blocks",
     ),
     pytest.param(
-        SizeUsers("acme", services=(ServiceUse("prod", "api", "serverless", False, "large"),)),
+        tenant_users("acme", services=(service("prod", "api", "serverless", False, "large"),)),
         False,
         id="undeployed-service-does-not-block",
     ),
     pytest.param(
-        SizeUsers("acme", services=(ServiceUse("prod", "api", "managed", True, "large"),)),
+        tenant_users("acme", services=(service("prod", "api", "managed", True, "large"),)),
         False,
         id="managed-hosting-does-not-block",
     ),
     pytest.param(
-        SizeUsers("acme", indexes=(IndexUse("prod", "docs", "large"),)),
+        tenant_users("acme", indexes=(index("prod", "docs", "large"),)),
         True,
         id="index-with-pod-size-blocks-deployed-or-not",
     ),
     pytest.param(
-        SizeUsers("acme", indexes=(IndexUse("prod", "docs", None),)),
+        tenant_users("acme", indexes=(index("prod", "docs", None),)),
         False,
         id="index-on-default-pod-size-never-blocks",
     ),
     pytest.param(
-        SizeUsers("acme", environments=(EnvironmentUse("staging", "large"),)),
+        tenant_users("acme", environments=(env("staging", "large"),)),
         True,
         id="empty-environment-blocks",
     ),
     pytest.param(
-        SizeUsers(
+        tenant_users(
             "acme",
-            services=(ServiceUse("prod", "api", "serverless", True, "small", "staging"),),
-            environments=(EnvironmentUse("staging", "medium"),),
+            services=(service("prod", "api", "serverless", True, "small", "staging"),),
+            environments=(env("staging", "medium"),),
         ),
         False,
         id="service-in-environment-runs-on-the-environment-size",
     ),
     pytest.param(
-        SizeUsers("other", environments=(EnvironmentUse("staging", "large"),)),
+        tenant_users("other", environments=(env("staging", "large"),)),
         False,
         id="another-tenant-users-do-not-count",
     ),
     pytest.param(
-        SizeUsers("acme", services=(ServiceUse("prod", "legacy", "serverless", True, None),)),
+        tenant_users("acme", services=(service("prod", "legacy", "serverless", True, None),)),
         True,
         id="service-from-before-sizes-runs-on-large",
     ),
@@ -562,9 +601,9 @@ USERS = [
 
 
 @pytest.mark.parametrize(("users", "blocks"), USERS)
-def test_turning_off_a_size_in_use(users: SizeUsers, blocks: bool) -> None:
+def test_turning_off_a_size_in_use(users: tuple[str, SizeUsers], blocks: bool) -> None:
     fleet = desired(LARGE_OFF)
-    state = dataclasses.replace(observed_from(desired()), size_users=(users,))
+    state = dataclasses.replace(observed_from(desired()), size_users=dict((users,)))
     result = plan(fleet, state)
     assert [e.code for e in result.errors] == (["SIZE_IN_USE"] if blocks else [])
     assert result.applyable is not blocks
@@ -572,34 +611,54 @@ def test_turning_off_a_size_in_use(users: SizeUsers, blocks: bool) -> None:
 
 def test_size_in_use_names_each_user_with_its_workspace() -> None:
     fleet = desired(LARGE_OFF)
-    users = SizeUsers(
+    users = tenant_users(
         "acme",
-        services=(ServiceUse("prod", "api", "serverless", True, "large"),),
-        indexes=(IndexUse("search", "docs", "large"),),
-        environments=(EnvironmentUse("staging", "large"),),
+        services=(service("prod", "api", "serverless", True, "large"),),
+        indexes=(index("search", "docs", "large"),),
+        environments=(env("staging", "large"),),
     )
-    result = plan(fleet, dataclasses.replace(observed_from(desired()), size_users=(users,)))
+    result = plan(fleet, dataclasses.replace(observed_from(desired()), size_users=dict((users,))))
     (error,) = result.errors
-    assert error.message.startswith(
-        "cannot turn off large for tenant acme: still used by service api (workspace prod), "
+    assert error.message == (
+        "tenant acme: Size Large is in use: service api (workspace prod), "
         "environment staging, index docs (workspace search)"
     )
-    assert error.details["services"] == ({"workspace": "prod", "name": "api"},)
+    (blocked,) = error.details["sizes"]
+    assert blocked["size"] == "large"
+    assert [(u["kind"], u["name"]) for u in blocked["users"]] == [
+        ("service", "api"),
+        ("environment", "staging"),
+        ("index", "docs"),
+    ]
     with pytest.raises(SizeInUseError) as caught:
         result.raise_for_errors()
-    assert caught.value.details["errors"][0]["details"]["environments"] == [{"name": "staging"}]
+    assert caught.value.details["errors"][0]["details"]["tenant"] == "acme"
+
+
+def test_the_plan_and_the_settings_api_say_the_same_about_a_size_in_use() -> None:
+    users = SizeUsers(environments=(env("staging", "large"),))
+    current = ComputeSettings()
+    with pytest.raises(SizeInUseError) as caught:
+        check_in_use(current, current.with_size("large", enabled=False), users)
+    result = plan(
+        desired(LARGE_OFF),
+        dataclasses.replace(observed_from(desired()), size_users={"acme": users}),
+    )
+    (error,) = result.errors
+    assert error.message == f"tenant acme: {caught.value.message}"
+    assert error.details["sizes"] == freeze(caught.value.details)["sizes"]
 
 
 def test_a_size_already_off_never_blocks() -> None:
-    users = SizeUsers("acme", environments=(EnvironmentUse("staging", "xlarge"),))
+    users = tenant_users("acme", environments=(env("staging", "xlarge"),))
     fleet = edited("defaultSize: large", "defaultSize: medium")
-    result = plan(fleet, dataclasses.replace(observed_from(desired()), size_users=(users,)))
+    result = plan(fleet, dataclasses.replace(observed_from(desired()), size_users=dict((users,))))
     assert result.errors == ()
 
 
 def test_without_known_settings_every_use_blocks() -> None:
-    users = SizeUsers("acme", environments=(EnvironmentUse("staging", "xlarge"),))
-    state = dataclasses.replace(observed_from(desired()), compute=(), size_users=(users,))
+    users = tenant_users("acme", environments=(env("staging", "xlarge"),))
+    state = dataclasses.replace(observed_from(desired()), compute=(), size_users=dict((users,)))
     result = plan(desired(), state)
     assert [e.code for e in result.errors] == ["SIZE_IN_USE"]
 
@@ -699,16 +758,16 @@ def _mixed() -> tuple[DesiredFleet, ObservedFleet]:
 
 def _size_in_use() -> tuple[DesiredFleet, ObservedFleet]:
     fleet = desired(LARGE_OFF)
-    users = SizeUsers(
+    users = tenant_users(
         "acme",
         services=(
-            ServiceUse("prod", "api", "serverless", True, "large"),
-            ServiceUse("prod", "worker", "serverless", False, "large"),
+            service("prod", "api", "serverless", True, "large"),
+            service("prod", "worker", "serverless", False, "large"),
         ),
-        indexes=(IndexUse("search", "docs", "large"),),
-        environments=(EnvironmentUse("staging", "large"),),
+        indexes=(index("search", "docs", "large"),),
+        environments=(env("staging", "large"),),
     )
-    return fleet, dataclasses.replace(observed_from(desired()), size_users=(users,))
+    return fleet, dataclasses.replace(observed_from(desired()), size_users=dict((users,)))
 
 
 GOLDEN_CASES = [
@@ -734,4 +793,4 @@ def test_the_mixed_plan_carries_every_kind_of_action() -> None:
     kinds = {kind for action in result.changes for kind in action.actions}
     assert kinds == {"adopt", "update", "delete", "archive"}
     assert result.errors == ()
-    assert SizeSetting(enabled=True, spares=4) == _mixed()[0].compute[0].sizes.medium
+    assert SizeSetting("medium", enabled=True, spares=4) in _mixed()[0].compute[0].sizes

@@ -177,10 +177,12 @@ def test_the_notice_is_a_setting(sqlite_url: str, notice_ms: int) -> None:
 
 
 def test_the_notice_comes_from_the_environment() -> None:
-    from bcfleet.settings import load_settings
+    from bcfleet.settings import load_fleet_settings
 
-    assert load_settings(environ={"BCFLEET_SPOT_NOTICE_MS": "300000"}).spot_notice_ms == 300_000
-    assert load_settings(environ={}).spot_notice_ms == 120_000
+    assert (
+        load_fleet_settings(environ={"BCFLEET_SPOT_NOTICE_MS": "300000"}).spot_notice_ms == 300_000
+    )
+    assert load_fleet_settings(environ={}).spot_notice_ms == 120_000
 
 
 def test_the_victims_node_sees_the_new_end(fleet: Fleet) -> None:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bcfleet.domain.gpu_plan import Booking, GpuNode, GpuRequest, GpuSnapshot
+from bcfleet.domain.gpu_plan import AtomBooking, GpuNode, GpuRequest, GpuSnapshot
 from bcfleet.domain.notices import (
     ANONYMOUS_MESSAGE,
     Preemptor,
@@ -47,12 +47,12 @@ def spot(
     start: datetime = NOW - H,
     end: datetime = NOW + 11 * H,
     state: str = "active",
-) -> list[Booking]:
-    return [Booking(f"{name}-gpu{i}", holder, start, end, True, state) for i in atoms]
+) -> list[AtomBooking]:
+    return [AtomBooking(f"{name}-gpu{i}", holder, start, end, True, state) for i in atoms]
 
 
-def regular(name: str, atoms: range | list[int], holder: str) -> list[Booking]:
-    return [Booking(f"{name}-gpu{i}", holder, NOW - H, NOW + 11 * H) for i in atoms]
+def regular(name: str, atoms: range | list[int], holder: str) -> list[AtomBooking]:
+    return [AtomBooking(f"{name}-gpu{i}", holder, NOW - H, NOW + 11 * H) for i in atoms]
 
 
 def request(count: int = 4, *, start: datetime = NOW, **kwargs: object) -> GpuRequest:
@@ -424,7 +424,7 @@ HOLDERS = [f"rsv_{i}" for i in range(6)]
 
 
 @st.composite
-def pools(draw: st.DrawFn) -> tuple[GpuSnapshot, list[Booking]]:
+def pools(draw: st.DrawFn) -> tuple[GpuSnapshot, list[AtomBooking]]:
     """Up to 4 nodes; reservations with one window and state each, booking random atoms."""
     sizes = draw(st.lists(st.integers(1, 4), min_size=1, max_size=4))
     nodes = [
@@ -438,13 +438,13 @@ def pools(draw: st.DrawFn) -> tuple[GpuSnapshot, list[Booking]]:
         state = draw(st.sampled_from(["active", "placed", "binding", "released"]))
         held = draw(st.sets(st.sampled_from(atoms), max_size=4))
         is_spot = holder in HOLDERS[:4]
-        bookings += [Booking(atom, holder, start, end, is_spot, state) for atom in sorted(held)]
+        bookings += [AtomBooking(atom, holder, start, end, is_spot, state) for atom in sorted(held)]
     return GpuSnapshot(nodes, bookings), bookings
 
 
 def overlapping(
-    bookings: list[Booking], atom: str, start: datetime, end: datetime
-) -> list[Booking]:
+    bookings: list[AtomBooking], atom: str, start: datetime, end: datetime
+) -> list[AtomBooking]:
     return [
         b
         for b in bookings
@@ -453,7 +453,11 @@ def overlapping(
 
 
 def fewest_victims_by_brute_force(
-    snapshot: GpuSnapshot, bookings: list[Booking], req: GpuRequest, start: datetime, end: datetime
+    snapshot: GpuSnapshot,
+    bookings: list[AtomBooking],
+    req: GpuRequest,
+    start: datetime,
+    end: datetime,
 ) -> int | None:
     best = None
     for gpu_node in snapshot.nodes:
@@ -489,7 +493,7 @@ def fewest_victims_by_brute_force(
 @settings(max_examples=400, deadline=None)
 @given(pools(), st.integers(1, 3), st.integers(1, 2), st.integers(0, 6))
 def test_a_plan_never_double_books_and_only_preempts_spot(
-    pool: tuple[GpuSnapshot, list[Booking]], count: int, nodes: int, start_steps: int
+    pool: tuple[GpuSnapshot, list[AtomBooking]], count: int, nodes: int, start_steps: int
 ) -> None:
     snapshot, bookings = pool
     req = request(count, start=NOW + start_steps * 30 * M, nodes=nodes)

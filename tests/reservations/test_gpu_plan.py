@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bcfleet.domain.gpu_plan import (
-    Booking,
+    AtomBooking,
     GpuNode,
     GpuRequest,
     GpuSnapshot,
@@ -35,8 +35,8 @@ def booked(
     end: datetime | None = NOW + 11 * H,
     spot: bool = False,
     state: str = "active",
-) -> list[Booking]:
-    return [Booking(f"{name}-gpu{i}", holder, start, end, spot, state) for i in atoms]
+) -> list[AtomBooking]:
+    return [AtomBooking(f"{name}-gpu{i}", holder, start, end, spot, state) for i in atoms]
 
 
 def request(count: int = 4, **kwargs: object) -> GpuRequest:
@@ -130,7 +130,7 @@ def test_replacing_one_nodes_bookings_matches_a_fresh_snapshot() -> None:
     ],
 )
 def test_replacing_bookings_refuses_mistakes(
-    node_ids: list[str], bookings: list[Booking], message: str
+    node_ids: list[str], bookings: list[AtomBooking], message: str
 ) -> None:
     snapshot = GpuSnapshot([node("a"), node("b")], [])
     with pytest.raises(ValueError, match=message):
@@ -255,7 +255,7 @@ def test_invalid_requests(kwargs: dict[str, object], message: str) -> None:
 
 def test_naive_times_are_taken_as_utc() -> None:
     naive = NOW.replace(tzinfo=None)
-    bookings = [Booking("a-gpu0", "i", naive - H, naive + H)]
+    bookings = [AtomBooking("a-gpu0", "i", naive - H, naive + H)]
     result = plan_placement(GpuSnapshot([node("a", 1)], bookings), request(1))
     assert not result.fits
 
@@ -266,7 +266,7 @@ T0 = NOW.timestamp()
 
 
 @st.composite
-def spans(draw: st.DrawFn) -> list[Booking]:
+def spans(draw: st.DrawFn) -> list[AtomBooking]:
     found = []
     for i in range(draw(st.integers(0, 12))):
         start = draw(st.integers(-10, 20))
@@ -274,7 +274,9 @@ def spans(draw: st.DrawFn) -> list[Booking]:
         end = None if length is None else NOW + (start + length) * H
         spot, state = draw(st.booleans()), draw(st.sampled_from(["active", "placed", "released"]))
         found.append(
-            Booking(f"a-gpu{draw(st.integers(0, 7))}", f"h{i}", NOW + start * H, end, spot, state)
+            AtomBooking(
+                f"a-gpu{draw(st.integers(0, 7))}", f"h{i}", NOW + start * H, end, spot, state
+            )
         )
     return found
 
@@ -282,7 +284,7 @@ def spans(draw: st.DrawFn) -> list[Booking]:
 @settings(max_examples=300, deadline=None)
 @given(spans(), st.integers(-12, 22), st.integers(1, 12))
 def test_window_masks_match_a_plain_overlap_check(
-    bookings: list[Booking], start: int, length: int
+    bookings: list[AtomBooking], start: int, length: int
 ) -> None:
     window_start, window_end = NOW + start * H, NOW + (start + length) * H
     (index,) = GpuSnapshot([node("a", 8)], bookings).indexes()

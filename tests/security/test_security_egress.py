@@ -14,7 +14,7 @@ from bcfleet.egress import EgressGuard, EgressRefused
 from bcfleet.errors import InvalidInputError
 from bcfleet.fleet import Fleet
 from bcfleet.jobs.webhooks import NO_ANSWER, REFUSED, run_webhooks
-from bcfleet.settings import load_settings
+from bcfleet.settings import load_fleet_settings
 from tests.support.builders import OP, token
 from tests.support.http import error_code, served
 from tests.support.security import allow_egress, capturing_server
@@ -102,13 +102,13 @@ def test_numeric_hosts_are_read_like_the_resolver_reads_them(url: str, address: 
 def test_the_operator_allows_ranges_in_the_environment_or_fleet_toml(tmp_path: Path) -> None:
     none = tmp_path / "none.toml"
     env = {"BCFLEET_EGRESS_ALLOW": "127.0.0.0/8, ::1/128"}
-    assert load_settings(none, env).egress_allow == LOOPBACK
+    assert load_fleet_settings(none, env).egress_allow == LOOPBACK
     config = tmp_path / "fleet.toml"
     config.write_text('egress_allow = ["10.9.0.0/16"]\n')
-    assert load_settings(config, {}).egress_allow == parse_ranges("10.9.0.0/16")
-    assert load_settings(none, {}).egress_allow == ()
+    assert load_fleet_settings(config, {}).egress_allow == parse_ranges("10.9.0.0/16")
+    assert load_fleet_settings(none, {}).egress_allow == ()
     with pytest.raises(InvalidInputError):
-        load_settings(none, {"BCFLEET_EGRESS_ALLOW": "localhost"})
+        load_fleet_settings(none, {"BCFLEET_EGRESS_ALLOW": "localhost"})
 
 
 REFUSED_URLS = [

@@ -19,7 +19,7 @@ from bcfleet.fleet import Fleet
 from bcfleet.providers.hetzner import HetznerProvider
 from bcfleet.providers.offer_catalog import AccountRef
 from bcfleet.secretbox import Secret, SecretBox
-from bcfleet.settings import FleetSettings, load_settings
+from bcfleet.settings import FleetSettings, load_fleet_settings
 from bcfleet.store.models import ProviderAccount
 from tests.support.builders import OP, token
 from tests.support.fleet import run_cli
@@ -221,17 +221,19 @@ def test_no_repr_shows_a_secret() -> None:
 
 
 def test_the_key_comes_from_the_environment_or_fleet_toml(tmp_path: Path) -> None:
-    assert load_settings(tmp_path / "none.toml", {"BCFLEET_SECRET_KEY": KEY}).secret_key == KEY
+    assert (
+        load_fleet_settings(tmp_path / "none.toml", {"BCFLEET_SECRET_KEY": KEY}).secret_key == KEY
+    )
     (tmp_path / "secret.key").write_text(KEY + "\n")
     config = tmp_path / "fleet.toml"
     config.write_text('secret_key_file = "secret.key"\n')
-    assert load_settings(config, {}).secret_key == KEY
+    assert load_fleet_settings(config, {}).secret_key == KEY
     config.write_text(f'secret_key = "{KEY}"\n')
-    assert load_settings(config, {}).secret_key == KEY
+    assert load_fleet_settings(config, {}).secret_key == KEY
     config.write_text('secret_key_file = "missing.key"\n')
     with pytest.raises(InvalidInputError):
-        load_settings(config, {})
-    assert load_settings(tmp_path / "none.toml", {}).secret_key is None
+        load_fleet_settings(config, {})
+    assert load_fleet_settings(tmp_path / "none.toml", {}).secret_key is None
 
 
 def test_a_malformed_key_is_invalid_input(fleet: Fleet, acme: str) -> None:

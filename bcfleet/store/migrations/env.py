@@ -6,11 +6,11 @@ from alembic import context
 from sqlmodel import SQLModel
 
 import bcfleet.store.models  # noqa: F401  (registers every table)
-from bcfleet.settings import load_settings
+from bcfleet.settings import load_fleet_settings
 from bcfleet.store.engine import make_engine
 
 config = context.config
-engine = config.attributes.get("engine") or make_engine(load_settings().db_url)
+engine = config.attributes.get("engine") or make_engine(load_fleet_settings().db_url)
 
 with engine.connect() as connection:
     context.configure(

@@ -1,0 +1,254 @@
+"""A FleetConfig plan and the API agree: on a host's capacity under a pool policy, and on SIZE_IN_USE.
+
+The API's side is what it decides with: domain.fit.rows_to_write, which the vps.hosts job runs
+to write node_resources.capacity (the SQL guard's number), and domain.compute_settings'
+apply_change, which the settings API runs to save compute settings. The plan's side is
+reconcile.plan over a FleetConfig's pool or compute section.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from hypothesis import assume, event, given, settings
+from hypothesis import strategies as st
+
+from bcfleet.domain.compute_settings import (
+    ComputeSettings,
+    EnvironmentUse,
+    IndexUse,
+    ServiceUse,
+    SizeSetting,
+    SizeUsers,
+    apply_change,
+    change_towards,
+    check_default,
+)
+from bcfleet.domain.fit import HostReserve, ResourceRow, capacity, rows_to_write, scalar_totals
+from bcfleet.domain.shapes import SCALARS, Cpu, Inventory
+from bcfleet.domain.sizes import SIZE_NAMES
+from bcfleet.errors import InvalidInputError, SizeInUseError
+from bcfleet.fleet import Fleet
+from bcfleet.jobs.vps_hosts import run_vps_hosts
+from bcfleet.reconcile.actions import freeze
+from bcfleet.reconcile.impact import pool_capacity
+from bcfleet.reconcile.load import build_desired
+from bcfleet.reconcile.model import (
+    ComputeSpec,
+    DesiredFleet,
+    HostCapacity,
+    ObservedCompute,
+    ObservedFleet,
+    ObservedTenant,
+    TenantSpec,
+    normalize_overcommit,
+)
+from bcfleet.reconcile.observe import observe
+from bcfleet.reconcile.plan import plan
+from tests.support.builders import OP
+from tests.support.capacity import pool_with_hosts, rows
+
+TENANT = "acme"
+
+# Ratios people write, the binary fractions that trip float arithmetic (1/3, 0.29, 2.01),
+# and anything else in the 0.1..100 range.
+ratios = st.one_of(
+    st.sampled_from([1 / 3, 2 / 3, 0.29, 0.57, 2.01, 1.5, 0.1, 100.0, 1.0]),
+    st.decimals("0.1", "100", places=2).map(float),
+    st.floats(0.1, 100.0, allow_nan=False),
+)
+large = st.one_of(st.integers(0, 10**7), st.sampled_from([10**7, 10**7 - 1, 3, 100]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    vcpus=st.integers(0, 64),
+    memory=large,
+    disk=large,
+    reserve=st.fixed_dictionaries(
+        {}, optional={r: st.integers(0, 10**6) for r in ("vcpu", "memoryGiB", "diskGiB")}
+    ),
+    overcommit=st.fixed_dictionaries({}, optional=dict.fromkeys(SCALARS, ratios)),
+    allocated=st.integers(0, 10**7),
+)
+def test_plan_and_vps_hosts_agree_on_capacity(
+    vcpus: int,
+    memory: int,
+    disk: int,
+    reserve: dict[str, int],
+    overcommit: dict[str, float],
+    allocated: int,
+) -> None:
+    inventory = Inventory(
+        cpus=tuple(Cpu(i, 0, False) for i in range(vcpus)),
+        numa_nodes=(),
+        memory_gib=float(memory),
+        disk_gib=float(disk),
+    )
+    written = rows_to_write({}, inventory, HostReserve().with_overrides(reserve), overcommit)
+    stored = {row.resource: row for row in written}
+
+    policy: dict[str, Any] = {"overcommit": overcommit, "hostReserve": reserve}
+    pool = build_desired({"pools": [{"name": "p", "kind": "vps-host", "policy": policy}]}).pools[0]
+    old = tuple(
+        ResourceRow(r, stored[r].allocatable, 1.0, stored[r].allocatable, allocated)
+        for r in SCALARS
+    )
+    host = HostCapacity("h", "p", old, scalar_totals(inventory))
+    changes, warnings = pool_capacity(pool, [host])
+
+    assert {c.resource: c.after for c in changes} == {r: stored[r].capacity for r in SCALARS}
+    over = {r for r in SCALARS if allocated > stored[r].capacity}
+    assert bool(warnings) == bool(over)
+
+
+def test_a_third_of_three_vcpus_is_no_vcpu_in_the_plan_and_in_the_api() -> None:
+    inventory = Inventory(
+        cpus=tuple(Cpu(i, 0, False) for i in range(5)), numa_nodes=(), memory_gib=0, disk_gib=0
+    )
+    (vcpu, *_) = rows_to_write({}, inventory, HostReserve(), {"vcpu": 1 / 3})
+    assert (vcpu.allocatable, vcpu.capacity) == (3, 0) == (3, capacity(3, 1 / 3))
+    policy = {"overcommit": {"vcpu": 1 / 3}}
+    pool = build_desired({"pools": [{"name": "p", "kind": "vps-host", "policy": policy}]}).pools[0]
+    host = HostCapacity("h", "p", (ResourceRow("vcpu", 3, 1.0, 3, 0),), {"vcpu": 5})
+    (change,), _ = pool_capacity(pool, [host])
+    assert (change.before, change.after) == (3, 0)
+
+
+def test_ten_million_at_two_point_oh_one_is_exact() -> None:
+    assert capacity(10**7, 2.01) == 20_100_000
+    assert capacity(100, 0.29) == 29
+
+
+# ---------------------------------------------------------------------------
+# SIZE_IN_USE
+
+sizes = st.sampled_from(SIZE_NAMES)
+names = st.sampled_from(["a", "b", "c"])
+
+
+@st.composite
+def size_users(draw: st.DrawFn) -> SizeUsers:
+    environments = draw(
+        st.lists(st.builds(lambda n, s: EnvironmentUse(f"env_{n}", n, s), names, sizes), max_size=2)
+    )
+    env_ids = [e.id for e in environments] + ["env_gone"]
+    services = draw(
+        st.lists(
+            st.builds(
+                lambda n, hosting, deployed, size, env: ServiceUse(
+                    f"svc_{n}", "prod", n, hosting, deployed, size, env
+                ),
+                names,
+                st.sampled_from(["serverless", "managed"]),
+                st.booleans(),
+                st.none() | sizes,
+                st.none() | st.sampled_from(env_ids),
+            ),
+            max_size=3,
+            unique_by=lambda s: s.id,
+        )
+    )
+    indexes = draw(
+        st.lists(
+            st.builds(
+                lambda n, pod, deployed: IndexUse(f"idx_{n}", "search", n, pod, deployed),
+                names,
+                st.none() | sizes,
+                st.booleans(),
+            ),
+            max_size=2,
+            unique_by=lambda i: i.id,
+        )
+    )
+    unique_envs = {e.id: e for e in environments}
+    return SizeUsers(tuple(services), tuple(indexes), tuple(unique_envs.values()))
+
+
+switches = st.tuples(*(st.booleans() for _ in SIZE_NAMES))
+
+
+def _settings(on: tuple[bool, ...], spares: int = 0) -> tuple[SizeSetting, ...]:
+    return tuple(
+        SizeSetting(size, enabled, spares) for size, enabled in zip(SIZE_NAMES, on, strict=True)
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(before=switches, after=switches, users=size_users(), default=st.none() | sizes)
+def test_plan_and_settings_api_agree_on_sizes_in_use(
+    before: tuple[bool, ...], after: tuple[bool, ...], users: SizeUsers, default: str | None
+) -> None:
+    current = ComputeSettings(sizes=_settings(before))
+    desired = replace(ComputeSettings(sizes=_settings(after)), default_size=default)
+    try:
+        check_default(current, desired)
+        check_default(ComputeSettings(), current)
+    except InvalidInputError:
+        assume(False)
+
+    api_error: SizeInUseError | None = None
+    try:
+        apply_change(current, change_towards(current, desired), users)
+    except SizeInUseError as error:
+        api_error = error
+
+    state = ObservedFleet(
+        tenants=(ObservedTenant(TenantSpec(TENANT, TENANT), managed=True),),
+        compute=(ObservedCompute(ComputeSpec(TENANT, sizes=current.sizes), managed=True),),
+        size_users={TENANT: users},
+    )
+    fleet = DesiredFleet(
+        tenants=(TenantSpec(TENANT, TENANT),),
+        compute=(ComputeSpec(TENANT, default_size=default, sizes=desired.sizes),),  # type: ignore[arg-type]
+    )
+    errors = [e for e in plan(fleet, state).errors if e.code == "SIZE_IN_USE"]
+
+    event("SIZE_IN_USE" if api_error is not None else "saved")
+    if api_error is None:
+        assert errors == []
+    else:
+        (error,) = errors
+        assert error.message == f"tenant {TENANT}: {api_error.message}"
+        assert error.details["sizes"] == freeze(api_error.details)["sizes"]
+
+
+# ---------------------------------------------------------------------------
+# Through the database: a plan made from the stored state, then the API's own update
+
+
+@pytest.mark.parametrize(
+    ("overcommit", "expected"),
+    [
+        pytest.param(
+            {"vcpu": 1 / 3, "memoryGiB": 0.29, "diskGiB": 2.01},
+            {"vcpu": 0, "memoryGiB": 58, "diskGiB": 4_020},
+            id="binary-fractions",
+        ),
+        pytest.param(
+            {"vcpu": 100.0, "memoryGiB": 0.1, "diskGiB": 1.5},
+            {"vcpu": 600, "memoryGiB": 20, "diskGiB": 3_000},
+            id="range-ends",
+        ),
+    ],
+)
+def test_a_planned_policy_change_gives_the_capacity_the_api_then_stores(
+    any_fleet: Fleet, overcommit: dict[str, float], expected: dict[str, int]
+) -> None:
+    """Two hosts of 5 CPUs, 108 GiB and 1,100 GiB keep 3, 100 and 1,000 after the reserve."""
+    pool = pool_with_hosts(any_fleet, hosts=2, cpus=5, memory_gib=108, disk_gib=1_100, numa_nodes=1)
+    with any_fleet.read() as session:
+        observed = observe(session)
+    (spec,) = (p.spec for p in observed.pools if p.spec.name == pool["name"])
+    after = replace(spec, overcommit=normalize_overcommit(overcommit))
+    hosts = [h for h in observed.capacity if h.pool == pool["name"]]
+    changes, _ = pool_capacity(after, hosts)
+    planned = {c.resource: c.after for c in changes}
+
+    any_fleet.api.pools.update(OP, tenant_id="root", pool=pool["id"], overcommit=overcommit)
+    run_vps_hosts(any_fleet, any_fleet.now())
+    stored = [rows(any_fleet, name) for name in ("h1", "h2")]
+    assert planned == {r: sum(host[r]["capacity"] for host in stored) for r in SCALARS}
+    assert planned == expected
