@@ -7,7 +7,10 @@ again. Afterwards the database is checked against what the clients were told
 (bench/scaleout_checks.py). Prints throughput, error counts and the checks' problems as a
 final JSON line; exits 1 when a check found a problem.
 
-    python bench/bench_scaleout.py [--seconds 60] [--kill-every 10] [--pg URL]
+With --reference the same load first runs against one replica, no daemon and no kill
+(in a database of its own), and the soak's throughput is also given as a ratio to it.
+
+    python bench/bench_scaleout.py [--seconds 60] [--kill-every 10] [--reference] [--pg URL]
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import sys
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +64,8 @@ def soak(url: str, plan: SoakPlan, log_dir: Path) -> dict[str, Any]:
         try:
             cluster.start()
             phases["start"], mark = time.perf_counter() - mark, time.perf_counter()
-            cluster.start_killing(plan.kill_every)
+            if plan.kill_every > 0:
+                cluster.start_killing(plan.kill_every)
             ledger = run_load(world, cluster.base_urls, workers=plan.workers, seconds=plan.seconds)
             elapsed = time.perf_counter() - mark
             cluster.stop_killing()
@@ -111,25 +115,41 @@ def drop_database(admin_url: str, name: str) -> None:
     admin.dispose()
 
 
+def run_in_scratch(admin_url: str, plan: SoakPlan) -> dict[str, Any]:
+    url, name = scratch_database(admin_url)
+    try:
+        with tempfile.TemporaryDirectory() as logs:
+            return soak(url, plan, Path(logs))
+    finally:
+        drop_database(admin_url, name)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--kill-every", type=float, default=10.0)
     parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--reference", action="store_true", help="Also run one replica, no kills.")
     parser.add_argument(
         "--pg", default=PG_ADMIN, help="An existing database to create a scratch one from."
     )
     args = parser.parse_args()
     plan = SoakPlan(seconds=args.seconds, kill_every=args.kill_every, workers=args.workers)
-    url, name = scratch_database(args.pg)
-    try:
-        with tempfile.TemporaryDirectory() as logs:
-            result = soak(url, plan, Path(logs))
-    finally:
-        drop_database(args.pg, name)
+    reference = None
+    if args.reference:
+        quiet = replace(plan, replicas=1, daemons=0, kill_every=0)
+        reference = run_in_scratch(args.pg, quiet)
+    result = run_in_scratch(args.pg, plan)
     problems = result.pop("problems")
     result["problemCounts"] = {name: len(found) for name, found in problems.items()}
     result["problems"] = {name: found[:5] for name, found in problems.items() if found}
+    if reference is not None:
+        result["reference"] = {k: reference[k] for k in ("replicas", "daemons", "kills",
+                               "requestsPerSecond", "writesPerSecond", "ok")}  # fmt: skip
+        if reference["writesPerSecond"]:
+            result["writesPerSecondRatio"] = round(
+                result["writesPerSecond"] / reference["writesPerSecond"], 3
+            )
     emit({"bench": "scaleout", **result})
     return 0 if result["ok"] else 1
 
