@@ -128,6 +128,7 @@ def run_scheduler(
 ) -> int:
     """Run the daemon until a stop is requested (SIGTERM/SIGINT or request_stop()); returns 0."""
     clear_stop()
+    fleet.map_all_tables()
     if install_signals:
         install_stop_signals()
     specs = [s if isinstance(s, JobSpec) else get_job(s) for s in (jobs or JOBS)]
