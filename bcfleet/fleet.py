@@ -88,6 +88,14 @@ class Fleet:
         finally:
             engine.dispose()
 
+    @staticmethod
+    def map_all_tables() -> None:
+        """Map every table now: for a long-running, many-threaded process (a server, the job
+        daemon), which then never maps a table while its other threads run queries."""
+        from bcfleet.store.models import load_all
+
+        load_all()
+
     def seed(self) -> None:
         """Every fleet has the root tenant: it owns what the local operator creates."""
         from bcfleet.store.models import Tenant

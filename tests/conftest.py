@@ -13,6 +13,7 @@ from sqlalchemy import create_engine, text
 from bcfleet.clock import FakeClock
 from bcfleet.fleet import Fleet
 from bcfleet.store.engine import make_engine
+from bcfleet.store.models import load_all
 from bcfleet.store.schema import create_fresh
 from tests.support.fleet import (
     IN_CI,
@@ -24,6 +25,8 @@ from tests.support.fleet import (
     run_cli,
     truncate_all,
 )
+
+load_all()  # the helpers read SQLModel.metadata (tables to empty, schemas to compare)
 
 
 @pytest.fixture(scope="session")

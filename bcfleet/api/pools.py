@@ -35,7 +35,6 @@ from bcfleet.domain.bounds import (
 from bcfleet.errors import ConflictError, ForbiddenError, InvalidInputError, NotFoundError
 from bcfleet.store.faults import flush_or_conflict
 from bcfleet.store.models import Flavor, Host, Instance, Pool, PoolOffer, ProviderAccount, Quota
-from bcfleet.store.models.compute import ComputeSettingsRow
 
 POOL_KINDS = ("vps-host", "provider")
 OVERCOMMIT_RESOURCES = ("vcpu", "memoryGiB", "diskGiB")
@@ -101,6 +100,8 @@ def _provider_account(session: Session, tenant_id: str, ref: str) -> ProviderAcc
 
 def _pool_holders(session: Session, pool_id: str) -> list[str]:
     """What keeps a pool from being deleted: hosts, flavors (archived ones too), instances, used quota."""
+    from bcfleet.store.models.compute import ComputeSettingsRow  # mapped when first needed
+
     checks = (
         ("hosts", select(Host.id).where(Host.pool_id == pool_id)),
         ("flavors", select(Flavor.id).where(Flavor.pool_id == pool_id)),

@@ -215,6 +215,7 @@ def create_app(
 ) -> Starlette:
     """The application over one fleet; tally_seconds paces the event-log counters (0: never);
     streams_per_tenant bounds each tenant's open streams (default BCFLEET_STREAMS_PER_TENANT)."""
+    fleet.map_all_tables()
     served = Served(
         fleet,
         max_body_bytes=max_body_bytes,

@@ -2,7 +2,9 @@
 
 A run: load the job function (missing module: skipped, 'not available'), take
 the lease job:<name> (held elsewhere: skipped, 'locked', nothing recorded),
-call run_x(fleet, now) with now from the fleet's clock, then in one
+when only a due job may run (the daemon, `fleet jobs tick`) read job_state again
+under the lease (not due: another runner ran it for this due time; skipped,
+nothing recorded), call run_x(fleet, now) with now from the fleet's clock, then in one
 transaction record a job_runs row, set job_state (last run, outcome, next due
 = start + interval) and give the lease back. A job that raises is recorded
 with outcome error and its message; the runner itself never raises for it.
@@ -28,7 +30,7 @@ from bcfleet.domain.bounds import check_limit
 from bcfleet.errors import LockedError
 from bcfleet.jobs.registry import JOBS, JobFunction, JobSpec, get_job
 from bcfleet.jobs.stop import stop_requested
-from bcfleet.store.locks import RANDOM_IDS, Lease, kept_alive, live, release_in, take
+from bcfleet.store.locks import RANDOM_IDS, Lease, kept_alive, live, release, release_in, take
 from bcfleet.store.models.jobs import JobRun, JobState
 
 if TYPE_CHECKING:
@@ -39,6 +41,8 @@ log = logging.getLogger("bcfleet.jobs")
 RUN_RETENTION = timedelta(days=7)
 """Job runs older than this are pruned when the job records a new one."""
 ERROR_TEXT_LIMIT = 4000
+NOT_DUE = "not due"
+"""The error of a skipped, unrecorded run: another runner ran the job for this due time."""
 
 
 def holder_name(role: str = "") -> str:
@@ -105,8 +109,14 @@ def run_job(
     holder: str | None = None,
     interval: float | None = None,
     locked_is_error: bool = False,
+    only_if_due: bool = False,
 ) -> RunResult:
-    """Run one job now, under its lease; the result is recorded unless the lease was held."""
+    """Run one job now, under its lease; the result is recorded unless the lease was held.
+
+    With only_if_due the job runs only if it is still due once the lease is ours: the due
+    check and the run record of the runner before are both made under the lease, so two
+    runners (two daemons, a daemon and a cron tick) never run a job twice for one due time.
+    """
     spec = _spec(job)
     holder = holder or holder_name("tick")
     every = spec.interval(fleet.settings) if interval is None else interval
@@ -127,6 +137,10 @@ def run_job(
     )
     if not ours:
         return _locked(fleet, spec, started, locked_is_error)
+    if only_if_due and not _due(fleet, spec.name):
+        release(fleet, lease)
+        log.debug("job=%s outcome=skipped reason=not-due", spec.name)
+        return RunResult(spec.name, "skipped", started, fleet.now(), error=NOT_DUE)
     started = fleet.now()
     with kept_alive(fleet, lease, ttl):
         outcome, counts, error = _call(function, fleet, started)
@@ -245,6 +259,11 @@ def is_due(state: JobState | None, now: datetime) -> bool:
     return state is None or state.next_due_at is None or state.next_due_at <= now
 
 
+def _due(fleet: Fleet, job: str) -> bool:
+    with fleet.read() as session:
+        return is_due(session.get(JobState, job, populate_existing=True), fleet.now())
+
+
 def tick(fleet: Fleet, *, job: str | None = None, holder: str | None = None) -> list[RunResult]:
     """Run every due job once, in PRODUCT.md §7's order; or the named job now, due or not."""
     holder = holder or holder_name("tick")
@@ -257,7 +276,9 @@ def tick(fleet: Fleet, *, job: str | None = None, holder: str | None = None) -> 
         if stop_requested():
             break
         if is_due(states.get(spec.name), fleet.now()):
-            results.append(run_job(fleet, spec, holder=holder))
+            result = run_job(fleet, spec, holder=holder, only_if_due=True)
+            if result.error != NOT_DUE:
+                results.append(result)
     return results
 
 

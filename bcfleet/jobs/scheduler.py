@@ -4,6 +4,10 @@ APScheduler only calls bcfleet.jobs.runner.run_job: one IntervalTrigger per
 job, max_instances=1 and coalesce=True (a late job runs once, not once per
 missed interval), and a misfire grace of one interval. The database lease
 keeps two daemons (or a daemon and a cron tick) from running one job at once.
+Each daemon's interval timer runs in its own phase, so when it fires it first
+waits for the due time job_state holds (set by whichever runner ran the job
+last), then runs the job only if it is still due under the lease: with two
+daemons a job runs once per due time, not once per daemon.
 
 A job first runs when job_state says it is due (at once when overdue). On
 SIGTERM or SIGINT the daemon stops scheduling, asks running jobs to stop at
@@ -43,7 +47,10 @@ def _scheduled_run(fleet: Fleet, spec: JobSpec, interval: float, holder: str) ->
     if stop_requested():
         return
     try:
-        run_job(fleet, spec, holder=holder, interval=interval)
+        wait = _seconds_until_due(fleet, spec.name, interval)
+        if wait > 0 and wait_for_stop(wait):
+            return
+        run_job(fleet, spec, holder=holder, interval=interval, only_if_due=True)
     except Exception:  # noqa: BLE001 - e.g. the database is away; the next interval retries
         log.exception("job=%s outcome=error reason=runner-failed", spec.name)
 
@@ -121,6 +128,7 @@ def run_scheduler(
 ) -> int:
     """Run the daemon until a stop is requested (SIGTERM/SIGINT or request_stop()); returns 0."""
     clear_stop()
+    fleet.map_all_tables()
     if install_signals:
         install_stop_signals()
     specs = [s if isinstance(s, JobSpec) else get_job(s) for s in (jobs or JOBS)]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Engine, Sequence, inspect, text
 from sqlmodel import SQLModel
 
-import bcfleet.store.models  # noqa: F401  (registers every table)
+from bcfleet.store.models import load_all
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -65,6 +65,7 @@ def upgrade(engine: Engine) -> None:
     if not inspect(engine).get_table_names():
         create_fresh(engine)
         return
+    load_all()
     command.upgrade(alembic_config(engine), "head")
 
 
@@ -72,6 +73,7 @@ def create_fresh(engine: Engine) -> None:
     """Build the schema from the tables and stamp it at head (Alembic's documented recipe)."""
     from alembic import command
 
+    load_all()
     SQLModel.metadata.create_all(engine)
     command.stamp(alembic_config(engine), "head")
 

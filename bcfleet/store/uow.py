@@ -10,6 +10,7 @@ from sqlmodel import Session
 
 from bcfleet.store.engine import CHANGED_FLAG, WRITE_OPTION, is_sqlite
 from bcfleet.store.faults import commit_is_next, lost_connections
+from bcfleet.store.models import load_all
 
 
 @contextmanager
@@ -19,6 +20,7 @@ def write_session(engine: Engine, *, bump_revision: bool = True) -> Iterator[Ses
     A lost connection raises DatabaseUnavailableError saying whether COMMIT had been sent
     (store/faults.py has the rule for running the call again).
     """
+    load_all()  # a flush orders the tables it writes by their foreign keys: all must be known
     bound = engine.execution_options(**{WRITE_OPTION: True})
     committing = False
     with (

@@ -19,6 +19,7 @@ from alembic.util.exc import CommandError
 from bcfleet.cli.main import COMMANDS, SUMMARIES, LazyGroup, cli, module_commands
 from bcfleet.fleet import Fleet
 from bcfleet.store.engine import make_engine
+from bcfleet.store.models import TABLE_MODULES
 from bcfleet.store.schema import HEAD_REVISION, alembic_config, stamped_revision
 
 DATABASE_PACKAGES = ("sqlalchemy", "sqlmodel", "alembic")
@@ -57,6 +58,37 @@ def test_listing_hosts_of_an_existing_fleet_does_not_import_alembic(tmp_path: Pa
     modules = imported_by(["hosts", "list", "--json"], {"BCFLEET_DB": url})
     assert "sqlalchemy" in modules  # it did open the fleet
     assert "alembic" not in top_packages(modules)
+
+
+def table_modules_loaded(args: list[str], url: str) -> set[str]:
+    """The table modules of bcfleet.store.models a fresh process running `fleet ARGS` mapped."""
+    code = (
+        "import sys\nfrom bcfleet.cli.main import main\n"
+        f"try:\n    main({args!r})\nexcept SystemExit as end:\n    assert not end.code, end.code\n"
+        "print(' '.join(m for m in sys.modules if m.startswith('bcfleet.store.models.')))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "BCFLEET_DB": url},
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    last_line = run.stdout.splitlines()[-1]
+    return {name.rsplit(".", 1)[1] for name in last_line.split()}
+
+
+def test_listing_hosts_maps_only_the_tables_it_reads_and_a_write_maps_them_all(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path}/fleet.db"
+    Fleet.open(url).close()
+    read = table_modules_loaded(["hosts", "list", "--json"], url)
+    assert "pools" in read  # it did read the hosts
+    assert read.isdisjoint({"billing", "compute", "jobs", "providers", "usage", "webhooks"})
+    wrote = table_modules_loaded(["tenants", "create", "acme"], url)
+    assert wrote == set(TABLE_MODULES)  # a flush orders tables by foreign keys: all are known
 
 
 def test_a_fleet_not_at_head_is_handed_to_alembic(tmp_path: Path) -> None:

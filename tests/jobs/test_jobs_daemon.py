@@ -40,11 +40,11 @@ def stop_when(condition: Callable[[], bool], timeout: float = 20.0) -> threading
     return thread
 
 
-def test_the_daemon_runs_a_job_at_its_interval_and_records_each_run(fleet: Fleet) -> None:
+def test_the_daemon_runs_a_job_at_its_interval_and_records_each_run(moving_fleet: Fleet) -> None:
     spec = job_fixtures.spec("quick_job", interval=0.2)
     stop_when(lambda: len(job_fixtures.calls) >= 3)
-    assert run_scheduler(fleet, jobs=[spec], install_signals=False) == 0
-    runs = recorded(fleet, spec.name)
+    assert run_scheduler(moving_fleet, jobs=[spec], install_signals=False) == 0
+    runs = recorded(moving_fleet, spec.name)
     assert len(runs) >= 3
     assert {r.outcome for r in runs} == {"ok"}
 
@@ -60,12 +60,12 @@ def test_a_stop_lets_the_running_job_finish_and_record_its_run(fleet: Fleet) -> 
     assert [r.outcome for r in recorded(fleet, spec.name)] == ["ok"]
 
 
-def test_one_job_never_overlaps_itself(fleet: Fleet) -> None:
+def test_one_job_never_overlaps_itself(moving_fleet: Fleet) -> None:
     """A 0.6 s job every 0.1 s: max_instances=1 and coalescing, never two at once."""
     spec = job_fixtures.spec("slow_job", interval=0.1)
     stop_when(lambda: len(job_fixtures.calls) >= 2)
-    run_scheduler(fleet, jobs=[spec], install_signals=False)
-    runs = sorted(recorded(fleet, spec.name), key=lambda r: r.id)
+    run_scheduler(moving_fleet, jobs=[spec], install_signals=False)
+    runs = sorted(recorded(moving_fleet, spec.name), key=lambda r: r.id)
     assert len(runs) >= 2
     assert {r.outcome for r in runs} == {"ok"}  # no 'skipped: locked' — they never overlapped
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from sqlalchemy import create_engine, text
 from sqlmodel import SQLModel
 
-from bcfleet.clock import FakeClock
+from bcfleet.clock import Clock
 from bcfleet.fleet import Fleet
 from bcfleet.ids import IdFactory
 from bcfleet.settings import FleetSettings
@@ -49,7 +49,7 @@ def truncate_all(url: str) -> None:
     engine.dispose()
 
 
-def open_fleet(url: str, clock: FakeClock, **settings: object) -> Fleet:
+def open_fleet(url: str, clock: Clock, **settings: object) -> Fleet:
     """A fleet at url with this clock, seeded ids and these settings."""
     return Fleet.open(
         url,

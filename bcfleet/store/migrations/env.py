@@ -5,10 +5,11 @@ from __future__ import annotations
 from alembic import context
 from sqlmodel import SQLModel
 
-import bcfleet.store.models  # noqa: F401  (registers every table)
 from bcfleet.settings import load_fleet_settings
 from bcfleet.store.engine import make_engine
+from bcfleet.store.models import load_all
 
+load_all()  # every table, for autogenerate
 config = context.config
 engine = config.attributes.get("engine") or make_engine(load_fleet_settings().db_url)
 
