@@ -329,6 +329,8 @@ def test_preview_when_even_preempting_does_not_help() -> None:
         "fits": False,
         "candidates": [],
         "reason": "no node fits (1 node): 1 × fits: 0 of 4 gpu free",
+        "preemptReason": "no spot reservation in the pool overlaps the request's window: "
+        "nothing to preempt",
     }
 
 

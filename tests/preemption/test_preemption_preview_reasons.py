@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bcfleet.cli.capacity import preview_text
-from bcfleet.domain.gpu_plan import Booking, GpuNode, GpuRequest, GpuSnapshot
+from bcfleet.domain.gpu_plan import AtomBooking, GpuNode, GpuRequest, GpuSnapshot
 from bcfleet.domain.preemption import preview, why_no_preemption
 
 NOW = datetime(2026, 9, 21, 10, 0, tzinfo=UTC)
@@ -19,8 +19,10 @@ def node(name: str) -> GpuNode:
     return GpuNode(f"node_{name}", name, tuple(f"{name}-gpu{i}" for i in range(4)), False)
 
 
-def held(name: str, atoms: list[int], holder: str, *, spot: bool, end: datetime) -> list[Booking]:
-    return [Booking(f"{name}-gpu{i}", holder, NOW - H, end, spot) for i in atoms]
+def held(
+    name: str, atoms: list[int], holder: str, *, spot: bool, end: datetime
+) -> list[AtomBooking]:
+    return [AtomBooking(f"{name}-gpu{i}", holder, NOW - H, end, spot) for i in atoms]
 
 
 def request(count: int = 4, **kwargs: object) -> GpuRequest:
@@ -29,7 +31,7 @@ def request(count: int = 4, **kwargs: object) -> GpuRequest:
 
 def four_spot_on_half_full_nodes(spot_end: datetime = NOW + 11 * H) -> GpuSnapshot:
     """Two 4-GPU nodes, each with 2 GPUs of regular work and 2 spot reservations of 1 GPU."""
-    bookings: list[Booking] = []
+    bookings: list[AtomBooking] = []
     for name in ("a", "b"):
         bookings += held(name, [0, 1], f"rsv_reg_{name}", spot=False, end=NOW + 11 * H)
         bookings += held(name, [2], f"rsv_spot_{name}2", spot=True, end=spot_end)
