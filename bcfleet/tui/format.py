@@ -134,3 +134,25 @@ def croppable(text: str, style: str = "") -> Text:
 
 def plain(value: Cell) -> str:
     return value.plain if isinstance(value, Text) else value
+
+
+def yes_no(value: bool) -> str:
+    return "yes" if value else "no"
+
+
+def bytes_text(count: int) -> str:
+    """A size in bytes as people say it: 2097152 → '2 MiB', 1536 → '1.5 KiB'."""
+    size, unit = float(count), "B"
+    for bigger in ("KiB", "MiB", "GiB", "TiB"):
+        if abs(size) < 1024:
+            break
+        size, unit = size / 1024, bigger
+    return f"{size:.1f}".removesuffix(".0") + f" {unit}"
+
+
+def moment(when: str, now: datetime) -> str:
+    """An RFC 3339 time to the minute with how far it is from now: '11-30 08:00 (2h ago)'."""
+    seconds = (now - parse_stamp(when)).total_seconds()
+    if seconds >= 0:
+        return f"{short_time(when)} ({duration_text(seconds, short=True)} ago)"
+    return f"{short_time(when)} (in {duration_text(-seconds, short=True)})"

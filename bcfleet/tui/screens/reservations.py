@@ -165,15 +165,13 @@ class ReservationsView(TableView):
     NOUN = ("reservation", "reservations")
 
     def open_row(self, key: str) -> None:
-        from bcfleet.tui.screens.detail import DetailScreen
+        self.describe_row(key)
 
-        self.app.push_screen(
-            DetailScreen(
-                "Reservation",
-                ["Reservations", short_id(key)],
-                lambda: self.source.reservation(key),
-            )
-        )
+    def describe_doc(self, key: str, item: Mapping[str, Any]) -> Mapping[str, Any]:
+        from bcfleet.tui.screens.describe import describe_object
+
+        del item
+        return describe_object(self.source, "reservation", self.source.reservation(key))
 
     def fetch(self) -> Any:
         reservations = self.source.reservations()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -25,7 +25,10 @@ class TableView(ViewScreen):
         Binding("slash", "filter", "Filter"),
         Binding("s", "sort_next", "Sort"),
         Binding("S", "sort_reverse", "Reverse", show=False),
+        Binding("d", "describe", "Describe", show=False),
     ]
+    KIND: ClassVar[str | None] = None
+    """What the view's objects are called (declare.py's kinds: pool, flavor, …; instance, …)."""
 
     def compose_body(self) -> ComposeResult:
         yield KeyedTable(self.COLUMNS, id="table")
@@ -43,6 +46,33 @@ class TableView(ViewScreen):
 
     def open_row(self, key: str) -> None:
         """Enter on a row: drill down (each view says into what)."""
+
+    def describe_row(self, key: str) -> None:
+        """d on a row (Enter too in views without a drill-down of their own): describe it."""
+        from bcfleet.tui.screens.describe import DescribeScreen
+
+        item = self.item(key)
+        name = str(item.get("name") or key) if item else key
+        noun = self.NOUN[0].capitalize()
+        self.app.push_screen(
+            DescribeScreen(noun, [self.TITLE, name], lambda: self.describe_doc(key, item or {}))
+        )
+
+    def item(self, key: str) -> Mapping[str, Any] | None:
+        """The fetched object a row shows (the item whose `id` is the row's key)."""
+        data = self.data if isinstance(self.data, list) else []
+        return next((i for i in data if isinstance(i, Mapping) and i.get("id") == key), None)
+
+    def describe_doc(self, key: str, item: Mapping[str, Any]) -> Mapping[str, Any]:
+        """What describe shows of a row; runs in the describe screen's worker."""
+        from bcfleet.tui.screens.describe import describe_object
+
+        return describe_object(self.source, self.KIND, item or {"id": key})
+
+    def action_describe(self) -> None:
+        key = self.table.cursor_key
+        if key is not None:
+            self.describe_row(key)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
