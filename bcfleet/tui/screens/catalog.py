@@ -167,6 +167,10 @@ class QuotasView(ObjectsView):
     READ = "quotas"
     row_of = staticmethod(quota_row)
 
+    def row_name(self, key: str) -> str:
+        item = self.item(key) or {}
+        return f"{item.get('tenantId')}/{item.get('pool')}" if item else key
+
 
 def account_row(account: Mapping[str, Any], now: datetime) -> Row:
     since, seconds = age(account.get("createdAt"), now, short=True)

@@ -18,6 +18,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
+from bcfleet.domain.inventory_age import inventory_stale
 from bcfleet.domain.numa import reserved_cpus, size_label
 from bcfleet.domain.shapes import Inventory
 from bcfleet.tui.format import DASH, age, cpulist, parse_stamp, ratio_text, short_id, short_time
@@ -230,13 +231,12 @@ class HostDetail(DrillDown):
         host, pool, guests, bookings = data
         now = self.now or self.source.now()
         inventory = host.get("inventory")
-        reported, _ = age(host.get("inventoryReportedAt"), now)
+        reported, seconds = age(host.get("inventoryReportedAt"), now)
+        reported = f"reported {reported} ago" + (" (stale)" if inventory_stale(seconds) else "")
         facts = Text()
         facts.append(f"{host['name']}", style="bold")
         facts.append(f"  {host['id']}\npool {host['pool']} · state {host['status']} · ")
-        facts.append(
-            f"inventory {'reported ' + reported + ' ago' if inventory else 'never reported'}"
-        )
+        facts.append(f"inventory {reported if inventory else 'never reported'}")
         facts.append(f"\n{capacity_text(host.get('resources') or [])}")
         if bookings:
             facts.append(f"\n{gpus_now_and_later(bookings, now)}")

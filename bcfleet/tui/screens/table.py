@@ -10,6 +10,7 @@ from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Input
 
+from bcfleet.tui.format import short_id
 from bcfleet.tui.screens.base import ViewScreen
 from bcfleet.tui.widgets.keyed_table import Column, KeyedTable, Row
 from bcfleet.tui.widgets.prompt import Prompt
@@ -52,11 +53,18 @@ class TableView(ViewScreen):
         from bcfleet.tui.screens.describe import DescribeScreen
 
         item = self.item(key)
-        name = str(item.get("name") or key) if item else key
         noun = self.NOUN[0].capitalize()
         self.app.push_screen(
-            DescribeScreen(noun, [self.TITLE, name], lambda: self.describe_doc(key, item or {}))
+            DescribeScreen(
+                noun, [self.TITLE, self.row_name(key)], lambda: self.describe_doc(key, item or {})
+            )
         )
+
+    def row_name(self, key: str) -> str:
+        """What the describe screen's crumbs call a row: its object's name, else its short id."""
+        item = self.item(key)
+        name = str(item.get("name") or "") if item else ""
+        return name or short_id(key)
 
     def item(self, key: str) -> Mapping[str, Any] | None:
         """The fetched object a row shows (the item whose `id` is the row's key)."""
