@@ -261,22 +261,22 @@ class HostDetail(DrillDown):
             "#gpus-note",
             "none" if inventory else unknown,
         )
-        self._fill("#guests", guest_rows(guests or []), "#guests-note", "none")
-        table = self.query_one("#guests", DataTable)
-        table.clear()
         ordered = sorted(guests or [], key=guest_name)
-        for guest, row in zip(ordered, guest_rows(ordered), strict=True):
-            table.add_row(*row, key=str(guest["id"]))
         self.guests = {str(g["id"]): g for g in ordered}
+        self._fill("#guests", guest_rows(ordered), "#guests-note", "none", keys=list(self.guests))
         if guests is None:
             self.query_one("#guests-note", Static).update("not available in this build")
 
     def _fill(
-        self, selector: str, rows: list[tuple[str, ...]], note: str = "", empty: str = ""
+        self,
+        selector: str,
+        rows: list[tuple[str, ...]],
+        note: str = "",
+        empty: str = "",
+        keys: list[str] | None = None,
     ) -> None:
-        table = self.query_one(selector, DataTable)
-        table.clear()
-        table.add_rows(rows)
+        table = self.query_one(selector, SteadyTable)
+        table.fill(rows, keys)
         table.display = bool(rows)
         if note:
             self.query_one(note, Static).update(empty)
