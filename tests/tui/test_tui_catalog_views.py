@@ -69,10 +69,12 @@ def test_a_quota_row_reads_used_of_limit_and_says_over() -> None:
 
 def test_fields_read_for_people() -> None:
     doc = {"spot": True, "archived": False, "nodeId": "node_1", "nodeIds": ["node_1", "node_x"],
-           "createdAt": "2026-11-30T08:00:00Z", "placement": {"hugepageSizeBytes": 2097152}}  # fmt: skip
+           "createdAt": "2026-11-30T08:00:00Z", "placement": {"hugepageSizeBytes": 2097152},
+           "hostPlacement": {"cpuset": [2, 3, 4, 5, 9], "mems": []}}  # fmt: skip
     shown = humane_fields(doc, NOW, {"node_1": "fra-01"})
     assert shown == {"spot": "yes", "archived": "no", "host": "fra-01", "hosts": ["fra-01", "-"],
-                     "createdAt": "11-30 08:00 (2h ago)", "placement": {"hugepageSize": "2 MiB"}}  # fmt: skip
+                     "createdAt": "11-30 08:00 (2h ago)", "placement": {"hugepageSize": "2 MiB"},
+                     "hostPlacement": {"cpuset": "2-5,9", "mems": "-"}}  # fmt: skip
 
 
 def test_objects_a_fleetconfig_does_not_declare_say_so() -> None:

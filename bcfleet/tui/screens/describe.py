@@ -1,7 +1,7 @@
 """Describe any row of any view (`d` or Enter, as k9s does): every field, conditions, events, YAML.
 
 Fields are written for people: yes/no for booleans, hosts by name instead of node ids,
-times to the minute with how long ago, sizes in bytes as KiB/MiB/GiB. Below them come
+times to the minute with how long ago, sizes in bytes as KiB/MiB/GiB, CPU lists as ranges (2-63). Below them come
 the object's conditions, its latest events, and the FleetConfig YAML that would declare
 it (tui/declare.py), or a line saying a FleetConfig does not declare such objects.
 """
@@ -18,13 +18,15 @@ from rich.text import Text
 from textual.widgets import Static
 
 from bcfleet.tui.declare import declaration
-from bcfleet.tui.format import DASH, bytes_text, moment, yes_no
+from bcfleet.tui.format import DASH, bytes_text, cpulist, moment, yes_no
 from bcfleet.tui.screens.detail import DetailScreen, describe
 from bcfleet.tui.source import JSON, FleetSource
 
 STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d")
 FLEETCONFIG = "FleetConfig"
 EVENTS = "events"
+CPU_LISTS = frozenset({"cpus", "cpuset", "mems", "isolated"})
+"""Lists of CPU or NUMA node ids, written as Linux writes them: 2-63."""
 EVENT_PAGE = 1000
 EVENT_PAGES = 50
 EVENTS_SHOWN = 20
@@ -36,6 +38,8 @@ def humane(value: Any, now: datetime, hosts: Mapping[str, str], key: str = "") -
         return yes_no(value)
     if isinstance(value, Mapping):
         return humane_fields(value, now, hosts)
+    if isinstance(value, list) and key in CPU_LISTS and all(isinstance(v, int) for v in value):
+        return cpulist(value)
     if isinstance(value, list):
         return [humane(v, now, hosts) for v in value]
     if isinstance(value, str) and STAMP.match(value):

@@ -211,6 +211,8 @@ class HostDetail(DrillDown):
             ("#guests", ("GUEST", "FLAVOR", "CPUS", "NODES", "DEGRADED")),
         ):
             self.query_one(table_id, DataTable).add_columns(*columns)
+        for table_id in ("#numa", "#gpus"):  # Tab from the page goes straight to the guests
+            self.query_one(table_id, DataTable).can_focus = False
 
     def fetch(self) -> Any:
         host = self.source.host(self.host_id)
