@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+import yaml
 
 from bcfleet.api.auth import LOCAL_OPERATOR as OP
 from bcfleet.clock import parse_time
@@ -111,3 +112,23 @@ async def test_enter_on_a_guest_in_the_host_drill_down_describes_the_instance(
         assert screen.data["id"] == busy["id"]
         assert screen.data["host"] == names[busy["nodeId"]]
         assert "does not declare an instance" in screen.data["FleetConfig"]
+
+
+async def test_d_in_the_host_drill_down_describes_the_host_with_its_yaml(fleet_db: Path) -> None:
+    app, fleet = local_app(fleet_db)
+    host = next(h for h in fleet.api.hosts.list(OP)["items"] if h["name"] == "fra-01")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        app.screen.table.move_to_key(host["id"])
+        await pilot.press("enter")
+        await settle(pilot)
+        await pilot.press("d")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, DescribeScreen)
+        declared = yaml.safe_load(screen.data["FleetConfig"])["hosts"][0]
+        assert (declared["name"], declared["pool"]) == ("fra-01", host["pool"])
+        assert screen.data["tenantControlled"] == "no"
+        await pilot.press("q")
+        await settle(pilot)
+        assert isinstance(app.screen, HostDetail)

@@ -1,9 +1,10 @@
 """Describe any row of any view (`d` or Enter, as k9s does): every field, conditions, events, YAML.
 
 Fields are written for people: yes/no for booleans, hosts by name instead of node ids,
-times to the minute with how long ago, sizes in bytes as KiB/MiB/GiB, CPU lists as ranges (2-63). Below them come
-the object's conditions, its latest events, and the FleetConfig YAML that would declare
-it (tui/declare.py), or a line saying a FleetConfig does not declare such objects.
+times to the minute with how long ago, sizes in bytes as KiB/MiB/GiB, CPU lists as ranges
+(2-63). Below them come the object's conditions, its latest events, and the FleetConfig
+YAML that would declare it (tui/declare.py), or a line saying a FleetConfig does not
+declare such objects.
 """
 
 from __future__ import annotations

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
@@ -179,8 +180,10 @@ class HostDetail(DrillDown):
     ABOUT = (
         "One host: its NUMA nodes with their CPUs, isolated CPUs and the CPUs the host keeps "
         "for itself (reserved), memory and huge pages free per node; its GPUs and their "
-        "bookings; and its guests with the CPUs each is pinned to."
+        "bookings; and its guests with the CPUs each is pinned to (Tab, then Enter on one "
+        "describes it). d describes the host itself, with its FleetConfig YAML."
     )
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("d", "describe", "Describe")]
 
     def __init__(self, host_id: str, name: str) -> None:
         super().__init__()
@@ -283,6 +286,19 @@ class HostDetail(DrillDown):
         if note:
             self.query_one(note, Static).update(empty)
             self.query_one(note, Static).display = not rows
+
+    def action_describe(self) -> None:
+        """The host's fields, events and the FleetConfig YAML that would declare it."""
+        from bcfleet.tui.screens.describe import DescribeScreen, describe_object
+
+        source, host = self.source, self.host_id
+        self.app.push_screen(
+            DescribeScreen(
+                "Host",
+                [*self.crumbs(), "describe"],
+                lambda: describe_object(source, "host", source.host(host)),
+            )
+        )
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """Enter on a guest describes the instance (fields, conditions, events)."""

@@ -1,6 +1,6 @@
 """The base of the console's object lists (pools, flavors, tenants, …): rows from one source read.
 
-Enter and d describe the row (screens/describe.py); `rows_of` is the view's pure part.
+Enter and d describe the row (screens/describe.py); `row_of` is the view's pure part.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from bcfleet.tui.widgets.keyed_table import Row
 
 
 class ObjectsView(TableView):
-    """A list of one kind of object, read in the view's worker by `read`, one row each."""
+    """A list of one kind of object, read in the view's worker by READ, one row each."""
 
     READ: ClassVar[str] = ""
     """The FleetSource method that lists the objects."""
