@@ -270,3 +270,13 @@ async def _describe(pilot: Pilot[Any]) -> None:
 def test_pool_describe_snapshot_at_80x24(snap_compare: Any, fleet_db: Path) -> None:
     app = app_on(with_account(fleet_db), start="pools")
     assert snap_compare(app, terminal_size=(80, 24), run_before=_describe)
+
+
+def test_a_provider_account_declares_its_token_variable_never_a_token(fleet_db: Path) -> None:
+    source = LocalSource(with_account(fleet_db))
+    account = source.provider_accounts()[0]
+    assert yaml.safe_load(declaration("providerAccount", account)) == {
+        "providerAccounts": [{"name": "hz-main", "provider": "hetzner", "tokenEnv": "HCLOUD_TOKEN"}]
+    }
+    sealed = {**account, "tokenEnv": None, "hasToken": True}  # its token given, not a variable
+    assert declaration("providerAccount", sealed).startswith("Not declarable as it stands:")
