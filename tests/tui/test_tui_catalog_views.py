@@ -226,6 +226,8 @@ async def test_describe_shows_a_reservation_host_by_name(fleet_db: Path) -> None
         await settle(pilot)
         doc = app.screen.data
         assert doc["hosts"] == [names[n] for n in placed["nodeIds"]]
+        pools = {p["id"]: p["name"] for p in fleet.api.pools.list(OP)["items"]}
+        assert doc["pool"] == pools[placed["poolId"]]
         assert doc["spot"] == ("yes" if placed["spot"] else "no")
         assert "nodeIds" not in doc
 

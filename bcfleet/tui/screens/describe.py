@@ -63,6 +63,11 @@ def humane_fields(doc: Mapping[str, Any], now: datetime, hosts: Mapping[str, str
     return out
 
 
+def _with_pool(key: str, value: Any, pool: str) -> list[tuple[str, Any]]:
+    """The field, followed by the pool's name when it is the pool's id."""
+    return [(key, value), ("pool", pool)] if key == "poolId" else [(key, value)]
+
+
 def _needs_hosts(doc: Mapping[str, Any]) -> bool:
     return bool(doc.get("nodeId") or doc.get("nodeIds"))
 
@@ -101,6 +106,9 @@ def describe_object(
         else {}
     )
     now = source.now()
+    if doc.get("poolId") and "pool" not in doc:  # the pool by name too, beside its id
+        name = {p["id"]: p["name"] for p in source.pools()}.get(doc["poolId"], DASH)
+        doc = {k: v for key, value in doc.items() for k, v in _with_pool(key, value, name)}
     shown = humane_fields(doc, now, hosts)
     if "conditions" in shown:  # after the plain fields, as kubectl describe puts them
         shown["conditions"] = shown.pop("conditions") or DASH
