@@ -21,6 +21,7 @@ from bcfleet.agent.inventory import read_inventory
 from bcfleet.agent.remote import AgentConnection
 from bcfleet.domain.guest_view import GUEST_PREFIX
 from bcfleet.domain.instance_spec import render_libvirt_domain
+from bcfleet.domain.inventory_age import AGENT_ROUND_SECONDS, INVENTORY_EVERY_ROUNDS
 from bcfleet.domain.simulated_inventory import two_socket_host
 
 
@@ -34,8 +35,8 @@ class AgentOptions:
     host: str
     simulate: bool = False
     boot_seconds: float = 20.0
-    interval: float = 5.0
-    inventory_every: int = 12
+    interval: float = AGENT_ROUND_SECONDS
+    inventory_every: int = INVENTORY_EVERY_ROUNDS
     rounds: int | None = None
     domains_dir: Path | None = None
     inventory: dict[str, Any] | None = None  # None: this machine's (or simulated with --simulate)

@@ -12,6 +12,7 @@ import click
 from bcfleet.agent.inventory import read_inventory
 from bcfleet.cli.common import Seconds, fleet_command, output, print_json, state
 from bcfleet.domain.inventory import validate_inventory
+from bcfleet.domain.inventory_age import AGENT_ROUND_SECONDS
 from bcfleet.errors import InvalidInputError, UnauthenticatedError
 from bcfleet.schemas import load_schema
 from bcfleet.settings import load_fleet_settings
@@ -49,7 +50,7 @@ def _inventory_file(path: Path | None) -> dict[str, object] | None:
 @click.option("--simulate", is_flag=True, help="Act out boots and stops instead of a hypervisor.")
 @click.option("--once", is_flag=True, help="One round, then exit.")
 @click.option("--rounds", type=click.IntRange(1), help="Stop after this many rounds.")
-@click.option("--interval", type=Seconds(0.01), default=5.0, show_default=True)
+@click.option("--interval", type=Seconds(0.01), default=AGENT_ROUND_SECONDS, show_default=True)
 @click.option("--boot-seconds", type=Seconds(), help="Simulated boot delay.")
 @click.option("--inventory-file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--domains", type=click.Path(file_okay=False, path_type=Path),

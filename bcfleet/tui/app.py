@@ -43,7 +43,11 @@ class FleetApp(App[None]):
     TITLE = "bcfleet"
     MODES: ClassVar = {view.name: view.screen for view in VIEWS}
     BINDINGS: ClassVar[list[BindingType]] = [
-        *(Binding(view.key, f"view('{view.name}')", view.title, show=False) for view in VIEWS),
+        *(
+            Binding(view.key, f"view('{view.name}')", view.title, show=False)
+            for view in VIEWS
+            if view.key
+        ),
         Binding("question_mark", "keys", "Keys"),
         Binding("q", "quit", "Quit"),
         Binding("ctrl+c", "quit", show=False, priority=True),  # the keys panel lists it
@@ -163,7 +167,7 @@ class FleetApp(App[None]):
         for view in VIEWS:
             yield SystemCommand(
                 f"View: {view.title}",
-                f"{view.key} or :{view.name}",
+                f"{view.key} or :{view.name}" if view.key else f":{view.name}",
                 lambda name=view.name: self.show_view(name),
             )
         if isinstance(screen, ViewScreen):

@@ -32,12 +32,21 @@ def ratio_text(ratio: float) -> str:
     return f"{ratio:g}"
 
 
-def usage_cell(row: Mapping[str, Any] | None, *, narrow: bool = False) -> tuple[Cell, float]:
+def percent_text(fraction: float) -> str:
+    """A fraction used as a whole percentage, rounded down so that 99.6 % is not yet 100 %."""
+    if fraction == float("inf"):
+        return "∞%"
+    return f"{int(fraction * 100)}%"
+
+
+def usage_cell(
+    row: Mapping[str, Any] | None, *, narrow: bool = False, percent: bool = False
+) -> tuple[Cell, float]:
     """'30/128 ×2' for allocated of floor(allocatable × ratio), and the fraction used for sorting.
 
     At or above 90 % the cell is marked as getting full; above 100 % (a host whose
     allocatable shrank under what it holds) it reads 'over' as well as turning red.
-    Narrow tables leave out a ratio of 1 (no overcommit).
+    Narrow tables leave out a ratio of 1 (no overcommit); `percent` adds the share used.
     """
     if row is None:
         return DIM_DASH, -1.0
@@ -45,6 +54,8 @@ def usage_cell(row: Mapping[str, Any] | None, *, narrow: bool = False) -> tuple[
     fraction = allocated / capacity if capacity else (0.0 if allocated == 0 else float("inf"))
     ratio = row.get("ratio")  # None: a stored ratio that is not a finite number
     shown = "" if ratio is None or (narrow and ratio == 1) else f" ×{ratio_text(float(ratio))}"
+    if percent:
+        shown += f" {percent_text(fraction)}"
     if fraction < 0.9:
         return f"{allocated}/{capacity}{shown}", fraction
     text = Text(f"{allocated}/{capacity}{shown}")
@@ -134,3 +145,25 @@ def croppable(text: str, style: str = "") -> Text:
 
 def plain(value: Cell) -> str:
     return value.plain if isinstance(value, Text) else value
+
+
+def yes_no(value: bool) -> str:
+    return "yes" if value else "no"
+
+
+def bytes_text(count: int) -> str:
+    """A size in bytes as people say it: 2097152 → '2 MiB', 1536 → '1.5 KiB'."""
+    size, unit = float(count), "B"
+    for bigger in ("KiB", "MiB", "GiB", "TiB"):
+        if abs(size) < 1024:
+            break
+        size, unit = size / 1024, bigger
+    return f"{size:.1f}".removesuffix(".0") + f" {unit}"
+
+
+def moment(when: str, now: datetime) -> str:
+    """An RFC 3339 time to the minute with how far it is from now: '11-30 08:00 (2h ago)'."""
+    seconds = (now - parse_stamp(when)).total_seconds()
+    if seconds >= 0:
+        return f"{short_time(when)} ({duration_text(seconds, short=True)} ago)"
+    return f"{short_time(when)} (in {duration_text(-seconds, short=True)})"

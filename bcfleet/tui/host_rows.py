@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 from rich.text import Text
 
-from bcfleet.tui.format import DIM_DASH, Cell, age, count_of, parse_stamp, usage_cell
+from bcfleet.domain.inventory_age import inventory_stale
+from bcfleet.tui.format import (
+    DIM_DASH,
+    Cell,
+    age,
+    count_of,
+    parse_stamp,
+    percent_text,
+    plain,
+    usage_cell,
+)
 from bcfleet.tui.widgets.keyed_table import Column, Row
 
 COLUMNS = (
@@ -58,19 +68,29 @@ def degraded_cell(host: Mapping[str, Any]) -> tuple[Cell, int]:
     return Text(f"{count} !", style="bold yellow"), int(count)
 
 
+def age_cell(host: Mapping[str, Any], now: datetime) -> tuple[Cell, float]:
+    """How long ago the inventory came ('12s'), and 'stale' after it once it is older than
+    the rule the agent reports by (domain/inventory_age.py)."""
+    text, seconds = age(host.get("inventoryReportedAt"), now, short=True)
+    if host.get("inventoryReportedAt") and inventory_stale(seconds):
+        return Text(f"{text} stale", style="yellow"), seconds
+    return text, seconds
+
+
 def host_row(host: Mapping[str, Any], now: datetime, *, narrow: bool = False) -> Row:
     """One host as the table shows it; sort values are fractions used, not the text.
 
-    Narrow (under 100 columns) says "no inv." and leaves out ratios of 1, so the
-    table fits 80 columns.
+    Narrow (under 100 columns) says "no inv." and leaves out ratios of 1 and the share used
+    (the pool totals under the table give it), so the table fits 80 columns.
     """
     resources = {r["resource"]: r for r in host.get("resources") or []}
-    vcpu, vcpu_used = usage_cell(resources.get("vcpu"), narrow=narrow)
-    memory, memory_used = usage_cell(resources.get("memoryGiB"), narrow=narrow)
-    disk, disk_used = usage_cell(resources.get("diskGiB"), narrow=narrow)
+    wide = not narrow
+    vcpu, vcpu_used = usage_cell(resources.get("vcpu"), narrow=narrow, percent=wide)
+    memory, memory_used = usage_cell(resources.get("memoryGiB"), narrow=narrow, percent=wide)
+    disk, disk_used = usage_cell(resources.get("diskGiB"), narrow=narrow, percent=wide)
     gpu, gpu_used = gpu_cell(host)
     degraded, degraded_count = degraded_cell(host)
-    inventory_age, seconds = age(host.get("inventoryReportedAt"), now, short=True)
+    inventory_age, seconds = age_cell(host, now)
     state = state_cell(host, narrow=narrow)
     return Row(
         key=host["id"],
@@ -91,8 +111,8 @@ def host_row(host: Mapping[str, Any], now: datetime, *, narrow: bool = False) ->
 
 def with_age(row: Row, host: Mapping[str, Any], now: datetime) -> Row | None:
     """The row with its AGE cell for a new now, or None when the text stays the same."""
-    text, seconds = age(host.get("inventoryReportedAt"), now, short=True)
-    if text == row.cells[AGE]:
+    text, seconds = age_cell(host, now)
+    if plain(text) == plain(row.cells[AGE]):
         return None
     cells = row.cells[:AGE] + (text,) + row.cells[AGE + 1 :]
     return Row(row.key, cells, row.sort[:AGE] + (seconds,) + row.sort[AGE + 1 :])
@@ -111,3 +131,39 @@ def next_age_change(when: str | None, now: datetime) -> float | None:
     elapsed = max(now.timestamp() - start, 0.0)
     unit = next((every for below, every in _AGE_UNITS if elapsed < below), 86400)
     return start + (elapsed // unit + 1) * unit
+
+
+TOTALS_SHOWN = 3
+"""Pool totals lines under the Hosts table; more pools are counted in one last line."""
+TOTAL_LABELS = (("vcpu", "vCPU"), ("memoryGiB", "MEM"), ("gpu", "GPU"), ("diskGiB", "DISK"))
+"""In this order, so that a narrow screen crops DISK first."""
+
+
+def pool_totals(hosts: Iterable[Mapping[str, Any]]) -> list[str]:
+    """One line per pool: its hosts, and allocated/capacity with the share used per resource
+    and GPUs booked now of those present, summed over its hosts' hosts.list items."""
+    sums: dict[str, dict[str, int]] = {}
+    for host in hosts:
+        pool = sums.setdefault(str(host["pool"]), {"hosts": 0})
+        pool["hosts"] += 1
+        for row in host.get("resources") or ():
+            name = row["resource"]
+            pool[f"{name}.a"] = pool.get(f"{name}.a", 0) + int(row["allocated"])
+            pool[f"{name}.c"] = pool.get(f"{name}.c", 0) + int(row["capacity"])
+        gpus = host.get("gpus") or {}
+        pool["gpu.a"] = pool.get("gpu.a", 0) + int(gpus.get("used", 0))
+        pool["gpu.c"] = pool.get("gpu.c", 0) + int(gpus.get("total", 0))
+    lines = []
+    for name in sorted(sums):
+        pool = sums[name]
+        parts = [f"{name}: {pool['hosts']} host{'s' if pool['hosts'] != 1 else ''}"]
+        for key, label in TOTAL_LABELS:
+            allocated, capacity = pool.get(f"{key}.a", 0), pool.get(f"{key}.c", 0)
+            if capacity or allocated:
+                share = percent_text(allocated / capacity if capacity else float("inf"))
+                parts.append(f"{label} {allocated}/{capacity} {share}")
+        lines.append(" · ".join(parts))
+    if len(lines) > TOTALS_SHOWN:
+        rest = len(lines) - TOTALS_SHOWN + 1
+        lines = [*lines[: TOTALS_SHOWN - 1], f"… and {rest} more pools (filter pool:NAME)"]
+    return lines

@@ -27,6 +27,8 @@ from bcfleet.tui.source import (
     SaveOutcome,
     snapshot_of,
     with_host_names,
+    with_pool_names,
+    with_tenant,
 )
 
 
@@ -176,6 +178,41 @@ class RemoteSource:
 
     def events(self, after: int | None, types: Sequence[str] = (), limit: int = 200) -> JSON:
         return self.client.events(after=after, types=types, limit=limit)
+
+    def items(self, path: str, tenant: str | None = None) -> list[JSON]:
+        """A list route's items, acting as `tenant` when given."""
+        params = {"tenant": tenant} if tenant is not None else None
+        items: list[JSON] = self.client.request("GET", path, params=params)["items"]
+        return items
+
+    def flavors(self) -> list[JSON]:
+        pools = self.pools()
+        items: list[JSON] = []
+        for pool in pools:
+            items.extend(self.client.flavors(pool["id"]))
+        return with_pool_names(items, pools)
+
+    def quotas(self) -> list[JSON]:
+        items: list[JSON] = []
+        for tenant in self.tenants():
+            items.extend(self.items("/v1/quotas", tenant["id"]))
+        return items
+
+    def provider_accounts(self) -> list[JSON]:
+        items: list[JSON] = []
+        for tenant in self.tenants():
+            found = self.items("/v1/provider-accounts", tenant["id"])
+            items.extend(with_tenant(found, tenant["id"]))
+        return items
+
+    def services(self) -> list[JSON]:
+        return self.items("/v1/services")
+
+    def environments(self) -> list[JSON]:
+        return self.items("/v1/environments")
+
+    def indexes(self) -> list[JSON]:
+        return self.items("/v1/indexes")
 
     def jobs(self) -> list[JSON]:
         return self.client.jobs()

@@ -145,6 +145,24 @@ class FleetSource(Protocol):
 
     def events(self, after: int | None, types: Sequence[str] = (), limit: int = 200) -> JSON: ...
 
+    def flavors(self) -> list[JSON]:
+        """Every visible pool's flavors (archived ones hidden), each with its pool's name as `pool`."""
+        ...
+
+    def quotas(self) -> list[JSON]:
+        """Each visible tenant's quotas, one item per tenant and pool: limits and what is used."""
+        ...
+
+    def provider_accounts(self) -> list[JSON]:
+        """Each visible tenant's provider accounts, each with its `tenantId` (never a token)."""
+        ...
+
+    def services(self) -> list[JSON]: ...
+
+    def environments(self) -> list[JSON]: ...
+
+    def indexes(self) -> list[JSON]: ...
+
     def jobs(self) -> list[JSON]:
         """Each job: interval, last run and outcome, next due, overdue, failures among recent runs."""
         ...
@@ -199,6 +217,17 @@ def snapshot_of(body: Mapping[str, Any]) -> ComputeSnapshot:
         if size.get("usedBy")
     }
     return ComputeSnapshot(str(body["tenant"]), settings, users)
+
+
+def with_pool_names(flavors: list[JSON], pools: list[JSON]) -> list[JSON]:
+    """The flavors, each with its pool's name as `pool`."""
+    names = {p["id"]: p["name"] for p in pools}
+    return [{**f, "pool": names.get(f["poolId"], f["poolId"])} for f in flavors]
+
+
+def with_tenant(items: list[JSON], tenant: str) -> list[JSON]:
+    """Items read for one tenant, each saying which (`tenantId`)."""
+    return [{"tenantId": tenant, **item} for item in items]
 
 
 def with_host_names(instances: list[JSON], hosts: Callable[[], list[JSON]]) -> list[JSON]:
@@ -313,6 +342,41 @@ class LocalSource:
 
     def events(self, after: int | None, types: Sequence[str] = (), limit: int = 200) -> JSON:
         return self.api.events.list(self.credential, after=after, types=types, limit=limit)
+
+    def flavors(self) -> list[JSON]:
+        pools = self.pools()
+        items: list[JSON] = []
+        for pool in pools:
+            found = self.api.flavors.list(
+                self.credential, tenant_id=pool["owner"], pool_id=pool["id"]
+            )
+            items.extend(found["items"])
+        return with_pool_names(items, pools)
+
+    def quotas(self) -> list[JSON]:
+        items: list[JSON] = []
+        for tenant in self.tenants():
+            items.extend(self.api.quotas.show(self.credential, tenant_id=tenant["id"])["items"])
+        return items
+
+    def provider_accounts(self) -> list[JSON]:
+        items: list[JSON] = []
+        for tenant in self.tenants():
+            found = self.api.provider_accounts.list(self.credential, tenant_id=tenant["id"])
+            items.extend(with_tenant(found["items"], tenant["id"]))
+        return items
+
+    def services(self) -> list[JSON]:
+        items: list[JSON] = self.api.services.list(self.credential)["items"]
+        return items
+
+    def environments(self) -> list[JSON]:
+        items: list[JSON] = self.api.environments.list(self.credential)["items"]
+        return items
+
+    def indexes(self) -> list[JSON]:
+        items: list[JSON] = self.api.indexes.list(self.credential)["items"]
+        return items
 
     def jobs(self) -> list[JSON]:
         items: list[JSON] = self.api.jobs.list(self.credential)["items"]

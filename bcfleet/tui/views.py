@@ -6,6 +6,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bcfleet.tui.screens.base import ViewScreen
+from bcfleet.tui.screens.catalog import (
+    FlavorsView,
+    PoolsView,
+    ProviderAccountsView,
+    QuotasView,
+    TenantsView,
+)
 from bcfleet.tui.screens.compute import ComputeView
 from bcfleet.tui.screens.degraded import DegradedView
 from bcfleet.tui.screens.events import EventsView
@@ -14,6 +21,7 @@ from bcfleet.tui.screens.instances import InstancesView
 from bcfleet.tui.screens.jobs import JobsView
 from bcfleet.tui.screens.preview import PreviewView
 from bcfleet.tui.screens.reservations import ReservationsView
+from bcfleet.tui.screens.services import EnvironmentsView, IndexesView, ServicesView
 from bcfleet.tui.screens.usage import UsageView
 
 
@@ -21,6 +29,7 @@ from bcfleet.tui.screens.usage import UsageView
 class ViewSpec:
     name: str
     key: str
+    """Its number key; "" for views reached by `:name` (and the palette) only."""
     title: str
     screen: Callable[[], ViewScreen]
     aliases: tuple[str, ...] = ()
@@ -36,6 +45,20 @@ VIEWS: tuple[ViewSpec, ...] = (
     ViewSpec("events", "7", "Events", EventsView, ("ev",)),
     ViewSpec("jobs", "8", "Jobs", JobsView, ()),
     ViewSpec("instances", "9", "Instances", InstancesView, ("instance", "inst", "vm", "vms")),
+    ViewSpec("pools", "0", "Pools", PoolsView, ("pool", "po")),
+    ViewSpec("flavors", "", "Flavors", FlavorsView, ("flavor", "flavour", "flavours", "fl")),
+    ViewSpec("tenants", "", "Tenants", TenantsView, ("tenant", "te")),
+    ViewSpec("quotas", "", "Quotas", QuotasView, ("quota", "quo")),
+    ViewSpec("services", "", "Services", ServicesView, ("service", "svc")),
+    ViewSpec("environments", "", "Environments (services)", EnvironmentsView, ("env", "envs")),
+    ViewSpec("indexes", "", "Indexes (services)", IndexesView, ("index", "idx")),
+    ViewSpec(
+        "provider-accounts",
+        "",
+        "Provider accounts",
+        ProviderAccountsView,
+        ("provideraccounts", "accounts", "pa", "providers"),
+    ),
 )
 
 

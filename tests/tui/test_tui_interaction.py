@@ -298,7 +298,8 @@ async def test_a_clock_tick_moves_only_the_ages_that_change(fleet_db: Path) -> N
         assert isinstance(screen, HostsView)
         before = dict(table(app).all_rows)
         ages = {str(r.cells[0]): str(r.cells[-1]) for r in before.values()}
-        assert (ages["fra-03"], ages["fra-01"]) == ("10s", "2h")  # fra-03 reported at T0 + 30s
+        # fra-03 reported at T0 + 30s; fra-01 two hours ago, which is stale
+        assert (ages["fra-03"], ages["fra-01"]) == ("10s", "2h stale")
         fleet.clock.advance(seconds=60)  # type: ignore[attr-defined]
         screen.request_refresh()  # what the timer asks: nothing changed, so only the clock moved
         await settle(pilot)

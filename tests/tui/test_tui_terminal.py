@@ -84,7 +84,7 @@ async def test_hosts_resized_from_120_to_80_reflow_and_keep_age(fleet_db: Path) 
                                      "AGE"]  # fmt: skip
         assert "DISK" in wide
         row = next(line for line in narrow if line.startswith(" ams-05"))
-        assert row.split()[-1] == "2h"  # the AGE cell is on screen
+        assert row.split()[-2:] == ["2h", "stale"]  # the AGE cell is on screen, flagged stale
         assert app.screen.query_one(KeyedTable).hidden_columns == ["disk"]
         await pilot.resize_terminal(120, 40)
         await settle(pilot)

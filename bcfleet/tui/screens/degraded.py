@@ -69,15 +69,13 @@ class DegradedView(TableView):
     NOUN = ("degraded instance", "degraded instances")
 
     def open_row(self, key: str) -> None:
-        from bcfleet.tui.screens.detail import DetailScreen
+        self.describe_row(key)
 
-        row = self.table.all_rows.get(key)
-        name = str(row.cells[0]) if row is not None else key
-        self.app.push_screen(
-            DetailScreen(
-                "Instance", ["Degraded placements", name], lambda: self.source.instance(key)
-            )
-        )
+    def describe_doc(self, key: str, item: Mapping[str, Any]) -> Mapping[str, Any]:
+        from bcfleet.tui.screens.describe import describe_object
+
+        del item
+        return describe_object(self.source, "instance", self.source.instance(key))
 
     def fetch(self) -> Any:
         return self.source.degraded()

@@ -10,17 +10,21 @@ their instances (flavor, huge pages, degraded reason).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
+from bcfleet.domain.inventory_age import inventory_stale
 from bcfleet.domain.numa import reserved_cpus, size_label
 from bcfleet.domain.shapes import Inventory
-from bcfleet.tui.format import DASH, age, cpulist, ratio_text, short_id, short_time
+from bcfleet.tui.format import DASH, age, cpulist, parse_stamp, ratio_text, short_id, short_time
 from bcfleet.tui.screens.base import DrillDown
+from bcfleet.tui.screens.reservations import day_time
 from bcfleet.tui.source import NotAvailable
 from bcfleet.tui.widgets.keyed_table import SteadyTable
 
@@ -82,6 +86,7 @@ def gpu_rows(
     inventory: Mapping[str, Any],
     guests: Sequence[Mapping[str, Any]] | None,
     bookings: Sequence[Mapping[str, Any]] = (),
+    now: datetime | None = None,
 ) -> list[tuple[str, ...]]:
     """Per GPU: PCI address, model, NUMA node, and the guest or reservations holding it."""
     by_pci: dict[str, list[str]] = {}
@@ -90,7 +95,7 @@ def gpu_rows(
             by_pci.setdefault(str(gpu.get("pciAddress")), []).append(guest_name(guest))
     for booking in bookings:
         for pci in booking.get("gpus") or ():
-            by_pci.setdefault(str(pci), []).append(booking_text(booking))
+            by_pci.setdefault(str(pci), []).append(booking_text(booking, now or datetime.now(UTC)))
     rows: list[tuple[str, ...]] = []
     for gpu in inventory.get("gpus") or []:
         node = gpu.get("numaNode")
@@ -102,11 +107,27 @@ def gpu_rows(
     return rows
 
 
-def booking_text(booking: Mapping[str, Any]) -> str:
-    """'rsv_…3x9k globex spot until 11-30 22:00'."""
+def starts_later(booking: Mapping[str, Any], now: datetime) -> bool:
+    start = booking.get("start")
+    return bool(start) and parse_stamp(str(start)) > now
+
+
+def booking_text(booking: Mapping[str, Any], now: datetime) -> str:
+    """'rsv_…3x9k globex spot until 11-30 22:00'; one that starts later: '… from 08:38 until …'."""
     kind = "spot" if booking.get("spot") else "regular"
     rid = short_id(str(booking.get("reservationId") or booking["id"]))
-    return f"{rid} {booking.get('tenantId', '')} {kind} until {short_time(booking.get('end'))}"
+    start = booking.get("start")
+    since = f" from {day_time(start, now)}" if starts_later(booking, now) else ""
+    return (
+        f"{rid} {booking.get('tenantId', '')} {kind}{since} until {short_time(booking.get('end'))}"
+    )
+
+
+def gpus_now_and_later(bookings: Sequence[Mapping[str, Any]], now: datetime) -> str:
+    """'GPUs booked 3 now, 2 later' (by reservations): what a later booking will take."""
+    later = sum(len(b.get("gpus") or ()) for b in bookings if starts_later(b, now))
+    current = sum(len(b.get("gpus") or ()) for b in bookings) - later
+    return f"GPUs reserved {current} now, {later} later"
 
 
 def guest_name(guest: Mapping[str, Any]) -> str:
@@ -159,12 +180,16 @@ class HostDetail(DrillDown):
     ABOUT = (
         "One host: its NUMA nodes with their CPUs, isolated CPUs and the CPUs the host keeps "
         "for itself (reserved), memory and huge pages free per node; its GPUs and their "
-        "bookings; and its guests with the CPUs each is pinned to."
+        "bookings; and its guests with the CPUs each is pinned to (Tab, then Enter on one "
+        "describes it). d describes the host itself, with its FleetConfig YAML."
     )
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("d", "describe", "Describe")]
 
     def __init__(self, host_id: str, name: str) -> None:
         super().__init__()
         self.host_id, self.host_name = host_id, name
+        self.guests: dict[str, Mapping[str, Any]] = {}
+        """The guests shown, by instance id: Enter on one describes it."""
 
     def crumbs(self) -> list[str]:
         return ["Hosts", self.host_name]
@@ -179,7 +204,7 @@ class HostDetail(DrillDown):
             yield SteadyTable(id="gpus", cursor_type="none", show_cursor=False)
             yield Static(id="gpus-note", classes="note")
             yield Static(Text("Guests", style="bold"), classes="heading")
-            yield SteadyTable(id="guests", cursor_type="none", show_cursor=False)
+            yield SteadyTable(id="guests", cursor_type="row")
             yield Static(id="guests-note", classes="note")
 
     def on_mount(self) -> None:
@@ -189,6 +214,8 @@ class HostDetail(DrillDown):
             ("#guests", ("GUEST", "FLAVOR", "CPUS", "NODES", "DEGRADED")),
         ):
             self.query_one(table_id, DataTable).add_columns(*columns)
+        for table_id in ("#numa", "#gpus"):  # Tab from the page goes straight to the guests
+            self.query_one(table_id, DataTable).can_focus = False
 
     def fetch(self) -> Any:
         host = self.source.host(self.host_id)
@@ -209,14 +236,15 @@ class HostDetail(DrillDown):
         host, pool, guests, bookings = data
         now = self.now or self.source.now()
         inventory = host.get("inventory")
-        reported, _ = age(host.get("inventoryReportedAt"), now)
+        reported, seconds = age(host.get("inventoryReportedAt"), now)
+        reported = f"reported {reported} ago" + (" (stale)" if inventory_stale(seconds) else "")
         facts = Text()
         facts.append(f"{host['name']}", style="bold")
         facts.append(f"  {host['id']}\npool {host['pool']} · state {host['status']} · ")
-        facts.append(
-            f"inventory {'reported ' + reported + ' ago' if inventory else 'never reported'}"
-        )
+        facts.append(f"inventory {reported if inventory else 'never reported'}")
         facts.append(f"\n{capacity_text(host.get('resources') or [])}")
+        if bookings:
+            facts.append(f"\n{gpus_now_and_later(bookings, now)}")
         if inventory:
             parsed = Inventory.from_json(inventory)
             reserved = reserved_cpus(parsed, reserve_of(pool))
@@ -234,24 +262,60 @@ class HostDetail(DrillDown):
         )
         self._fill(
             "#gpus",
-            gpu_rows(inventory, guests, bookings) if inventory else [],
+            gpu_rows(inventory, guests, bookings, now) if inventory else [],
             "#gpus-note",
             "none" if inventory else unknown,
         )
-        self._fill("#guests", guest_rows(guests or []), "#guests-note", "none")
+        ordered = sorted(guests or [], key=guest_name)
+        self.guests = {str(g["id"]): g for g in ordered}
+        self._fill("#guests", guest_rows(ordered), "#guests-note", "none", keys=list(self.guests))
         if guests is None:
             self.query_one("#guests-note", Static).update("not available in this build")
 
     def _fill(
-        self, selector: str, rows: list[tuple[str, ...]], note: str = "", empty: str = ""
+        self,
+        selector: str,
+        rows: list[tuple[str, ...]],
+        note: str = "",
+        empty: str = "",
+        keys: list[str] | None = None,
     ) -> None:
-        table = self.query_one(selector, DataTable)
-        table.clear()
-        table.add_rows(rows)
+        table = self.query_one(selector, SteadyTable)
+        table.fill(rows, keys)
         table.display = bool(rows)
         if note:
             self.query_one(note, Static).update(empty)
             self.query_one(note, Static).display = not rows
+
+    def action_describe(self) -> None:
+        """The host's fields, events and the FleetConfig YAML that would declare it."""
+        from bcfleet.tui.screens.describe import DescribeScreen, describe_object
+
+        source, host = self.source, self.host_id
+        self.app.push_screen(
+            DescribeScreen(
+                "Host",
+                [*self.crumbs(), "describe"],
+                lambda: describe_object(source, "host", source.host(host)),
+            )
+        )
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter on a guest describes the instance (fields, conditions, events)."""
+        event.stop()
+        key = event.row_key.value
+        if key is None or key not in self.guests:
+            return
+        from bcfleet.tui.screens.describe import DescribeScreen, describe_object
+
+        source, name = self.source, guest_name(self.guests[key])
+        self.app.push_screen(
+            DescribeScreen(
+                "Instance",
+                [*self.crumbs(), name],
+                lambda: describe_object(source, "instance", source.instance(key)),
+            )
+        )
 
     def focus_body(self) -> None:
         self.query_one("#detail").focus()

@@ -12,11 +12,13 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any, ClassVar
 
-from textual.app import SystemCommand
+from rich.text import Text
+from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.widgets import Static
 
 from bcfleet.tui.actions import actions_for
-from bcfleet.tui.host_rows import COLUMNS, host_row, next_age_change, with_age
+from bcfleet.tui.host_rows import COLUMNS, host_row, next_age_change, pool_totals, with_age
 from bcfleet.tui.screens.table import TableView
 from bcfleet.tui.widgets.keyed_table import Row
 
@@ -34,7 +36,9 @@ class HostsView(TableView):
         "booked now (by instances and reservations) of those it has; guests whose placement "
         "is degraded (DEGR); and how long ago the host last reported its inventory (AGE). "
         "A resource above its capacity reads 'over'. Under 100 columns a ratio of 1 is left "
-        "out and 'no inv.' means no inventory. Enter opens the host."
+        "out and 'no inv.' means no inventory; AGE says 'stale' once the inventory is older than "
+        "five missed agent reports. Under the table, each pool's totals with the share used. "
+        "Enter opens the host, and Enter on a guest there describes it."
     )
     COLUMNS = COLUMNS
     NOUN = ("host", "hosts")
@@ -55,6 +59,10 @@ class HostsView(TableView):
 
     def fetch(self) -> Any:
         return self.source.hosts()
+
+    def compose_body(self) -> ComposeResult:
+        yield from super().compose_body()
+        yield Static(id="totals", classes="totals")
 
     def show(self, data: Any) -> None:
         """Rows for the hosts; a host whose item has not changed keeps its row (its AGE brought
@@ -85,6 +93,8 @@ class HostsView(TableView):
             return new
 
         self.table.set_rows(row(h) for h in data)
+        totals = Text("\n".join(pool_totals(data)))
+        self.query_one("#totals", Static).update(totals)
         self._age_heap = [(due, key) for key, due in self._age_due.items()]
         heapq.heapify(self._age_heap)
 

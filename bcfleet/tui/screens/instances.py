@@ -14,10 +14,8 @@ from rich.text import Text
 
 from bcfleet.tui.actions import actions_for
 from bcfleet.tui.format import DASH, age, croppable
-from bcfleet.tui.screens.events import data_text
 from bcfleet.tui.screens.reservations import condition
 from bcfleet.tui.screens.table import TableView
-from bcfleet.tui.source import JSON, FleetSource
 from bcfleet.tui.widgets.keyed_table import Column, Row
 
 # At 80 columns TENANT gives way first, then AGE, then FLAVOR; STATE, HOST and REASON stay.
@@ -33,10 +31,6 @@ COLUMNS = (
 STATE_ORDER = {"pending": 0, "starting": 1, "running": 2, "stopping": 3, "stopped": 4}
 """The view's own order: instances waiting for a host first."""
 STATE_STYLE = {"pending": "yellow", "running": "green", "stopped": "dim", "deleted": "dim"}
-EVENT_PAGE = 1000
-EVENT_PAGES = 50
-"""Enter reads at most this many pages of the event log for the instance's events."""
-EVENTS_SHOWN = 20
 
 
 def reason_of(instance: Mapping[str, Any]) -> str:
@@ -74,29 +68,6 @@ def instance_row(instance: Mapping[str, Any], now: Any) -> Row:
     )
 
 
-def events_about(source: FleetSource, subject_id: str) -> list[str]:
-    """The latest events the log holds about one object, newest first, one line each."""
-    found: list[Mapping[str, Any]] = []
-    cursor: int | None = None
-    for _ in range(EVENT_PAGES):
-        page = source.events(cursor, limit=EVENT_PAGE)
-        found.extend(e for e in page["items"] if e.get("subjectId") == subject_id)
-        found = found[-EVENTS_SHOWN:]
-        if len(page["items"]) < EVENT_PAGE or page["cursor"] in (None, cursor):
-            break
-        cursor = page["cursor"]
-    return [f"{e['at']}  {e['type']}  {data_text(e.get('data') or {})}" for e in reversed(found)]
-
-
-def describe_instance(source: FleetSource, instance_id: str, host: str | None) -> JSON:
-    """The instance as `instances show` gives it, its host by name, and its events."""
-    doc = dict(source.instance(instance_id))
-    if host is not None:
-        doc["host"] = host
-    doc["events"] = events_about(source, instance_id) or [DASH]
-    return doc
-
-
 class InstancesView(TableView):
     TITLE = "Instances"
     ABOUT = (
@@ -127,14 +98,10 @@ class InstancesView(TableView):
         return rows
 
     def open_row(self, key: str) -> None:
-        from bcfleet.tui.screens.detail import DetailScreen
+        self.describe_row(key)
 
-        instance = self.instances.get(key, {})
-        name = str(instance.get("name") or key)
-        host = instance.get("host")
-        source = self.source
-        self.app.push_screen(
-            DetailScreen(
-                "Instance", ["Instances", name], lambda: describe_instance(source, key, host)
-            )
-        )
+    def describe_doc(self, key: str, item: Mapping[str, Any]) -> Mapping[str, Any]:
+        from bcfleet.tui.screens.describe import describe_object
+
+        del item
+        return describe_object(self.source, "instance", self.source.instance(key))

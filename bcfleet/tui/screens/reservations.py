@@ -167,15 +167,13 @@ class ReservationsView(TableView):
     ACTIONS = actions_for("reservations")
 
     def open_row(self, key: str) -> None:
-        from bcfleet.tui.screens.detail import DetailScreen
+        self.describe_row(key)
 
-        self.app.push_screen(
-            DetailScreen(
-                "Reservation",
-                ["Reservations", short_id(key)],
-                lambda: self.source.reservation(key),
-            )
-        )
+    def describe_doc(self, key: str, item: Mapping[str, Any]) -> Mapping[str, Any]:
+        from bcfleet.tui.screens.describe import describe_object
+
+        del item
+        return describe_object(self.source, "reservation", self.source.reservation(key))
 
     def item(self, key: str) -> Any:
         reservations = self.data[0] if self.data else ()

@@ -3,7 +3,7 @@ and space to mark rows for the view's actions (screens/acting.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -11,6 +11,7 @@ from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Input
 
+from bcfleet.tui.format import short_id
 from bcfleet.tui.screens.acting import ActingView
 from bcfleet.tui.widgets.keyed_table import Column, KeyedTable, Row
 from bcfleet.tui.widgets.prompt import Prompt
@@ -28,7 +29,10 @@ class TableView(ActingView):
         Binding("S", "sort_reverse", "Reverse", show=False),
         Binding("space", "mark", "Mark or unmark the row (for bulk actions)", show=False),
         Binding("ctrl+a", "mark_all", "Mark every row shown (again: unmark)", show=False),
+        Binding("d", "describe", "Describe", show=False),
     ]
+    KIND: ClassVar[str | None] = None
+    """What the view's objects are called (declare.py's kinds: pool, flavor, …; instance, …)."""
 
     def compose_body(self) -> ComposeResult:
         yield KeyedTable(self.COLUMNS, id="table")
@@ -46,11 +50,6 @@ class TableView(ActingView):
 
     def open_row(self, key: str) -> None:
         """Enter on a row: drill down (each view says into what)."""
-
-    def item(self, key: str) -> Any:
-        """The row's JSON document (views with actions keep what they fetched by key)."""
-        del key
-        return None
 
     def target_keys(self) -> list[str]:
         table = self.table
@@ -75,6 +74,40 @@ class TableView(ActingView):
 
     def action_mark_all(self) -> None:
         self.table.mark_shown()
+
+    def describe_row(self, key: str) -> None:
+        """d on a row (Enter too in views without a drill-down of their own): describe it."""
+        from bcfleet.tui.screens.describe import DescribeScreen
+
+        item = self.item(key)
+        noun = self.NOUN[0].capitalize()
+        self.app.push_screen(
+            DescribeScreen(
+                noun, [self.TITLE, self.row_name(key)], lambda: self.describe_doc(key, item or {})
+            )
+        )
+
+    def row_name(self, key: str) -> str:
+        """What the describe screen's crumbs call a row: its object's name, else its short id."""
+        item = self.item(key)
+        name = str(item.get("name") or "") if item else ""
+        return name or short_id(key)
+
+    def item(self, key: str) -> Mapping[str, Any] | None:
+        """The fetched object a row shows (the item whose `id` is the row's key)."""
+        data = self.data if isinstance(self.data, list) else []
+        return next((i for i in data if isinstance(i, Mapping) and i.get("id") == key), None)
+
+    def describe_doc(self, key: str, item: Mapping[str, Any]) -> Mapping[str, Any]:
+        """What describe shows of a row; runs in the describe screen's worker."""
+        from bcfleet.tui.screens.describe import describe_object
+
+        return describe_object(self.source, self.KIND, item or {"id": key})
+
+    def action_describe(self) -> None:
+        key = self.table.cursor_key
+        if key is not None:
+            self.describe_row(key)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()

@@ -94,13 +94,13 @@ class UsageView(ViewScreen):
 
     def show(self, data: Any) -> None:
         credits, windows = data
-        table = self.query_one("#credits", DataTable)
-        table.clear()
+        table = self.query_one("#credits", SteadyTable)
         note = self.query_one("#credits-note", Static)
         if isinstance(credits, str):
+            table.fill([])
             note.update(f"{credits}: not available in this build.")
         else:
-            table.add_rows(credits_rows(credits))
+            table.fill(credits_rows(credits))
             note.update("")
         table.display = not isinstance(credits, str)
         note.display = isinstance(credits, str)

@@ -200,6 +200,12 @@ def _sort_key(value: Any) -> tuple[int, Any]:
 class SteadyTable(DataTable[Cell]):
     """A DataTable that redraws once it has measured rows added since the last frame."""
 
+    def fill(self, rows: Iterable[Sequence[Cell]], keys: Sequence[str] | None = None) -> None:
+        """Replace every row, each with its key when keys are given."""
+        self.clear()
+        for index, row in enumerate(rows):
+            self.add_row(*row, key=keys[index] if keys is not None else None)
+
     def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
         # DataTable measures new rows when idle; lines drawn before that keep the old
         # column widths in its caches, so a table filled once (and not touched again)

@@ -1,0 +1,130 @@
+"""The FleetConfig YAML that would declare an object the console shows; pure.
+
+The API's JSON is turned into the spec `fleet plan` compares (reconcile/model.py), whose
+attributes (reconcile/attrs.py, the plan's own `after`) are written as one item of the
+FleetConfig section, keeping only the keys the FleetConfig schema has, and checked
+against that schema. Objects a FleetConfig does not declare say so instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import yaml
+
+from bcfleet.domain.policy import ROOT_TENANT
+from bcfleet.reconcile.attrs import Spec, attributes
+from bcfleet.reconcile.model import (
+    FlavorSpec,
+    HostSpec,
+    PoolSpec,
+    ProviderAccountSpec,
+    QuotaSpec,
+    TenantSpec,
+    normalize_host_reserve,
+    normalize_labels,
+    normalize_overcommit,
+    normalize_placement,
+)
+from bcfleet.reconcile.schema import fleetconfig_schema, schema_problems
+
+NOT_DECLARED = "A FleetConfig does not declare {what}: there is no YAML for it."
+
+JSON = Mapping[str, Any]
+
+
+def _tenant(doc: JSON, _names: Mapping[str, str]) -> Spec:
+    return TenantSpec(doc["id"], doc.get("name") or doc["id"])
+
+
+def _account(doc: JSON, _names: Mapping[str, str]) -> Spec:
+    token_env = str(doc.get("tokenEnv") or "")  # an account given its token itself names none
+    return ProviderAccountSpec(doc["name"], doc["provider"], token_env, doc.get("endpoint"))
+
+
+def _pool(doc: JSON, names: Mapping[str, str]) -> Spec:
+    policy = doc.get("policy") or {}
+    account = doc.get("providerAccountId")
+    return PoolSpec(
+        name=doc["name"],
+        kind=doc["kind"],
+        owner=doc.get("owner") or ROOT_TENANT,
+        gpu_model=doc.get("gpuModel"),
+        overcommit=normalize_overcommit(policy.get("overcommit")),
+        host_reserve=normalize_host_reserve(policy.get("hostReserve")),
+        provider_account=names.get(account, account) if account else None,
+    )
+
+
+def _host(doc: JSON, _names: Mapping[str, str]) -> Spec:
+    return HostSpec(
+        doc["name"],
+        doc["pool"],
+        normalize_labels(doc.get("labels")),
+        bool(doc.get("tenantControlled")),
+    )
+
+
+def _flavor(doc: JSON, _names: Mapping[str, str]) -> Spec:
+    return FlavorSpec(
+        pool=doc["pool"],
+        name=doc["name"],
+        vcpu=int(doc["vcpu"]),
+        memory_gib=int(doc["memoryGiB"]),
+        disk_gib=int(doc["diskGiB"]),
+        gpus=int(doc.get("gpus") or 0),
+        offer_id=doc.get("offerId"),
+        placement=normalize_placement(doc.get("placement")),
+    )
+
+
+def _quota(doc: JSON, _names: Mapping[str, str]) -> Spec:
+    limits = doc.get("limits") or {}
+    return QuotaSpec(
+        doc["tenantId"],
+        doc["pool"],
+        vcpu=limits.get("vcpu"),
+        memory_gib=limits.get("memoryGiB"),
+        disk_gib=limits.get("diskGiB"),
+        gpu=limits.get("gpu"),
+    )
+
+
+SECTIONS: dict[str, tuple[str, str, Callable[[JSON, Mapping[str, str]], Spec]]] = {
+    "tenant": ("tenants", "tenant", _tenant),
+    "providerAccount": ("providerAccounts", "providerAccount", _account),
+    "pool": ("pools", "pool", _pool),
+    "host": ("hosts", "host", _host),
+    "flavor": ("flavors", "flavor", _flavor),
+    "quota": ("quotas", "quota", _quota),
+}
+"""Kind → (FleetConfig section, schema definition, the spec from the API's JSON)."""
+
+
+def _pruned(value: Any) -> Any:
+    """Without nulls and empty maps: what a FleetConfig leaves out takes its default."""
+    if isinstance(value, Mapping):
+        kept = {k: _pruned(v) for k, v in value.items() if v is not None}
+        return {k: v for k, v in kept.items() if v != {}}
+    return value
+
+
+def declaration(kind: str | None, doc: JSON, names: Mapping[str, str] | None = None) -> str:
+    """The FleetConfig YAML declaring the object (`names`: provider account ids → names),
+    or a sentence saying a FleetConfig does not declare objects of this kind."""
+    if kind not in SECTIONS:
+        what = f"{'an' if kind[:1] in 'aeiou' else 'a'} {kind}" if kind else "this object"
+        return NOT_DECLARED.format(what=what)
+    section, definition, make = SECTIONS[kind]
+    item = _pruned(attributes(make(doc, names or {})))
+    if kind == "pool" and doc.get("offeredTo"):
+        owner = item.get("owner")
+        item["offeredTo"] = [t for t in doc["offeredTo"] if t != owner]
+    allowed = fleetconfig_schema()["$defs"][definition]["properties"]
+    item = {k: v for k, v in item.items() if k in allowed and v != []}
+    whole = {"apiVersion": "bcfleet.dev/v1", "kind": "FleetConfig", section: [item]}
+    problems = schema_problems(whole)
+    if problems:
+        return f"Not declarable as it stands: {problems[0].message}"
+    return yaml.safe_dump({section: [item]}, sort_keys=False, default_flow_style=False).rstrip()
