@@ -34,7 +34,17 @@ from bcfleet.domain.bounds import (
     shown,
 )
 from bcfleet.errors import ConflictError, ForbiddenError, InvalidInputError, NotFoundError
-from bcfleet.store.models import Flavor, Host, Instance, Pool, PoolOffer, ProviderAccount, Quota
+from bcfleet.placement.quotas import quota_usage
+from bcfleet.store.models import (
+    Flavor,
+    Host,
+    Instance,
+    Pool,
+    PoolOffer,
+    ProviderAccount,
+    Quota,
+    QuotaStripe,
+)
 from bcfleet.store.models.compute import ComputeSettingsRow
 
 POOL_KINDS = ("vps-host", "provider")
@@ -105,7 +115,6 @@ def _pool_holders(session: Session, pool_id: str) -> list[str]:
         ("hosts", select(Host.id).where(Host.pool_id == pool_id)),
         ("flavors", select(Flavor.id).where(Flavor.pool_id == pool_id)),
         ("instances", select(Instance.id).where(Instance.pool_id == pool_id)),
-        ("quota in use", select(Quota.pool_id).where(Quota.pool_id == pool_id, Quota.used > 0)),
         (
             "compute settings naming it as serverless pool",
             select(ComputeSettingsRow.tenant_id).where(
@@ -113,7 +122,10 @@ def _pool_holders(session: Session, pool_id: str) -> list[str]:
             ),
         ),
     )
-    return [label for label, query in checks if session.exec(query.limit(1)).first() is not None]
+    held = [label for label, query in checks if session.exec(query.limit(1)).first() is not None]
+    if any(used > 0 for used in quota_usage(session, pool_id=pool_id).values()):
+        held.insert(3, "quota in use")
+    return held
 
 
 class PoolsAPI(Area):
@@ -234,6 +246,7 @@ class PoolsAPI(Area):
                 )
             session.execute(delete(PoolOffer).where(col(PoolOffer.pool_id) == row.id))
             session.execute(delete(Quota).where(col(Quota.pool_id) == row.id))
+            session.execute(delete(QuotaStripe).where(col(QuotaStripe.pool_id) == row.id))
             session.delete(row)
             try:
                 session.flush()

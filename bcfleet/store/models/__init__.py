@@ -2,7 +2,7 @@
 
 from bcfleet.store.models import compute, jobs, usage  # noqa: F401  (registers their tables)
 from bcfleet.store.models.billing import BillingMeter
-from bcfleet.store.models.capacity import Allocation, Booking, GpuAtom, Quota
+from bcfleet.store.models.capacity import Allocation, Booking, GpuAtom, Quota, QuotaStripe
 from bcfleet.store.models.events import Event
 from bcfleet.store.models.instances import Instance
 from bcfleet.store.models.pools import Flavor, Host, NodeResource, Pool, PoolOffer, ProviderAccount
@@ -18,6 +18,7 @@ __all__ = [
     "Booking",
     "GpuAtom",
     "Quota",
+    "QuotaStripe",
     "Reservation",
     "BillingMeter",
     "Event",
