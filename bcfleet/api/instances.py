@@ -27,7 +27,7 @@ from bcfleet.domain.instance_spec import instance_spec, render_libvirt_domain
 from bcfleet.domain.numa import HostPlacement
 from bcfleet.domain.shapes import Shape, shape_delta
 from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError, UnsupportedError
-from bcfleet.placement.hosted import place_instance, release_instance
+from bcfleet.placement.instance_placer import place_instance, release_instance
 from bcfleet.placement.resize import resize_hosted
 from bcfleet.store.models import Booking, Flavor, GpuAtom, Host, Instance, Pool
 

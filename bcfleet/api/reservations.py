@@ -30,7 +30,7 @@ from bcfleet.domain.durations import format_duration, parse_duration
 from bcfleet.domain.guest_view import guest_booking
 from bcfleet.domain.host_ids import HostView
 from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError
-from bcfleet.placement.placer import place
+from bcfleet.placement.reservation_placer import place
 from bcfleet.placement.reservations import admit, during_json, record_event, release
 from bcfleet.store.models import Booking, GpuAtom, Pool, Reservation
 from bcfleet.store.models.reservations import GpuNodeVersion

@@ -11,7 +11,7 @@ from sqlmodel import Session, col, select
 from bcfleet.domain.numa import HostPlacement
 from bcfleet.domain.physical import Guest, double_pinned_cpus, overbooked_hugepages
 from bcfleet.domain.shapes import Inventory
-from bcfleet.placement.hosted import LIVE_STATES
+from bcfleet.placement.instance_placer import LIVE_STATES
 from bcfleet.placement.quotas import quota_charge_of, quota_usage
 from bcfleet.store.models import (
     Allocation,

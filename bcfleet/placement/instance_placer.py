@@ -1,4 +1,4 @@
-"""Hosted placement: admit an instance, claim a host with guarded SQL, book GPU atoms, choose its CPUs.
+"""Instance placement: admit an instance, claim a host with guarded SQL, book GPU atoms, choose its CPUs.
 
 The transaction code loads a snapshot, asks the pure deciders (fit, weighers, NUMA chooser),
 writes with guarded SQL and, when a guard refuses (another writer got there first), rolls the
@@ -31,7 +31,7 @@ from bcfleet.domain.shapes import (
     placement_from_json,
 )
 from bcfleet.placement import gpus as gpu_atoms
-from bcfleet.placement.candidates import advance_cursor, feasible_hosts, pool_snapshots
+from bcfleet.placement.candidates import feasible_hosts, pool_snapshots
 from bcfleet.placement.conditions import clear_condition, set_condition
 from bcfleet.placement.quotas import charge, quota_charge_of, refund
 from bcfleet.store.engine import is_sqlite
@@ -105,14 +105,14 @@ def try_place(session: Session, fleet: Fleet, instance: Instance, pool: Pool) ->
                 needs_label=policy is not None,
                 want=want,
                 now=now,
-                cursors=fleet.caches.setdefault("cursors", {}),
+                context=fleet.placement,
             )
             if h.node_id not in tried
         ]
         for host in rank(candidates, strategy):
             outcome = _claim_on(session, fleet, instance, pool, host, shape, policy)
             if outcome is None:
-                advance_cursor(fleet.caches.setdefault("cursors", {}), pool.id, host.node_id)
+                fleet.placement.advance_cursor(pool.id, host.node_id)
                 return True
             tried[host.node_id] = outcome
         if not candidates or len(candidates) < want:
@@ -372,44 +372,34 @@ def choose_placement(
     )
 
 
-_INVENTORY_CACHE_MAX = 20_000
-_INVENTORY_DOCUMENTS_MAX = 1_000
 # The document as text: hosts of one hardware model report the same inventory, and share one
 # parsed copy (keyed by the text) instead of each decoding and building its own.
 _INVENTORY = text("SELECT inventory_generation, CAST(inventory AS TEXT) FROM hosts WHERE id = :n")
+_GENERATION = text("SELECT inventory_generation FROM hosts WHERE id = :n")
 
 
 def host_inventory(
     session: Session, fleet: Fleet, node_id: str, known_generation: int | None = None
 ) -> Inventory:
-    """The host's parsed inventory, cached on the fleet by its generation (parsing dominated placements).
+    """The host's parsed inventory, kept in the fleet's placement context by its generation.
 
     known_generation is the one this transaction's candidate query read; SQLite serializes
     writers, so it still holds. On PostgreSQL the generation is read again after the claim.
     """
-    _inventories: dict[str, tuple[int, Inventory]] = fleet.caches.setdefault("inventories", {})
     generation = known_generation
     if generation is None or not is_sqlite(session.get_bind().engine):
-        generation = session.execute(
-            text("SELECT inventory_generation FROM hosts WHERE id = :n"), {"n": node_id}
-        ).scalar_one()
-    cached = _inventories.get(node_id)
-    if cached is not None and cached[0] == generation:
-        return cached[1]
+        generation = int(session.execute(_GENERATION, {"n": node_id}).scalar_one())
+    cached = fleet.placement.inventory(node_id, generation)
+    if cached is not None:
+        return cached
     generation, document = session.connection().execute(_INVENTORY, {"n": node_id}).one()
     assert document is not None
-    by_document: dict[str, Inventory] = fleet.caches.setdefault("inventory_documents", {})
-    inventory = by_document.get(document)
+    inventory = fleet.placement.inventory_of_document(document)
     if inventory is None:
         # Validated when it was reported (the inventory schema) and by vps.hosts before the
         # host had any capacity rows, so it is built here without checking it again.
         inventory = Inventory.from_stored(json.loads(document))
-        if len(by_document) >= _INVENTORY_DOCUMENTS_MAX:
-            by_document.clear()
-        by_document[document] = inventory
-    if len(_inventories) >= _INVENTORY_CACHE_MAX:
-        _inventories.clear()
-    _inventories[node_id] = (int(generation), inventory)
+    fleet.placement.keep_inventory(node_id, int(generation), document, inventory)
     return inventory
 
 
