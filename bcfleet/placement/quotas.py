@@ -94,7 +94,7 @@ def _charge_rows(session: Session, tenant_id: str, pool_id: str, wanted: Mapping
             )
 
 
-STRIPES = 16
+STRIPES = 32
 
 
 @lru_cache(maxsize=64)
@@ -109,7 +109,7 @@ def _stripe_upsert(count: int) -> TextClause:
     values = ", ".join(f"(:r{i}, :n{i})" for i in range(count))
     return text(
         "WITH wanted (resource, n) AS (VALUES " + values + "), "
-        "open_rows AS (SELECT q.resource FROM quotas q WHERE q.tenant_id = :t AND q.pool_id = :p "
+        "open_rows AS MATERIALIZED (SELECT q.resource FROM quotas q WHERE q.tenant_id = :t AND q.pool_id = :p "
         'AND q.resource IN (SELECT resource FROM wanted) AND q."limit" IS NULL '
         "ORDER BY q.resource FOR SHARE) "
         "INSERT INTO quota_stripes (tenant_id, pool_id, resource, stripe, used) "
