@@ -74,7 +74,7 @@ def _feasible_page(
         "mem": int(claims.get("memoryGiB", 0)),
         "disk": int(claims.get("diskGiB", 0)),
     }
-    return list(session.execute(FEASIBLE_PAGE, params).all())
+    return list(session.connection().execute(FEASIBLE_PAGE, params).all())
 
 
 def _snapshot(row: Any, gpus: tuple[int, int]) -> HostSnapshot:

@@ -196,11 +196,11 @@ def claim_scalars(session: Session, node_id: str, claims: Mapping[str, int]) -> 
     }
     if is_sqlite(session.get_bind().engine):
         if len(wanted) == len(SCALARS):
-            if session.execute(_CLAIM_ALL, params).rowcount == len(SCALARS):  # type: ignore[attr-defined]
+            if session.connection().execute(_CLAIM_ALL, params).rowcount == len(SCALARS):
                 return None
             return _refusing_resource(session, node_id, claims)
         return _claim_each(session, node_id, wanted)
-    taken = set(session.execute(_CLAIM_LOCKED, params).scalars())
+    taken = set(session.connection().execute(_CLAIM_LOCKED, params).scalars())
     if len(taken) == len(wanted):
         return None
     return_scalars(session, node_id, {r: n for r, n in wanted.items() if r in taken})
@@ -211,8 +211,10 @@ def _claim_each(session: Session, node_id: str, wanted: Mapping[str, int]) -> st
     """One guarded UPDATE per row in the lock order, the rows taken given back when one refuses."""
     taken: dict[str, int] = {}
     for resource, amount in wanted.items():
-        updated = session.execute(_CLAIM_ONE, {"n": amount, "node": node_id, "r": resource})
-        if updated.rowcount == 0:  # type: ignore[attr-defined]
+        updated = session.connection().execute(
+            _CLAIM_ONE, {"n": amount, "node": node_id, "r": resource}
+        )
+        if updated.rowcount == 0:
             return_scalars(session, node_id, taken)  # all or nothing
             return resource
         taken[resource] = amount
@@ -431,7 +433,7 @@ def host_inventory(
     """
     generation = known_generation
     if generation is None or not is_sqlite(session.get_bind().engine):
-        generation = int(session.execute(_GENERATION, {"n": node_id}).scalar_one())
+        generation = int(session.connection().execute(_GENERATION, {"n": node_id}).scalar_one())
     cached = fleet.placement.inventory(node_id, generation)
     if cached is not None:
         return cached

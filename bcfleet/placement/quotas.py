@@ -47,8 +47,8 @@ def _charge_at_once(
     params: dict[str, object] = {"t": tenant_id, "p": pool_id}
     for i, resource in enumerate(sorted(wanted)):
         params[f"r{i}"], params[f"n{i}"] = resource, wanted[resource]
-    updated = session.execute(_charge_all(len(wanted)), params)
-    return bool(updated.rowcount == len(wanted))  # type: ignore[attr-defined]
+    updated = session.connection().execute(_charge_all(len(wanted)), params)
+    return bool(updated.rowcount == len(wanted))
 
 
 def charge(session: Session, tenant_id: str, pool_id: str, amounts: Mapping[str, int]) -> None:
@@ -85,7 +85,7 @@ def _charge_rows(session: Session, tenant_id: str, pool_id: str, wanted: Mapping
     for resource in sorted(wanted):  # a fixed order: concurrent chargers lock rows alike
         amount = wanted[resource]
         params = {"n": amount, "t": tenant_id, "p": pool_id, "r": resource}
-        if session.execute(_CHARGE_ROW, params).rowcount == 0:  # type: ignore[attr-defined]
+        if session.connection().execute(_CHARGE_ROW, params).rowcount == 0:
             row = session.get(Quota, (tenant_id, pool_id, resource))
             limit, used = (row.limit, row.used) if row else (0, 0)
             raise QuotaExceededError(
@@ -127,7 +127,7 @@ def _add_to_stripe(
     params: dict[str, object] = {"t": tenant_id, "p": pool_id, "s": random.randrange(STRIPES)}
     for i, resource in enumerate(sorted(amounts)):
         params[f"r{i}"], params[f"n{i}"] = resource, int(amounts[resource])
-    return set(session.execute(_stripe_upsert(len(amounts)), params).scalars())
+    return set(session.connection().execute(_stripe_upsert(len(amounts)), params).scalars())
 
 
 def lock_quotas(session: Session, tenant_id: str, pool_id: str) -> list[str]:
