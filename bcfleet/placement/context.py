@@ -49,11 +49,10 @@ class PlacementContext:
         with self._lock:
             self._cursors[pool_id] = node_id
 
-    def inventory(self, node_id: str, generation: int) -> Inventory | None:
-        """The host's parsed inventory when it was parsed at this generation."""
+    def kept_inventory(self, node_id: str) -> tuple[int, Inventory] | None:
+        """The host's last parsed inventory and the generation it was parsed at."""
         with self._lock:
-            cached = self._inventories.get(node_id)
-        return cached[1] if cached is not None and cached[0] == generation else None
+            return self._inventories.get(node_id)
 
     def inventory_of_document(self, document: str) -> Inventory | None:
         """A parsed inventory shared by every host reporting the same document text."""

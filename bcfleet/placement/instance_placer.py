@@ -417,10 +417,12 @@ def choose_placement(
     )
 
 
-# The document as text: hosts of one hardware model report the same inventory, and share one
-# parsed copy (keyed by the text) instead of each decoding and building its own.
-_INVENTORY = text("SELECT inventory_generation, CAST(inventory AS TEXT) FROM hosts WHERE id = :n")
-_GENERATION = text("SELECT inventory_generation FROM hosts WHERE id = :n")
+# The document as text, unless the kept copy is of the current generation: hosts of one hardware
+# model report the same inventory, and share one parsed copy (keyed by the text).
+_INVENTORY_UNLESS_KEPT = text(
+    "SELECT inventory_generation, CASE WHEN inventory_generation = :kept THEN NULL "
+    "ELSE CAST(inventory AS TEXT) END FROM hosts WHERE id = :n"
+)
 
 
 def host_inventory(
@@ -429,15 +431,16 @@ def host_inventory(
     """The host's parsed inventory, kept in the fleet's placement context by its generation.
 
     known_generation is the one this transaction's candidate query read; SQLite serializes
-    writers, so it still holds. On PostgreSQL the generation is read again after the claim.
+    writers, so it still holds. On PostgreSQL the generation is read again after the claim
+    (with the document in the same statement when the kept copy is older).
     """
-    generation = known_generation
-    if generation is None or not is_sqlite(session.get_bind().engine):
-        generation = int(session.connection().execute(_GENERATION, {"n": node_id}).scalar_one())
-    cached = fleet.placement.inventory(node_id, generation)
-    if cached is not None:
-        return cached
-    generation, document = session.connection().execute(_INVENTORY, {"n": node_id}).one()
+    kept = fleet.placement.kept_inventory(node_id)
+    if kept is not None and known_generation == kept[0] and is_sqlite(session.get_bind().engine):
+        return kept[1]
+    params = {"n": node_id, "kept": kept[0] if kept is not None else -1}
+    generation, document = session.connection().execute(_INVENTORY_UNLESS_KEPT, params).one()
+    if document is None and kept is not None and kept[0] == generation:
+        return kept[1]
     assert document is not None
     inventory = fleet.placement.inventory_of_document(document)
     if inventory is None:
