@@ -148,7 +148,7 @@ def acting_for(session: Session, actor: Actor, tenant_id: str | None) -> Actor:
         return actor
     if not actor.is_root_admin:
         raise ForbiddenError("this credential belongs to another tenant", {"tenant": tenant_id})
-    if session.connection().execute(_TENANT_EXISTS, {"t": tenant_id}).first() is None:
+    if session.execute(_TENANT_EXISTS, {"t": tenant_id}).first() is None:
         raise NotFoundError(f"tenant {tenant_id!r} not found", {"tenant": tenant_id})
     return replace(
         actor,
@@ -180,7 +180,7 @@ def pool_visible(session: Session, actor: Actor, pool: Pool) -> bool:
     """The owner, the tenants it is offered to, and root's admin know a pool exists."""
     if actor.is_root_admin or pool.owner_tenant_id == actor.tenant_id:
         return True
-    found = session.connection().execute(_OFFERED, {"p": pool.id, "t": actor.tenant_id})
+    found = session.execute(_OFFERED, {"p": pool.id, "t": actor.tenant_id})
     return found.first() is not None
 
 
