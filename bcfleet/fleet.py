@@ -46,7 +46,8 @@ class Fleet:
         self.clock: Clock = clock or clock_from_env()
         self.settings = settings or load_settings()
         self.ids = ids or IdFactory()
-        self.placement = PlacementContext()  # cursors, parsed inventories, GPU snapshots
+        # cursors, parsed inventories, GPU snapshots
+        self.placement = PlacementContext(random_start=not self.ids.seeded)
 
     @classmethod
     def open(

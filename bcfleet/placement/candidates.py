@@ -109,7 +109,7 @@ def feasible_hosts(
     """Up to `want` hosts of the pool where the claims and GPUs fit now, from the rotating cursor."""
     cursor = context.cursor(pool_id)
     if cursor is None:
-        cursor = first_cursor(session, pool_id)
+        cursor = first_cursor(session, pool_id) if context.random_start else ""
         context.advance_cursor(pool_id, cursor)
     found: list[HostSnapshot] = []
     for after, before in ((cursor, None), ("", cursor or None)):

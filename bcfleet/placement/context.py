@@ -31,8 +31,14 @@ class PoolView:
 
 @dataclass
 class PlacementContext:
-    """Per-fleet placement memory, each table behind one lock."""
+    """Per-fleet placement memory, each table behind one lock.
 
+    `random_start`: a pool's first search starts after a random host (processes placing at
+    once start apart); off for a reproducible fleet (seeded ids), whose searches start at the
+    first host so the same calls place alike.
+    """
+
+    random_start: bool = True
     _cursors: dict[str, str] = field(default_factory=dict)
     _inventories: dict[str, tuple[int, Inventory]] = field(default_factory=dict)
     _documents: dict[str, Inventory] = field(default_factory=dict)
