@@ -141,8 +141,9 @@ def _add_to_stripe(
 def lock_quotas(session: Session, tenant_id: str, pool_id: str) -> list[str]:
     """Lock all of a tenant's quota rows in a pool, in resource order (PostgreSQL); the resources locked.
 
-    The lock order of every writer is: quota rows (sorted), then node rows (vcpu, memoryGiB,
-    diskGiB), then GPU atoms (by id), and last the pool's booking version row (gpu_versions).
+    The lock order of every writer is: quota rows (sorted), then their stripes, then node rows
+    (vcpu, memoryGiB, diskGiB), then GPU atoms (by id), and last the pool's booking version
+    row (gpu_versions).
     A caller that both charges and refunds takes them all first.
     """
     if is_sqlite(session.get_bind().engine):
