@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
@@ -15,6 +15,7 @@ from sqlmodel import Session
 
 from bcfleet.clock import Clock, clock_from_env
 from bcfleet.ids import IdFactory
+from bcfleet.placement.context import PlacementContext
 from bcfleet.settings import FleetSettings, load_fleet_settings
 from bcfleet.store.engine import make_engine
 from bcfleet.store.faults import lost_connections, run_retrying
@@ -45,7 +46,8 @@ class Fleet:
         self.clock: Clock = clock or clock_from_env()
         self.settings = settings or load_fleet_settings()
         self.ids = ids or IdFactory()
-        self.caches: dict[str, Any] = {}  # per-fleet memo tables (parsed inventories, …)
+        # cursors, parsed inventories, GPU snapshots
+        self.placement = PlacementContext(random_start=not self.ids.seeded)
 
     @classmethod
     def open(

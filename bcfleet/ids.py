@@ -45,6 +45,11 @@ class IdFactory:
         self._random = random.Random(seed) if seed is not None else None
         self._lock = threading.Lock()
 
+    @property
+    def seeded(self) -> bool:
+        """Whether the ids (and so the fleet built with them) are reproducible."""
+        return self._random is not None
+
     def _entropy(self) -> bytes:
         if self._random is None:
             return os.urandom(10)

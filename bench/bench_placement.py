@@ -1,8 +1,8 @@
 """Placement throughput: placements/s, p50/p99 and peak RSS at 1,000 and 5,000 hosts, SQLite and PostgreSQL.
 
 Hosts have 64 vCPU (ratio 2), 256 GiB and 2 TB; the flavor is 2 vCPU / 4 GiB / 40 GiB (issue 4's
-setup). `--processes 4` also runs four processes placing at once (PostgreSQL) and then checks
-the invariants. Each figure is printed beside the floor's (bench/floor_placement.py: the raw
+setup). `--processes 4` also runs four processes placing at once (PostgreSQL), for one tenant and for
+four tenants, and then checks the invariants. Each figure is printed beside the floor's (bench/floor_placement.py: the raw
 transaction on the same pool, run in the same process run) and its share of the floor, so a
 noisy machine cannot fake progress. Prints a JSON line last.
 
@@ -15,8 +15,10 @@ import argparse
 import multiprocessing
 import sys
 import tempfile
+import threading
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -73,26 +75,39 @@ def run_one(url: str, hosts: int, placements: int) -> dict[str, Any]:
     return result
 
 
-def _worker(url: str, pool_id: str, count: int, out: Any) -> None:
+def _worker(url: str, pool_id: str, tenant_id: str, count: int, out: Any) -> None:
     fleet = Fleet.open(url, clock=FakeClock(T0), settings=FleetSettings(db_url=url))
 
     def place() -> None:
         fleet.api.instances.create(
-            LOCAL_OPERATOR, tenant_id="bench", pool_id=pool_id, flavor="b1.small"
+            LOCAL_OPERATOR, tenant_id=tenant_id, pool_id=pool_id, flavor="b1.small"
         )
 
     out.put(timed(place, count))
 
 
-def run_processes(url: str, hosts: int, placements: int, processes: int) -> dict[str, Any]:
+def run_processes(
+    url: str, hosts: int, placements: int, processes: int, *, tenants: int = 1
+) -> dict[str, Any]:
+    """`processes` processes placing at once, for one tenant or spread over `tenants` tenants."""
     fleet = Fleet.open(url, clock=FakeClock(T0), settings=FleetSettings(db_url=url))
     pool = seed_pool(fleet, hosts)
+    names = ["bench"] + [f"bench{i}" for i in range(1, tenants)]
+    for name in names[1:]:
+        fleet.api.tenants.create(LOCAL_OPERATOR, name)
+        fleet.api.pools.offer(LOCAL_OPERATOR, tenant_id="root", pool=pool["id"], to=name)
     analyze(fleet)
     queue: Any = multiprocessing.Queue()
     workers = [
-        multiprocessing.Process(target=_worker, args=(url, pool["id"], placements, queue))
-        for _ in range(processes)
+        multiprocessing.Process(
+            target=_worker, args=(url, pool["id"], names[i % tenants], placements, queue)
+        )
+        for i in range(processes)
     ]
+    done = threading.Event()
+    waits: Counter[str] = Counter()
+    sampler = threading.Thread(target=_sample_waits, args=(url, done, waits))
+    sampler.start()
     start = time.perf_counter()
     for worker in workers:
         worker.start()
@@ -102,12 +117,33 @@ def run_processes(url: str, hosts: int, placements: int, processes: int) -> dict
     for worker in workers:
         worker.join()
     elapsed = time.perf_counter() - start
+    done.set()
+    sampler.join()
     invariants = fleet.api.doctor.check(LOCAL_OPERATOR, invariants=True)["invariants"]
     fleet.close()
     result = summary(samples)
     result["perSecond"] = round(len(samples) / elapsed, 1)
     result["invariantsOk"] = invariants["ok"]
+    total = sum(waits.values()) or 1
+    result["activeSamplesPct"] = {k: round(100 * n / total, 1) for k, n in waits.most_common(6)}
     return result
+
+
+_ACTIVE = text(
+    "SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU') || CASE WHEN wait_event_type = "
+    "'Lock' THEN ' ' || left(query, 48) ELSE '' END FROM pg_stat_activity "
+    "WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid()"
+)
+
+
+def _sample_waits(url: str, done: threading.Event, waits: Counter[str]) -> None:
+    """What the placing backends are doing, sampled every 5 ms (lock waits show as Lock:…)."""
+    engine = create_engine(url)
+    with engine.connect() as connection:
+        while not done.wait(0.005):
+            waits.update(str(row[0]) for row in connection.execute(_ACTIVE))
+            connection.rollback()
+    engine.dispose()
 
 
 def main() -> None:
@@ -132,10 +168,13 @@ def main() -> None:
             )
     if not args.no_pg and args.processes > 1:
         hosts, each = max(args.hosts), args.placements // args.processes
-        results[f"postgres_{hosts}_{args.processes}proc"] = beside_floor(
-            run_processes(fresh_pg(args.pg), hosts, each, args.processes),
-            floor_pg_processes(args.pg, hosts, each, args.processes),
-        )
+        floor = floor_pg_processes(args.pg, hosts, each, args.processes)
+        for tenants in (1, args.processes):
+            name = f"postgres_{hosts}_{args.processes}proc_{tenants}tenant"
+            results[name] = beside_floor(
+                run_processes(fresh_pg(args.pg), hosts, each, args.processes, tenants=tenants),
+                floor,
+            )
     results["peakRssMb"] = peak_rss_mb()
     emit(results)
 

@@ -11,7 +11,7 @@ commit), timed over --runs calls:
 - fits: the same request in the roomy pool, placed without preempting;
 - preview: capacity.preview of the preempting request (a read);
 - rebuild: building the pool's snapshot from SQL from scratch, what every
-  admission would pay without the per-process snapshot (gpu_cache.py).
+  admission would pay without the per-process snapshot (gpu_cache.py, kept in the fleet's placement context).
 
 The first admission of a process builds the snapshot (reported as coldFirstCallMs);
 later ones refresh only the nodes whose bookings changed. The last line is JSON.
@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bcfleet.api.auth import LOCAL_OPERATOR  # noqa: E402
 from bcfleet.clock import FakeClock  # noqa: E402
 from bcfleet.fleet import Fleet  # noqa: E402
-from bcfleet.placement.gpu_cache import forget, pool_snapshot  # noqa: E402
+from bcfleet.placement.gpu_cache import pool_snapshot  # noqa: E402
 from bcfleet.settings import FleetSettings  # noqa: E402
 from bench.seed_reservations import seed  # noqa: E402
 
@@ -81,7 +81,7 @@ def admit(fleet: Fleet, pool_id: str, expect_preempting: bool) -> Callable[[], o
 def rebuild(fleet: Fleet, pool_id: str) -> Callable[[], object]:
     def call() -> object:
         with fleet.read() as session:
-            return pool_snapshot(session, pool_id, fleet.now(), rebuild=True)
+            return pool_snapshot(session, fleet.placement, pool_id, fleet.now(), rebuild=True)
 
     return call
 
@@ -112,7 +112,6 @@ def run(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
     summary = {"nodes": args.nodes, "gpus": args.nodes * 8, "spotReservations": spot,
                "preemptingEvents": preempted_count(full), "coldFirstCallMs": round(cold, 1),
                **results}  # fmt: skip
-    forget()
     full.close()
     roomy.close()
     return summary

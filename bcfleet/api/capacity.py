@@ -10,7 +10,7 @@ from bcfleet.api.base import Area
 from bcfleet.api.host_view import host_view
 from bcfleet.api.reservations import parse_ask, vps_pool
 from bcfleet.domain.gpu_plan import GpuRequest
-from bcfleet.placement.placer import preview
+from bcfleet.placement.reservation_placer import preview
 
 
 class CapacityAPI(Area):

@@ -12,9 +12,10 @@ from collections.abc import Iterable
 
 from sqlmodel import Session
 
-from bcfleet.api.auth import Actor
+from bcfleet.api.auth import Actor, owns_pool
 from bcfleet.domain.host_ids import HostView
 from bcfleet.store.host_view import tenant_host_view
+from bcfleet.store.models import Pool
 
 
 def host_view(session: Session, actor: Actor, node_ids: Iterable[str | None]) -> HostView:
@@ -22,3 +23,11 @@ def host_view(session: Session, actor: Actor, node_ids: Iterable[str | None]) ->
     if actor.is_root_admin:
         return HostView()
     return tenant_host_view(session, actor.tenant_id, node_ids)
+
+
+def pool_host_view(actor: Actor, pool: Pool, node_ids: Iterable[str | None]) -> HostView:
+    """The actor's view of nodes known to be hosts of `pool` (no query: owns_pool decides)."""
+    if actor.is_root_admin:
+        return HostView()
+    shown = frozenset(n for n in node_ids if n) if owns_pool(actor, pool) else frozenset()
+    return HostView(actor.tenant_id, shown)

@@ -10,7 +10,7 @@ from bcfleet.api.auth import Actor, Credential, owned_resource, pool_resource, s
 from bcfleet.api.base import Area
 from bcfleet.api.events import emit
 from bcfleet.api.guests import guest_state_json, host_guest
-from bcfleet.api.host_view import host_view
+from bcfleet.api.host_view import host_view, pool_host_view
 from bcfleet.api.instance_list import (
     FIELDS,
     INSTANCES,
@@ -23,12 +23,13 @@ from bcfleet.api.lookup import find_flavor, find_pool
 from bcfleet.clock import format_time
 from bcfleet.domain.bounds import check_optional_text
 from bcfleet.domain.guest_view import guest_spec
+from bcfleet.domain.host_ids import HostView
 from bcfleet.domain.instance_spec import instance_spec, render_libvirt_domain
 from bcfleet.domain.numa import HostPlacement
 from bcfleet.domain.shapes import Shape, shape_delta
 from bcfleet.domain.states import INSTANCE_ON_HOST, InstanceState
 from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError, UnsupportedError
-from bcfleet.placement.hosted import place_instance, release_instance
+from bcfleet.placement.instance_placer import place_instance, release_instance
 from bcfleet.placement.resize import resize_hosted
 from bcfleet.store.models import Booking, Flavor, GpuAtom, Host, Instance, Pool
 
@@ -51,13 +52,19 @@ def flavor_shape(flavor: Flavor) -> dict[str, Any]:
 
 
 def instance_json(
-    session: Session, actor: Actor, instance: Instance, flavor_name: str | None = None
+    session: Session,
+    actor: Actor,
+    instance: Instance,
+    flavor_name: str | None = None,
+    view: HostView | None = None,
 ) -> dict[str, Any]:
-    """One instance's JSON, its node as the actor sees it (api.host_view)."""
+    """One instance's JSON, its node as the actor sees it (api.host_view, unless `view` is given)."""
     values = {name: getattr(instance, name) for name in FIELDS}
     for name in TIME_FIELDS:
         values[name] = format_time(values[name]) if values[name] is not None else None
-    return instance_body(values, flavor_name, host_view(session, actor, [instance.node_id]))
+    if view is None:
+        view = host_view(session, actor, [instance.node_id])
+    return instance_body(values, flavor_name, view)
 
 
 def _find(session: Session, actor: Actor, instance_id: str, *, lock: bool = False) -> Instance:
@@ -118,7 +125,8 @@ class InstancesAPI(Area):
                 subject_id=instance.id,
                 data={"state": instance.state},
             )
-            return instance_json(session, actor, instance, row.name)
+            view = pool_host_view(actor, pool, [instance.node_id])  # placed in `pool`, if at all
+            return instance_json(session, actor, instance, row.name, view)
 
     def list(
         self,

@@ -33,8 +33,18 @@ from bcfleet.domain.bounds import (
     shown,
 )
 from bcfleet.errors import ConflictError, ForbiddenError, InvalidInputError, NotFoundError
+from bcfleet.placement.quotas import quota_usage
 from bcfleet.store.faults import flush_or_conflict
-from bcfleet.store.models import Flavor, Host, Instance, Pool, PoolOffer, ProviderAccount, Quota
+from bcfleet.store.models import (
+    Flavor,
+    Host,
+    Instance,
+    Pool,
+    PoolOffer,
+    ProviderAccount,
+    Quota,
+    QuotaStripe,
+)
 
 POOL_KINDS = ("vps-host", "provider")
 OVERCOMMIT_RESOURCES = ("vcpu", "memoryGiB", "diskGiB")
@@ -106,7 +116,6 @@ def _pool_holders(session: Session, pool_id: str) -> list[str]:
         ("hosts", select(Host.id).where(Host.pool_id == pool_id)),
         ("flavors", select(Flavor.id).where(Flavor.pool_id == pool_id)),
         ("instances", select(Instance.id).where(Instance.pool_id == pool_id)),
-        ("quota in use", select(Quota.pool_id).where(Quota.pool_id == pool_id, Quota.used > 0)),
         (
             "compute settings naming it as serverless pool",
             select(ComputeSettingsRow.tenant_id).where(
@@ -114,7 +123,10 @@ def _pool_holders(session: Session, pool_id: str) -> list[str]:
             ),
         ),
     )
-    return [label for label, query in checks if session.exec(query.limit(1)).first() is not None]
+    held = [label for label, query in checks if session.exec(query.limit(1)).first() is not None]
+    if any(used > 0 for used in quota_usage(session, pool_id=pool_id).values()):
+        held.insert(3, "quota in use")
+    return held
 
 
 class PoolsAPI(Area):
@@ -235,6 +247,7 @@ class PoolsAPI(Area):
                 )
             session.execute(delete(PoolOffer).where(col(PoolOffer.pool_id) == row.id))
             session.execute(delete(Quota).where(col(Quota.pool_id) == row.id))
+            session.execute(delete(QuotaStripe).where(col(QuotaStripe.pool_id) == row.id))
             session.delete(row)
             # reservations, usage, settings … may still refer to it
             flush_or_conflict(

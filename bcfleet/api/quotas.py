@@ -13,18 +13,20 @@ from bcfleet.api.base import Area
 from bcfleet.api.lookup import find_pool, get_tenant
 from bcfleet.domain.bounds import QUOTA_MAX, check_whole
 from bcfleet.errors import InvalidInputError, NotFoundError
+from bcfleet.placement.quotas import fold_stripes, quota_usage
 from bcfleet.store.models import Pool, PoolOffer, Quota
 from bcfleet.store.models.capacity import QUOTA_RESOURCES
 
 
-def quota_json(pool: Pool, tenant_id: str, rows: list[Quota]) -> dict[str, Any]:
+def quota_json(session: Session, pool: Pool, tenant_id: str, rows: list[Quota]) -> dict[str, Any]:
     by_resource = {r.resource: r for r in rows}
+    usage = quota_usage(session, tenant_id)
     return {
         "tenantId": tenant_id,
         "poolId": pool.id,
         "pool": pool.name,
         "limits": {r: by_resource[r].limit for r in QUOTA_RESOURCES if r in by_resource},
-        "used": {r: by_resource[r].used if r in by_resource else 0 for r in QUOTA_RESOURCES},
+        "used": {r: usage.get((tenant_id, pool.id, r), 0) for r in QUOTA_RESOURCES},
     }
 
 
@@ -68,7 +70,8 @@ class QuotasAPI(Area):
             row = find_pool(session, actor, pool)
             actor.require("compute:quotas:manage", pool_resource(row))
             quota_tenant(session, actor, row, tenant_id)
-            for resource, limit in limits.items():
+            fold_stripes(session, tenant_id, row.id)  # what is used, all in the rows a limit guards
+            for resource, limit in sorted(limits.items()):
                 quota = session.get(Quota, (tenant_id, row.id, resource), with_for_update=True)
                 if quota is None:
                     quota = Quota(tenant_id=tenant_id, pool_id=row.id, resource=resource, used=0)
@@ -81,7 +84,7 @@ class QuotasAPI(Area):
                     select(Quota).where(Quota.tenant_id == tenant_id, Quota.pool_id == row.id)
                 ).all()
             )
-            return quota_json(row, tenant_id, rows)
+            return quota_json(session, row, tenant_id, rows)
 
     def clear(self, credential: Credential | None, *, tenant_id: str, pool: str) -> dict[str, Any]:
         """Remove a tenant's limits in a pool: unused rows go, rows in use stay unlimited and
@@ -91,6 +94,7 @@ class QuotasAPI(Area):
             row = find_pool(session, actor, pool)
             actor.require("compute:quotas:manage", pool_resource(row))
             quota_tenant(session, actor, row, tenant_id)
+            fold_stripes(session, tenant_id, row.id)
             mine = (col(Quota.tenant_id) == tenant_id, col(Quota.pool_id) == row.id)
             session.execute(delete(Quota).where(*mine, col(Quota.used) == 0))
             for quota in session.exec(select(Quota).where(*mine)).all():
@@ -98,7 +102,7 @@ class QuotasAPI(Area):
                 session.add(quota)
             session.flush()
             rows = list(session.exec(select(Quota).where(*mine)).all())
-            return quota_json(row, tenant_id, rows)
+            return quota_json(session, row, tenant_id, rows)
 
     def show(
         self, credential: Credential | None, *, tenant_id: str, pool: str | None = None
@@ -115,5 +119,5 @@ class QuotasAPI(Area):
             items = []
             for row in pools:
                 quotas = list(session.exec(query.where(Quota.pool_id == row.id)).all())
-                items.append(quota_json(row, actor.tenant_id, quotas))
+                items.append(quota_json(session, row, actor.tenant_id, quotas))
             return {"items": items}

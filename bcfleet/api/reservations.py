@@ -31,7 +31,7 @@ from bcfleet.domain.guest_view import guest_booking
 from bcfleet.domain.host_ids import HostView
 from bcfleet.domain.states import ReservationState
 from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError
-from bcfleet.placement.placer import place
+from bcfleet.placement.reservation_placer import place
 from bcfleet.placement.reservations import admit, during_json, record_event, release
 from bcfleet.store.models import Booking, GpuAtom, Pool, Reservation
 from bcfleet.store.models.reservations import GpuNodeVersion

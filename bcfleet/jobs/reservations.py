@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from sqlmodel import Session, col, select
 
 from bcfleet.jobs.faults import FaultLog, Item
-from bcfleet.placement.placer import place
+from bcfleet.placement.reservation_placer import place
 from bcfleet.placement.reservations import LIVE_STATES, activate, release
 from bcfleet.store.engine import is_sqlite
 from bcfleet.store.models import Reservation

@@ -23,7 +23,7 @@ from sqlmodel import Session, col, select
 
 from bcfleet.domain.fit import HostReserve, ResourceRow, rows_to_write
 from bcfleet.domain.shapes import Gpu, Inventory
-from bcfleet.placement.hosted import try_place
+from bcfleet.placement.instance_placer import try_place
 from bcfleet.store.event_log import emit
 from bcfleet.store.job_faults import error_text
 from bcfleet.store.models import GpuAtom, Host, Instance, NodeResource, Pool

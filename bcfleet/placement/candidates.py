@@ -8,7 +8,7 @@ explanation of a failure, which needs every host, is only computed when nothing 
 
 from __future__ import annotations
 
-import threading
+import random
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,18 +17,27 @@ from sqlmodel import Session, col, select
 
 from bcfleet.domain.fit import HostSnapshot, ResourceRow
 from bcfleet.domain.shapes import SCALARS
+from bcfleet.placement.context import PlacementContext
 from bcfleet.placement.gpus import free_counts
 from bcfleet.store.models import Host, NodeResource
 
 PAGE = 32
 
-_cursor_lock = threading.Lock()
+_COUNT_HOSTS = text("SELECT count(*) FROM hosts WHERE pool_id = :pool")
+_NTH_HOST = text("SELECT id FROM hosts WHERE pool_id = :pool ORDER BY id LIMIT 1 OFFSET :n")
 
 
-def advance_cursor(cursors: dict[str, str], pool_id: str, node_id: str) -> None:
-    """Start the pool's next search after the host just used (cursors live on the Fleet)."""
-    with _cursor_lock:
-        cursors[pool_id] = node_id
+def first_cursor(session: Session, pool_id: str) -> str:
+    """Where a fleet handle's first search of a pool starts: after a host drawn at random.
+
+    Processes placing at once in one pool then start apart, instead of all claiming the first
+    hosts in id order (and queueing on their rows) until their cursors drift apart.
+    """
+    count = int(session.execute(_COUNT_HOSTS, {"pool": pool_id}).scalar_one())
+    if count < 2:
+        return ""
+    found = session.execute(_NTH_HOST, {"pool": pool_id, "n": random.randrange(count)}).scalar()
+    return str(found or "")
 
 
 _COLUMNS = ", ".join(
@@ -65,7 +74,7 @@ def _feasible_page(
         "mem": int(claims.get("memoryGiB", 0)),
         "disk": int(claims.get("diskGiB", 0)),
     }
-    return list(session.execute(FEASIBLE_PAGE, params).all())
+    return list(session.connection().execute(FEASIBLE_PAGE, params).all())
 
 
 def _snapshot(row: Any, gpus: tuple[int, int]) -> HostSnapshot:
@@ -95,11 +104,13 @@ def feasible_hosts(
     needs_label: bool,
     want: int,
     now: Any,
-    cursors: dict[str, str],
+    context: PlacementContext,
 ) -> list[HostSnapshot]:
     """Up to `want` hosts of the pool where the claims and GPUs fit now, from the rotating cursor."""
-    with _cursor_lock:
-        cursor = cursors.get(pool_id, "")
+    cursor = context.cursor(pool_id)
+    if cursor is None:
+        cursor = first_cursor(session, pool_id) if context.random_start else ""
+        context.advance_cursor(pool_id, cursor)
     found: list[HostSnapshot] = []
     for after, before in ((cursor, None), ("", cursor or None)):
         last = after

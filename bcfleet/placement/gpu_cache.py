@@ -1,9 +1,9 @@
-"""Each pool's GpuSnapshot, kept per process and refreshed node by node; reservations and preview read it.
+"""Each pool's GpuSnapshot, kept in the fleet's placement context and refreshed node by node; reservations and preview read it.
 
 Building a snapshot of a 5,000-node pool means reading 40,000 atoms and as many
 bookings: about 100 ms on SQLite before any planning, and a SQL aggregate of
 free GPUs per node over the window costs as much (both measured in
-bench/bench_reservations.py). So the snapshot is built once per process and
+bench/bench_reservations.py). So the snapshot is built once per fleet handle and
 refreshed with GpuSnapshot.with_bookings for just the nodes whose bookings
 changed since, found through the booking versions of gpu_versions. Loading keeps
 the window filter that is always true of a request: bookings that ended before
@@ -20,9 +20,7 @@ its own uncommitted rows, so what it builds then is used but never cached.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -33,43 +31,25 @@ from sqlmodel import Session, col, select
 
 from bcfleet.domain.gpu_plan import AtomBooking as PlanBooking
 from bcfleet.domain.gpu_plan import GpuNode, GpuSnapshot
+from bcfleet.placement.context import PlacementContext, PoolView
 from bcfleet.placement.gpu_versions import changed_since, pool_version, wrote_bookings
 from bcfleet.store.models import Booking, GpuAtom, Host, Reservation
 
 REBUILD_SHARE = 0.25  # refresh more than this share of the nodes: rebuild instead
 
 
-@dataclass(frozen=True)
-class PoolView:
-    """A pool's snapshot and what it was built from."""
-
-    snapshot: GpuSnapshot
-    node_ids: frozenset[str]
-    fingerprint: tuple[Any, ...]
-    token: str | None
-    version: int
-
-
-_CACHE: dict[tuple[str, str], PoolView] = {}
-_LOCK = threading.Lock()
-
-
-def forget(pool_id: str | None = None) -> None:
-    """Drop cached snapshots (of one pool, or all): the next reader rebuilds."""
-    with _LOCK:
-        for key in [k for k in _CACHE if pool_id is None or k[1] == pool_id]:
-            del _CACHE[key]
-
-
 def pool_snapshot(
-    session: Session, pool_id: str, now: datetime, *, rebuild: bool = False
+    session: Session,
+    context: PlacementContext,
+    pool_id: str,
+    now: datetime,
+    *,
+    rebuild: bool = False,
 ) -> GpuSnapshot:
-    """The pool's GPU nodes and live bookings as of this transaction."""
-    key = (str(session.get_bind().engine.url), pool_id)
+    """The pool's GPU nodes and live bookings as of this transaction (kept in the fleet's context)."""
     fingerprint = _fingerprint(session, pool_id)
     token, version = pool_version(session, pool_id)
-    with _LOCK:
-        cached = _CACHE.get(key)
+    cached = context.gpu_pool(pool_id)
     stale = (
         rebuild
         or cached is None
@@ -84,10 +64,7 @@ def pool_snapshot(
         view = _refresh(session, cached, pool_id, now, token, version)
     if wrote_bookings(session):
         return view.snapshot  # built on this transaction's uncommitted writes: never shared
-    with _LOCK:
-        current = _CACHE.get(key)
-        if current is None or stale or current.version <= view.version:
-            _CACHE[key] = view
+    context.keep_gpu_pool(pool_id, view, replace=stale)
     return view.snapshot
 
 

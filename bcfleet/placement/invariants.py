@@ -11,15 +11,14 @@ from sqlmodel import Session, col, select
 from bcfleet.domain.numa import HostPlacement
 from bcfleet.domain.physical import Guest, double_pinned_cpus, overbooked_hugepages
 from bcfleet.domain.shapes import Inventory
-from bcfleet.placement.hosted import LIVE_STATES
-from bcfleet.placement.quotas import quota_charge_of
+from bcfleet.placement.instance_placer import LIVE_STATES
+from bcfleet.placement.quotas import quota_charge_of, quota_usage
 from bcfleet.store.models import (
     Allocation,
     Booking,
     GpuAtom,
     Host,
     Instance,
-    Quota,
     Reservation,
 )
 
@@ -119,12 +118,11 @@ def quota_matches_charges(session: Session) -> list[str]:
         )
     problems = []
     seen = set()
-    for quota in session.scalars(select(Quota)).all():
-        key = (quota.tenant_id, quota.pool_id, quota.resource)
+    for key, used in quota_usage(session).items():
         seen.add(key)
-        if quota.used != expected.get(key, 0):
+        if used != expected.get(key, 0):
             problems.append(
-                f"quota {key[0]}/{key[1]}/{key[2]}: used {quota.used}, live charges {expected.get(key, 0)}"
+                f"quota {key[0]}/{key[1]}/{key[2]}: used {used}, live charges {expected.get(key, 0)}"
             )
     for key, amount in expected.items():
         if key not in seen and amount:

@@ -1,11 +1,12 @@
-"""Quota charges in SQL: used + charge <= limit in the UPDATE's WHERE, so concurrent admissions never overrun."""
+"""Quota charges in SQL: used + charge <= limit in the UPDATE's WHERE; unlimited rows charged on stripes (PostgreSQL)."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping
 from functools import lru_cache
 
-from sqlalchemy import TextClause, text
+from sqlalchemy import TextClause, bindparam, text
 from sqlmodel import Session
 
 from bcfleet.errors import QuotaExceededError
@@ -46,8 +47,8 @@ def _charge_at_once(
     params: dict[str, object] = {"t": tenant_id, "p": pool_id}
     for i, resource in enumerate(sorted(wanted)):
         params[f"r{i}"], params[f"n{i}"] = resource, wanted[resource]
-    updated = session.execute(_charge_all(len(wanted)), params)
-    return bool(updated.rowcount == len(wanted))  # type: ignore[attr-defined]
+    updated = session.connection().execute(_charge_all(len(wanted)), params)
+    return bool(updated.rowcount == len(wanted))
 
 
 def charge(session: Session, tenant_id: str, pool_id: str, amounts: Mapping[str, int]) -> None:
@@ -55,22 +56,36 @@ def charge(session: Session, tenant_id: str, pool_id: str, amounts: Mapping[str,
     wanted = {r: n for r, n in amounts.items() if n > 0}
     if not wanted:
         return
-    sqlite = is_sqlite(session.get_bind().engine)
-    if sqlite and _charge_at_once(session, tenant_id, pool_id, wanted):
+    if is_sqlite(session.get_bind().engine):
+        if _charge_at_once(session, tenant_id, pool_id, wanted):
+            return
+        _ensure_rows(session, tenant_id, pool_id, sorted(wanted))
+        if _charge_at_once(session, tenant_id, pool_id, wanted):
+            return
+        _charge_rows(session, tenant_id, pool_id, wanted)
         return
-    _ensure_rows(session, tenant_id, pool_id, sorted(wanted))
-    if sqlite and _charge_at_once(session, tenant_id, pool_id, wanted):
-        return
+    striped = _add_to_stripe(session, tenant_id, pool_id, wanted)
+    rest = {r: n for r, n in wanted.items() if r not in striped}
+    if rest:
+        _ensure_rows(session, tenant_id, pool_id, sorted(rest))
+        striped = _add_to_stripe(session, tenant_id, pool_id, rest)
+        _charge_rows(
+            session, tenant_id, pool_id, {r: n for r, n in rest.items() if r not in striped}
+        )
+
+
+_CHARGE_ROW = text(
+    "UPDATE quotas SET used = used + :n WHERE tenant_id = :t AND pool_id = :p "
+    'AND resource = :r AND ("limit" IS NULL OR used + :n <= "limit")'
+)
+
+
+def _charge_rows(session: Session, tenant_id: str, pool_id: str, wanted: Mapping[str, int]) -> None:
+    """One guarded UPDATE per quota row, in resource order; QUOTA_EXCEEDED at the first refusal."""
     for resource in sorted(wanted):  # a fixed order: concurrent chargers lock rows alike
         amount = wanted[resource]
-        updated = session.execute(
-            text(
-                "UPDATE quotas SET used = used + :n WHERE tenant_id = :t AND pool_id = :p "
-                'AND resource = :r AND ("limit" IS NULL OR used + :n <= "limit")'
-            ),
-            {"n": amount, "t": tenant_id, "p": pool_id, "r": resource},
-        )
-        if updated.rowcount == 0:  # type: ignore[attr-defined]
+        params = {"n": amount, "t": tenant_id, "p": pool_id, "r": resource}
+        if session.connection().execute(_CHARGE_ROW, params).rowcount == 0:
             row = session.get(Quota, (tenant_id, pool_id, resource))
             limit, used = (row.limit, row.used) if row else (0, 0)
             raise QuotaExceededError(
@@ -79,34 +94,134 @@ def charge(session: Session, tenant_id: str, pool_id: str, amounts: Mapping[str,
             )
 
 
-def lock_quotas(session: Session, tenant_id: str, pool_id: str) -> None:
-    """Lock all of a tenant's quota rows in a pool, in resource order (PostgreSQL).
+STRIPES = 32
 
-    The lock order of every writer is: quota rows (sorted), then node rows (vcpu, memoryGiB,
-    diskGiB), then GPU atoms (by id), and last the pool's booking version row (gpu_versions).
+
+@lru_cache(maxsize=64)
+def _stripe_upsert(count: int) -> TextClause:
+    """Add to one stripe of each unlimited row among `count` resources (PostgreSQL), in one statement.
+
+    The quota rows are read FOR SHARE: chargers do not wait for one another, while setting a
+    limit (FOR UPDATE, then folding the stripes into the row) waits for every charge in flight,
+    and a charge that waited sees the limit and is left to the guarded row UPDATE. The resources
+    it returns are charged; a missing row or one with a limit is not.
+
+    The stripe is the first one (from a random start) whose row of the first resource no other
+    charge holds (SKIP LOCKED), or the random one while none is free or made yet: concurrent
+    chargers of one tenant then seldom wait on one another's stripe.
+    """
+    values = ", ".join(f"(:r{i}, :n{i})" for i in range(count))
+    return text(
+        "WITH wanted (resource, n) AS (VALUES " + values + "), "
+        "open_rows AS MATERIALIZED (SELECT q.resource FROM quotas q WHERE q.tenant_id = :t AND q.pool_id = :p "
+        'AND q.resource IN (SELECT resource FROM wanted) AND q."limit" IS NULL '
+        "ORDER BY q.resource FOR SHARE), "
+        "free AS MATERIALIZED (SELECT f.stripe FROM quota_stripes f WHERE f.tenant_id = :t "
+        f"AND f.pool_id = :p AND f.resource = :r0 ORDER BY (f.stripe + :s) % {STRIPES} "
+        "LIMIT 1 FOR UPDATE SKIP LOCKED) "
+        "INSERT INTO quota_stripes (tenant_id, pool_id, resource, stripe, used) "
+        "SELECT :t, :p, w.resource, coalesce((SELECT stripe FROM free), :s), w.n "
+        "FROM wanted w JOIN open_rows o ON o.resource = w.resource "
+        "ORDER BY w.resource "
+        "ON CONFLICT (tenant_id, pool_id, resource, stripe) "
+        "DO UPDATE SET used = quota_stripes.used + excluded.used RETURNING resource"
+    )
+
+
+def _add_to_stripe(
+    session: Session, tenant_id: str, pool_id: str, amounts: Mapping[str, int]
+) -> set[str]:
+    """Add amounts (negative to give back) to a random stripe of the unlimited rows; the resources done."""
+    params: dict[str, object] = {"t": tenant_id, "p": pool_id, "s": random.randrange(STRIPES)}
+    for i, resource in enumerate(sorted(amounts)):
+        params[f"r{i}"], params[f"n{i}"] = resource, int(amounts[resource])
+    return set(session.connection().execute(_stripe_upsert(len(amounts)), params).scalars())
+
+
+def lock_quotas(session: Session, tenant_id: str, pool_id: str) -> list[str]:
+    """Lock all of a tenant's quota rows in a pool, in resource order (PostgreSQL); the resources locked.
+
+    The lock order of every writer is: quota rows (sorted), then their stripes, then node rows
+    (vcpu, memoryGiB, diskGiB), then GPU atoms (by id), and last the pool's booking version
+    row (gpu_versions).
     A caller that both charges and refunds takes them all first.
     """
-    if not is_sqlite(session.get_bind().engine):
+    if is_sqlite(session.get_bind().engine):
+        return []
+    return list(
         session.execute(
             text(
                 "SELECT resource FROM quotas WHERE tenant_id = :t AND pool_id = :p ORDER BY resource FOR UPDATE"
             ),
             {"t": tenant_id, "p": pool_id},
-        )
+        ).scalars()
+    )
+
+
+def fold_stripes(session: Session, tenant_id: str, pool_id: str) -> None:
+    """Move the stripes of the tenant's quota rows in a pool into the rows (before a limit is set or cleared).
+
+    The rows are locked FOR UPDATE first, which waits for every charge in flight (they hold
+    them FOR SHARE) and holds new ones back until commit, so the sum counts every charge.
+    """
+    locked = lock_quotas(session, tenant_id, pool_id)
+    if not locked:
+        return
+    mine = "tenant_id = :t AND pool_id = :p AND resource IN :rs"
+    params = {"t": tenant_id, "p": pool_id, "rs": locked}
+    session.execute(
+        text(
+            "UPDATE quotas SET used = used + s.total FROM (SELECT resource, sum(used) AS total "
+            f"FROM quota_stripes WHERE {mine} GROUP BY resource) s "
+            "WHERE quotas.tenant_id = :t AND quotas.pool_id = :p AND quotas.resource = s.resource"
+        ).bindparams(bindparam("rs", expanding=True)),
+        params,
+    )
+    session.execute(
+        text(f"DELETE FROM quota_stripes WHERE {mine}").bindparams(bindparam("rs", expanding=True)),
+        params,
+    )
+
+
+def quota_usage(
+    session: Session, tenant_id: str | None = None, *, pool_id: str | None = None
+) -> dict[tuple[str, str, str], int]:
+    """What each quota counts as used: its row's `used` and its stripes, by (tenant, pool, resource)."""
+    where = " AND ".join(
+        f"{name} = :{name}"
+        for name, value in (("tenant_id", tenant_id), ("pool_id", pool_id))
+        if value
+    )
+    totals: dict[tuple[str, str, str], int] = {}
+    for table in ("quotas", "quota_stripes"):
+        rows = session.execute(
+            text(
+                f"SELECT tenant_id, pool_id, resource, used FROM {table}"
+                + (f" WHERE {where}" if where else "")
+            ),
+            {"tenant_id": tenant_id, "pool_id": pool_id},
+        ).all()
+        for tenant, pool, resource, used in rows:
+            key = (tenant, pool, resource)
+            totals[key] = totals.get(key, 0) + int(used)
+    return totals
 
 
 def refund(session: Session, tenant_id: str, pool_id: str, amounts: Mapping[str, int]) -> None:
-    """Give back what a charge took (never below zero)."""
-    for resource in sorted(amounts):
-        amount = amounts[resource]
-        if amount <= 0:
-            continue
+    """Give back what a charge took (a row with a limit never below zero)."""
+    given = {r: n for r, n in amounts.items() if n > 0}
+    if not given:
+        return
+    if not is_sqlite(session.get_bind().engine):
+        striped = _add_to_stripe(session, tenant_id, pool_id, {r: -n for r, n in given.items()})
+        given = {r: n for r, n in given.items() if r not in striped}
+    for resource in sorted(given):
         session.execute(
             text(
                 "UPDATE quotas SET used = CASE WHEN used >= :n THEN used - :n ELSE 0 END "
                 "WHERE tenant_id = :t AND pool_id = :p AND resource = :r"
             ),
-            {"n": amount, "t": tenant_id, "p": pool_id, "r": resource},
+            {"n": given[resource], "t": tenant_id, "p": pool_id, "r": resource},
         )
 
 

@@ -1,6 +1,6 @@
 """Reservation rows in SQL: admit against quota, book GPU atoms under locks, go pending, activate, release.
 
-The placer (placement/placer.py) and the preemption transaction (placement/preempt.py)
+The placer (placement/reservation_placer.py) and the preemption transaction (placement/preempt.py)
 call these; the API and the reservation jobs call the placer and the lifecycle steps.
 Lock order, as everywhere: reservation rows, quota rows, node rows, GPU atoms by id,
 and last the pool's booking version (gpu_versions). Events are written here, in the

@@ -14,7 +14,7 @@ from bcfleet.domain.numa import NotCandidate
 from bcfleet.domain.shapes import Shape, placement_from_json, shape_delta
 from bcfleet.errors import CapacityUnavailableError
 from bcfleet.placement.gpus import AtomRef
-from bcfleet.placement.hosted import (
+from bcfleet.placement.instance_placer import (
     _record_placement,
     choose_placement,
     claim_scalars,

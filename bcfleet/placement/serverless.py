@@ -20,7 +20,7 @@ from sqlalchemy import update
 from sqlmodel import Session, col, select
 
 from bcfleet.domain.sizes import SIZES, parse_size
-from bcfleet.placement.hosted import place_instance, release_instance
+from bcfleet.placement.instance_placer import place_instance, release_instance
 from bcfleet.store.models import Instance, Pool
 
 if TYPE_CHECKING:

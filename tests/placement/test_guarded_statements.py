@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sqlalchemy import text
 
 from bcfleet.errors import QuotaExceededError
 from bcfleet.fleet import Fleet
-from bcfleet.placement.hosted import claim_scalars
-from bcfleet.placement.quotas import charge
+from bcfleet.placement.instance_placer import claim_scalars
+from bcfleet.placement.quotas import charge, quota_usage
 from tests.support.builders import OP
 from tests.support.capacity import pool_with_hosts, rows
 
@@ -20,12 +19,9 @@ def _node_id(fleet: Fleet, name: str) -> str:
 
 
 def _quota_used(fleet: Fleet, pool_id: str) -> dict[str, int]:
-    with fleet.read() as session:
-        found = session.execute(
-            text("SELECT resource, used FROM quotas WHERE tenant_id = 'acme' AND pool_id = :p"),
-            {"p": pool_id},
-        ).all()
-    return {str(r): int(u) for r, u in found}
+    with fleet.read() as session:  # the rows' own use and their stripes (PostgreSQL)
+        found = quota_usage(session, "acme", pool_id=pool_id)
+    return {resource: used for (_, _, resource), used in found.items()}
 
 
 def test_a_claim_that_fits_takes_every_row(any_fleet: Fleet) -> None:

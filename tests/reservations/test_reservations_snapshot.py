@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import insert, select
 
 from bcfleet.fleet import Fleet
-from bcfleet.placement.gpu_cache import forget, pool_snapshot
+from bcfleet.placement.gpu_cache import pool_snapshot
 from bcfleet.store.models import Booking, GpuAtom
 from tests.support.capacity import invariants_ok
 from tests.support.reservations import gpu_pool, reserve
@@ -43,10 +43,10 @@ def test_refresh_follows_writes_and_rebuild_matches(fleet: Fleet) -> None:
     reserve(fleet, pool, gpus=2)
     reserve(fleet, pool, gpus=4, spot=True)
     with fleet.read() as session:
-        refreshed = pool_snapshot(session, pool["id"], fleet.now())
-    forget(pool["id"])
+        refreshed = pool_snapshot(session, fleet.placement, pool["id"], fleet.now())
+    fleet.placement.forget_gpu_pools(pool["id"])
     with fleet.read() as session:
-        rebuilt = pool_snapshot(session, pool["id"], fleet.now())
+        rebuilt = pool_snapshot(session, fleet.placement, pool["id"], fleet.now())
     summary = [
         (i.node.id, sorted((s[0], s[1], s[2]) for s in i.spans)) for i in refreshed.indexes()
     ]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from bcfleet.store.models.billing import BillingMeter
-    from bcfleet.store.models.capacity import Allocation, Booking, GpuAtom, Quota
+    from bcfleet.store.models.capacity import Allocation, Booking, GpuAtom, Quota, QuotaStripe
     from bcfleet.store.models.events import Event
     from bcfleet.store.models.instances import Instance
     from bcfleet.store.models.pools import (
@@ -43,6 +43,7 @@ _HOMES = {
     "Booking": "capacity",
     "GpuAtom": "capacity",
     "Quota": "capacity",
+    "QuotaStripe": "capacity",
     "Event": "events",
     "Instance": "instances",
     "Flavor": "pools",
@@ -70,6 +71,7 @@ __all__ = [
     "Booking",
     "GpuAtom",
     "Quota",
+    "QuotaStripe",
     "Reservation",
     "BillingMeter",
     "Event",

@@ -84,6 +84,22 @@ class Quota(SQLModel, table=True):
     managed: bool = False
 
 
+class QuotaStripe(SQLModel, table=True):
+    """Part of a tenant's use of an unlimited quota row, counted apart so admissions need not queue on one row.
+
+    A quota's use is its row's `used` plus its stripes; a row with a limit has no stripes (setting
+    a limit folds them into the row). Only PostgreSQL writes stripes (SQLite writers are serialized).
+    """
+
+    __tablename__ = "quota_stripes"
+
+    tenant_id: str = Field(primary_key=True)
+    pool_id: str = Field(primary_key=True)
+    resource: str = Field(primary_key=True)
+    stripe: int = Field(primary_key=True)
+    used: int = 0
+
+
 QUOTA_RESOURCES = ("vcpu", "memoryGiB", "diskGiB", "gpu")
 
 

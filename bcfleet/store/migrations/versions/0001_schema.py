@@ -117,6 +117,14 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('name'),
     sa.UniqueConstraint('id')
     )
+    op.create_table('quota_stripes',
+    sa.Column('tenant_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('pool_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('resource', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('stripe', sa.Integer(), nullable=False),
+    sa.Column('used', sa.Integer(), nullable=False),
+    sa.PrimaryKeyConstraint('tenant_id', 'pool_id', 'resource', 'stripe')
+    )
     op.create_table('state_revision',
     sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('revision', bcfleet.store.types.BigCounter(), nullable=False),
@@ -680,6 +688,7 @@ def downgrade() -> None:
     op.drop_table('environments')
     op.drop_table('tenants')
     op.drop_table('state_revision')
+    op.drop_table('quota_stripes')
     op.drop_table('locks')
     op.drop_table('job_state')
     with op.batch_alter_table('job_runs', schema=None) as batch_op:

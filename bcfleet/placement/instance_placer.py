@@ -1,4 +1,4 @@
-"""Hosted placement: admit an instance, claim a host with guarded SQL, book GPU atoms, choose its CPUs.
+"""Instance placement: admit an instance, claim a host with guarded SQL, book GPU atoms, choose its CPUs.
 
 The transaction code loads a snapshot, asks the pure deciders (fit, weighers, NUMA chooser),
 writes with guarded SQL and, when a guard refuses (another writer got there first), rolls the
@@ -32,7 +32,7 @@ from bcfleet.domain.shapes import (
 )
 from bcfleet.domain.states import INSTANCE_LIVE
 from bcfleet.placement import gpus as gpu_atoms
-from bcfleet.placement.candidates import advance_cursor, feasible_hosts, pool_snapshots
+from bcfleet.placement.candidates import feasible_hosts, pool_snapshots
 from bcfleet.placement.conditions import clear_condition, set_condition
 from bcfleet.placement.quotas import charge, quota_charge_of, refund
 from bcfleet.store.engine import is_sqlite
@@ -106,14 +106,14 @@ def try_place(session: Session, fleet: Fleet, instance: Instance, pool: Pool) ->
                 needs_label=policy is not None,
                 want=want,
                 now=now,
-                cursors=fleet.caches.setdefault("cursors", {}),
+                context=fleet.placement,
             )
             if h.node_id not in tried
         ]
         for host in rank(candidates, strategy):
             outcome = _claim_on(session, fleet, instance, pool, host, shape, policy)
             if outcome is None:
-                advance_cursor(fleet.caches.setdefault("cursors", {}), pool.id, host.node_id)
+                fleet.placement.advance_cursor(pool.id, host.node_id)
                 return True
             tried[host.node_id] = outcome
         if not candidates or len(candidates) < want:
@@ -161,32 +161,62 @@ _CLAIM_ONE = text(
     "WHERE node_id = :node AND resource = :r AND allocated + :n <= capacity"
 )
 
+# PostgreSQL: the node's rows locked in the lock order (vcpu, memoryGiB, diskGiB) by the CTE,
+# then each claimed under its own guard, re-checked on the row's newest version; the rows
+# returned are the ones claimed.
+_CLAIM_LOCKED = text(
+    "WITH wanted (resource, n, rank) AS (VALUES ('vcpu', :vcpu, 0), ('memoryGiB', :mem, 1), "
+    "('diskGiB', :disk, 2)), "
+    "locked AS MATERIALIZED (SELECT r.resource FROM node_resources r "
+    "JOIN wanted w ON w.resource = r.resource WHERE r.node_id = :node AND w.n > 0 "
+    "ORDER BY w.rank FOR UPDATE OF r) "
+    "UPDATE node_resources SET allocated = allocated + w.n, generation = generation + 1 "
+    "FROM wanted w JOIN locked l ON l.resource = w.resource "
+    "WHERE node_resources.node_id = :node AND node_resources.resource = w.resource "
+    "AND node_resources.allocated + w.n <= node_resources.capacity "
+    "RETURNING node_resources.resource"
+)
+
 
 def claim_scalars(session: Session, node_id: str, claims: Mapping[str, int]) -> str | None:
     """Guarded claims on one node (vcpu first: placements on a host take turns on its vcpu row).
 
     Returns the first resource whose guard refused (and nothing claimed), or None when every
-    claim was taken. On SQLite the three claims are one statement; on PostgreSQL one per row,
-    in the lock order, the rows already taken given back when a later one refuses.
+    claim was taken. Each engine claims in one statement: on SQLite every row or none; on
+    PostgreSQL the rows are locked in the lock order and those taken are given back when
+    another refused.
     """
-    if is_sqlite(session.get_bind().engine) and all(claims.get(r, 0) > 0 for r in SCALARS):
-        params = {
-            "node": node_id,
-            "vcpu": int(claims["vcpu"]),
-            "mem": int(claims["memoryGiB"]),
-            "disk": int(claims["diskGiB"]),
-        }
-        if session.execute(_CLAIM_ALL, params).rowcount == len(SCALARS):  # type: ignore[attr-defined]
-            return None
-        return _refusing_resource(session, node_id, claims)
+    wanted = {r: int(claims.get(r, 0)) for r in SCALARS if int(claims.get(r, 0)) > 0}
+    if not wanted:
+        return None
+    params = {
+        "node": node_id,
+        "vcpu": wanted.get("vcpu", 0),
+        "mem": wanted.get("memoryGiB", 0),
+        "disk": wanted.get("diskGiB", 0),
+    }
+    if is_sqlite(session.get_bind().engine):
+        if len(wanted) == len(SCALARS):
+            if session.connection().execute(_CLAIM_ALL, params).rowcount == len(SCALARS):
+                return None
+            return _refusing_resource(session, node_id, claims)
+        return _claim_each(session, node_id, wanted)
+    taken = set(session.connection().execute(_CLAIM_LOCKED, params).scalars())
+    if len(taken) == len(wanted):
+        return None
+    return_scalars(session, node_id, {r: n for r, n in wanted.items() if r in taken})
+    return next(r for r in SCALARS if r in wanted and r not in taken)
+
+
+def _claim_each(session: Session, node_id: str, wanted: Mapping[str, int]) -> str | None:
+    """One guarded UPDATE per row in the lock order, the rows taken given back when one refuses."""
     taken: dict[str, int] = {}
-    for resource in SCALARS:
-        amount = int(claims.get(resource, 0))
-        if amount <= 0:
-            continue
-        updated = session.execute(_CLAIM_ONE, {"n": amount, "node": node_id, "r": resource})
-        if updated.rowcount == 0:  # type: ignore[attr-defined]
-            return_scalars(session, node_id, taken)  # all or nothing, as on SQLite
+    for resource, amount in wanted.items():
+        updated = session.connection().execute(
+            _CLAIM_ONE, {"n": amount, "node": node_id, "r": resource}
+        )
+        if updated.rowcount == 0:
+            return_scalars(session, node_id, taken)  # all or nothing
             return resource
         taken[resource] = amount
     return None
@@ -242,15 +272,25 @@ def _claim_on(
     shape: Shape,
     policy: PlacementPolicy | None,
 ) -> NoFit | None:
-    """Claim one host inside a savepoint; a NoFit (and nothing written) when it cannot take the guest."""
+    """Claim one host; a NoFit (and nothing written) when it cannot take the guest.
+
+    A guest with GPUs is claimed inside a savepoint (claims, atom locks, bookings). Without
+    GPUs the claim is the only write before the allocation and is all or nothing by itself,
+    so a refused choice gives the claims back instead of paying a savepoint's round trips.
+    """
     now = fleet.now()
-    savepoint = CoreSavepoint(session)
-    failed = claim_scalars(session, host.node_id, shape.claims())
+    claims = shape.claims()
+    savepoint = CoreSavepoint(session) if shape.gpus else None
+    if savepoint is None:
+        session.flush()  # others_on reads with Core
+    failed = claim_scalars(session, host.node_id, claims)
     if failed is not None:
-        savepoint.rollback()
+        if savepoint is not None:
+            savepoint.rollback()
         return NoFit(failed, f"{failed} claimed concurrently")
     atoms = _take_atoms(session, host.node_id, shape.gpus, policy, now)
     if atoms is None:
+        assert savepoint is not None  # no atoms are wanted without GPUs
         savepoint.rollback()
         return NoFit("gpu", f"0 of {shape.gpus} gpu free")
     try:
@@ -266,7 +306,10 @@ def _claim_on(
             inventory_generation=host.inventory_generation,
         )
     except NotCandidate as refused:
-        savepoint.rollback()
+        if savepoint is not None:
+            savepoint.rollback()
+        else:
+            return_scalars(session, host.node_id, claims)
         return refused.no_fit()
     allocation_id = fleet.new_id("alloc")
     session.connection().execute(
@@ -278,26 +321,28 @@ def _claim_on(
             "consumer_id": instance.id,
             "tenant_id": instance.tenant_id,
             "pool_id": pool.id,
-            "claims": shape.claims(),
+            "claims": claims,
             "starts_at": now,
             "ends_at": None,
             "released_at": None,
             "release_reason": None,
         },
     )
-    gpu_atoms.book(
-        session,
-        fleet.ids,
-        atoms,
-        consumer_kind="instance",
-        consumer_id=instance.id,
-        tenant_id=instance.tenant_id,
-        start=now,
-        end=None,
-        at=now,
-    )
+    if atoms:
+        gpu_atoms.book(
+            session,
+            fleet.ids,
+            atoms,
+            consumer_kind="instance",
+            consumer_id=instance.id,
+            tenant_id=instance.tenant_id,
+            start=now,
+            end=None,
+            at=now,
+        )
     _record_placement(instance, host.node_id, allocation_id, placement, fleet)
-    savepoint.release()
+    if savepoint is not None:
+        savepoint.release()
     return None
 
 
@@ -373,44 +418,37 @@ def choose_placement(
     )
 
 
-_INVENTORY_CACHE_MAX = 20_000
-_INVENTORY_DOCUMENTS_MAX = 1_000
-# The document as text: hosts of one hardware model report the same inventory, and share one
-# parsed copy (keyed by the text) instead of each decoding and building its own.
-_INVENTORY = text("SELECT inventory_generation, CAST(inventory AS TEXT) FROM hosts WHERE id = :n")
+# The document as text, unless the kept copy is of the current generation: hosts of one hardware
+# model report the same inventory, and share one parsed copy (keyed by the text).
+_INVENTORY_UNLESS_KEPT = text(
+    "SELECT inventory_generation, CASE WHEN inventory_generation = :kept THEN NULL "
+    "ELSE CAST(inventory AS TEXT) END FROM hosts WHERE id = :n"
+)
 
 
 def host_inventory(
     session: Session, fleet: Fleet, node_id: str, known_generation: int | None = None
 ) -> Inventory:
-    """The host's parsed inventory, cached on the fleet by its generation (parsing dominated placements).
+    """The host's parsed inventory, kept in the fleet's placement context by its generation.
 
     known_generation is the one this transaction's candidate query read; SQLite serializes
-    writers, so it still holds. On PostgreSQL the generation is read again after the claim.
+    writers, so it still holds. On PostgreSQL the generation is read again after the claim
+    (with the document in the same statement when the kept copy is older).
     """
-    _inventories: dict[str, tuple[int, Inventory]] = fleet.caches.setdefault("inventories", {})
-    generation = known_generation
-    if generation is None or not is_sqlite(session.get_bind().engine):
-        generation = session.execute(
-            text("SELECT inventory_generation FROM hosts WHERE id = :n"), {"n": node_id}
-        ).scalar_one()
-    cached = _inventories.get(node_id)
-    if cached is not None and cached[0] == generation:
-        return cached[1]
-    generation, document = session.connection().execute(_INVENTORY, {"n": node_id}).one()
+    kept = fleet.placement.kept_inventory(node_id)
+    if kept is not None and known_generation == kept[0] and is_sqlite(session.get_bind().engine):
+        return kept[1]
+    params = {"n": node_id, "kept": kept[0] if kept is not None else -1}
+    generation, document = session.connection().execute(_INVENTORY_UNLESS_KEPT, params).one()
+    if document is None and kept is not None and kept[0] == generation:
+        return kept[1]
     assert document is not None
-    by_document: dict[str, Inventory] = fleet.caches.setdefault("inventory_documents", {})
-    inventory = by_document.get(document)
+    inventory = fleet.placement.inventory_of_document(document)
     if inventory is None:
         # Validated when it was reported (the inventory schema) and by vps.hosts before the
         # host had any capacity rows, so it is built here without checking it again.
         inventory = Inventory.from_stored(json.loads(document))
-        if len(by_document) >= _INVENTORY_DOCUMENTS_MAX:
-            by_document.clear()
-        by_document[document] = inventory
-    if len(_inventories) >= _INVENTORY_CACHE_MAX:
-        _inventories.clear()
-    _inventories[node_id] = (int(generation), inventory)
+    fleet.placement.keep_inventory(node_id, int(generation), document, inventory)
     return inventory
 
 

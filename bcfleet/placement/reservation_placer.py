@@ -40,7 +40,7 @@ def place(session: Session, fleet: Fleet, rsv: Reservation) -> bool:
     limit = fleet.settings.preemption_candidate_limit
     reason = "no node fits"
     for rebuild in (False, True):
-        snapshot = pool_snapshot(session, rsv.pool_id, now, rebuild=rebuild)
+        snapshot = pool_snapshot(session, fleet.placement, rsv.pool_id, now, rebuild=rebuild)
         result = plan_placement(snapshot, request, free_spot=False, limit=limit)
         if result.fits:
             for plan in result.plans:
@@ -62,6 +62,6 @@ def place(session: Session, fleet: Fleet, rsv: Reservation) -> bool:
 def preview(session: Session, fleet: Fleet, pool_id: str, request: GpuRequest) -> dict[str, Any]:
     """capacity.preview: {fits, candidates, reason, preemptible?}; a count and a start, never ids."""
     now = fleet.now()
-    snapshot = pool_snapshot(session, pool_id, now)
+    snapshot = pool_snapshot(session, fleet.placement, pool_id, now)
     limit = fleet.settings.preemption_candidate_limit
     return preview_plan(snapshot, request, now, notice_of(fleet), limit)

@@ -1,0 +1,94 @@
+"""What placement keeps between transactions of one fleet handle: pool cursors, parsed inventories, GPU snapshots.
+
+Everything here only guides placement: cursors say where the next search starts, inventories
+are keyed by the generation the host row carries, and GPU snapshots are re-checked under row
+locks before anything is booked. Threads of one process share a context; processes do not.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from bcfleet.domain.gpu_plan import GpuSnapshot
+from bcfleet.domain.shapes import Inventory
+
+INVENTORY_HOSTS_MAX = 20_000
+INVENTORY_DOCUMENTS_MAX = 1_000
+
+
+@dataclass(frozen=True)
+class PoolView:
+    """A pool's GPU snapshot and what it was built from."""
+
+    snapshot: GpuSnapshot
+    node_ids: frozenset[str]
+    fingerprint: tuple[Any, ...]
+    token: str | None
+    version: int
+
+
+@dataclass
+class PlacementContext:
+    """Per-fleet placement memory, each table behind one lock.
+
+    `random_start`: a pool's first search starts after a random host (processes placing at
+    once start apart); off for a reproducible fleet (seeded ids), whose searches start at the
+    first host so the same calls place alike.
+    """
+
+    random_start: bool = True
+    _cursors: dict[str, str] = field(default_factory=dict)
+    _inventories: dict[str, tuple[int, Inventory]] = field(default_factory=dict)
+    _documents: dict[str, Inventory] = field(default_factory=dict)
+    _gpu_pools: dict[str, PoolView] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def cursor(self, pool_id: str) -> str | None:
+        """Where the pool's next candidate search starts (after this host id); None before the first."""
+        with self._lock:
+            return self._cursors.get(pool_id)
+
+    def advance_cursor(self, pool_id: str, node_id: str) -> None:
+        """Start the pool's next search after the host just used."""
+        with self._lock:
+            self._cursors[pool_id] = node_id
+
+    def kept_inventory(self, node_id: str) -> tuple[int, Inventory] | None:
+        """The host's last parsed inventory and the generation it was parsed at."""
+        with self._lock:
+            return self._inventories.get(node_id)
+
+    def inventory_of_document(self, document: str) -> Inventory | None:
+        """A parsed inventory shared by every host reporting the same document text."""
+        with self._lock:
+            return self._documents.get(document)
+
+    def keep_inventory(
+        self, node_id: str, generation: int, document: str, inventory: Inventory
+    ) -> None:
+        with self._lock:
+            if len(self._documents) >= INVENTORY_DOCUMENTS_MAX:
+                self._documents.clear()
+            self._documents[document] = inventory
+            if len(self._inventories) >= INVENTORY_HOSTS_MAX:
+                self._inventories.clear()
+            self._inventories[node_id] = (generation, inventory)
+
+    def gpu_pool(self, pool_id: str) -> PoolView | None:
+        with self._lock:
+            return self._gpu_pools.get(pool_id)
+
+    def keep_gpu_pool(self, pool_id: str, view: PoolView, *, replace: bool) -> None:
+        """Keep a pool's view unless a newer one is kept already (always when `replace`)."""
+        with self._lock:
+            current = self._gpu_pools.get(pool_id)
+            if current is None or replace or current.version <= view.version:
+                self._gpu_pools[pool_id] = view
+
+    def forget_gpu_pools(self, pool_id: str | None = None) -> None:
+        """Drop kept GPU snapshots (of one pool, or all): the next reader rebuilds."""
+        with self._lock:
+            for key in [k for k in self._gpu_pools if pool_id is None or k == pool_id]:
+                del self._gpu_pools[key]
