@@ -12,13 +12,14 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import ColumnElement, String, Table, cast, select
+from sqlalchemy import ColumnElement, String, Table, case, cast, func, select
 from sqlmodel import Session
 
 from bcfleet.api.auth import Actor
 from bcfleet.api.host_view import host_view
 from bcfleet.api.raw_rows import json_value, plain_rows, time_text
 from bcfleet.domain.host_ids import HostView
+from bcfleet.domain.states import InstanceState
 from bcfleet.errors import InvalidInputError
 from bcfleet.store.models import Flavor, Instance
 
@@ -79,14 +80,23 @@ def list_instances(
     actor: Actor,
     where: list[ColumnElement[bool]],
     condition: str | None = None,
+    limit: int | None = None,
 ) -> list[dict[str, Any]]:
     """The instances the clauses keep, oldest first, as instance_json writes them (with flavor),
-    their hosts as the actor sees them (api.host_view)."""
+    their hosts as the actor sees them (api.host_view); with a limit, at most that many, pending
+    ones first and then the newest."""
     query = select(*COLUMNS).outerjoin(FLAVORS, FLAVORS.c.id == _c.flavor_id).where(*where)
     if condition is not None:
         query = query.where(mentions(_c.conditions, condition))
     session.flush()  # Core reads skip the ORM's autoflush: changes made in a joined transaction
-    rows = plain_rows(session.connection(), query.order_by(_c.created_at, _c.id))
+    if limit is None:
+        query = query.order_by(_c.created_at, _c.id)
+    else:  # what an operator looks at first: pending ones, then the newest
+        pending_first = case((_c.state == InstanceState.PENDING, 0), else_=1)
+        query = query.order_by(pending_first, _c.created_at.desc(), _c.id.desc())
+        if condition is None:  # a condition is checked below, after the rows are read
+            query = query.limit(limit)
+    rows = plain_rows(session.connection(), query)
     kept = []
     for row in rows:
         values = dict(zip(_NAMES, row, strict=True))
@@ -99,6 +109,8 @@ def list_instances(
         for name in TIME_FIELDS:
             values[name] = time_text(values[name])
         kept.append(values)
+        if limit is not None and len(kept) >= limit:
+            break
     view = host_view(session, actor, (values["node_id"] for values in kept))
     return [instance_body(values, values.pop("flavor"), view) for values in kept]
 
@@ -134,3 +146,9 @@ def instance_body(values: Mapping[str, Any], flavor: str | None, view: HostView)
         body["providerServerId"] = values["provider_server_id"]
         body["providerStatus"] = values["provider_status"]
     return body
+
+
+def count_instances(session: Session, where: list[ColumnElement[bool]]) -> int:
+    """How many instances the clauses keep (a listing's total when it shows a page of them)."""
+    total = session.connection().execute(select(func.count()).select_from(INSTANCES).where(*where))
+    return int(total.scalar_one())

@@ -16,12 +16,13 @@ from bcfleet.api.instance_list import (
     INSTANCES,
     TIME_FIELDS,
     check_condition,
+    count_instances,
     instance_body,
     list_instances,
 )
 from bcfleet.api.lookup import find_flavor, find_pool
 from bcfleet.clock import format_time
-from bcfleet.domain.bounds import check_optional_text
+from bcfleet.domain.bounds import check_limit, check_optional_text
 from bcfleet.domain.guest_view import guest_spec
 from bcfleet.domain.host_ids import HostView
 from bcfleet.domain.instance_spec import instance_spec, render_libvirt_domain
@@ -137,11 +138,16 @@ class InstancesAPI(Area):
         include_deleted: bool = False,
         state: str | None = None,
         condition: str | None = None,
+        limit: int | None = None,
     ) -> dict[str, Any]:
         """The caller's instances (root's admin: every tenant's), oldest first; deleted ones only
         with include_deleted or state="deleted". `condition` keeps those with a condition of
-        that type set (status True), such as PlacementDegraded."""
+        that type set (status True), such as PlacementDegraded. With `limit` (1..PAGE_MAX): at
+        most that many, pending ones first and then the newest, and `total`, how many there are
+        in all (a dashboard's first screen of a large fleet)."""
         check_condition(condition)
+        if limit is not None:
+            limit = check_limit(limit)
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)
             actor.require(
@@ -157,7 +163,14 @@ class InstancesAPI(Area):
                 where.append(c.state == state)
             elif not include_deleted:
                 where.append(c.state != InstanceState.DELETED)
-            return {"items": list_instances(session, actor, where, condition)}
+            items = list_instances(session, actor, where, condition, limit)
+            if limit is None:
+                return {"items": items}
+            if condition is not None:  # the condition is read from each row's JSON
+                total = len(list_instances(session, actor, where, condition))
+            else:
+                total = count_instances(session, where)
+            return {"items": items, "total": total}
 
     def show(
         self, credential: Credential | None, instance_id: str, *, tenant_id: str | None = None

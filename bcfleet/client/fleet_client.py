@@ -226,6 +226,11 @@ class FleetClient:
         }
         return list(self.request("GET", "/v1/instances", params=params)["items"])
 
+    def instances_page(self, limit: int) -> JSON:
+        """At most `limit` instances, pending ones first and then the newest, and the total."""
+        result: JSON = self.request("GET", "/v1/instances", params={"limit": str(limit)})
+        return result
+
     def instance(self, instance_id: str) -> JSON:
         result: JSON = self.request("GET", f"/v1/instances/{_p(instance_id)}")
         return result

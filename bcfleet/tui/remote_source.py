@@ -113,6 +113,10 @@ class RemoteSource:
     def instances(self) -> list[JSON]:
         return with_host_names(self.client.instances(), self.hosts)
 
+    def instances_page(self, limit: int) -> tuple[list[JSON], int]:
+        page = self.client.instances_page(limit)
+        return with_host_names(list(page["items"]), self.hosts), int(page["total"])
+
     def host_guests(self, host: str) -> list[JSON]:
         return self.client.host_specs(host)
 

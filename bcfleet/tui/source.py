@@ -111,6 +111,11 @@ class FleetSource(Protocol):
         """The caller's instances, each with its host's name as `host` (None: not visible)."""
         ...
 
+    def instances_page(self, limit: int) -> tuple[list[JSON], int]:
+        """At most `limit` of them (pending first, then the newest) with host names, and how
+        many there are in all."""
+        ...
+
     def host_guests(self, host: str) -> list[JSON]:
         """The InstanceSpecs of a host's live guests: pinned CPUs, NUMA nodes, GPUs."""
         ...
@@ -282,6 +287,10 @@ class LocalSource:
     def instances(self) -> list[JSON]:
         items: list[JSON] = self.api.instances.list(self.credential)["items"]
         return with_host_names(items, self.hosts)
+
+    def instances_page(self, limit: int) -> tuple[list[JSON], int]:
+        page = self.api.instances.list(self.credential, limit=limit)
+        return with_host_names(page["items"], self.hosts), int(page["total"])
 
     def host_guests(self, host: str) -> list[JSON]:
         items: list[JSON] = self.api.instances.specs_for_host(self.credential, host)["items"]

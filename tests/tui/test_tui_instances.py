@@ -119,3 +119,27 @@ def test_instances_snapshot(snap_compare: Any, fleet_db: Path, size: tuple[int, 
     fleet, _ = with_pending(fleet_db)
     app = instances_app(fleet, start="instances")
     assert snap_compare(app, terminal_size=size, run_before=_open)
+
+
+async def test_a_large_fleet_shows_the_ones_that_matter_first_and_says_how_many_in_all(
+    fleet_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fleet, pending = with_pending(fleet_db)
+    total = len(fleet.api.instances.list(OP)["items"])
+    monkeypatch.setattr("bcfleet.tui.screens.instances.PAGE_MAX", 3)  # as if 1,000 of many more
+    app = instances_app(fleet, start="instances")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        view = app.screen
+        assert isinstance(view, InstancesView)
+        assert len(view.table.all_rows) == 3 and pending in view.table.all_rows
+        assert (
+            f"the 3 that matter first (pending, then newest) of {total:,}" in view.summary().plain
+        )
+
+
+def test_remote_instance_pages_match_local(fleet: Fleet, remote: RemoteSource) -> None:
+    local = LocalSource(fleet)
+    items, total = remote.instances_page(5)
+    assert total == local.instances_page(5)[1] == len(local.instances())
+    assert [i["id"] for i in items] == [i["id"] for i in local.instances_page(5)[0]]

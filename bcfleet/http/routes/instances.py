@@ -6,6 +6,7 @@ from typing import Any
 
 from bcfleet.api.instance_list import CONDITION_TYPE
 from bcfleet.api.instances import AGENT_STATES, INSTANCE_NAME_MAX
+from bcfleet.domain.bounds import PAGE_MAX
 from bcfleet.http.operations import TENANT, Call, Operation, Param
 from bcfleet.http.rules import matching, one_of, reference, text
 from bcfleet.http.schemas import (
@@ -57,7 +58,13 @@ SCHEMAS = {
         },
         required=list(INSTANCE_FIELDS),
     ),
-    "InstancePage": page("Instance"),
+    "InstancePage": {
+        **page("Instance"),
+        "properties": {
+            **page("Instance")["properties"],
+            "total": {**INT, "description": "How many there are in all (with limit)."},
+        },
+    },
     "InstanceCreate": obj(
         {"pool": POOL_REF, "flavor": FLAVOR_REF, "name": text(INSTANCE_NAME_MAX)},
         required=["pool", "flavor"],
@@ -127,6 +134,7 @@ def list_instances(call: Call) -> Any:
         state=call.query.get("state"),
         include_deleted=bool(call.query.get("includeDeleted")),
         condition=call.query.get("condition"),
+        limit=call.query.get("limit"),
     )
 
 
@@ -194,6 +202,14 @@ LIST_QUERY = (
             "such as PlacementDegraded.",
         },
     ),
+    Param(
+        "limit",
+        "integer",
+        "At most this many: pending instances first, then the newest; the answer then says "
+        "how many there are in all (total). Without it, every instance, oldest first.",
+        minimum=1,
+        maximum=PAGE_MAX,
+    ),  # fmt: skip
 )
 OPERATIONS = [
     Operation("POST", "/v1/instances", "instances.create",

@@ -12,6 +12,7 @@ from typing import Any
 
 from rich.text import Text
 
+from bcfleet.domain.bounds import PAGE_MAX
 from bcfleet.tui.actions import actions_for
 from bcfleet.tui.format import DASH, age, croppable
 from bcfleet.tui.screens.reservations import condition
@@ -83,15 +84,17 @@ class InstancesView(TableView):
     def __init__(self) -> None:
         super().__init__()
         self.instances: dict[str, Mapping[str, Any]] = {}
+        self.total = 0  # how many there are in all; more than shown on a large fleet
 
     def fetch(self) -> Any:
-        return self.source.instances()
+        return self.source.instances_page(PAGE_MAX)
 
     def item(self, key: str) -> Any:
         return self.instances.get(key)
 
     def rows(self, data: Any) -> Iterable[Row]:
         now = self.now or self.source.now()
+        data, self.total = data
         self.instances = {i["id"]: i for i in data}
         rows = [instance_row(i, now) for i in data]
         rows.sort(key=lambda r: (r.sort[2], r.key))
@@ -105,3 +108,12 @@ class InstancesView(TableView):
 
         del item
         return describe_object(self.source, "instance", self.source.instance(key))
+
+    def summary(self) -> Text:
+        text = super().summary()
+        if self.total > len(self.instances):
+            text.append(
+                f" · the {len(self.instances):,} that matter first (pending, then newest) of "
+                f"{self.total:,}"
+            )
+        return text
