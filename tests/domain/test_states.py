@@ -8,9 +8,11 @@ from bcfleet.domain.states import (
     INSTANCE_LIVE,
     INSTANCE_ON_HOST,
     RESERVATION_LIVE,
+    AgentReport,
     DeliveryState,
     HostState,
     InstanceState,
+    PoolKind,
     ReservationState,
 )
 
@@ -32,6 +34,8 @@ def test_states_are_their_stored_strings() -> None:
     ]
     assert [s.value for s in HostState] == ["ready", "draining"]
     assert [s.value for s in DeliveryState] == ["pending", "delivered", "dead"]
+    assert [k.value for k in PoolKind] == ["vps-host", "provider"]
+    assert [r.value for r in AgentReport] == ["running", "ready", "stopped"]
     assert json.dumps({"state": InstanceState.DELETED}) == '{"state": "deleted"}'
     assert f"{ReservationState.ACTIVE}" == "active"
     assert InstanceState.DELETED == "deleted"
