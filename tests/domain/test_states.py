@@ -15,6 +15,7 @@ from bcfleet.domain.states import (
     PoolKind,
     ReservationState,
 )
+from bcfleet.schemas import load_schema
 
 
 def test_states_are_their_stored_strings() -> None:
@@ -47,3 +48,8 @@ def test_live_states() -> None:
     assert set(RESERVATION_LIVE) == {"placed", "binding", "active"}
     assert InstanceState.PENDING not in INSTANCE_LIVE
     assert ReservationState.RELEASED not in RESERVATION_LIVE
+
+
+def test_the_fleetconfig_schema_names_the_pool_kinds() -> None:
+    pool = load_schema("fleetconfig")["$defs"]["pool"]
+    assert pool["properties"]["kind"]["enum"] == [k.value for k in PoolKind]
