@@ -376,7 +376,7 @@ def choose_atoms(
     return list(free[:count])
 
 
-_LIVE_IN = ", ".join(f"'{state}'" for state in INSTANCE_LIVE)
+_LIVE_IN = ", ".join(f"'{state.value}'" for state in INSTANCE_LIVE)
 _OTHERS_ON = text(
     "SELECT host_placement FROM instances WHERE node_id = :node AND id != :exclude "
     f"AND state IN ({_LIVE_IN}) AND host_placement IS NOT NULL"
