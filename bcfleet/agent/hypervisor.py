@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bcfleet.domain.states import AgentReport, InstanceState
+
 
 @dataclass
 class Guest:
@@ -30,7 +32,7 @@ class SimulatedHypervisor:
     def apply(self, specs: Iterable[Mapping[str, Any]], now: float) -> list[tuple[str, str]]:
         """Move every guest one step towards its spec; returns (instance id, new state) pairs."""
         changes: list[tuple[str, str]] = []
-        wanted = {str(s["id"]): str(s.get("state", "running")) for s in specs}
+        wanted = {str(s["id"]): str(s.get("state", InstanceState.RUNNING)) for s in specs}
         for instance_id in sorted(set(self.guests) - set(wanted)):
             del self.guests[instance_id]
         for instance_id, desired in sorted(wanted.items()):
@@ -39,15 +41,15 @@ class SimulatedHypervisor:
 
     def _step(self, instance_id: str, desired: str, now: float) -> list[tuple[str, str]]:
         guest = self.guests.get(instance_id)
-        if desired == "stopped":
-            if guest is None or guest.state != "stopped":
-                self.guests[instance_id] = Guest(instance_id, "stopped", now)
-                return [(instance_id, "stopped")]
+        if desired == InstanceState.STOPPED:
+            if guest is None or guest.state != AgentReport.STOPPED:
+                self.guests[instance_id] = Guest(instance_id, AgentReport.STOPPED, now)
+                return [(instance_id, AgentReport.STOPPED)]
             return []
-        if guest is None or guest.state == "stopped":
+        if guest is None or guest.state == AgentReport.STOPPED:
             self.guests[instance_id] = Guest(instance_id, "booting", now)
             guest = self.guests[instance_id]
         if guest.state == "booting" and now - guest.since >= self.boot_seconds:
-            guest.state, guest.since = "running", now
-            return [(instance_id, "running"), (instance_id, "ready")]
+            guest.state, guest.since = AgentReport.RUNNING, now
+            return [(instance_id, AgentReport.RUNNING), (instance_id, AgentReport.READY)]
         return []

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import select, update
 from sqlmodel import col
 
+from bcfleet.domain.states import InstanceState
 from bcfleet.store.models import Allocation, Instance
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ def boot_instances(fleet: Fleet, now: datetime, *, boot_seconds: float | None = 
         result = session.execute(
             update(Instance)
             .where(
-                col(Instance.state) == "running",
+                col(Instance.state) == InstanceState.RUNNING,
                 col(Instance.ready_at).is_(None),
                 col(Instance.node_id).is_not(None),
                 placed_long_enough,

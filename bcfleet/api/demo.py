@@ -9,6 +9,7 @@ from sqlmodel import select
 
 from bcfleet.api.auth import LOCAL_OPERATOR
 from bcfleet.domain.simulated_inventory import two_socket_host
+from bcfleet.domain.states import PoolKind
 from bcfleet.store.models import Host, Instance, Pool, Tenant
 
 if TYPE_CHECKING:
@@ -26,13 +27,13 @@ def build_demo(fleet: Fleet, *, hosts: int = 50) -> dict[str, Any]:
         op,
         tenant_id="root",
         name="vps-fra",
-        kind="vps-host",
+        kind=PoolKind.VPS_HOST,
         gpu_model="L40S",
         overcommit={"vcpu": 2, "memoryGiB": 1.5},
         host_reserve={"vcpu": 2},
     )
     cpu_pool = api.pools.create(
-        op, tenant_id="root", name="vps-ams", kind="vps-host", overcommit={"vcpu": 4}
+        op, tenant_id="root", name="vps-ams", kind=PoolKind.VPS_HOST, overcommit={"vcpu": 4}
     )
     for tenant in ("acme", "globex"):
         api.pools.offer(op, tenant_id="root", pool=gpu_pool["id"], to=tenant)

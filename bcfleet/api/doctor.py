@@ -10,6 +10,7 @@ from bcfleet.api.auth import Credential, tenant_resource
 from bcfleet.api.base import Area
 from bcfleet.api.fault_views import fault_warning
 from bcfleet.domain.policy import ROOT_TENANT
+from bcfleet.domain.states import PoolKind
 from bcfleet.placement.invariants import check_all
 from bcfleet.store.job_faults import all_faults
 from bcfleet.store.models import Host, NodeResource, Pool
@@ -26,7 +27,7 @@ class DoctorAPI(Area):
                 select(Host.name, Pool.name)
                 .join(Pool, col(Pool.id) == col(Host.pool_id))
                 .where(
-                    Pool.kind == "vps-host",
+                    Pool.kind == PoolKind.VPS_HOST,
                     col(Host.tenant_controlled).is_(False),
                     col(Host.id).not_in(with_rows),
                 )

@@ -22,6 +22,7 @@ from bcfleet.domain.flavor_rules import (
     placement_problems,
     shape_problems,
 )
+from bcfleet.domain.states import PoolKind
 from bcfleet.errors import ConflictError, InvalidInputError
 from bcfleet.store.faults import flush_or_conflict
 from bcfleet.store.models import Flavor, Instance, Pool
@@ -56,13 +57,13 @@ def validate_flavor_input(
     offer_problem = text_problem("offerId", offer_id) if offer_id else None
     if offer_problem:
         problems["offerId"] = offer_problem
-    if pool.kind == "provider" and not offer_id:
+    if pool.kind == PoolKind.PROVIDER and not offer_id:
         problems["offerId"] = (
             "a provider pool's flavor needs offerId, the provider's offer it names"
         )
-    if pool.kind == "vps-host" and offer_id:
+    if pool.kind == PoolKind.VPS_HOST and offer_id:
         problems["offerId"] = "offerId is for provider pools; hosted pools place flavors on hosts"
-    if pool.kind == "provider" and normalize_placement(placement):
+    if pool.kind == PoolKind.PROVIDER and normalize_placement(placement):
         problems["placement"] = "placement applies to hosted pools only"
     if problems:
         message = "; ".join(problems.values())

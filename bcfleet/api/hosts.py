@@ -17,7 +17,7 @@ from bcfleet.api.pools import validate_name
 from bcfleet.api.views import host_json
 from bcfleet.domain.bounds import printable, text_problem
 from bcfleet.domain.inventory import validate_inventory
-from bcfleet.domain.states import HostState
+from bcfleet.domain.states import HostState, PoolKind
 from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError
 from bcfleet.schemas import load_schema
 from bcfleet.store.faults import flush_or_conflict
@@ -95,7 +95,7 @@ class HostsAPI(Area):
             actor = self.actor(session, credential, tenant_id)
             row = find_pool(session, actor, pool)
             actor.require("compute:hosts:manage", pool_resource(row))
-            if row.kind != "vps-host":
+            if row.kind != PoolKind.VPS_HOST:
                 raise InvalidInputError(
                     f"pool {row.name!r} is a {row.kind} pool; hosts are adopted into vps-host pools",
                     {"pool": row.id},
@@ -154,7 +154,7 @@ class HostsAPI(Area):
     def _move(self, session: Session, row: Host, current: Pool, target: Pool) -> Pool:
         if target.id == current.id:
             return target
-        if target.kind != "vps-host":
+        if target.kind != PoolKind.VPS_HOST:
             raise InvalidInputError(
                 f"pool {target.name!r} is a {target.kind} pool; hosts belong to vps-host pools",
                 {"pool": target.id},

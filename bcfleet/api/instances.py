@@ -28,7 +28,7 @@ from bcfleet.domain.host_ids import HostView
 from bcfleet.domain.instance_spec import instance_spec, render_libvirt_domain
 from bcfleet.domain.numa import HostPlacement
 from bcfleet.domain.shapes import Shape, shape_delta
-from bcfleet.domain.states import INSTANCE_ON_HOST, InstanceState
+from bcfleet.domain.states import AGENT_UP, INSTANCE_ON_HOST, AgentReport, InstanceState, PoolKind
 from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError, UnsupportedError
 from bcfleet.placement.instance_placer import place_instance, release_instance
 from bcfleet.placement.resize import resize_hosted
@@ -115,7 +115,7 @@ class InstancesAPI(Area):
                 flavor_id=row.id,
             )
             kind = "instance.placed" if instance.node_id else "instance.unschedulable"
-            if pool.kind == "provider":
+            if pool.kind == PoolKind.PROVIDER:
                 kind = "instance.provisioning"
             emit(
                 session,
@@ -292,7 +292,7 @@ class InstancesAPI(Area):
             )
             pool = session.get(Pool, instance.pool_id)
             assert pool is not None
-            if pool.kind == "provider":
+            if pool.kind == PoolKind.PROVIDER:
                 raise UnsupportedError(
                     "resizing a provider instance is not supported; create a new instance",
                     {"instance": instance.id},
@@ -353,9 +353,9 @@ class InstancesAPI(Area):
         gets the instance back, anyone else the guest's opaque id and state."""
         from bcfleet.api.lookup import find_host
 
-        if state not in AGENT_STATES:
+        if state not in tuple(AgentReport):
             raise InvalidInputError(
-                f"state must be one of {', '.join(AGENT_STATES)}", {"state": state}
+                f"state must be one of {', '.join(AgentReport)}", {"state": state}
             )
         with self.fleet.write() as session:
             actor = self.actor(session, credential, None)
@@ -397,16 +397,9 @@ class InstancesAPI(Area):
             return {"host": row.name, "items": specs}
 
 
-AGENT_STATES = ("running", "ready", "stopped")
-
-
 def report_state_of(session: Session, fleet: Any, instance: Instance, state: str) -> bool:
     """Record what a host agent observed; True when it changed something (ready_at set once)."""
-    if (
-        state in ("running", "ready")
-        and instance.ready_at is None
-        and instance.state == InstanceState.RUNNING
-    ):
+    if state in AGENT_UP and instance.ready_at is None and instance.state == InstanceState.RUNNING:
         instance.ready_at = fleet.now()
         instance.updated_at = fleet.now()
         session.add(instance)

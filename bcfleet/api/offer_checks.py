@@ -10,6 +10,7 @@ from sqlmodel import Session
 
 from bcfleet.api.auth import Credential, authenticate, pool_resource
 from bcfleet.api.lookup import find_pool
+from bcfleet.domain.states import PoolKind
 from bcfleet.errors import FleetError
 from bcfleet.providers.offer_catalog import AccountRef, OfferCatalog
 from bcfleet.store.models import Pool, ProviderAccount
@@ -20,7 +21,7 @@ class FlavorOfferCatalog(OfferCatalog):
 
     def flavor_check(self, session: Session, pool: Pool, offer_id: str) -> list[str]:
         """FlavorsAPI.offer_check: the check for a provider pool's flavor, inside its transaction."""
-        if pool.kind != "provider" or pool.provider_account_id is None:
+        if pool.kind != PoolKind.PROVIDER or pool.provider_account_id is None:
             return []
         account = session.get(ProviderAccount, pool.provider_account_id)
         if account is None:
@@ -41,7 +42,7 @@ class FlavorOfferCatalog(OfferCatalog):
                 actor.require("compute:flavors:manage", pool_resource(pool))
                 row = (
                     session.get(ProviderAccount, pool.provider_account_id)
-                    if pool.kind == "provider" and pool.provider_account_id
+                    if pool.kind == PoolKind.PROVIDER and pool.provider_account_id
                     else None
                 )
                 account = AccountRef.of(row) if row is not None else None

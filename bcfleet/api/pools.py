@@ -32,6 +32,7 @@ from bcfleet.domain.bounds import (
     ratio_problem,
     shown,
 )
+from bcfleet.domain.states import PoolKind
 from bcfleet.errors import ConflictError, ForbiddenError, InvalidInputError, NotFoundError
 from bcfleet.placement.quotas import quota_usage
 from bcfleet.store.faults import flush_or_conflict
@@ -46,7 +47,6 @@ from bcfleet.store.models import (
     QuotaStripe,
 )
 
-POOL_KINDS = ("vps-host", "provider")
 OVERCOMMIT_RESOURCES = ("vcpu", "memoryGiB", "diskGiB")
 RESERVE_RESOURCES = ("vcpu", "memoryGiB", "diskGiB")
 
@@ -145,12 +145,12 @@ class PoolsAPI(Area):
     ) -> dict[str, Any]:
         validate_name("pool", name)
         check_gpu_model(gpu_model)
-        if kind not in POOL_KINDS:
+        if kind not in tuple(PoolKind):
             raise InvalidInputError(
-                f"pool kind must be one of {', '.join(POOL_KINDS)}", {"kind": kind}
+                f"pool kind must be one of {', '.join(PoolKind)}", {"kind": kind}
             )
         ratios, reserve = normalize_overcommit(overcommit), normalize_reserve(host_reserve)
-        if kind == "provider" and not provider_account:
+        if kind == PoolKind.PROVIDER and not provider_account:
             raise InvalidInputError(
                 "a provider pool needs a provider account", {"field": "providerAccount"}
             )

@@ -29,7 +29,7 @@ from bcfleet.domain.bounds import check_optional_text, check_whole
 from bcfleet.domain.durations import format_duration, parse_duration
 from bcfleet.domain.guest_view import guest_booking
 from bcfleet.domain.host_ids import HostView
-from bcfleet.domain.states import ReservationState
+from bcfleet.domain.states import PoolKind, ReservationState
 from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError
 from bcfleet.placement.reservation_placer import place
 from bcfleet.placement.reservations import admit, during_json, record_event, release
@@ -160,7 +160,7 @@ def _render(session: Session, actor: Actor, rsv: Reservation) -> dict[str, Any]:
 
 def vps_pool(session: Session, actor: Actor, ref: str) -> Pool:
     pool = find_pool(session, actor, ref)
-    if pool.kind != "vps-host":
+    if pool.kind != PoolKind.VPS_HOST:
         raise InvalidInputError(
             "GPU reservations need a vps-host pool", {"pool": pool.id, "kind": pool.kind}
         )

@@ -34,7 +34,6 @@ MAX_TYPES = 50
 MIN_SECRET, MAX_SECRET = 16, 200
 EVENT_TYPE_MAX = 100
 MAX_WEBHOOKS_PER_TENANT = 20
-DELIVERY_STATES = tuple(DeliveryState)
 
 
 def webhook_json(hook: Webhook, *, with_secret: bool = False) -> dict[str, Any]:
@@ -206,10 +205,8 @@ class WebhooksAPI(Area):
         limit: int = 100,
     ) -> dict[str, Any]:
         """A webhook's deliveries, newest first; state=dead lists its dead letters."""
-        if state is not None and state not in DELIVERY_STATES:
-            raise InvalidInputError(
-                f"state is one of {', '.join(DELIVERY_STATES)}", {"state": state}
-            )
+        if state is not None and state not in tuple(DeliveryState):
+            raise InvalidInputError(f"state is one of {', '.join(DeliveryState)}", {"state": state})
         check_limit(limit)
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)

@@ -6,6 +6,7 @@ from datetime import timedelta
 from typing import Any
 
 from bcfleet.api.auth import LOCAL_OPERATOR
+from bcfleet.domain.states import PoolKind
 from bcfleet.fleet import Fleet
 
 OP = LOCAL_OPERATOR
@@ -45,7 +46,7 @@ def _burst(fleet: Fleet) -> int:
 
     api = fleet.api
     pool = api.pools.create(
-        OP, tenant_id="root", name="gpu-burst", kind="vps-host", gpu_model="L40S"
+        OP, tenant_id="root", name="gpu-burst", kind=PoolKind.VPS_HOST, gpu_model="L40S"
     )["id"]
     for tenant in ("acme", "globex"):
         api.pools.offer(OP, tenant_id="root", pool=pool, to=tenant)

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from bcfleet.cli.common import fleet_command, output, parse_pairs, state, table
+from bcfleet.domain.states import PoolKind
 
 
 @click.group("pools")
@@ -51,7 +52,7 @@ def _reserve(vcpu: int | None, memory: int | None, disk: int | None) -> dict[str
 @fleet_command(group, "create")
 @click.option("--tenant", default="root", show_default=True)
 @click.option("--name", required=True)
-@click.option("--kind", type=click.Choice(["vps-host", "provider"]), required=True)
+@click.option("--kind", type=click.Choice([k.value for k in PoolKind]), required=True)
 @click.option("--gpu-model")
 @click.option(
     "--overcommit",

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from bcfleet.cli.common import fleet_command, output, state, table
+from bcfleet.domain.states import ReservationState
 
 
 @click.group("reservations")
@@ -33,7 +34,7 @@ def _explain(r: dict[str, Any]) -> list[str]:
         text = f"  {condition['type']}: {condition['reason']}: {condition['message']}"
         if condition["type"] == "Preempted" and r.get("deadline"):
             text += f"; runs until the deadline {r['deadline']}, checkpoint before then"
-        if condition["type"] == "Unschedulable" and r["state"] == "pending":
+        if condition["type"] == "Unschedulable" and r["state"] == ReservationState.PENDING:
             text += "; retried every 30 s"
         lines.append(text)
     return lines

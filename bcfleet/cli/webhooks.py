@@ -6,6 +6,7 @@ import click
 
 from bcfleet.api.auth import LOCAL_OPERATOR
 from bcfleet.cli.common import fleet_command, output, state, table
+from bcfleet.domain.states import DeliveryState
 
 
 @click.group("webhooks")
@@ -70,7 +71,7 @@ def delete(webhook_id: str, tenant: str | None) -> None:
 @fleet_command(group, "deliveries")
 @click.argument("webhook_id")
 @click.option("--tenant")
-@click.option("--state", "state_", type=click.Choice(["pending", "delivered", "dead"]))
+@click.option("--state", "state_", type=click.Choice([s.value for s in DeliveryState]))
 @click.option("--limit", type=int, default=100, show_default=True)
 def deliveries(webhook_id: str, tenant: str | None, state_: str | None, limit: int) -> None:
     """A webhook's deliveries, newest first (--state dead: the dead letters)."""

@@ -32,6 +32,7 @@ from bcfleet.domain.sizes import (
     parse_size,
     size_of_legacy_service,
 )
+from bcfleet.domain.states import PoolKind
 from bcfleet.errors import InvalidInputError, SizeInUseError
 
 SAVED_MESSAGE = "Your compute settings are saved."
@@ -103,7 +104,7 @@ class ComputeSettings:
 
 def serverless_pool_problem(pool_name: str, pool_kind: str) -> str | None:
     """Why a pool cannot hold a tenant's spare instances, or None: they run on vps-host pools."""
-    if pool_kind == "vps-host":
+    if pool_kind == PoolKind.VPS_HOST:
         return None
     return f"pool {pool_name!r} is a {pool_kind} pool; spare instances run on a vps-host pool"
 

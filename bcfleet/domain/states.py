@@ -62,3 +62,22 @@ class DeliveryState(StrEnum):
     PENDING = "pending"
     DELIVERED = "delivered"
     DEAD = "dead"
+
+
+class PoolKind(StrEnum):
+    """A pool: hosts adopted by name (vps-host), or servers made at a provider (provider)."""
+
+    VPS_HOST = "vps-host"
+    PROVIDER = "provider"
+
+
+class AgentReport(StrEnum):
+    """What a host agent reports of a guest: running, ready (booted), or stopped."""
+
+    RUNNING = "running"
+    READY = "ready"
+    STOPPED = "stopped"
+
+
+AGENT_UP: tuple[AgentReport, ...] = (AgentReport.RUNNING, AgentReport.READY)
+"""Reports that mark a running instance ready (spares count from then)."""

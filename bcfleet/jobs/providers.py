@@ -52,7 +52,7 @@ from bcfleet.domain.provider_plan import (
     ServerView,
     plan_account,
 )
-from bcfleet.domain.states import INSTANCE_LIVE, InstanceState
+from bcfleet.domain.states import INSTANCE_LIVE, InstanceState, PoolKind
 from bcfleet.errors import ConflictError, FleetError, NotFoundError, ProviderRateLimitedError
 from bcfleet.jobs.faults import FaultLog, Item, ends_the_run
 from bcfleet.jobs.provider_records import forget_servers, mark_problem, record_server
@@ -126,7 +126,7 @@ def _accounts(fleet: Fleet) -> tuple[list[tuple[AccountRef, tuple[str, ...]]], f
     """Each account with provider pools, with its pool ids; and every provider pool id."""
     with fleet.read() as session:
         pools = session.exec(
-            select(Pool.id, Pool.provider_account_id).where(Pool.kind == "provider")
+            select(Pool.id, Pool.provider_account_id).where(Pool.kind == PoolKind.PROVIDER)
         ).all()
         by_account: dict[str, list[str]] = {}
         for pool_id, account_id in pools:

@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING
 
 from sqlmodel import Session, col, select
 
+from bcfleet.domain.states import RESERVATION_LIVE, ReservationState
 from bcfleet.jobs.faults import FaultLog, Item
 from bcfleet.placement.reservation_placer import place
-from bcfleet.placement.reservations import LIVE_STATES, activate, release
+from bcfleet.placement.reservations import activate, release
 from bcfleet.store.engine import is_sqlite
 from bcfleet.store.models import Reservation
 
@@ -40,9 +41,9 @@ def run_retry(fleet: Fleet, now: datetime) -> dict[str, int]:
     """One tick of reservations.retry: {tried, placed, stillPending, failed}."""
     del now  # placement reads the fleet's clock, as admission does
     faults = FaultLog(fleet, RETRY, ("reservation",))
-    faults.prune("reservation", Reservation.id, col(Reservation.state) == "pending")
+    faults.prune("reservation", Reservation.id, col(Reservation.state) == ReservationState.PENDING)
     placed = tried = 0
-    for rsv_id, tenant_id in _due(fleet, ("pending",), None, RETRIES_PER_TICK):
+    for rsv_id, tenant_id in _due(fleet, (ReservationState.PENDING,), None, RETRIES_PER_TICK):
         result = faults.run(
             Item("reservation", rsv_id, tenant_id), partial(_retry, fleet=fleet, rsv_id=rsv_id)
         )
@@ -59,7 +60,7 @@ def run_retry(fleet: Fleet, now: datetime) -> dict[str, int]:
 def _retry(session: Session, fleet: Fleet, rsv_id: str) -> bool | None:
     """Place one pending reservation; None when it is not pending any more."""
     rsv = _lock(session, rsv_id)
-    if rsv is None or rsv.state != "pending":
+    if rsv is None or rsv.state != ReservationState.PENDING:
         return None
     return bool(place(session, fleet, rsv))
 
@@ -67,11 +68,9 @@ def _retry(session: Session, fleet: Fleet, rsv_id: str) -> bool | None:
 def run_lifecycle(fleet: Fleet, now: datetime) -> dict[str, int]:
     """One tick of reservations.lifecycle: {released, preemptedReleased, activated, failed}."""
     faults = FaultLog(fleet, LIFECYCLE, ("reservation",))
-    faults.prune(
-        "reservation", Reservation.id, col(Reservation.state).in_((*LIVE_STATES, "placed"))
-    )
+    faults.prune("reservation", Reservation.id, col(Reservation.state).in_(RESERVATION_LIVE))
     counts = {"released": 0, "preemptedReleased": 0, "activated": 0}
-    for rsv_id, tenant_id in _due(fleet, LIVE_STATES, ("ends_at", now), LIFECYCLE_BATCH):
+    for rsv_id, tenant_id in _due(fleet, RESERVATION_LIVE, ("ends_at", now), LIFECYCLE_BATCH):
         reason = faults.run(
             Item("reservation", rsv_id, tenant_id),
             partial(_release, fleet=fleet, rsv_id=rsv_id, now=now),
@@ -79,7 +78,9 @@ def run_lifecycle(fleet: Fleet, now: datetime) -> dict[str, int]:
         if isinstance(reason, str):
             counts["released"] += 1
             counts["preemptedReleased"] += int(reason == "preempted")
-    for rsv_id, tenant_id in _due(fleet, ("placed",), ("starts_at", now), LIFECYCLE_BATCH):
+    for rsv_id, tenant_id in _due(
+        fleet, (ReservationState.PLACED,), ("starts_at", now), LIFECYCLE_BATCH
+    ):
         done = faults.run(
             Item("reservation", rsv_id, tenant_id),
             partial(_activate, fleet=fleet, rsv_id=rsv_id, now=now),
@@ -91,7 +92,7 @@ def run_lifecycle(fleet: Fleet, now: datetime) -> dict[str, int]:
 def _release(session: Session, fleet: Fleet, rsv_id: str, now: datetime) -> str | None:
     """Release one reservation whose end or deadline has come; the reason, or None if not due."""
     rsv = _lock(session, rsv_id)
-    if rsv is None or rsv.state not in LIVE_STATES or not _ended(rsv, now):
+    if rsv is None or rsv.state not in RESERVATION_LIVE or not _ended(rsv, now):
         return None
     reason = "preempted" if rsv.deadline is not None else "ended"
     release(session, fleet, rsv, reason, now)
@@ -101,7 +102,7 @@ def _release(session: Session, fleet: Fleet, rsv_id: str, now: datetime) -> str 
 def _activate(session: Session, fleet: Fleet, rsv_id: str, now: datetime) -> bool:
     """Activate one placed reservation whose start has come."""
     rsv = _lock(session, rsv_id)
-    if rsv is None or rsv.state != "placed" or rsv.starts_at is None:
+    if rsv is None or rsv.state != ReservationState.PLACED or rsv.starts_at is None:
         return False
     if rsv.starts_at <= now and not _ended(rsv, now):
         activate(session, fleet, rsv, now)

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from sqlmodel import Session, col, select
 
 from bcfleet.domain.spares_plan import SpareView, plan_spares
+from bcfleet.domain.states import InstanceState
 from bcfleet.errors import QuotaExceededError
 from bcfleet.jobs.faults import Failed, FaultLog, Item, ends_the_run
 from bcfleet.placement.quotas import lock_quotas
@@ -52,7 +53,7 @@ def run_spares(fleet: Fleet, now: datetime) -> dict[str, int]:
         ).all()
     totals: Counter[str] = Counter(dict.fromkeys(COUNTS, 0))
     faults = FaultLog(fleet, JOB_NAME, ("tenant", "instance"))
-    faults.prune("instance", Instance.id, col(Instance.state) != "deleted")
+    faults.prune("instance", Instance.id, col(Instance.state) != InstanceState.DELETED)
     faults.prune(
         "tenant", ComputeSettingsRow.tenant_id, col(ComputeSettingsRow.tenant_id).is_not(None)
     )
@@ -74,7 +75,7 @@ def _view(spare: Instance) -> SpareView:
         placed=spare.node_id is not None,
         ready=is_ready(spare),
         order=f"{spare.created_at.isoformat()} {spare.id}",
-        stopped=spare.state == "stopped",
+        stopped=spare.state == InstanceState.STOPPED,
     )
 
 

@@ -59,6 +59,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.expression import FunctionElement
 from sqlmodel import Session
 
+from bcfleet.domain.states import PoolKind, ReservationState
 from bcfleet.domain.usage import METER_CREDITS, METER_MEMORY, METER_VCPU, WINDOW
 from bcfleet.store.models import Allocation, Booking, Instance, Pool, Reservation
 from bcfleet.store.models.usage import DeadLetter, UsageWindow
@@ -192,7 +193,7 @@ def _instance_branches(batch_start: datetime, batch_end: datetime) -> list[Branc
     end_us = epoch_us(_least(a.c.released_at, a.c.ends_at))
     live = [
         a.c.consumer_kind == "instance",
-        p.c.kind == "vps-host",
+        p.c.kind == PoolKind.VPS_HOST,
         a.c.starts_at < type_coerce(batch_end, UTCDateTime()),
         or_(a.c.released_at.is_(None), a.c.released_at > type_coerce(batch_start, UTCDateTime())),
         or_(a.c.ends_at.is_(None), a.c.ends_at > type_coerce(batch_start, UTCDateTime())),
@@ -231,7 +232,9 @@ def _instance_branches(batch_start: datetime, batch_end: datetime) -> list[Branc
 
 def _reservation_branch(batch_start: datetime, batch_end: datetime) -> Branch:
     r, p = _table(Reservation, "r"), _table(Pool, "p")
-    started = func.coalesce(r.c.activated_at, case((r.c.state == "active", r.c.starts_at)))
+    started = func.coalesce(
+        r.c.activated_at, case((r.c.state == ReservationState.ACTIVE, r.c.starts_at))
+    )
     start_us = epoch_us(started)
     end_us = epoch_us(_least(r.c.released_at, r.c.ends_at))
     model = _gpu_model(p)

@@ -23,6 +23,7 @@ from sqlmodel import Session, col, select
 
 from bcfleet.domain.fit import HostReserve, ResourceRow, rows_to_write
 from bcfleet.domain.shapes import Gpu, Inventory
+from bcfleet.domain.states import InstanceState, PoolKind
 from bcfleet.placement.instance_placer import try_place
 from bcfleet.store.event_log import emit
 from bcfleet.store.job_faults import error_text
@@ -41,7 +42,8 @@ def run_vps_hosts(fleet: Fleet, now: datetime) -> dict[str, int]:
     counts = {"hosts": 0, "rowsWritten": 0, "atomsChanged": 0, "hostErrors": 0}
     with fleet.write() as session:
         pools = {
-            p.id: p for p in session.scalars(select(Pool).where(Pool.kind == "vps-host")).all()
+            p.id: p
+            for p in session.scalars(select(Pool).where(Pool.kind == PoolKind.VPS_HOST)).all()
         }
         hosts = session.scalars(
             select(Host).where(
@@ -241,7 +243,7 @@ def retry_pending(fleet: Fleet) -> tuple[int, int]:
             session.execute(
                 select(Instance.id)
                 .join(Pool, col(Pool.id) == col(Instance.pool_id))
-                .where(Instance.state == "pending", col(Pool.kind) == "vps-host")
+                .where(Instance.state == InstanceState.PENDING, col(Pool.kind) == PoolKind.VPS_HOST)
                 .order_by(col(Instance.created_at))
                 .limit(PENDING_RETRIES_PER_TICK)
             )
@@ -252,7 +254,7 @@ def retry_pending(fleet: Fleet) -> tuple[int, int]:
     for instance_id in pending:
         with fleet.write() as session:
             instance = session.get(Instance, instance_id, with_for_update=True)
-            if instance is None or instance.state != "pending":
+            if instance is None or instance.state != InstanceState.PENDING:
                 continue
             pool = session.get(Pool, instance.pool_id)
             assert pool is not None

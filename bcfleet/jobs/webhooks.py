@@ -36,6 +36,7 @@ import httpx
 from sqlmodel import col, select
 
 from bcfleet.domain.host_ids import HostView, node_refs
+from bcfleet.domain.states import DeliveryState
 from bcfleet.egress import EgressGuard, EgressRefused
 from bcfleet.store.event_log import event_json
 from bcfleet.store.host_view import tenant_host_view
@@ -163,7 +164,10 @@ def due_deliveries(fleet: Fleet, now: datetime, batch: int = BATCH) -> list[Due]
         rows = session.exec(
             select(WebhookDelivery, Webhook)
             .join(Webhook, col(Webhook.id) == col(WebhookDelivery.webhook_id))
-            .where(WebhookDelivery.state == "pending", col(WebhookDelivery.next_attempt_at) <= now)
+            .where(
+                WebhookDelivery.state == DeliveryState.PENDING,
+                col(WebhookDelivery.next_attempt_at) <= now,
+            )
             .order_by(col(WebhookDelivery.next_attempt_at), col(WebhookDelivery.id))
             .limit(batch)
         ).all()
@@ -202,17 +206,21 @@ def record(fleet: Fleet, now: datetime, outcomes: list[Outcome]) -> dict[str, in
     with fleet.write(bump_revision=False) as session:
         for outcome in outcomes:
             row = session.get(WebhookDelivery, outcome.id)
-            if row is None or row.state != "pending" or row.attempts != outcome.attempts:
+            if (
+                row is None
+                or row.state != DeliveryState.PENDING
+                or row.attempts != outcome.attempts
+            ):
                 continue
             row.attempts += 1
             row.last_status, row.last_error, row.updated_at = outcome.status, outcome.error, now
             if outcome.ok:
-                row.state, row.delivered_at = "delivered", now
+                row.state, row.delivered_at = DeliveryState.DELIVERED, now
             elif row.attempts >= MAX_ATTEMPTS:
-                row.state = "dead"
+                row.state = DeliveryState.DEAD
             else:
                 row.next_attempt_at = now + timedelta(seconds=backoff_seconds(row.attempts))
-            counts["retried" if row.state == "pending" else row.state] += 1
+            counts["retried" if row.state == DeliveryState.PENDING else row.state] += 1
             session.add(row)
     return counts
 

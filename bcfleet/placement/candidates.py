@@ -17,6 +17,7 @@ from sqlmodel import Session, col, select
 
 from bcfleet.domain.fit import HostSnapshot, ResourceRow
 from bcfleet.domain.shapes import SCALARS
+from bcfleet.domain.states import HostState
 from bcfleet.placement.context import PlacementContext
 from bcfleet.placement.gpus import free_counts
 from bcfleet.store.models import Host, NodeResource
@@ -158,7 +159,7 @@ def pool_snapshots(session: Session, pool_id: str, now: Any) -> list[HostSnapsho
             rows=rows[node_id],
             gpus_total=counts.get(node_id, (0, 0))[1],
             gpus_free=counts.get(node_id, (0, 0))[0],
-            draining=state != "ready",
+            draining=state != HostState.READY,
             labels=dict(labels or {}),
         )
         for node_id, labels, state in hosts

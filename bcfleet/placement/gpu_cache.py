@@ -31,6 +31,7 @@ from sqlmodel import Session, col, select
 
 from bcfleet.domain.gpu_plan import AtomBooking as PlanBooking
 from bcfleet.domain.gpu_plan import GpuNode, GpuSnapshot
+from bcfleet.domain.states import HostState, ReservationState
 from bcfleet.placement.context import PlacementContext, PoolView
 from bcfleet.placement.gpu_versions import changed_since, pool_version, wrote_bookings
 from bcfleet.store.models import Booking, GpuAtom, Host, Reservation
@@ -70,7 +71,7 @@ def pool_snapshot(
 
 def _fingerprint(session: Session, pool_id: str) -> tuple[Any, ...]:
     """What changes when hosts come, go, drain or report, or when any new GPU atom appears."""
-    draining = case((col(Host.state) != "ready", col(Host.id)))
+    draining = case((col(Host.state) != HostState.READY, col(Host.id)))
     hosts = session.execute(
         sql_select(  # sqlmodel's select types four columns at most
             func.count(),
@@ -130,7 +131,7 @@ def load_nodes(session: Session, pool_id: str) -> list[GpuNode]:
         if node_id in atoms:
             atoms[node_id].append(str(atom_id))
     return [
-        GpuNode(host_id, name, tuple(atoms[host_id]), draining=state != "ready")
+        GpuNode(host_id, name, tuple(atoms[host_id]), draining=state != HostState.READY)
         for host_id, name, state in hosts
     ]
 
@@ -179,7 +180,7 @@ def _plan_bookings(rows: Iterable[Any]) -> Iterable[PlanBooking]:
     times: dict[Any, datetime | None] = {None: None}
     for atom_id, holder, start, end, spot, state, preempted_at in rows:
         if state is None:
-            state = "active"  # an instance's booking
+            state = ReservationState.ACTIVE  # an instance's booking
         elif preempted_at is not None:
             state = "preempted"
         for value in (start, end):

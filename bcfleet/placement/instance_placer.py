@@ -30,7 +30,7 @@ from bcfleet.domain.shapes import (
     Shape,
     placement_from_json,
 )
-from bcfleet.domain.states import INSTANCE_LIVE
+from bcfleet.domain.states import INSTANCE_LIVE, InstanceState, PoolKind
 from bcfleet.placement import gpus as gpu_atoms
 from bcfleet.placement.candidates import feasible_hosts, pool_snapshots
 from bcfleet.placement.conditions import clear_condition, set_condition
@@ -46,7 +46,6 @@ CANDIDATES_TO_SCORE = 16
 _INSERT_ALLOCATION = Allocation.__table__.insert()  # type: ignore[attr-defined]
 _INSERT_INSTANCE = Instance.__table__.insert()  # type: ignore[attr-defined]
 _COLUMNS = tuple(c.key for c in Instance.__table__.columns)  # type: ignore[attr-defined]
-LIVE_STATES = INSTANCE_LIVE
 
 
 def place_instance(
@@ -69,7 +68,7 @@ def place_instance(
         pool_id=pool.id,
         flavor_id=flavor_id,
         name=name,
-        state="pending",
+        state=InstanceState.PENDING,
         shape=dict(shape),
         purpose=purpose,
         size=size,
@@ -77,8 +76,8 @@ def place_instance(
         updated_at=now,
     )
     charge(session, tenant_id, pool.id, quota_charge_of(shape))
-    if pool.kind == "provider":
-        instance.state = "provisioning"  # the providers.reconcile job makes the server
+    if pool.kind == PoolKind.PROVIDER:
+        instance.state = InstanceState.PROVISIONING  # the providers.reconcile job makes the server
     else:
         try_place(session, fleet, instance, pool)
     # One Core INSERT with the outcome, then the object joins the session as a loaded row.
@@ -136,7 +135,7 @@ def _mark_unschedulable(
         found = check_fit(host, shape, policy)
         reasons.append(found or tried.get(host.node_id) or NoFit("race", "claimed concurrently"))
     message = explain_no_fit(reasons)
-    instance.state = "pending"
+    instance.state = InstanceState.PENDING
     instance.conditions = set_condition(
         instance.conditions, "Unschedulable", reason="NoHostFits", message=message, at=fleet.now()
     )
@@ -377,7 +376,7 @@ def choose_atoms(
     return list(free[:count])
 
 
-_LIVE_IN = ", ".join(f"'{state}'" for state in LIVE_STATES)
+_LIVE_IN = ", ".join(f"'{state.value}'" for state in INSTANCE_LIVE)
 _OTHERS_ON = text(
     "SELECT host_placement FROM instances WHERE node_id = :node AND id != :exclude "
     f"AND state IN ({_LIVE_IN}) AND host_placement IS NOT NULL"
@@ -459,7 +458,7 @@ def _record_placement(
     instance.node_id = node_id
     instance.allocation_id = allocation_id
     instance.host_placement = placement.to_json()
-    instance.state = "running"
+    instance.state = InstanceState.RUNNING
     instance.updated_at = now
     conditions = clear_condition(instance.conditions, "Unschedulable")
     degraded = degraded_condition(placement)
@@ -479,7 +478,7 @@ def _record_placement(
 def release_instance(session: Session, fleet: Fleet, instance: Instance, *, reason: str) -> None:
     """Release the allocation and GPU atoms, refund quota, mark the instance deleted (times kept for metering)."""
     now = fleet.now()
-    if instance.state != "deleted":  # quota rows before node rows: the one lock order
+    if instance.state != InstanceState.DELETED:  # quota rows before node rows: the one lock order
         refund(session, instance.tenant_id, instance.pool_id, quota_charge_of(instance.shape))
     if instance.allocation_id is not None:
         allocation = session.get(Allocation, instance.allocation_id)
@@ -490,7 +489,7 @@ def release_instance(session: Session, fleet: Fleet, instance: Instance, *, reas
             allocation.release_reason = reason
             session.add(allocation)
     gpu_atoms.release_bookings(session, instance.id, now)
-    instance.state = "deleted"
+    instance.state = InstanceState.DELETED
     instance.deleted_at = now
     instance.updated_at = now
     session.add(instance)

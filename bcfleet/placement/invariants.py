@@ -11,7 +11,7 @@ from sqlmodel import Session, col, select
 from bcfleet.domain.numa import HostPlacement
 from bcfleet.domain.physical import Guest, double_pinned_cpus, overbooked_hugepages
 from bcfleet.domain.shapes import Inventory
-from bcfleet.placement.instance_placer import LIVE_STATES
+from bcfleet.domain.states import INSTANCE_LIVE, INSTANCE_ON_HOST, InstanceState
 from bcfleet.placement.quotas import quota_charge_of, quota_usage
 from bcfleet.store.models import (
     Allocation,
@@ -107,7 +107,9 @@ def double_held_gpus(session: Session) -> list[str]:
 def quota_matches_charges(session: Session) -> list[str]:
     """Quota used equals the sum of live charges: admitted instances and charged reservations."""
     expected: dict[tuple[str, str, str], int] = defaultdict(int)
-    for instance in session.scalars(select(Instance).where(Instance.state != "deleted")).all():
+    for instance in session.scalars(
+        select(Instance).where(Instance.state != InstanceState.DELETED)
+    ).all():
         for resource, amount in quota_charge_of(instance.shape).items():
             expected[(instance.tenant_id, instance.pool_id, resource)] += amount
     for reservation in session.scalars(
@@ -135,7 +137,7 @@ def instances_have_allocations(session: Session) -> list[str]:
     rows = session.execute(
         select(Instance.id, Instance.node_id, Allocation.node_id, Allocation.released_at)
         .join(Allocation, col(Allocation.id) == col(Instance.allocation_id), isouter=True)
-        .where(col(Instance.state).in_(("running", "stopped")), col(Instance.node_id).is_not(None))
+        .where(col(Instance.state).in_(INSTANCE_ON_HOST), col(Instance.node_id).is_not(None))
     ).all()
     return [
         f"instance {iid}: no live allocation on {node}"
@@ -148,7 +150,7 @@ def live_guests(session: Session) -> tuple[list[Guest], list[str]]:
     """The live hosted guests with a host placement; and those whose placement cannot be read."""
     rows = session.execute(
         select(Instance.id, Instance.node_id, Instance.host_placement).where(
-            col(Instance.state).in_(LIVE_STATES),
+            col(Instance.state).in_(INSTANCE_LIVE),
             col(Instance.node_id).is_not(None),
             col(Instance.host_placement).is_not(None),
         )

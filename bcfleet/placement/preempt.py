@@ -32,11 +32,11 @@ from sqlmodel import Session, col, select
 from bcfleet.domain.gpu_plan import GpuRequest, GpuSnapshot
 from bcfleet.domain.notices import Preemptor, notice
 from bcfleet.domain.preemption import CUT_BACK, PreemptionPlan, Victim, plan_preemption
+from bcfleet.domain.states import RESERVATION_LIVE, ReservationState
 from bcfleet.placement import gpus
 from bcfleet.placement.conditions import set_condition
 from bcfleet.placement.gpu_versions import touch_nodes
 from bcfleet.placement.reservations import (
-    LIVE_STATES,
     guarded_book,
     placed_data,
     record_event,
@@ -127,7 +127,7 @@ def _lock_victims(session: Session, plan: PreemptionPlan) -> dict[str, Reservati
 
 def _qualifies(row: Reservation, victim: Victim, deadline: datetime) -> bool:
     """Still live spot work, not preempted yet, on the side of the deadline the plan assumed."""
-    if not row.spot or row.state not in LIVE_STATES or row.deadline is not None:
+    if not row.spot or row.state not in RESERVATION_LIVE or row.deadline is not None:
         return False
     if row.starts_at is None:
         return False
@@ -195,7 +195,7 @@ def _requeue(
         .values(released_at=now, ends_at=Booking.starts_at)  # never started: nothing to bill
     )
     told = notice(row.tenant_id, row.id, preemptor, at=at, requeued=True)
-    row.state = "pending"
+    row.state = ReservationState.PENDING
     row.starts_at = row.ends_at = None
     row.node_ids = []
     _mark(row, None, at, now, told.condition)

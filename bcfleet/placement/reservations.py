@@ -23,7 +23,7 @@ from sqlmodel import Session, col, select
 from bcfleet.clock import format_time
 from bcfleet.domain.gpu_plan import GpuRequest, NodePick
 from bcfleet.domain.notices import RELEASED, Preemptor, released_payload
-from bcfleet.domain.states import RESERVATION_LIVE
+from bcfleet.domain.states import HostState, ReservationState
 from bcfleet.ids import IdFactory
 from bcfleet.placement import gpus
 from bcfleet.placement.conditions import clear_condition, set_condition
@@ -35,7 +35,6 @@ from bcfleet.store.models import GpuAtom, Host, Reservation
 if TYPE_CHECKING:
     from bcfleet.fleet import Fleet
 
-LIVE_STATES = RESERVATION_LIVE
 NO_FIT_REASON = "NoNodeFits"
 
 
@@ -78,7 +77,7 @@ def lock_present_atoms(session: Session, atom_ids: Sequence[int]) -> list[gpus.A
         .where(
             col(GpuAtom.id).in_(sorted(atom_ids)),
             col(GpuAtom.present).is_(True),
-            col(Host.state) == "ready",
+            col(Host.state) == HostState.READY,
         )
         .order_by(col(GpuAtom.id))
     )
@@ -132,7 +131,7 @@ def book_plan(
 def mark_placed(
     rsv: Reservation, node_ids: list[str], start: datetime, end: datetime, now: datetime
 ) -> None:
-    rsv.state = "placed"
+    rsv.state = ReservationState.PLACED
     rsv.starts_at, rsv.ends_at = start, end
     rsv.node_ids = node_ids
     rsv.conditions = clear_condition(rsv.conditions, "Unschedulable")
@@ -141,7 +140,7 @@ def mark_placed(
 
 def mark_pending(rsv: Reservation, reason: str, message: str, now: datetime) -> None:
     """Pending without a window, with Unschedulable saying why (a counted reason from the planner)."""
-    rsv.state = "pending"
+    rsv.state = ReservationState.PENDING
     rsv.starts_at = rsv.ends_at = None
     rsv.node_ids = []
     rsv.conditions = set_condition(
@@ -162,12 +161,12 @@ def during_json(rsv: Reservation) -> dict[str, str | None] | None:
 
 def activate(session: Session, fleet: Fleet, rsv: Reservation, now: datetime) -> None:
     """placed → active at its start: the moment metering bills from."""
-    rsv.state = "active"
+    rsv.state = ReservationState.ACTIVE
     rsv.activated_at = now
     rsv.updated_at = now
     session.add(rsv)
     record_event(session, fleet.ids, now, "reservation.active", rsv,
-                 {"state": "active", "during": during_json(rsv)})  # fmt: skip
+                 {"state": ReservationState.ACTIVE, "during": during_json(rsv)})  # fmt: skip
 
 
 def release(session: Session, fleet: Fleet, rsv: Reservation, reason: str, now: datetime) -> None:
@@ -180,9 +179,9 @@ def release(session: Session, fleet: Fleet, rsv: Reservation, reason: str, now: 
         refund(session, rsv.tenant_id, rsv.pool_id, gpu_charge(rsv))
         rsv.quota_charged = False
     gpus.release_bookings(session, rsv.id, now)
-    if rsv.state == "active" and rsv.ends_at is not None and rsv.ends_at > now:
+    if rsv.state == ReservationState.ACTIVE and rsv.ends_at is not None and rsv.ends_at > now:
         rsv.ends_at = now
-    rsv.state = "released"
+    rsv.state = ReservationState.RELEASED
     rsv.release_reason = reason
     rsv.released_at = now
     rsv.updated_at = now

@@ -12,6 +12,7 @@ from sqlmodel import Session, col, select
 
 from bcfleet.domain.numa import NotCandidate
 from bcfleet.domain.shapes import Shape, placement_from_json, shape_delta
+from bcfleet.domain.states import InstanceState
 from bcfleet.errors import CapacityUnavailableError
 from bcfleet.placement.gpus import AtomRef
 from bcfleet.placement.instance_placer import (
@@ -103,5 +104,5 @@ def _replace(
             {"resource": refused.no_fit().kind},
         ) from refused
     _record_placement(instance, allocation.node_id, allocation.id, placement, fleet)
-    instance.state = "stopped"
+    instance.state = InstanceState.STOPPED
     session.add(instance)

@@ -20,6 +20,7 @@ from sqlalchemy import update
 from sqlmodel import Session, col, select
 
 from bcfleet.domain.sizes import SIZES, parse_size
+from bcfleet.domain.states import InstanceState
 from bcfleet.placement.instance_placer import place_instance, release_instance
 from bcfleet.store.models import Instance, Pool
 
@@ -53,7 +54,7 @@ def live_spares(session: Session, tenant_id: str) -> list[Instance]:
             .where(
                 Instance.tenant_id == tenant_id,
                 Instance.purpose == SPARE,
-                Instance.state != "deleted",
+                Instance.state != InstanceState.DELETED,
             )
             .order_by(col(Instance.created_at), col(Instance.id))
         ).all()
@@ -61,7 +62,7 @@ def live_spares(session: Session, tenant_id: str) -> list[Instance]:
 
 
 def is_ready(instance: Instance) -> bool:
-    return instance.state == "running" and instance.ready_at is not None
+    return instance.state == InstanceState.RUNNING and instance.ready_at is not None
 
 
 def place_spare(
@@ -110,7 +111,7 @@ def _take(
             Instance.tenant_id == tenant_id,
             Instance.purpose == SPARE,
             Instance.size == size,
-            Instance.state == "running",
+            Instance.state == InstanceState.RUNNING,
             ready_filter,
         )
         .order_by(col(Instance.created_at), col(Instance.id))
@@ -123,7 +124,7 @@ def _take(
             .where(
                 col(Instance.id) == instance_id,
                 col(Instance.purpose) == SPARE,
-                col(Instance.state) == "running",
+                col(Instance.state) == InstanceState.RUNNING,
             )
             .values(purpose=SERVICE, updated_at=now)
             .execution_options(synchronize_session=False)
@@ -149,5 +150,5 @@ def take_booting_spare(
 
 def release(session: Session, fleet: Fleet, instance: Instance, *, reason: str) -> None:
     """Delete a spare or service instance: its host capacity and quota go back."""
-    if instance.state != "deleted":
+    if instance.state != InstanceState.DELETED:
         release_instance(session, fleet, instance, reason=reason)

@@ -19,6 +19,7 @@ from bcfleet.domain.compute_settings import (
 from bcfleet.domain.flavor_rules import placement_problems
 from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.domain.sizes import DEFAULT_SIZE, SIZE_NAMES, SPARES_MAX
+from bcfleet.domain.states import PoolKind
 from bcfleet.errors import InvalidInputError
 from bcfleet.reconcile.model import normalize_sizes
 from bcfleet.reconcile.schema import suggest
@@ -140,7 +141,7 @@ def _check_pools(data: Mapping[str, Any], names: _Names, found: Findings) -> Non
                     "changes nothing and is ignored",
                 )
         account = pool.get("providerAccount")
-        if account is not None and pool["kind"] != "provider":
+        if account is not None and pool["kind"] != PoolKind.PROVIDER:
             found.error(
                 (*at, "providerAccount"),
                 "providerAccount is only for provider pools (kind: provider)",
@@ -155,7 +156,7 @@ def _check_hosts(data: Mapping[str, Any], names: _Names, found: Findings) -> Non
         path: PathKey = ("hosts", index, "pool")
         if not _reference(found, path, "pool", host["pool"], names.pools):
             continue
-        if names.pools[host["pool"]]["kind"] == "provider":
+        if names.pools[host["pool"]]["kind"] == PoolKind.PROVIDER:
             found.error(
                 path,
                 f"hosts belong to vps-host pools; {host['pool']!r} is a provider pool, "
@@ -175,7 +176,7 @@ def _check_flavors(data: Mapping[str, Any], names: _Names, found: Findings) -> N
             continue
         pool = names.pools[flavor["pool"]]
         label = f"flavor {flavor['name']!r}"
-        if pool["kind"] == "provider":
+        if pool["kind"] == PoolKind.PROVIDER:
             if "offerId" not in flavor:
                 found.error(at, f"{label} of provider pool {pool['name']!r} needs an offerId")
             if flavor.get("placement"):

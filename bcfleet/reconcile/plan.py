@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 
 from bcfleet.domain.compute_settings import SizeUsers
 from bcfleet.domain.policy import ROOT_TENANT
+from bcfleet.domain.states import PoolKind
 from bcfleet.reconcile.actions import (
     RESOURCE_TYPES,
     Action,
@@ -231,7 +232,7 @@ def _decorate_pool(
     if fixed:
         return action
     policy_changed = any(change.path.startswith("policy.") for change in action.changes)
-    if after.kind != "vps-host" or not policy_changed:
+    if after.kind != PoolKind.VPS_HOST or not policy_changed:
         return action
     capacity, warnings = pool_capacity(after, context.capacity_by_pool.get(after.name, []))
     context.warnings.extend(warnings)

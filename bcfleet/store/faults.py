@@ -52,7 +52,7 @@ T = TypeVar("T")
 log = logging.getLogger("bcfleet.store")
 
 # admin_shutdown (pg_terminate_backend, a fast shutdown), crash_shutdown, cannot_connect_now.
-SHUTDOWN_STATES = frozenset({"57P01", "57P02", "57P03"})
+SHUTDOWN_SQLSTATES = frozenset({"57P01", "57P02", "57P03"})
 CONNECTION_LOST = "connection_lost"
 COMMIT_OUTCOME_UNKNOWN = "commit_outcome_unknown"
 
@@ -69,7 +69,7 @@ def connection_lost(exc: BaseException) -> bool:
         return True
     if isinstance(exc, OperationalError):
         state = getattr(exc.orig, "sqlstate", None)
-        return state is None or state.startswith("08") or state in SHUTDOWN_STATES
+        return state is None or state.startswith("08") or state in SHUTDOWN_SQLSTATES
     return False
 
 

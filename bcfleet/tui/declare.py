@@ -9,6 +9,7 @@ against that schema. Objects a FleetConfig does not declare say so instead.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from enum import StrEnum
 from typing import Any
 
 import yaml
@@ -110,6 +111,13 @@ def _pruned(value: Any) -> Any:
     return value
 
 
+class _Dumper(yaml.SafeDumper):
+    """Safe YAML that writes a state or kind (a StrEnum member) as its string."""
+
+
+_Dumper.add_multi_representer(StrEnum, lambda dumper, value: dumper.represent_str(value.value))
+
+
 def declaration(kind: str | None, doc: JSON, names: Mapping[str, str] | None = None) -> str:
     """The FleetConfig YAML declaring the object (`names`: provider account ids → names),
     or a sentence saying a FleetConfig does not declare objects of this kind."""
@@ -127,4 +135,5 @@ def declaration(kind: str | None, doc: JSON, names: Mapping[str, str] | None = N
     problems = schema_problems(whole)
     if problems:
         return f"Not declarable as it stands: {problems[0].message}"
-    return yaml.safe_dump({section: [item]}, sort_keys=False, default_flow_style=False).rstrip()
+    text = yaml.dump({section: [item]}, Dumper=_Dumper, sort_keys=False, default_flow_style=False)
+    return text.rstrip()

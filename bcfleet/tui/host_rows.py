@@ -9,6 +9,7 @@ from typing import Any
 from rich.text import Text
 
 from bcfleet.domain.inventory_age import inventory_stale
+from bcfleet.domain.states import HostState
 from bcfleet.tui.format import (
     DIM_DASH,
     Cell,
@@ -39,13 +40,13 @@ AGE = 8
 def state_cell(host: Mapping[str, Any], *, narrow: bool = False) -> Cell:
     """ready, draining or no inventory (both when a draining host never reported)."""
     words = []
-    if host["state"] == "draining":
-        words.append("draining")
+    if host["state"] == HostState.DRAINING:
+        words.append(HostState.DRAINING.value)
     if not host.get("inventoryReportedAt"):
         words.append("no inv." if narrow else "no inventory")
     if not words:
-        return "ready"
-    return Text(", ".join(words), style="yellow" if "draining" in words else "dim")
+        return HostState.READY.value
+    return Text(", ".join(words), style="yellow" if HostState.DRAINING in words else "dim")
 
 
 def gpu_cell(host: Mapping[str, Any]) -> tuple[Cell, float]:

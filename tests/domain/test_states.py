@@ -8,11 +8,14 @@ from bcfleet.domain.states import (
     INSTANCE_LIVE,
     INSTANCE_ON_HOST,
     RESERVATION_LIVE,
+    AgentReport,
     DeliveryState,
     HostState,
     InstanceState,
+    PoolKind,
     ReservationState,
 )
+from bcfleet.schemas import load_schema
 
 
 def test_states_are_their_stored_strings() -> None:
@@ -32,6 +35,8 @@ def test_states_are_their_stored_strings() -> None:
     ]
     assert [s.value for s in HostState] == ["ready", "draining"]
     assert [s.value for s in DeliveryState] == ["pending", "delivered", "dead"]
+    assert [k.value for k in PoolKind] == ["vps-host", "provider"]
+    assert [r.value for r in AgentReport] == ["running", "ready", "stopped"]
     assert json.dumps({"state": InstanceState.DELETED}) == '{"state": "deleted"}'
     assert f"{ReservationState.ACTIVE}" == "active"
     assert InstanceState.DELETED == "deleted"
@@ -43,3 +48,8 @@ def test_live_states() -> None:
     assert set(RESERVATION_LIVE) == {"placed", "binding", "active"}
     assert InstanceState.PENDING not in INSTANCE_LIVE
     assert ReservationState.RELEASED not in RESERVATION_LIVE
+
+
+def test_the_fleetconfig_schema_names_the_pool_kinds() -> None:
+    pool = load_schema("fleetconfig")["$defs"]["pool"]
+    assert pool["properties"]["kind"]["enum"] == [k.value for k in PoolKind]

@@ -7,7 +7,6 @@ import os
 import signal
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from bcfleet.jobs.webhooks import run_webhooks
 from tests.support.builders import inventory
 from tests.support.fleet import python_cli
 from tests.support.http import PLACEMENT, ApiClient, error_code, served
+from tests.support.waiting import holds_within, wait_for
 
 
 @pytest.fixture
@@ -187,13 +187,8 @@ def test_the_metrics_tally_the_event_log(fleet: Fleet) -> None:
     with served(fleet, tally_seconds=0.05) as (_server, api):
         api.post("/v1/pools", json={"name": "vps-fra", "kind": "vps-host"})
         wanted = 'bcfleet_events_total{type="pool.created"} 1'
-        text = ""
-        for _ in range(100):  # the tally runs every 50 ms on its own
-            text = api.as_(None).get("/metrics").text
-            if wanted in text:
-                break
-            time.sleep(0.05)
-        assert wanted in text
+        holds_within(lambda: wanted in api.as_(None).get("/metrics").text, timeout=5)
+        assert wanted in api.as_(None).get("/metrics").text  # tallied every 50 ms on its own
 
 
 def test_instances_and_quotas_over_http(fleet: Fleet, api: ApiClient) -> None:
@@ -266,14 +261,14 @@ def test_fleet_serve_serves_until_interrupted(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(root)}
     server = subprocess.Popen(argv, env=env, cwd=tmp_path, stderr=subprocess.PIPE)
     try:
-        health = None
-        for _ in range(200):  # at most 20 s
+
+        def health() -> httpx.Response | None:
             try:
-                health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
-                break
+                return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
             except httpx.HTTPError:
-                time.sleep(0.1)
-        assert health is not None and health.json()["status"] == "ok"
+                return None
+
+        assert wait_for(health, what="the server").json()["status"] == "ok"
         assert httpx.get(f"http://127.0.0.1:{port}/v1/pools", timeout=5).status_code == 401
     finally:
         server.send_signal(signal.SIGINT)

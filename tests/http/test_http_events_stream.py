@@ -24,9 +24,15 @@ def api(fleet: Fleet) -> Iterator[ApiClient]:
 
 
 def read_events(
-    api: ApiClient, count: int, *, headers: dict[str, str] | None = None, **params: Any
+    api: ApiClient,
+    count: int,
+    *,
+    headers: dict[str, str] | None = None,
+    watching: threading.Event | None = None,
+    **params: Any,
 ) -> list[dict[str, Any]]:
-    """The first `count` events of a stream (bounded: the server closes after `limit`)."""
+    """The first `count` events of a stream (bounded: the server closes after `limit`);
+    `watching` is set once the first of them has arrived."""
     events: list[dict[str, Any]] = []
     auth = {"Authorization": f"Bearer {api.token}", **(headers or {})}
     query = {"limit": count, **params}
@@ -44,6 +50,8 @@ def read_events(
             elif line == "" and "data" in frame:
                 events.append(frame)
                 frame = {}
+                if watching is not None:
+                    watching.set()
     return events
 
 
@@ -71,14 +79,16 @@ def test_a_stream_resumes_after_the_cursor(api: ApiClient, how: str) -> None:
 def test_events_made_while_watching_arrive_in_order(api: ApiClient) -> None:
     api.post("/v1/pools", json={"name": "a-pool", "kind": "vps-host"})
 
+    watching = threading.Event()
+
     def later() -> None:
-        time.sleep(0.2)
+        assert watching.wait(10), "the stream never delivered its first event"
         for name in ("b-pool", "c-pool"):
             api.post("/v1/pools", json={"name": name, "kind": "vps-host"})
 
     writer = threading.Thread(target=later)
     writer.start()
-    events = read_events(api, 3)
+    events = read_events(api, 3, watching=watching)
     writer.join(5)
     assert [e["data"]["data"]["name"] for e in events] == ["a-pool", "b-pool", "c-pool"]
     assert [e["id"] for e in events] == sorted(e["id"] for e in events)

@@ -20,6 +20,7 @@ from bcfleet.ids import IdFactory
 from bcfleet.settings import FleetSettings
 from tests.support.builders import OP, token
 from tests.support.compute import serverless_tenant
+from tests.support.waiting import holds_within, wait_until
 
 TENANTS = ("t1", "t2", "t3", "t4", "t5")
 PER_TENANT = 20
@@ -101,9 +102,7 @@ def test_ordinary_calls_keep_their_latency_while_100_streams_are_open(live_fleet
         ]
         for thread in threads:
             thread.start()
-        deadline = time.monotonic() + 30
-        while len(opened) < len(threads) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        holds_within(lambda: len(opened) >= len(threads), timeout=30)
         assert opened.count(200) == 100
         during = ordinary_latencies(http, bearer)
         stop.set()
@@ -126,8 +125,7 @@ def test_one_stream_past_the_tenants_bound_is_429_with_retry_after(live_fleet: F
         ]
         for thread in threads:
             thread.start()
-        while len(opened) < 2:
-            time.sleep(0.05)
+        wait_until(lambda: len(opened) >= 2, what="two streams open")
         refused = http.post(
             f"/v1/services/{services[2]}/deploy/stream",
             headers={"Authorization": f"Bearer {admin}"},
@@ -140,15 +138,12 @@ def test_one_stream_past_the_tenants_bound_is_429_with_retry_after(live_fleet: F
             target=open_stream, args=(http, other_admin, other_services[0], opened, stop)
         )
         other.start()
-        while len(opened) < 3:
-            time.sleep(0.05)
+        wait_until(lambda: len(opened) >= 3, what="the other tenant's stream")
         assert opened == [200, 200, 200]
         stop.set()
         for thread in [*threads, other]:
             thread.join(timeout=30)
         # the slots come back once the server sees the clients gone (its next progress line)
         slots = app.state.served.streams
-        deadline = time.monotonic() + 20
-        while slots.open_count("t1") and time.monotonic() < deadline:
-            time.sleep(0.1)
+        holds_within(lambda: not slots.open_count("t1"), timeout=20)
         assert slots.open_count("t1") == 0

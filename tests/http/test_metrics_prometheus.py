@@ -3,7 +3,6 @@ counts, including instances the vps.hosts job placed after they waited."""
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from typing import Any
 
@@ -14,6 +13,7 @@ from bcfleet.jobs.vps_hosts import run_vps_hosts
 from tests.support.builders import OP, flavor, host, hosted_pool, inventory
 from tests.support.capacity import PLACEMENT
 from tests.support.http import served
+from tests.support.waiting import wait_for
 
 
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -26,12 +26,11 @@ def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
 
 
 def scrape_until(api: Any, ready: Any) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    for _ in range(200):  # the server tallies the event log every 50 ms on its own
-        parsed = samples(api.as_(None).get("/metrics").text)
-        if ready(parsed):
-            return parsed
-        time.sleep(0.05)
-    raise AssertionError(f"the counters never caught up: {parsed}")
+    def caught_up() -> dict[tuple[str, tuple[tuple[str, str], ...]], float] | None:
+        parsed = samples(api.as_(None).get("/metrics").text)  # tallied every 50 ms on its own
+        return parsed if ready(parsed) else None
+
+    return wait_for(caught_up, timeout=10, what="the counters to catch up")
 
 
 def test_placements_count_every_instance_placed_even_later_by_the_job(fleet: Fleet) -> None:

@@ -19,6 +19,7 @@ from bcfleet.jobs.stop import request_stop
 from bcfleet.store.models.jobs import JobRun
 from tests.support import jobs as job_fixtures
 from tests.support.fleet import run_cli
+from tests.support.waiting import holds_within
 
 
 def recorded(fleet: Fleet, job: str) -> list[JobRun]:
@@ -30,9 +31,7 @@ def stop_when(condition: Callable[[], bool], timeout: float = 20.0) -> threading
     """A thread that requests the daemon's stop once condition() holds (or the timeout passes)."""
 
     def watch() -> None:
-        deadline = time.monotonic() + timeout
-        while not condition() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        holds_within(condition, timeout=timeout)
         request_stop()
 
     thread = threading.Thread(target=watch, daemon=True)

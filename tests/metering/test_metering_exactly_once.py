@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -26,6 +26,7 @@ from bcfleet.jobs.runner import run_job
 from bcfleet.jobs.vps_usage import SETTLE, run_vps_usage, watermark
 from tests.support import metering as mb
 from tests.support.fleet import T0, open_fleet
+from tests.support.waiting import wait_until
 
 Row = tuple[str, str, datetime, Decimal]
 
@@ -78,6 +79,13 @@ def build(fleet: Fleet, *, extra_instances: int = 0) -> Scenario:
 
 def dead_rows(fleet: Fleet) -> list[Row]:
     return sorted((d.subject_id, d.meter, d.window_start, d.quantity) for d in mb.dead_rows(fleet))
+
+
+def batch_committed(
+    fleet: Fleet, start: datetime | None, tick: subprocess.Popen[bytes] | subprocess.Popen[str]
+) -> Callable[[], bool]:
+    """Whether the tick moved the watermark past `start` (committed a batch) or has ended."""
+    return lambda: watermark(fleet) not in (None, start) or tick.poll() is not None
 
 
 def assert_exact_prefix(fleet: Fleet, scenario: Scenario) -> None:
@@ -211,11 +219,8 @@ def test_a_tick_killed_with_sigkill_mid_catch_up_then_another_runner_finishes(
         env = {**os.environ, "BCFLEET_NOW": now.isoformat(), "BCFLEET_LOCK_TTL_SECONDS": "60"}
         start = watermark(any_fleet)
         tick = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 60
-        while watermark(any_fleet) in (None, start) and tick.poll() is None:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
-        time.sleep(rng.uniform(0, 0.2))
+        wait_until(batch_committed(any_fleet, start, tick), timeout=60, what="a committed batch")
+        time.sleep(rng.uniform(0, 0.2))  # the kill lands at a random point of the catch-up
         tick.send_signal(
             signal.SIGKILL
         )  # mid-catch-up: committed batches stay, the open one is lost
@@ -265,10 +270,7 @@ def test_sigterm_stops_a_catch_up_tick_at_a_batch_boundary_and_records_the_run(
     tick = subprocess.Popen(
         command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-    deadline = time.monotonic() + 60
-    while watermark(fleet) is None and tick.poll() is None:
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
+    wait_until(batch_committed(fleet, None, tick), timeout=60, what="a committed batch")
     tick.send_signal(signal.SIGTERM)
     out, err = tick.communicate(timeout=60)
     assert tick.returncode == 0, err

@@ -14,6 +14,7 @@ import pytest
 from bcfleet.clock import FakeClock
 from bcfleet.providers.fake_labels import LabelError, matches_selector, validate_labels
 from bcfleet.providers.fake_server import FakeHetzner
+from tests.support.waiting import wait_until
 
 START = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
 TOKEN = "fake-test-token"
@@ -348,9 +349,7 @@ def test_stopping_cuts_a_hanging_answer_short(fake: FakeHetzner) -> None:
 
     sender = threading.Thread(target=send)
     sender.start()
-    deadline = time.monotonic() + 5
-    while not fake.server_names() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(fake.server_names, timeout=5, what="the server to be made")
     began = time.monotonic()
     fake.stop()
     sender.join(timeout=10)

@@ -26,6 +26,7 @@ from bcfleet.fleet import Fleet
 from bcfleet.providers.fake_server import FakeHetzner
 from bcfleet.store.models import Pool
 from tests.support.builders import OP, token
+from tests.support.waiting import wait_for
 
 TOKEN = "hc-offers-test-token"
 
@@ -269,19 +270,30 @@ def test_offers_are_cached_per_account_for_a_short_time(
     assert fake.count("GET", "/server_types") == 2
 
 
-def test_the_offer_lookup_holds_no_write_transaction(any_fleet: Fleet, fake: FakeHetzner) -> None:
+def test_the_offer_lookup_holds_no_write_transaction(
+    any_fleet: Fleet, fake: FakeHetzner, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """While the provider answers slowly, other writers go ahead: the lookup runs before the transaction."""
     fleet = any_fleet
     provider_pool(fleet, fake)
     fake.slow_down(1.5)
     outcome: dict[str, Any] = {}
+    catalog = fleet.api.offer_catalog
+    asking = threading.Event()
+    fetch = catalog._fetch
+
+    def fetch_and_tell(*args: Any, **kwargs: Any) -> Any:
+        asking.set()
+        return fetch(*args, **kwargs)
+
+    monkeypatch.setattr(catalog, "_fetch", fetch_and_tell)
 
     def create() -> None:
         outcome["flavor"] = create_flavor(fleet, "cx23")
 
     worker = threading.Thread(target=create)
     worker.start()
-    time.sleep(0.3)  # the worker is now waiting for the provider
+    assert asking.wait(10), "the worker never asked the provider"  # it now waits 1.5 s for it
     started = time.monotonic()
     fleet.api.tenants.create(OP, "acme")
     waited = time.monotonic() - started
@@ -323,14 +335,13 @@ def _free_port() -> int:
 
 
 def _get_when_up(url: str) -> httpx.Response:
-    deadline = time.monotonic() + 15
-    while True:
+    def answer() -> httpx.Response | None:
         try:
             return httpx.get(url, headers={"Authorization": "Bearer any"}, timeout=2.0)
         except httpx.TransportError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
+            return None
+
+    return wait_for(answer, timeout=15, what=f"{url} to answer")
 
 
 def test_warm_all_fills_the_cache_so_checks_inside_a_transaction_ask_nobody(

@@ -7,7 +7,6 @@ carrying our labels and recorded on the instance, and none for deleted ones.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +24,7 @@ from bcfleet.jobs.providers import fleet_id, run_reconcile
 from bcfleet.providers.fake_server import FakeHetzner
 from bcfleet.store.models import Allocation, FleetIdentity, Instance
 from tests.support.builders import OP
+from tests.support.waiting import wait_until
 
 TOKEN = "hc-reconcile-test-token"
 BOOT_SECONDS = 5.0
@@ -229,7 +229,7 @@ def test_a_provider_restart_mid_reconcile_loses_and_duplicates_nothing(world: Wo
     world.fake.slow_down(0.15)
     worker = threading.Thread(target=world.reconcile)
     worker.start()
-    _wait_for(lambda: len(world.fake.servers()) >= 2)
+    wait_until(lambda: len(world.fake.servers()) >= 2)
     world.fake.restart(keep_state=True)
     world.fake.slow_down(0)
     worker.join(timeout=60)
@@ -248,7 +248,7 @@ def test_an_instance_deleted_while_its_server_is_made_gets_that_server_deleted(
     counts: dict[str, int] = {}
     worker = threading.Thread(target=lambda: counts.update(world.reconcile()))
     worker.start()
-    _wait_for(lambda: bool(world.fake.servers()))  # made, its answer held back
+    wait_until(lambda: bool(world.fake.servers()))  # made, its answer held back
     world.fleet.api.instances.delete(OP, instance_id)
     worker.join(timeout=60)
     assert (counts["created"], counts["raced"], counts["deleted"]) == (1, 1, 1)
@@ -348,14 +348,6 @@ def test_an_unset_token_fails_the_pass_without_touching_instances(
     assert world.show(instance_id)["state"] == "provisioning"
     with world.fleet.read() as session:
         assert session.exec(select(col(Instance.provider_server_id))).all() == [None]
-
-
-def _wait_for(condition: Any, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting")
-        time.sleep(0.01)
 
 
 def test_start_fake_provider_is_all_a_demo_needs(

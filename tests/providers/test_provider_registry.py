@@ -6,7 +6,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -17,6 +16,7 @@ from bcfleet.providers.base import ProviderImpl
 from bcfleet.providers.fake_server import FakeHetzner
 from bcfleet.providers.hetzner import DEFAULT_BASE_URL, HetznerProvider
 from bcfleet.providers.registry import open_provider
+from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -65,18 +65,18 @@ def test_serve_runs_the_fake_in_the_foreground() -> None:
         stderr=subprocess.DEVNULL,
     )
     try:
-        status = None
-        deadline = time.monotonic() + 15
-        while status is None and time.monotonic() < deadline:
+
+        def status() -> int | None:
             try:
-                status = httpx.get(
+                return httpx.get(
                     f"http://127.0.0.1:{port}/v1/server_types",
                     headers={"Authorization": "Bearer any"},
                     timeout=1.0,
                 ).status_code
             except httpx.TransportError:
-                time.sleep(0.1)
-        assert status == 200
+                return None
+
+        assert wait_for(status, timeout=15, what="the fake provider") == 200
     finally:
         process.terminate()
         process.wait(timeout=10)

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -21,6 +19,7 @@ from sqlalchemy import Engine, text
 
 from bcfleet.store.engine import make_engine
 from bench.scaleout_fleet import Replica, World, seed
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
@@ -67,14 +66,6 @@ def send_unread(replica: Replica, world: World, body: dict[str, object]) -> sock
     return connection
 
 
-def wait_until(condition: Callable[[], bool]) -> None:
-    pause = threading.Event()
-    deadline = time.monotonic() + WAIT_SECONDS
-    while not condition():
-        assert time.monotonic() < deadline, "the condition never held"
-        pause.wait(0.02)
-
-
 def reservations_with(engine: Engine, key: str) -> list[str]:
     with engine.connect() as connection:
         rows = connection.execute(
@@ -98,7 +89,7 @@ def test_killed_after_the_commit_the_retry_answers_the_same_reservation(
     killed, other = replicas
     body = ask(world, "after-commit")
     connection = send_unread(killed, world, body)
-    wait_until(lambda: bool(reservations_with(engine, "after-commit")))
+    wait_until(lambda: reservations_with(engine, "after-commit"), timeout=WAIT_SECONDS)
     killed.kill()
     connection.close()
     answer = retry(other, world, body)
@@ -128,7 +119,7 @@ def test_killed_before_the_commit_the_retry_makes_the_one_reservation(
                 )
 
         connection = send_unread(killed, world, body)
-        wait_until(waiting_on_our_lock)
+        wait_until(waiting_on_our_lock, timeout=WAIT_SECONDS)
         killed.kill()
         connection.close()
         holder.rollback()

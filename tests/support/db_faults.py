@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,6 +10,7 @@ from sqlalchemy import event
 
 from bcfleet.fleet import Fleet
 from bcfleet.store.engine import WRITE_OPTION
+from tests.support.waiting import holds_within
 
 TERMINATE_OTHERS = (
     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
@@ -31,11 +31,10 @@ def kill(fleet: Fleet, dbapi_connection: Any) -> None:
     pid = dbapi_connection.info.backend_pid
     with psycopg.connect(libpq_url(fleet), autocommit=True) as admin:
         admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
-        for _ in range(500):  # the backend exits at its next interrupt check: wait for it
-            if admin.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone():
-                time.sleep(0.01)
-            else:
-                break
+        gone = (
+            "SELECT 1 FROM pg_stat_activity WHERE pid = %s"  # it exits at its next interrupt check
+        )
+        holds_within(lambda: admin.execute(gone, (pid,)).fetchone() is None, timeout=5)
 
 
 @dataclass

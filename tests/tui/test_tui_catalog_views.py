@@ -13,6 +13,7 @@ import yaml
 from textual.pilot import Pilot
 
 from bcfleet.api.auth import LOCAL_OPERATOR as OP
+from bcfleet.domain.states import PoolKind
 from bcfleet.fleet import Fleet
 from bcfleet.reconcile.load import load_fleetconfig_text
 from bcfleet.tui.declare import declaration
@@ -282,3 +283,12 @@ def test_a_provider_account_declares_its_token_variable_never_a_token(fleet_db: 
     }
     sealed = {**account, "tokenEnv": None, "hasToken": True}  # its token given, not a variable
     assert declaration("providerAccount", sealed).startswith("Not declarable as it stands:")
+
+
+def test_a_kind_held_as_its_enum_declares_as_its_string(fleet_db: Path) -> None:
+    """An answer made in the transaction that set it holds the enum member, not the string."""
+    source = LocalSource(open_test_fleet(fleet_db))
+    pool = next(p for p in source.pools() if p["name"] == "vps-ams")
+    as_enum = {**pool, "kind": PoolKind(pool["kind"])}
+    assert declaration("pool", as_enum) == declaration("pool", pool)
+    assert yaml.safe_load(declaration("pool", as_enum))["pools"][0]["kind"] == "vps-host"

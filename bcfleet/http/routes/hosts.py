@@ -7,6 +7,7 @@ from typing import Any
 from bcfleet.api.hosts import LABEL_KEY_MAX, LABEL_VALUE_MAX
 from bcfleet.domain.bounds import HUGEPAGE_COUNT_MAX, HUGEPAGE_SIZE_MAX, SHAPE_MAX
 from bcfleet.domain.inventory import GPU_MODEL_MAX
+from bcfleet.domain.states import HostState
 from bcfleet.http.operations import TENANT, Call, Operation, Param
 from bcfleet.http.rules import reference, slug, text
 from bcfleet.http.schemas import (
@@ -35,7 +36,7 @@ HOST_FIELDS = {
     "pool": STRING,
     "labels": STRING_MAP,
     "tenantControlled": BOOL,
-    "state": {"type": "string", "enum": ["ready", "draining"]},
+    "state": {"type": "string", "enum": [s.value for s in HostState]},
     "status": STRING,
     "inventoryReportedAt": nullable(TIME),
     "inventoryError": nullable(STRING),

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from bcfleet.api.instance_list import CONDITION_TYPE
-from bcfleet.api.instances import AGENT_STATES, INSTANCE_NAME_MAX
+from bcfleet.api.instances import INSTANCE_NAME_MAX
 from bcfleet.domain.bounds import PAGE_MAX
+from bcfleet.domain.states import AgentReport
 from bcfleet.http.operations import TENANT, Call, Operation, Param
 from bcfleet.http.rules import matching, one_of, reference, text
 from bcfleet.http.schemas import (
@@ -70,7 +71,9 @@ SCHEMAS = {
         required=["pool", "flavor"],
     ),
     "InstanceResize": obj({"flavor": FLAVOR_REF}),
-    "InstanceStateReport": obj({"state": one_of(AGENT_STATES)}, required=["state"]),
+    "InstanceStateReport": obj(
+        {"state": one_of([r.value for r in AgentReport])}, required=["state"]
+    ),
     "InstanceSpec": obj(
         {
             "id": STRING,

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bcfleet.api.pools import OVERCOMMIT_RESOURCES, POOL_KINDS, RESERVE_RESOURCES
+from bcfleet.api.pools import OVERCOMMIT_RESOURCES, RESERVE_RESOURCES
 from bcfleet.domain.bounds import GPU_MODEL
+from bcfleet.domain.states import PoolKind
 from bcfleet.http.operations import TENANT, Call, Operation
 from bcfleet.http.rules import matching, one_of, reference, slug
 from bcfleet.http.schemas import (
@@ -27,13 +28,13 @@ GPU_MODEL_SCHEMA = {
     "description": "The pool's GPU model, such as L40S (it names the meter gpu.<model>.hours); "
     "empty or null for none.",
 }
-KIND = one_of(POOL_KINDS)
+KIND = one_of([k.value for k in PoolKind])
 
 RATIOS = obj(dict.fromkeys(OVERCOMMIT_RESOURCES, RATIO), required=[])
 RESERVE = obj(dict.fromkeys(RESERVE_RESOURCES, SHAPE_COUNT), required=[])
 POLICY = obj({"overcommit": RATIOS, "hostReserve": RESERVE}, required=[])
 PROVIDER_NEEDS_ACCOUNT = {
-    "if": {"properties": {"kind": {"const": "provider"}}, "required": ["kind"]},
+    "if": {"properties": {"kind": {"const": PoolKind.PROVIDER.value}}, "required": ["kind"]},
     "then": {
         "required": ["providerAccount"],
         "properties": {"providerAccount": {"type": "string"}},

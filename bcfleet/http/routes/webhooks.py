@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from bcfleet.api.webhooks import (
-    DELIVERY_STATES,
     EVENT_TYPE_MAX,
     MAX_SECRET,
     MAX_TYPES,
     MAX_URL,
     MIN_SECRET,
 )
+from bcfleet.domain.states import DeliveryState
 from bcfleet.http.operations import TENANT, Call, Operation, Param
 from bcfleet.http.rules import http_url, one_of, reference
 from bcfleet.http.schemas import BOOL, INT, STRING, TIME, array, nullable, obj, page
@@ -58,7 +58,7 @@ SCHEMAS = {
             "eventId": STRING,
             "eventSeq": INT,
             "eventType": STRING,
-            "state": one_of(DELIVERY_STATES),
+            "state": one_of([s.value for s in DeliveryState]),
             "attempts": INT,
             "nextAttemptAt": TIME,
             "lastStatus": nullable(INT),
@@ -114,7 +114,7 @@ DELIVERY_ID = {"type": "string", "pattern": "^[0-9]{1,18}$", "description": "A d
 DELIVERY_QUERY = (
     TENANT,
     Param("state", description="Only deliveries in this state (dead: the dead letters).",
-          enum=DELIVERY_STATES),
+          enum=tuple(s.value for s in DeliveryState)),
     Param("limit", "integer", "At most this many.", minimum=1, maximum=1000, default=100),
 )  # fmt: skip
 OPERATIONS = [

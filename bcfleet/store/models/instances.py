@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import JSON
 from sqlmodel import Field, SQLModel
 
+from bcfleet.domain.states import InstanceState
 from bcfleet.store.types import UTCDateTime, empty_dict, empty_list
 
 
@@ -20,7 +21,7 @@ class Instance(SQLModel, table=True):
     flavor_id: str | None = Field(default=None, foreign_key="flavors.id", index=True)
     name: str
     # pending | running | stopped | deleted (hosted); provider instances add provisioning
-    state: str = "pending"
+    state: str = InstanceState.PENDING
     # the flavor's shape copied at admission: vcpu, memoryGiB, diskGiB, gpus, offerId, placement
     shape: dict[str, Any] = Field(default_factory=empty_dict, sa_type=JSON)
     node_id: str | None = Field(default=None, foreign_key="hosts.id", index=True)

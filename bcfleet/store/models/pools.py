@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import JSON, Index, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
+from bcfleet.domain.states import HostState
 from bcfleet.store.types import BigCounter, UTCDateTime, empty_dict
 
 
@@ -63,7 +64,7 @@ class Host(SQLModel, table=True):
     pool_id: str = Field(foreign_key="pools.id")
     labels: dict[str, str] = Field(default_factory=empty_dict, sa_type=JSON)
     tenant_controlled: bool = False
-    state: str = "ready"  # ready | draining
+    state: str = HostState.READY
     inventory: dict[str, Any] | None = Field(default=None, sa_type=JSON)
     inventory_reported_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     inventory_generation: int = Field(default=0, sa_type=BigCounter)

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import JSON, Index, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
+from bcfleet.domain.states import ReservationState
 from bcfleet.store.types import BigCounter, UTCDateTime, empty_list
 
 
@@ -29,7 +30,7 @@ class Reservation(SQLModel, table=True):
     binding: str = "pool"  # pool | node
     spot: bool = False
     # pending | placed | binding | active | released
-    state: str = "pending"
+    state: str = ReservationState.PENDING
     requested_start: datetime = Field(sa_type=UTCDateTime)
     duration_seconds: int
     starts_at: datetime | None = Field(default=None, sa_type=UTCDateTime)  # during.start

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import JSON, Index, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
+from bcfleet.domain.states import DeliveryState
 from bcfleet.store.types import BigCounter, UTCDateTime, empty_dict, empty_list
 
 
@@ -43,7 +44,7 @@ class WebhookDelivery(SQLModel, table=True):
     event_id: str
     event_type: str
     payload: dict[str, Any] = Field(default_factory=empty_dict, sa_type=JSON)
-    state: str = "pending"  # pending | delivered | dead
+    state: str = DeliveryState.PENDING
     attempts: int = 0
     next_attempt_at: datetime = Field(sa_type=UTCDateTime)
     last_status: int | None = None

@@ -13,6 +13,7 @@ from typing import Any
 from rich.text import Text
 
 from bcfleet.domain.bounds import PAGE_MAX
+from bcfleet.domain.states import InstanceState
 from bcfleet.tui.actions import actions_for
 from bcfleet.tui.format import DASH, age, croppable
 from bcfleet.tui.screens.reservations import condition
@@ -29,9 +30,20 @@ COLUMNS = (
     Column("age", "AGE", give_way=2),
     Column("reason", "REASON", crop_to=14),
 )
-STATE_ORDER = {"pending": 0, "starting": 1, "running": 2, "stopping": 3, "stopped": 4}
+STATE_ORDER: dict[str, int] = {
+    InstanceState.PENDING: 0,
+    "starting": 1,
+    InstanceState.RUNNING: 2,
+    "stopping": 3,
+    InstanceState.STOPPED: 4,
+}
 """The view's own order: instances waiting for a host first."""
-STATE_STYLE = {"pending": "yellow", "running": "green", "stopped": "dim", "deleted": "dim"}
+STATE_STYLE: dict[str, str] = {
+    InstanceState.PENDING: "yellow",
+    InstanceState.RUNNING: "green",
+    InstanceState.STOPPED: "dim",
+    InstanceState.DELETED: "dim",
+}
 
 
 def reason_of(instance: Mapping[str, Any]) -> str:
@@ -59,7 +71,7 @@ def instance_row(instance: Mapping[str, Any], now: Any) -> Row:
             flavor,
             host,
             since,
-            croppable(reason, style="yellow" if state == "pending" else ""),
+            croppable(reason, style="yellow" if state == InstanceState.PENDING else ""),
         ),
         sort=(name, instance.get("tenantId"), STATE_ORDER.get(state, 9), flavor, host, seconds),
         search=tuple(

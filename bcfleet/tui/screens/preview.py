@@ -19,6 +19,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Button, Input, Label, Select, Static
 
+from bcfleet.domain.states import PoolKind
 from bcfleet.errors import FleetError
 from bcfleet.tui.format import clock_time, duration_text
 from bcfleet.tui.screens.base import ViewScreen
@@ -110,7 +111,7 @@ class PreviewView(ViewScreen):
 
     def fetch(self) -> Any:
         tenants = [t["id"] for t in self.source.tenants()]
-        pools = [p for p in self.source.pools() if p.get("kind") == "vps-host"]
+        pools = [p for p in self.source.pools() if p.get("kind") == PoolKind.VPS_HOST]
         return tenants, pools
 
     def show(self, data: Any) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.text import Text
 
+from bcfleet.domain.states import ReservationState
 from bcfleet.tui.actions import actions_for
 from bcfleet.tui.format import DASH, DIM_DASH, countdown, croppable, parse_stamp, short_id
 from bcfleet.tui.screens.table import TableView
@@ -26,8 +27,20 @@ COLUMNS = (
     Column("reason", "REASON", crop_to=12),
 )
 
-STATE_ORDER = {"preempted": 0, "pending": 1, "placed": 2, "binding": 3, "active": 4, "released": 5}
+STATE_ORDER: dict[str, int] = {
+    "preempted": 0,
+    ReservationState.PENDING: 1,
+    ReservationState.PLACED: 2,
+    ReservationState.BINDING: 3,
+    ReservationState.ACTIVE: 4,
+    ReservationState.RELEASED: 5,
+}
 """The view's own order: reservations losing their GPUs first, then those waiting for some."""
+STATE_STYLE: dict[str, str] = {
+    ReservationState.PENDING: "yellow",
+    ReservationState.ACTIVE: "green",
+    ReservationState.RELEASED: "dim",
+}
 
 
 def gpu_count(reservation: Mapping[str, Any]) -> int:
@@ -54,9 +67,9 @@ def deadline_of(reservation: Mapping[str, Any]) -> str | None:
 def state_cell(reservation: Mapping[str, Any], deadline: str | None) -> Text:
     """The state, except 'preempted' for spot work running out its notice (REASON says by whom)."""
     state = str(reservation.get("state", DASH))
-    if deadline and state != "released":
+    if deadline and state != ReservationState.RELEASED:
         return Text("preempted", style="bold red")
-    style = {"pending": "yellow", "active": "green", "released": "dim"}.get(state, "")
+    style = STATE_STYLE.get(state, "")
     return Text(state, style=style)
 
 
@@ -73,7 +86,7 @@ def during_text(reservation: Mapping[str, Any], now: datetime) -> str:
     during = reservation.get("during") or {}
     start, end = during.get("start"), during.get("end")
     if not start:
-        return "not placed" if reservation.get("state") == "pending" else DASH
+        return "not placed" if reservation.get("state") == ReservationState.PENDING else DASH
     return f"{day_time(start, now)} → {day_time(end, now)}"
 
 
@@ -90,13 +103,13 @@ def when_cell(
     """The next moment that matters, counted down: a preempted one's deadline, a start, an end."""
     during = reservation.get("during") or {}
     state = reservation.get("state")
-    if deadline and state != "released":
+    if deadline and state != ReservationState.RELEASED:
         left, seconds = countdown(deadline, now)
         return Text("deadline ", style=left.style).append_text(left), seconds
-    if state == "placed" and during.get("start"):
+    if state == ReservationState.PLACED and during.get("start"):
         left, seconds = countdown(during["start"], now)
         return Text(f"starts {left.plain}"), seconds
-    if state in ("active", "binding") and during.get("end"):
+    if state in (ReservationState.ACTIVE, ReservationState.BINDING) and during.get("end"):
         left, seconds = countdown(during["end"], now)
         return Text(f"ends {left.plain}"), seconds
     return DIM_DASH, float("inf")
