@@ -16,6 +16,7 @@ from bcfleet.api.auth import (
     token_state,
 )
 from bcfleet.api.base import Area
+from bcfleet.api.documents import PrincipalJson
 from bcfleet.api.lookup import get_tenant
 from bcfleet.api.views import principal_json
 from bcfleet.clock import format_time
@@ -79,7 +80,7 @@ def check_bounds(tenant_id: str, author_role: str, statements: list[dict[str, An
 class IamAPI(Area):
     def create_principal(
         self, credential: Credential | None, *, tenant_id: str, name: str, role: str = "member"
-    ) -> dict[str, Any]:
+    ) -> PrincipalJson:
         if role not in ROLES:
             raise InvalidInputError(f"role must be one of {', '.join(ROLES)}", {"role": role})
         if not name.strip():

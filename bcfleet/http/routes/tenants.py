@@ -4,24 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from bcfleet.api.documents import PrincipalJson, TenantJson
 from bcfleet.api.tenants import TENANT_ID, TENANT_NAME_MAX
 from bcfleet.domain.policy import ROLES
 from bcfleet.domain.token_lifetime import MAX_TOKEN_LIFETIME
 from bcfleet.http.operations import Call, Operation, Param
 from bcfleet.http.rules import duration, matching, one_of, text
 from bcfleet.http.schemas import BOOL, STRING, TIME, nullable, obj, page, ref
+from bcfleet.http.typed_schemas import document_schemas
 
 TAG = "tenants"
 LIFETIME = duration(MAX_TOKEN_LIFETIME, "The token's lifetime (absent: no expiry)")
 
 SCHEMAS = {
-    "Tenant": obj({"id": STRING, "name": STRING, "createdAt": TIME}),
+    **document_schemas((TenantJson, PrincipalJson)),
     "TenantPage": page("Tenant"),
     "TenantCreate": obj(
         {"id": matching(TENANT_ID), "name": text(TENANT_NAME_MAX)}, required=["id"]
-    ),
-    "Principal": obj(
-        {"id": STRING, "tenantId": STRING, "name": STRING, "role": STRING, "createdAt": TIME}
     ),
     "TokenCreate": obj(
         {
