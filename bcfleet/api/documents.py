@@ -47,6 +47,31 @@ class PrincipalJson(TypedDict):
     createdAt: Time
 
 
+class TokenJson(TypedDict):
+    """The token is shown once, here. replaces: the id of the token a rotation revoked."""
+
+    id: str
+    token: str
+    principal: PrincipalJson
+    createdAt: Time
+    expiresAt: Time | None
+    replaces: NotRequired[str]
+
+
+class TokenInfoJson(TypedDict):
+    """A token as listed: never the token or its hash."""
+
+    id: str
+    principal: str
+    principalId: str
+    role: str
+    hint: str
+    createdAt: Time
+    expiresAt: Time | None
+    revokedAt: Time | None
+    state: str
+
+
 class PoolPolicyJson(TypedDict):
     """What a pool shows: a value stored before the bounds existed shows as null."""
 
@@ -142,6 +167,8 @@ class HostDetailJson(HostListItemJson):
 DOCUMENTS: tuple[type[Any], ...] = (
     TenantJson,
     PrincipalJson,
+    TokenJson,
+    TokenInfoJson,
     PoolPolicyJson,
     PoolJson,
     FlavorPlacementJson,

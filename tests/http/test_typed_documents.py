@@ -70,6 +70,14 @@ def test_every_answer_for_the_typed_objects_validates(fleet: Fleet) -> None:
     answers.append(
         ("Principal", api.iam.create_principal(OP, tenant_id="acme", name="ops", role="viewer"))
     )
+    made = api.iam.create_token(OP, tenant_id="acme", name="ci", expires_in="30d")
+    answers.append(("Token", made))
+    rotated = api.iam.rotate_token(OP, tenant_id="acme", token_id=made["id"])
+    assert rotated["replaces"] == made["id"] and rotated["expiresAt"] is not None
+    answers.append(("Token", rotated))
+    tokens = api.iam.list_tokens(OP, tenant_id="acme")["items"]
+    assert sorted(t["state"] for t in tokens) == ["active", "revoked"]
+    answers += [("TokenInfo", t) for t in tokens]
     answers += [("Pool", p) for p in api.pools.list(OP, tenant_id="root")["items"]]
     answers.append(("Pool", api.pools.show(OP, tenant_id="root", pool="vps-fra")))
     answers.append(
