@@ -72,6 +72,22 @@ class TokenInfoJson(TypedDict):
     state: str
 
 
+class WebhookJson(TypedDict):
+    id: str
+    tenantId: str
+    url: str
+    eventTypes: list[str]
+    active: bool
+    cursor: int
+    createdAt: Time
+
+
+class WebhookCreatedJson(WebhookJson):
+    """The secret is shown once, here."""
+
+    secret: str
+
+
 class PoolPolicyJson(TypedDict):
     """What a pool shows: a value stored before the bounds existed shows as null."""
 
@@ -169,6 +185,8 @@ DOCUMENTS: tuple[type[Any], ...] = (
     PrincipalJson,
     TokenJson,
     TokenInfoJson,
+    WebhookJson,
+    WebhookCreatedJson,
     PoolPolicyJson,
     PoolJson,
     FlavorPlacementJson,

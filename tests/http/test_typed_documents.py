@@ -78,6 +78,13 @@ def test_every_answer_for_the_typed_objects_validates(fleet: Fleet) -> None:
     tokens = api.iam.list_tokens(OP, tenant_id="acme")["items"]
     assert sorted(t["state"] for t in tokens) == ["active", "revoked"]
     answers += [("TokenInfo", t) for t in tokens]
+    hook = api.webhooks.create(OP, tenant_id="acme", url="https://93.184.216.34/hook")
+    assert hook["secret"].startswith("whsec_")
+    answers.append(("WebhookCreated", hook))
+    shown_hook = api.webhooks.show(OP, hook["id"], tenant_id="acme")
+    assert "secret" not in shown_hook
+    answers.append(("Webhook", shown_hook))
+    answers += [("Webhook", h) for h in api.webhooks.list(OP, tenant_id="acme")["items"]]
     answers += [("Pool", p) for p in api.pools.list(OP, tenant_id="root")["items"]]
     answers.append(("Pool", api.pools.show(OP, tenant_id="root", pool="vps-fra")))
     answers.append(
