@@ -88,6 +88,18 @@ class WebhookCreatedJson(WebhookJson):
     secret: str
 
 
+class ProviderAccountJson(TypedDict):
+    """The account as the API shows it: never the token, only whether one is stored."""
+
+    id: str
+    name: str
+    provider: str
+    tokenEnv: str | None
+    hasToken: bool
+    endpoint: str | None
+    createdAt: Time
+
+
 class PoolPolicyJson(TypedDict):
     """What a pool shows: a value stored before the bounds existed shows as null."""
 
@@ -187,6 +199,7 @@ DOCUMENTS: tuple[type[Any], ...] = (
     TokenInfoJson,
     WebhookJson,
     WebhookCreatedJson,
+    ProviderAccountJson,
     PoolPolicyJson,
     PoolJson,
     FlavorPlacementJson,

@@ -85,6 +85,13 @@ def test_every_answer_for_the_typed_objects_validates(fleet: Fleet) -> None:
     assert "secret" not in shown_hook
     answers.append(("Webhook", shown_hook))
     answers += [("Webhook", h) for h in api.webhooks.list(OP, tenant_id="acme")["items"]]
+    account = api.provider_accounts.create(
+        OP, tenant_id="root", name="hz", provider="hetzner", token_env="HCLOUD_TOKEN"
+    )
+    assert account["hasToken"] is False and account["endpoint"] is None
+    answers.append(("ProviderAccount", account))
+    listed_accounts = api.provider_accounts.list(OP, tenant_id="root")["items"]
+    answers += [("ProviderAccount", a) for a in listed_accounts]
     answers += [("Pool", p) for p in api.pools.list(OP, tenant_id="root")["items"]]
     answers.append(("Pool", api.pools.show(OP, tenant_id="root", pool="vps-fra")))
     answers.append(
