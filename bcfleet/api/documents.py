@@ -100,6 +100,16 @@ class ProviderAccountJson(TypedDict):
     createdAt: Time
 
 
+class QuotaJson(TypedDict):
+    """A tenant's quotas in one pool: the limits set (null: unlimited) and the use of each."""
+
+    tenantId: str
+    poolId: str
+    pool: str
+    limits: Mapping[str, int | None]
+    used: Mapping[str, int]
+
+
 class PoolPolicyJson(TypedDict):
     """What a pool shows: a value stored before the bounds existed shows as null."""
 
@@ -200,6 +210,7 @@ DOCUMENTS: tuple[type[Any], ...] = (
     WebhookJson,
     WebhookCreatedJson,
     ProviderAccountJson,
+    QuotaJson,
     PoolPolicyJson,
     PoolJson,
     FlavorPlacementJson,

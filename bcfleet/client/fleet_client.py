@@ -18,7 +18,7 @@ from urllib.parse import quote
 import httpx
 
 from bcfleet import __version__
-from bcfleet.api.documents import HostDetailJson, HostJson, PoolJson
+from bcfleet.api.documents import HostDetailJson, HostJson, PoolJson, QuotaJson
 from bcfleet.clock import parse_time
 from bcfleet.errors import FleetError, error_from_document
 
@@ -249,9 +249,9 @@ class FleetClient:
     def quotas(self, pool: str | None = None) -> list[JSON]:
         return list(self.request("GET", "/v1/quotas", params={"pool": pool})["items"])
 
-    def set_quota(self, tenant: str, pool: str, **limits: int | None) -> JSON:
+    def set_quota(self, tenant: str, pool: str, **limits: int | None) -> QuotaJson:
         path = f"/v1/quotas/{_p(tenant)}/{_p(pool)}"
-        result: JSON = self.request("PUT", path, json_body=limits)
+        result: QuotaJson = self.request("PUT", path, json_body=limits)
         return result
 
     # events

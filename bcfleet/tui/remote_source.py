@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 import httpx
 
-from bcfleet.api.documents import HostDetailJson, HostJson, PoolJson
+from bcfleet.api.documents import HostDetailJson, HostJson, PoolJson, QuotaJson
 from bcfleet.client.fleet_client import FleetClient
 from bcfleet.domain.compute_settings import (
     ChangeResult,
@@ -257,7 +257,7 @@ class RemoteSource:
         )
         return answer
 
-    def set_quota(self, tenant: str, pool: str, limits: Mapping[str, int | None]) -> JSON:
+    def set_quota(self, tenant: str, pool: str, limits: Mapping[str, int | None]) -> QuotaJson:
         return self.client.set_quota(tenant, pool, **limits)
 
     def deploy_service(self, service_id: str) -> JSON:

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from bcfleet.api.auth import LOCAL_OPERATOR, Credential
-from bcfleet.api.documents import HostDetailJson, HostJson, PoolJson
+from bcfleet.api.documents import HostDetailJson, HostJson, PoolJson, QuotaJson
 from bcfleet.domain.compute_settings import (
     ChangeResult,
     ComputeChange,
@@ -192,7 +192,7 @@ class FleetSource(Protocol):
 
     def unoffer_pool(self, pool: str, tenant: str, *, owner: str | None) -> PoolJson: ...
 
-    def set_quota(self, tenant: str, pool: str, limits: Mapping[str, int | None]) -> JSON: ...
+    def set_quota(self, tenant: str, pool: str, limits: Mapping[str, int | None]) -> QuotaJson: ...
 
     def deploy_service(self, service_id: str) -> JSON: ...
 
@@ -412,7 +412,7 @@ class LocalSource:
             self.credential, tenant_id=owner or "", pool=pool, to=tenant, revoke=True
         )
 
-    def set_quota(self, tenant: str, pool: str, limits: Mapping[str, int | None]) -> JSON:
+    def set_quota(self, tenant: str, pool: str, limits: Mapping[str, int | None]) -> QuotaJson:
         return self.api.quotas.set(self.credential, tenant_id=tenant, pool=pool, limits=limits)
 
     def deploy_service(self, service_id: str) -> JSON:

@@ -92,6 +92,10 @@ def test_every_answer_for_the_typed_objects_validates(fleet: Fleet) -> None:
     answers.append(("ProviderAccount", account))
     listed_accounts = api.provider_accounts.list(OP, tenant_id="root")["items"]
     answers += [("ProviderAccount", a) for a in listed_accounts]
+    quota = api.quotas.set(OP, tenant_id="acme", pool="vps-fra", limits={"vcpu": 8})
+    assert quota["limits"] == {"vcpu": 8} and quota["used"]["vcpu"] == 0
+    answers.append(("Quota", quota))
+    answers += [("Quota", q) for q in api.quotas.show(OP, tenant_id="acme")["items"]]
     answers += [("Pool", p) for p in api.pools.list(OP, tenant_id="root")["items"]]
     answers.append(("Pool", api.pools.show(OP, tenant_id="root", pool="vps-fra")))
     answers.append(
