@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired, TypedDict
 
-from bcfleet.domain.states import HostState
+from bcfleet.domain.states import HostState, TokenState
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,9 @@ Time = Annotated[str, Format("date-time")]
 
 HostStateText = Annotated[str, OneOf(tuple(HostState))]
 """A host's state (domain.states.HostState)."""
+
+TokenStateText = Annotated[str, OneOf(tuple(TokenState))]
+"""An API token's state (domain.states.TokenState)."""
 
 
 class TenantJson(TypedDict):
@@ -69,7 +72,7 @@ class TokenInfoJson(TypedDict):
     createdAt: Time
     expiresAt: Time | None
     revokedAt: Time | None
-    state: str
+    state: TokenStateText
 
 
 class WebhookJson(TypedDict):
