@@ -6,7 +6,7 @@ import os
 import threading
 import time
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from typing import Protocol, overload
 
 from bcfleet.errors import InvalidInputError
 
@@ -105,6 +105,12 @@ def parse_time(text: str) -> datetime:
     return parsed
 
 
+@overload
+def format_time(value: datetime) -> str: ...
+@overload
+def format_time(value: None) -> None: ...
+@overload
+def format_time(value: datetime | None) -> str | None: ...
 def format_time(value: datetime | None) -> str | None:
     """RFC 3339 UTC with a Z, seconds precision unless there are fractions."""
     if value is None:

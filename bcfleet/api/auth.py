@@ -14,6 +14,7 @@ from sqlmodel import Session, select
 
 from bcfleet.domain.policy import ROOT_TENANT, AccessRequest, evaluate, role_statements
 from bcfleet.domain.policy_bounds import principal_statements
+from bcfleet.domain.states import TokenState
 from bcfleet.errors import ForbiddenError, NotFoundError, UnauthenticatedError
 from bcfleet.store.models import (
     ApiToken,
@@ -91,10 +92,10 @@ def check_token_shape(credential: object) -> str:
 def token_state(row: ApiToken, now: datetime) -> str:
     """active, expired (expires_at at or before now) or revoked: what tokens.list shows."""
     if row.revoked_at is not None:
-        return "revoked"
+        return TokenState.REVOKED.value
     if row.expires_at is not None and row.expires_at <= now:
-        return "expired"
-    return "active"
+        return TokenState.EXPIRED.value
+    return TokenState.ACTIVE.value
 
 
 def token_principal(session: Session, credential: object, now: datetime) -> Principal:

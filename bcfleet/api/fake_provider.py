@@ -22,9 +22,10 @@ from __future__ import annotations
 import os
 from collections.abc import MutableMapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bcfleet.api.auth import LOCAL_OPERATOR, Credential
+from bcfleet.api.documents import ProviderAccountJson
 from bcfleet.clock import Clock
 from bcfleet.providers.fake_server import FakeHetzner
 
@@ -54,7 +55,7 @@ class FakeProvider:
         tenant_id: str = "root",
         name: str = "fake-hetzner",
         credential: Credential | None = LOCAL_OPERATOR,
-    ) -> dict[str, Any]:
+    ) -> ProviderAccountJson:
         """Create a hetzner provider account whose endpoint is this fake."""
         return fleet.api.provider_accounts.create(
             credential,

@@ -12,9 +12,10 @@ from sqlmodel import Session, SQLModel, col, select
 
 from bcfleet.api.auth import Actor, Credential, pool_resource
 from bcfleet.api.base import Area
+from bcfleet.api.documents import FlavorJson
 from bcfleet.api.events import emit
 from bcfleet.api.lookup import find_flavor, find_pool
-from bcfleet.api.views import flavor_json
+from bcfleet.api.views import flavor_json, flavor_row_json
 from bcfleet.domain.bounds import text_problem
 from bcfleet.domain.flavor_rules import (
     name_problem,
@@ -108,26 +109,6 @@ def _check_names_free(session: Session, pool: Pool, names: list[str]) -> None:
         )
 
 
-def _row_json(row: Mapping[str, Any]) -> dict[str, Any]:
-    """flavor_json of a row written in bulk, without building the ORM object."""
-    body: dict[str, Any] = {
-        "id": row["id"],
-        "poolId": row["pool_id"],
-        "name": row["name"],
-        "vcpu": row["vcpu"],
-        "memoryGiB": row["memory_gib"],
-        "diskGiB": row["disk_gib"],
-        "gpus": row["gpus"],
-        "archived": row["archived"],
-        "version": row["version"],
-    }
-    if row["offer_id"] is not None:
-        body["offerId"] = row["offer_id"]
-    if row["placement"]:
-        body["placement"] = dict(row["placement"])
-    return body
-
-
 def _created_event(
     fleet: Fleet, pool: Pool, row: Mapping[str, Any], now: datetime
 ) -> dict[str, Any]:
@@ -164,7 +145,7 @@ class FlavorsAPI(Area):
         offer_id: str | None = None,
         placement: Mapping[str, Any] | None = None,
         managed: bool = False,
-    ) -> dict[str, Any]:
+    ) -> FlavorJson:
         """compute:flavors:manage on the pool; CONFLICT for a second name in the pool."""
         if self.offer_prefetch and offer_id:
             self.offer_prefetch(credential, tenant_id, pool_id)
@@ -266,7 +247,7 @@ class FlavorsAPI(Area):
                 events = [_created_event(self.fleet, pool, row, now) for row in rows]
                 session.execute(insert(SQLModel.metadata.tables["flavors"]), rows)
                 session.execute(insert(SQLModel.metadata.tables["events"]), events)
-            bodies = [_row_json(row) for row in rows]
+            bodies = [flavor_row_json(row) for row in rows]
             for body in bodies:
                 if warnings.get(body["name"]):
                     body["warnings"] = warnings[body["name"]]
@@ -289,7 +270,7 @@ class FlavorsAPI(Area):
 
     def get(
         self, credential: Credential | None, *, tenant_id: str, pool_id: str, name: str
-    ) -> dict[str, Any]:
+    ) -> FlavorJson:
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)
             pool = find_pool(session, actor, pool_id)
@@ -309,7 +290,7 @@ class FlavorsAPI(Area):
         gpus: int | None = None,
         offer_id: str | None = None,
         placement: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:
+    ) -> FlavorJson:
         """Replace the shape: gpus falls back to 0, offerId keeps its value; restores an archived flavor."""
         if self.offer_prefetch and offer_id:
             self.offer_prefetch(credential, tenant_id, pool_id)
@@ -363,7 +344,7 @@ class FlavorsAPI(Area):
         pool_id: str,
         name: str,
         managed: bool = True,
-    ) -> dict[str, Any]:
+    ) -> FlavorJson:
         """Bring a flavor, archived or not, under FleetConfig management (or release it)."""
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)

@@ -15,9 +15,10 @@ from typing import Any
 from sqlalchemy import Connection, Select, Table, func, or_, select
 from sqlmodel import Session
 
+from bcfleet.api.documents import HostListItemJson, NodeResourceJson
 from bcfleet.api.instance_list import condition_is_true, mentions
 from bcfleet.api.raw_rows import json_value, plain_rows, time_text
-from bcfleet.domain.bounds import finite_or_none
+from bcfleet.api.views import host_fields_json, node_resource_row_json
 from bcfleet.domain.states import InstanceState
 from bcfleet.store.models import Booking, GpuAtom, Host, Instance, NodeResource, Pool
 
@@ -56,7 +57,7 @@ def _scoped(query: Select[Any], node_id: Any, scope: Scope) -> Select[Any]:
     return query
 
 
-def list_hosts(session: Session, scope: Scope, now: datetime) -> list[dict[str, Any]]:
+def list_hosts(session: Session, scope: Scope, now: datetime) -> list[HostListItemJson]:
     """The listing's items, by host name (see HostsAPI.list for the fields)."""
     session.flush()  # Core reads skip the ORM's autoflush: changes made in a joined transaction
     connection = session.connection()
@@ -88,49 +89,43 @@ def list_hosts(session: Session, scope: Scope, now: datetime) -> list[dict[str, 
     resources = _resources(connection, scope)
     gpus = _gpus(connection, scope, now)
     degraded = _degraded(connection, scope)
-    items = []
+    items: list[HostListItemJson] = []
     for node, name, pool_id, pool, labels, controlled, state, reported, created, error in rows:
         # Only hosts.report writes an inventory, always with its time: no time, no inventory.
         total, used = gpus.get(node, (0, 0))
+        fields = host_fields_json(
+            id=node,
+            name=name,
+            pool_id=pool_id,
+            pool=pool,
+            labels={} if labels == "{}" else dict(json_value(labels) or {}),
+            tenant_controlled=controlled,
+            state=state,
+            inventory_reported_at=time_text(reported),
+            inventory_error=error,
+            created_at=time_text(created),
+        )
         items.append(
             {
-                "id": node,
-                "name": name,
-                "poolId": pool_id,
-                "pool": pool,
-                "labels": {} if labels == "{}" else dict(json_value(labels) or {}),
-                "tenantControlled": bool(controlled),
-                "state": state,
-                "status": state if reported is not None else f"{state}, no inventory",
-                "inventoryReportedAt": time_text(reported),
-                "createdAt": time_text(created),
+                **fields,
                 "resources": resources.get(node, []),
                 "gpus": {"total": total, "used": used},
                 "degradedGuests": degraded[node],
-                "inventoryError": error,
             }
         )
     return items
 
 
-def _resources(connection: Connection, scope: Scope) -> dict[str, list[dict[str, Any]]]:
+def _resources(connection: Connection, scope: Scope) -> dict[str, list[NodeResourceJson]]:
     c = RESOURCES.c
     query = _scoped(
         select(c.node_id, c.resource, c.allocatable, c.ratio, c.capacity, c.allocated),
         c.node_id,
         scope,
     ).order_by(c.node_id, c.resource)
-    out: dict[str, list[dict[str, Any]]] = {}
-    for node, resource, allocatable, ratio, capacity, allocated in plain_rows(connection, query):
-        out.setdefault(node, []).append(
-            {
-                "resource": resource,
-                "allocatable": allocatable,
-                "ratio": finite_or_none(float(ratio)),
-                "capacity": capacity,
-                "allocated": allocated,
-            }
-        )
+    out: dict[str, list[NodeResourceJson]] = {}
+    for node, *fields in plain_rows(connection, query):
+        out.setdefault(node, []).append(node_resource_row_json(*fields))
     return out
 
 

@@ -9,6 +9,7 @@ from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Credential, owns_pool, pool_resource
 from bcfleet.api.base import Area
+from bcfleet.api.documents import HostDetailJson, HostJson
 from bcfleet.api.events import emit
 from bcfleet.api.host_list import Scope, list_hosts
 from bcfleet.api.lookup import find_host, find_pool
@@ -88,7 +89,7 @@ class HostsAPI(Area):
         labels: dict[str, str] | None = None,
         tenant_controlled: bool = False,
         managed: bool = False,
-    ) -> dict[str, Any]:
+    ) -> HostJson:
         validate_name("host", name)
         validate_labels(labels or {})
         with self.fleet.write() as session:
@@ -131,7 +132,7 @@ class HostsAPI(Area):
         labels: dict[str, str] | None = None,
         tenant_controlled: bool | None = None,
         pool: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> HostJson:
         """Replace a host's labels, its tenant-controlled flag, or move it (without allocations)
         to another vps-host pool; what is left out (None) stays as it is."""
         if labels is not None:
@@ -174,7 +175,7 @@ class HostsAPI(Area):
         tenant_id: str | None = None,
         host: str,
         managed: bool = True,
-    ) -> dict[str, Any]:
+    ) -> HostJson:
         """Bring a host under FleetConfig management (or release it)."""
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
@@ -224,7 +225,7 @@ class HostsAPI(Area):
         tenant_id: str | None = None,
         host: str,
         inventory: Any,
-    ) -> dict[str, Any]:
+    ) -> HostJson:
         """Store a host's applied inventory; vps.hosts derives its capacity rows from it."""
         validate_inventory(inventory, load_schema("inventory"))
         with self.fleet.write() as session:
@@ -244,7 +245,7 @@ class HostsAPI(Area):
         tenant_id: str | None = None,
         host: str,
         draining: bool,
-    ) -> dict[str, Any]:
+    ) -> HostJson:
         """Drain a host (no new placements) or return it to ready."""
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
@@ -297,12 +298,11 @@ class HostsAPI(Area):
 
     def show(
         self, credential: Credential | None, *, tenant_id: str | None = None, host: str
-    ) -> dict[str, Any]:
+    ) -> HostDetailJson:
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)
             row, pool = find_host(session, actor, host)
             actor.require("compute:hosts:read", pool_resource(pool))
             # The listing's item (the same JSON hosts.list gives) and the inventory document.
-            [body] = list_hosts(session, Scope(node_id=row.id), self.fleet.now())
-            body["inventory"] = row.inventory
-            return body
+            [item] = list_hosts(session, Scope(node_id=row.id), self.fleet.now())
+            return {**item, "inventory": row.inventory}

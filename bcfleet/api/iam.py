@@ -16,6 +16,7 @@ from bcfleet.api.auth import (
     token_state,
 )
 from bcfleet.api.base import Area
+from bcfleet.api.documents import PrincipalJson, TokenInfoJson, TokenJson
 from bcfleet.api.lookup import get_tenant
 from bcfleet.api.views import principal_json
 from bcfleet.clock import format_time
@@ -31,7 +32,7 @@ def _time(value: datetime | None) -> str | None:
     return format_time(value) if value is not None else None
 
 
-def token_json(row: ApiToken, principal: Principal, now: datetime) -> dict[str, Any]:
+def token_json(row: ApiToken, principal: Principal, now: datetime) -> TokenInfoJson:
     """A token as tokens.list shows it: who, when, its state; never the token or its hash."""
     return {
         "id": row.id,
@@ -79,7 +80,7 @@ def check_bounds(tenant_id: str, author_role: str, statements: list[dict[str, An
 class IamAPI(Area):
     def create_principal(
         self, credential: Credential | None, *, tenant_id: str, name: str, role: str = "member"
-    ) -> dict[str, Any]:
+    ) -> PrincipalJson:
         if role not in ROLES:
             raise InvalidInputError(f"role must be one of {', '.join(ROLES)}", {"role": role})
         if not name.strip():
@@ -118,7 +119,7 @@ class IamAPI(Area):
         name: str,
         role: str = "member",
         expires_in: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> TokenJson:
         """A token for the named principal (created with role if missing); the token is shown once.
 
         expires_in ('30d', '12h', …, at most 10 years) gives it a lifetime; None: no expiry.
@@ -147,7 +148,7 @@ class IamAPI(Area):
 
     def _issue(
         self, session: Session, principal: Principal, expires_at: datetime | None
-    ) -> dict[str, Any]:
+    ) -> TokenJson:
         """A new token row for the principal; the answer holds the token itself, once."""
         token = new_token()
         row = ApiToken(
@@ -205,7 +206,7 @@ class IamAPI(Area):
         tenant_id: str,
         token_id: str,
         expires_in: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> TokenJson:
         """A new token for the same principal and the old one revoked, in one transaction.
 
         The new token lives expires_in, else as long as the old one was given (no expiry

@@ -19,6 +19,7 @@ from bcfleet.api.auth import (
     visible_pool_ids,
 )
 from bcfleet.api.base import Area
+from bcfleet.api.documents import PoolJson
 from bcfleet.api.events import emit
 from bcfleet.api.lookup import find_pool, get_tenant
 from bcfleet.api.names import add_named, require_free_name
@@ -142,7 +143,7 @@ class PoolsAPI(Area):
         host_reserve: Mapping[str, Any] | None = None,
         provider_account: str | None = None,
         managed: bool = False,
-    ) -> dict[str, Any]:
+    ) -> PoolJson:
         validate_name("pool", name)
         check_gpu_model(gpu_model)
         if kind not in tuple(PoolKind):
@@ -197,7 +198,7 @@ class PoolsAPI(Area):
         gpu_model: str | None = None,
         overcommit: Mapping[str, Any] | None = None,
         host_reserve: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:
+    ) -> PoolJson:
         """Change a pool's policy; the vps.hosts job re-derives node_resources from it.
 
         Ratios and reserves are merged: what the call leaves out keeps its value, so
@@ -223,7 +224,7 @@ class PoolsAPI(Area):
 
     def set_managed(
         self, credential: Credential | None, *, tenant_id: str, pool: str, managed: bool = True
-    ) -> dict[str, Any]:
+    ) -> PoolJson:
         """Bring a pool (and so its offers) under FleetConfig management, or release it."""
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
@@ -273,7 +274,7 @@ class PoolsAPI(Area):
         pool: str,
         to: str,
         revoke: bool = False,
-    ) -> dict[str, Any]:
+    ) -> PoolJson:
         """Offer a pool to another tenant (or take the offer back).
 
         Sharing across tenants is brokered by the operator: only root's admin offers a pool,
@@ -329,7 +330,7 @@ class PoolsAPI(Area):
 
     def show(
         self, credential: Credential | None, *, tenant_id: str | None = None, pool: str
-    ) -> dict[str, Any]:
+    ) -> PoolJson:
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)
             row = find_pool(session, actor, pool)

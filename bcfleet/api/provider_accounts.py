@@ -29,6 +29,7 @@ from sqlmodel import Session, select
 
 from bcfleet.api.auth import Actor, Credential, acting_for, resolve, tenant_resource
 from bcfleet.api.base import Area
+from bcfleet.api.documents import ProviderAccountJson
 from bcfleet.api.lookup import get_tenant
 from bcfleet.clock import format_time
 from bcfleet.domain.bounds import check_text, url_problem
@@ -47,7 +48,7 @@ MAX_TOKEN = 4096
 MAX_ENDPOINT = 2048
 
 
-def account_json(account: ProviderAccount) -> dict[str, Any]:
+def account_json(account: ProviderAccount) -> ProviderAccountJson:
     """The account as the API shows it: never the token, only whether one is stored."""
     return {
         "id": account.id,
@@ -155,7 +156,7 @@ class ProviderAccountsAPI(Area):
         token: str | None = None,
         endpoint: str | None = None,
         managed: bool = False,
-    ) -> dict[str, Any]:
+    ) -> ProviderAccountJson:
         """Register an account whose token is ``token`` (sealed) or root's ``token_env``."""
         check_text("name", name)
         with self.fleet.write() as session:
@@ -197,7 +198,7 @@ class ProviderAccountsAPI(Area):
         token_env: str | None = None,
         token: str | None = None,
         endpoint: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> ProviderAccountJson:
         """Replace an account's provider and endpoint (None: the provider's own API), and its
         token source when ``token_env`` or ``token`` is given (the other one is dropped)."""
         with self.fleet.write() as session:
@@ -233,7 +234,7 @@ class ProviderAccountsAPI(Area):
 
     def set_managed(
         self, credential: Credential | None, *, tenant_id: str, name: str, managed: bool = True
-    ) -> dict[str, Any]:
+    ) -> ProviderAccountJson:
         """Bring an account under FleetConfig management (or release it)."""
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)

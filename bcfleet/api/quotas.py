@@ -10,6 +10,7 @@ from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Actor, Credential, pool_resource
 from bcfleet.api.base import Area
+from bcfleet.api.documents import QuotaJson
 from bcfleet.api.lookup import find_pool, get_tenant
 from bcfleet.domain.bounds import QUOTA_MAX, check_whole
 from bcfleet.errors import InvalidInputError, NotFoundError
@@ -18,7 +19,7 @@ from bcfleet.store.models import Pool, PoolOffer, Quota
 from bcfleet.store.models.capacity import QUOTA_RESOURCES
 
 
-def quota_json(session: Session, pool: Pool, tenant_id: str, rows: list[Quota]) -> dict[str, Any]:
+def quota_json(session: Session, pool: Pool, tenant_id: str, rows: list[Quota]) -> QuotaJson:
     by_resource = {r.resource: r for r in rows}
     usage = quota_usage(session, tenant_id)
     return {
@@ -55,7 +56,7 @@ class QuotasAPI(Area):
         pool: str,
         limits: Mapping[str, int | None],
         managed: bool = False,
-    ) -> dict[str, Any]:
+    ) -> QuotaJson:
         """Set limits (None removes a limit); a limit below what is used is allowed and blocks new charges."""
         for resource, limit in limits.items():
             if resource not in QUOTA_RESOURCES:
@@ -86,7 +87,7 @@ class QuotasAPI(Area):
             )
             return quota_json(session, row, tenant_id, rows)
 
-    def clear(self, credential: Credential | None, *, tenant_id: str, pool: str) -> dict[str, Any]:
+    def clear(self, credential: Credential | None, *, tenant_id: str, pool: str) -> QuotaJson:
         """Remove a tenant's limits in a pool: unused rows go, rows in use stay unlimited and
         unmanaged, so what the tenant uses is still counted."""
         with self.fleet.write() as session:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import Any, overload
 
 from sqlalchemy import Connection, Executable
 
@@ -34,6 +34,12 @@ def plain_rows(connection: Connection, query: Executable) -> list[tuple[Any, ...
         result.close()
 
 
+@overload
+def time_text(value: str | datetime) -> str: ...
+@overload
+def time_text(value: None) -> None: ...
+@overload
+def time_text(value: str | datetime | None) -> str | None: ...
 def time_text(value: str | datetime | None) -> str | None:
     """format_time of a stored UTC time: SQLite's text or a (naive UTC) datetime."""
     if value is None:

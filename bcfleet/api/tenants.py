@@ -9,6 +9,7 @@ from sqlmodel import Session, select
 
 from bcfleet.api.auth import Credential, tenant_resource
 from bcfleet.api.base import Area
+from bcfleet.api.documents import TenantJson
 from bcfleet.api.lookup import get_tenant
 from bcfleet.api.views import tenant_json
 from bcfleet.domain.bounds import check_optional_text, check_text
@@ -64,7 +65,7 @@ class TenantsAPI(Area):
         *,
         name: str | None = None,
         managed: bool = False,
-    ) -> dict[str, Any]:
+    ) -> TenantJson:
         validate_tenant_id(tenant_id)
         check_optional_text("name", name, TENANT_NAME_MAX)
         with self.fleet.write() as session:
@@ -78,7 +79,7 @@ class TenantsAPI(Area):
             session.add(tenant)
             return tenant_json(tenant)
 
-    def update(self, credential: Credential | None, tenant_id: str, *, name: str) -> dict[str, Any]:
+    def update(self, credential: Credential | None, tenant_id: str, *, name: str) -> TenantJson:
         """Rename a tenant (its display name; the id never changes)."""
         check_text("name", name, TENANT_NAME_MAX)
         with self.fleet.write() as session:
@@ -91,7 +92,7 @@ class TenantsAPI(Area):
 
     def set_managed(
         self, credential: Credential | None, tenant_id: str, *, managed: bool = True
-    ) -> dict[str, Any]:
+    ) -> TenantJson:
         """Bring a tenant under FleetConfig management (or release it)."""
         with self.fleet.write() as session:
             actor = self.actor(session, credential, None)

@@ -1,19 +1,33 @@
-"""Rows to the JSON the documents show: camelCase fields, prefixed ids, RFC 3339 times."""
+"""Rows to the JSON the documents show: camelCase fields, prefixed ids, RFC 3339 times.
+
+Each object is rendered here once, as its typed document (bcfleet/api/documents.py); the
+bulk readers that skip the ORM (host_list, flavors.create_many) call the same renderers.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from bcfleet.api.documents import (
+    FlavorJson,
+    FlavorPlacementJson,
+    HostJson,
+    NodeResourceJson,
+    PoolJson,
+    PrincipalJson,
+    TenantJson,
+)
 from bcfleet.clock import format_time
 from bcfleet.domain.bounds import finite_or_none
 from bcfleet.store.models import Flavor, Host, NodeResource, Pool, Principal, Tenant
 
 
-def tenant_json(tenant: Tenant) -> dict[str, Any]:
+def tenant_json(tenant: Tenant) -> TenantJson:
     return {"id": tenant.id, "name": tenant.name, "createdAt": format_time(tenant.created_at)}
 
 
-def principal_json(principal: Principal) -> dict[str, Any]:
+def principal_json(principal: Principal) -> PrincipalJson:
     return {
         "id": principal.id,
         "tenantId": principal.tenant_id,
@@ -23,8 +37,8 @@ def principal_json(principal: Principal) -> dict[str, Any]:
     }
 
 
-def pool_json(pool: Pool, offered_to: list[str] | None = None) -> dict[str, Any]:
-    body: dict[str, Any] = {
+def pool_json(pool: Pool, offered_to: list[str] | None = None) -> PoolJson:
+    body: PoolJson = {
         "id": pool.id,
         "name": pool.name,
         "kind": pool.kind,
@@ -45,53 +59,109 @@ def pool_json(pool: Pool, offered_to: list[str] | None = None) -> dict[str, Any]
     return body
 
 
-def flavor_json(flavor: Flavor) -> dict[str, Any]:
+def flavor_json(flavor: Flavor) -> FlavorJson:
     """Field for field the document's example; offerId and placement only when set."""
-    body: dict[str, Any] = {
-        "id": flavor.id,
-        "poolId": flavor.pool_id,
-        "name": flavor.name,
-        "vcpu": flavor.vcpu,
-        "memoryGiB": flavor.memory_gib,
-        "diskGiB": flavor.disk_gib,
-        "gpus": flavor.gpus,
-        "archived": flavor.archived,
-        "version": flavor.version,
+    return flavor_row_json(
+        {
+            "id": flavor.id,
+            "pool_id": flavor.pool_id,
+            "name": flavor.name,
+            "vcpu": flavor.vcpu,
+            "memory_gib": flavor.memory_gib,
+            "disk_gib": flavor.disk_gib,
+            "gpus": flavor.gpus,
+            "archived": flavor.archived,
+            "version": flavor.version,
+            "offer_id": flavor.offer_id,
+            "placement": flavor.placement,
+        }
+    )
+
+
+def flavor_row_json(row: Mapping[str, Any]) -> FlavorJson:
+    """flavor_json of a flavor's columns (a row written in bulk, without the ORM object)."""
+    body: FlavorJson = {
+        "id": row["id"],
+        "poolId": row["pool_id"],
+        "name": row["name"],
+        "vcpu": row["vcpu"],
+        "memoryGiB": row["memory_gib"],
+        "diskGiB": row["disk_gib"],
+        "gpus": row["gpus"],
+        "archived": row["archived"],
+        "version": row["version"],
     }
-    if flavor.offer_id is not None:
-        body["offerId"] = flavor.offer_id
-    if flavor.placement:
-        body["placement"] = dict(flavor.placement)
+    if row["offer_id"] is not None:
+        body["offerId"] = row["offer_id"]
+    if row["placement"]:
+        placement: FlavorPlacementJson = dict(row["placement"])  # type: ignore[assignment]
+        body["placement"] = placement
     return body
 
 
-def node_resource_json(row: NodeResource) -> dict[str, Any]:
+def node_resource_row_json(
+    resource: str, allocatable: int, ratio: Any, capacity: int, allocated: int
+) -> NodeResourceJson:
+    """A host's resource; a stored ratio that is no finite number shows as null."""
     return {
-        "resource": row.resource,
-        "allocatable": row.allocatable,
-        "ratio": finite_or_none(row.ratio),
-        "capacity": row.capacity,
-        "allocated": row.allocated,
+        "resource": resource,
+        "allocatable": allocatable,
+        "ratio": finite_or_none(float(ratio)),
+        "capacity": capacity,
+        "allocated": allocated,
     }
 
 
-def host_json(
-    host: Host, pool: Pool, resources: list[NodeResource] | None = None
-) -> dict[str, Any]:
-    state = host.state if host.inventory is not None else f"{host.state}, no inventory"
-    body: dict[str, Any] = {
-        "id": host.id,
-        "name": host.name,
-        "poolId": pool.id,
-        "pool": pool.name,
-        "labels": dict(host.labels),
-        "tenantControlled": host.tenant_controlled,
-        "state": host.state,
-        "status": state,
-        "inventoryReportedAt": format_time(host.inventory_reported_at),
-        "inventoryError": host.inventory_error,
-        "createdAt": format_time(host.created_at),
+def node_resource_json(row: NodeResource) -> NodeResourceJson:
+    return node_resource_row_json(
+        row.resource, row.allocatable, row.ratio, row.capacity, row.allocated
+    )
+
+
+def host_fields_json(
+    *,
+    id: str,
+    name: str,
+    pool_id: str,
+    pool: str,
+    labels: Mapping[str, str],
+    tenant_controlled: bool,
+    state: str,
+    inventory_reported_at: str | None,
+    inventory_error: str | None,
+    created_at: str,
+) -> HostJson:
+    """The fields every rendering of a host has, without its resources (no inventory time, no
+    inventory: only hosts.report writes one, always with its time)."""
+    status = state if inventory_reported_at is not None else f"{state}, no inventory"
+    return {
+        "id": id,
+        "name": name,
+        "poolId": pool_id,
+        "pool": pool,
+        "labels": dict(labels),
+        "tenantControlled": bool(tenant_controlled),
+        "state": state,
+        "status": status,
+        "inventoryReportedAt": inventory_reported_at,
+        "inventoryError": inventory_error,
+        "createdAt": created_at,
     }
+
+
+def host_json(host: Host, pool: Pool, resources: list[NodeResource] | None = None) -> HostJson:
+    body = host_fields_json(
+        id=host.id,
+        name=host.name,
+        pool_id=pool.id,
+        pool=pool.name,
+        labels=host.labels,
+        tenant_controlled=host.tenant_controlled,
+        state=host.state,
+        inventory_reported_at=format_time(host.inventory_reported_at),
+        inventory_error=host.inventory_error,
+        created_at=format_time(host.created_at),
+    )
     if resources is not None:
         body["resources"] = [node_resource_json(r) for r in resources]
     return body

@@ -20,6 +20,7 @@ from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Actor, Credential, owned_resource
 from bcfleet.api.base import Area
+from bcfleet.api.documents import WebhookCreatedJson, WebhookJson
 from bcfleet.clock import format_time
 from bcfleet.domain.bounds import check_limit, url_problem
 from bcfleet.domain.cursors import CURSOR_MAX, CURSOR_MIN
@@ -36,8 +37,8 @@ EVENT_TYPE_MAX = 100
 MAX_WEBHOOKS_PER_TENANT = 20
 
 
-def webhook_json(hook: Webhook, *, with_secret: bool = False) -> dict[str, Any]:
-    body: dict[str, Any] = {
+def webhook_json(hook: Webhook) -> WebhookJson:
+    return {
         "id": hook.id,
         "tenantId": hook.tenant_id,
         "url": hook.url,
@@ -46,9 +47,11 @@ def webhook_json(hook: Webhook, *, with_secret: bool = False) -> dict[str, Any]:
         "cursor": hook.cursor,
         "createdAt": format_time(hook.created_at),
     }
-    if with_secret:
-        body["secret"] = hook.secret
-    return body
+
+
+def webhook_created_json(hook: Webhook) -> WebhookCreatedJson:
+    """A webhook as its creation answers it: with its secret, the one time it is shown."""
+    return {**webhook_json(hook), "secret": hook.secret}
 
 
 def delivery_json(row: WebhookDelivery) -> dict[str, Any]:
@@ -122,7 +125,7 @@ class WebhooksAPI(Area):
         url: str,
         event_types: Sequence[str] = (),
         secret: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> WebhookCreatedJson:
         """Register a webhook for events from now on; the secret is shown once, here."""
         validate_webhook(url, event_types, secret)
         check_destination(EgressGuard(self.fleet.settings.egress_allow), url)
@@ -153,7 +156,7 @@ class WebhooksAPI(Area):
                 updated_at=now,
             )
             session.add(hook)
-            return webhook_json(hook, with_secret=True)
+            return webhook_created_json(hook)
 
     def list(
         self, credential: Credential | None, *, tenant_id: str | None = None
@@ -168,7 +171,7 @@ class WebhooksAPI(Area):
 
     def show(
         self, credential: Credential | None, webhook_id: str, *, tenant_id: str | None = None
-    ) -> dict[str, Any]:
+    ) -> WebhookJson:
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)
             hook = _find(session, actor, webhook_id)

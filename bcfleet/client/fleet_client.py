@@ -18,6 +18,7 @@ from urllib.parse import quote
 import httpx
 
 from bcfleet import __version__
+from bcfleet.api.documents import HostDetailJson, HostJson, PoolJson, QuotaJson
 from bcfleet.clock import parse_time
 from bcfleet.errors import FleetError, error_from_document
 
@@ -146,8 +147,8 @@ class FleetClient:
         result: JSON = self.request("POST", "/v1/pools", json_body=_drop_none(body))
         return result
 
-    def offer_pool(self, pool: str, to: str) -> JSON:
-        result: JSON = self.request(
+    def offer_pool(self, pool: str, to: str) -> PoolJson:
+        result: PoolJson = self.request(
             "POST", f"/v1/pools/{_p(pool)}/offers", json_body={"tenant": to}
         )
         return result
@@ -179,8 +180,8 @@ class FleetClient:
     def hosts(self, pool: str | None = None) -> list[JSON]:
         return list(self.request("GET", "/v1/hosts", params={"pool": pool})["items"])
 
-    def host(self, host: str) -> JSON:
-        result: JSON = self.request("GET", f"/v1/hosts/{_p(host)}")
+    def host(self, host: str) -> HostDetailJson:
+        result: HostDetailJson = self.request("GET", f"/v1/hosts/{_p(host)}")
         return result
 
     def adopt_host(self, pool: str, name: str, labels: Mapping[str, str] | None = None) -> JSON:
@@ -194,9 +195,9 @@ class FleetClient:
         )
         return result
 
-    def set_draining(self, host: str, draining: bool) -> JSON:
+    def set_draining(self, host: str, draining: bool) -> HostJson:
         action = "drain" if draining else "ready"
-        result: JSON = self.request("POST", f"/v1/hosts/{_p(host)}/{action}")
+        result: HostJson = self.request("POST", f"/v1/hosts/{_p(host)}/{action}")
         return result
 
     def host_specs(self, host: str) -> list[JSON]:
@@ -253,9 +254,9 @@ class FleetClient:
     def quotas(self, pool: str | None = None) -> list[JSON]:
         return list(self.request("GET", "/v1/quotas", params={"pool": pool})["items"])
 
-    def set_quota(self, tenant: str, pool: str, **limits: int | None) -> JSON:
+    def set_quota(self, tenant: str, pool: str, **limits: int | None) -> QuotaJson:
         path = f"/v1/quotas/{_p(tenant)}/{_p(pool)}"
-        result: JSON = self.request("PUT", path, json_body=limits)
+        result: QuotaJson = self.request("PUT", path, json_body=limits)
         return result
 
     # events

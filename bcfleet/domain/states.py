@@ -56,6 +56,14 @@ class HostState(StrEnum):
     DRAINING = "draining"
 
 
+class TokenState(StrEnum):
+    """An API token as tokens.list shows it: active, expired (at or past its expiry), revoked."""
+
+    ACTIVE = "active"
+    EXPIRED = "expired"
+    REVOKED = "revoked"
+
+
 class DeliveryState(StrEnum):
     """A webhook delivery: pending until delivered, or dead after its last attempt."""
 

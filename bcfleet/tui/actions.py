@@ -16,10 +16,12 @@ from typing import Any
 
 from bcfleet.errors import InvalidInputError
 from bcfleet.tui.format import short_id
-from bcfleet.tui.source import JSON, FleetSource
+from bcfleet.tui.source import FleetSource
 
 Item = Mapping[str, Any]
 """A row's JSON document, as the view fetched it."""
+Answer = Mapping[str, Any]
+"""The document an action's call answers with (a typed one where the API has it)."""
 LISTED = 8
 """A confirm lists at most this many marked rows (it fits 80×24), then says how many more."""
 
@@ -48,9 +50,9 @@ class Action:
     """The row in words: "web-1 (acme)"."""
     effect: Callable[[Item, Any, Item], str]
     """What changes for the row, in words, given the value asked for and the facts looked up."""
-    run: Callable[[FleetSource, Item, Any], JSON]
+    run: Callable[[FleetSource, Item, Any], Answer]
     """The FleetSource call; runs in a worker thread."""
-    done: Callable[[Item, JSON], str]
+    done: Callable[[Item, Answer], str]
     """What the row's answer says, in words: "web-1 is stopped"."""
     ask: Ask | None = None
     look: Callable[[FleetSource, Item], Item] | None = None
@@ -82,7 +84,7 @@ def _owned(item: Item) -> str:
     return f"{_named(item)} ({tenant})" if tenant else _named(item)
 
 
-def _state(item: Item, answer: JSON) -> str:
+def _state(item: Item, answer: Answer) -> str:
     return f"{_named(item)} is {answer.get('state') or answer.get('status') or 'changed'}"
 
 

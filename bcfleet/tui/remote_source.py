@@ -10,6 +10,7 @@ from urllib.parse import quote
 
 import httpx
 
+from bcfleet.api.documents import HostDetailJson, HostJson, PoolJson, QuotaJson
 from bcfleet.client.fleet_client import FleetClient
 from bcfleet.domain.compute_settings import (
     ChangeResult,
@@ -101,10 +102,10 @@ class RemoteSource:
     def hosts(self) -> list[JSON]:
         return self.client.hosts()
 
-    def host(self, host: str) -> JSON:
+    def host(self, host: str) -> HostDetailJson:
         return self.client.host(host)
 
-    def set_draining(self, host: str, draining: bool) -> JSON:
+    def set_draining(self, host: str, draining: bool) -> HostJson:
         return self.client.set_draining(host, draining)
 
     def instance(self, instance_id: str) -> JSON:
@@ -245,22 +246,22 @@ class RemoteSource:
     def run_job(self, name: str) -> JSON:
         return self.client.run_job(name)
 
-    def offer_pool(self, pool: str, tenant: str, *, owner: str | None) -> JSON:
-        answer: JSON = self.client.request(
+    def offer_pool(self, pool: str, tenant: str, *, owner: str | None) -> PoolJson:
+        answer: PoolJson = self.client.request(
             "POST", f"/v1/pools/{_segment(pool)}/offers", json_body={"tenant": tenant},
             params={"tenant": owner},
         )  # fmt: skip
         return answer
 
-    def unoffer_pool(self, pool: str, tenant: str, *, owner: str | None) -> JSON:
-        answer: JSON = self.client.request(
+    def unoffer_pool(self, pool: str, tenant: str, *, owner: str | None) -> PoolJson:
+        answer: PoolJson = self.client.request(
             "DELETE",
             f"/v1/pools/{_segment(pool)}/offers/{_segment(tenant)}",
             params={"tenant": owner},
         )
         return answer
 
-    def set_quota(self, tenant: str, pool: str, limits: Mapping[str, int | None]) -> JSON:
+    def set_quota(self, tenant: str, pool: str, limits: Mapping[str, int | None]) -> QuotaJson:
         return self.client.set_quota(tenant, pool, **limits)
 
     def deploy_service(self, service_id: str) -> JSON:

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from bcfleet.api.auth import LOCAL_OPERATOR, Credential
+from bcfleet.api.documents import HostDetailJson, HostJson, PoolJson, QuotaJson
 from bcfleet.domain.compute_settings import (
     ChangeResult,
     ComputeChange,
@@ -101,9 +102,9 @@ class FleetSource(Protocol):
 
     def hosts(self) -> list[JSON]: ...
 
-    def host(self, host: str) -> JSON: ...
+    def host(self, host: str) -> HostDetailJson: ...
 
-    def set_draining(self, host: str, draining: bool) -> JSON: ...
+    def set_draining(self, host: str, draining: bool) -> HostJson: ...
 
     def instance(self, instance_id: str) -> JSON: ...
 
@@ -192,11 +193,11 @@ class FleetSource(Protocol):
         """Run a job once now, due or not; its run as `fleet jobs runs` shows it."""
         ...
 
-    def offer_pool(self, pool: str, tenant: str, *, owner: str | None) -> JSON: ...
+    def offer_pool(self, pool: str, tenant: str, *, owner: str | None) -> PoolJson: ...
 
-    def unoffer_pool(self, pool: str, tenant: str, *, owner: str | None) -> JSON: ...
+    def unoffer_pool(self, pool: str, tenant: str, *, owner: str | None) -> PoolJson: ...
 
-    def set_quota(self, tenant: str, pool: str, limits: Mapping[str, int | None]) -> JSON: ...
+    def set_quota(self, tenant: str, pool: str, limits: Mapping[str, int | None]) -> QuotaJson: ...
 
     def deploy_service(self, service_id: str) -> JSON: ...
 
@@ -275,10 +276,10 @@ class LocalSource:
         items: list[JSON] = self.api.hosts.list(self.credential)["items"]
         return items
 
-    def host(self, host: str) -> JSON:
+    def host(self, host: str) -> HostDetailJson:
         return self.api.hosts.show(self.credential, host=host)
 
-    def set_draining(self, host: str, draining: bool) -> JSON:
+    def set_draining(self, host: str, draining: bool) -> HostJson:
         return self.api.hosts.set_state(self.credential, host=host, draining=draining)
 
     def instance(self, instance_id: str) -> JSON:
@@ -412,15 +413,15 @@ class LocalSource:
     def run_job(self, name: str) -> JSON:
         return self.api.jobs.run(self.credential, name)
 
-    def offer_pool(self, pool: str, tenant: str, *, owner: str | None) -> JSON:
+    def offer_pool(self, pool: str, tenant: str, *, owner: str | None) -> PoolJson:
         return self.api.pools.offer(self.credential, tenant_id=owner or "", pool=pool, to=tenant)
 
-    def unoffer_pool(self, pool: str, tenant: str, *, owner: str | None) -> JSON:
+    def unoffer_pool(self, pool: str, tenant: str, *, owner: str | None) -> PoolJson:
         return self.api.pools.offer(
             self.credential, tenant_id=owner or "", pool=pool, to=tenant, revoke=True
         )
 
-    def set_quota(self, tenant: str, pool: str, limits: Mapping[str, int | None]) -> JSON:
+    def set_quota(self, tenant: str, pool: str, limits: Mapping[str, int | None]) -> QuotaJson:
         return self.api.quotas.set(self.credential, tenant_id=tenant, pool=pool, limits=limits)
 
     def deploy_service(self, service_id: str) -> JSON:

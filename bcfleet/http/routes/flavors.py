@@ -4,20 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from bcfleet.api.documents import FlavorJson, FlavorPlacementJson
 from bcfleet.domain.bounds import HUGEPAGE_SIZES
 from bcfleet.domain.flavor_rules import FLAVOR_NAME
 from bcfleet.http.operations import TENANT, Call, Operation
 from bcfleet.http.rules import matching, text
 from bcfleet.http.schemas import (
     BOOL,
-    INT,
     SHAPE_COUNT,
-    STRING,
-    array,
     nullable,
     obj,
     page,
 )
+from bcfleet.http.typed_schemas import document_schemas
 
 TAG = "flavors"
 
@@ -41,20 +40,9 @@ OFFER = nullable(
 )
 
 SCHEMAS = {
-    "FlavorPlacement": PLACEMENT,
-    "Flavor": obj(
-        {
-            "id": STRING,
-            "poolId": STRING,
-            "name": STRING,
-            **SHAPE,
-            "archived": BOOL,
-            "version": INT,
-            "offerId": STRING,
-            "placement": PLACEMENT,
-            "warnings": array(STRING),
-        },
-        required=["id", "poolId", "name", *SHAPE, "archived", "version"],
+    **document_schemas(
+        (FlavorPlacementJson, FlavorJson),
+        {"FlavorPlacement": PLACEMENT["properties"], "Flavor": SHAPE},
     ),
     "FlavorPage": page("Flavor"),
     "FlavorCreate": obj(

@@ -4,55 +4,33 @@ from __future__ import annotations
 
 from typing import Any
 
+from bcfleet.api.documents import (
+    GpuCountJson,
+    HostDetailJson,
+    HostJson,
+    HostListItemJson,
+    NodeResourceJson,
+)
 from bcfleet.api.hosts import LABEL_KEY_MAX, LABEL_VALUE_MAX
 from bcfleet.domain.bounds import HUGEPAGE_COUNT_MAX, HUGEPAGE_SIZE_MAX, SHAPE_MAX
 from bcfleet.domain.inventory import GPU_MODEL_MAX
-from bcfleet.domain.states import HostState
 from bcfleet.http.operations import TENANT, Call, Operation, Param
 from bcfleet.http.rules import reference, slug, text
 from bcfleet.http.schemas import (
-    ANY_OBJECT,
     BOOL,
     COUNT,
-    INT,
-    NUMBER,
-    STRING,
-    STRING_MAP,
-    TIME,
-    array,
     nullable,
     obj,
     page,
     ref,
 )
+from bcfleet.http.typed_schemas import document_schemas
 from bcfleet.schemas import load_schema
 
 TAG = "hosts"
 
-HOST_FIELDS = {
-    "id": STRING,
-    "name": STRING,
-    "poolId": STRING,
-    "pool": STRING,
-    "labels": STRING_MAP,
-    "tenantControlled": BOOL,
-    "state": {"type": "string", "enum": [s.value for s in HostState]},
-    "status": STRING,
-    "inventoryReportedAt": nullable(TIME),
-    "inventoryError": nullable(STRING),
-    "createdAt": TIME,
-    "resources": array(ref("NodeResource")),
-}
-
-
-LISTED_FIELDS = {
-    **HOST_FIELDS,
-    "gpus": obj(
-        {"total": COUNT, "used": COUNT},
-        description="GPUs present, and those booked now by instances and reservations.",
-    ),
-    "degradedGuests": COUNT,
-}
+# The bounds a count of the listing keeps, beyond its type.
+COUNTS = {"GpuCount": {"total": COUNT, "used": COUNT}, "HostListItem": {"degradedGuests": COUNT}}
 
 
 LABELS = {
@@ -115,24 +93,9 @@ AGENT_SCHEMAS = {
 
 
 SCHEMAS = {
-    "NodeResource": obj(
-        {
-            "resource": STRING,
-            "allocatable": INT,
-            "ratio": nullable(NUMBER),
-            "capacity": INT,
-            "allocated": INT,
-        }
-    ),
-    "Host": obj(HOST_FIELDS, required=[k for k in HOST_FIELDS if k != "resources"]),
-    "HostListItem": obj(
-        LISTED_FIELDS,
-        description="A host as hosts.list has it: no inventory; capacity, GPUs, degraded guests.",
-    ),
-    "HostDetail": obj(
-        {**LISTED_FIELDS, "inventory": nullable(ANY_OBJECT)},
-        required=[k for k in LISTED_FIELDS if k != "resources"] + ["inventory"],
-        description="A host as hosts.show has it: the listing's item and the inventory.",
+    **document_schemas(
+        (NodeResourceJson, GpuCountJson, HostJson, HostListItemJson, HostDetailJson),
+        {**COUNTS, "HostDetail": COUNTS["HostListItem"]},
     ),
     "HostPage": page("HostListItem"),
     "HostAdopt": obj(

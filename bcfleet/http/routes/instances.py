@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bcfleet.api.documents import QuotaJson
 from bcfleet.api.instance_list import CONDITION_TYPE
 from bcfleet.api.instances import INSTANCE_NAME_MAX
 from bcfleet.domain.bounds import PAGE_MAX
@@ -23,6 +24,7 @@ from bcfleet.http.schemas import (
     page,
     ref,
 )
+from bcfleet.http.typed_schemas import document_schemas
 
 TAG = "instances"
 
@@ -105,15 +107,7 @@ SCHEMAS = {
         strict=False,
         description="The guest an agent reported on: root's admin gets the whole Instance.",
     ),
-    "Quota": obj(
-        {
-            "tenantId": STRING,
-            "poolId": STRING,
-            "pool": STRING,
-            "limits": {"type": "object", "additionalProperties": nullable(INT)},
-            "used": {"type": "object", "additionalProperties": INT},
-        }
-    ),
+    **document_schemas((QuotaJson,)),
     "QuotaPage": page("Quota"),
     "QuotaSet": obj({r: nullable(QUOTA) for r in RESOURCES}, required=[]),
 }

@@ -4,23 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from bcfleet.api.documents import PoolJson, PoolPolicyJson
 from bcfleet.api.pools import OVERCOMMIT_RESOURCES, RESERVE_RESOURCES
 from bcfleet.domain.bounds import GPU_MODEL
 from bcfleet.domain.states import PoolKind
 from bcfleet.http.operations import TENANT, Call, Operation
 from bcfleet.http.rules import matching, one_of, reference, slug
 from bcfleet.http.schemas import (
-    INT,
-    NUMBER,
     RATIO,
     SHAPE_COUNT,
-    STRING,
-    TIME,
-    array,
     nullable,
     obj,
     page,
 )
+from bcfleet.http.typed_schemas import document_schemas
 
 TAG = "pools"
 GPU_MODEL_SCHEMA = {
@@ -40,30 +37,9 @@ PROVIDER_NEEDS_ACCOUNT = {
         "properties": {"providerAccount": {"type": "string"}},
     },
 }
-# What a pool shows: a value stored before the bounds existed may show as null.
-SHOWN_POLICY = obj(
-    {
-        "overcommit": {"type": "object", "additionalProperties": nullable(NUMBER)},
-        "hostReserve": {"type": "object", "additionalProperties": nullable(NUMBER)},
-    }
-)
 
 SCHEMAS = {
-    "Pool": obj(
-        {
-            "id": STRING,
-            "name": STRING,
-            "kind": KIND,
-            "owner": STRING,
-            "policy": SHOWN_POLICY,
-            "version": INT,
-            "createdAt": TIME,
-            "gpuModel": STRING,
-            "providerAccountId": STRING,
-            "offeredTo": array(STRING),
-        },
-        required=["id", "name", "kind", "owner", "policy", "version", "createdAt"],
-    ),
+    **document_schemas((PoolPolicyJson, PoolJson), {"Pool": {"kind": KIND}}),
     "PoolPage": page("Pool"),
     "PoolCreate": {
         **obj(

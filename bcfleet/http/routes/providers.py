@@ -4,35 +4,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from bcfleet.api.documents import ProviderAccountJson
 from bcfleet.api.provider_accounts import ENV_NAME, MAX_ENDPOINT, MAX_TOKEN, PROVIDERS
 from bcfleet.http.operations import TENANT, Call, Operation, Param
 from bcfleet.http.rules import http_url, matching, one_of, secret, text
 from bcfleet.http.schemas import (
     ANY_OBJECT,
-    BOOL,
-    STRING,
-    TIME,
     array,
     nullable,
     obj,
     page,
 )
+from bcfleet.http.typed_schemas import document_schemas
 
 TAG = "providers"
 
 TOKENS = {"token": {"type": "string"}, "tokenEnv": {"type": "string"}}
 SCHEMAS = {
-    "ProviderAccount": obj(
-        {
-            "id": STRING,
-            "name": STRING,
-            "provider": STRING,
-            "tokenEnv": nullable(STRING),
-            "hasToken": BOOL,
-            "endpoint": nullable(STRING),
-            "createdAt": TIME,
-        }
-    ),
+    **document_schemas((ProviderAccountJson,)),
     "ProviderAccountPage": page("ProviderAccount"),
     "ProviderAccountCreate": obj(
         {

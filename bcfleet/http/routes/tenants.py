@@ -4,24 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from bcfleet.api.documents import PrincipalJson, TenantJson, TokenInfoJson, TokenJson
 from bcfleet.api.tenants import TENANT_ID, TENANT_NAME_MAX
 from bcfleet.domain.policy import ROLES
 from bcfleet.domain.token_lifetime import MAX_TOKEN_LIFETIME
 from bcfleet.http.operations import Call, Operation, Param
 from bcfleet.http.rules import duration, matching, one_of, text
-from bcfleet.http.schemas import BOOL, STRING, TIME, nullable, obj, page, ref
+from bcfleet.http.schemas import BOOL, STRING, TIME, obj, page
+from bcfleet.http.typed_schemas import document_schemas
 
 TAG = "tenants"
 LIFETIME = duration(MAX_TOKEN_LIFETIME, "The token's lifetime (absent: no expiry)")
 
 SCHEMAS = {
-    "Tenant": obj({"id": STRING, "name": STRING, "createdAt": TIME}),
+    **document_schemas((TenantJson, PrincipalJson)),
     "TenantPage": page("Tenant"),
     "TenantCreate": obj(
         {"id": matching(TENANT_ID), "name": text(TENANT_NAME_MAX)}, required=["id"]
-    ),
-    "Principal": obj(
-        {"id": STRING, "tenantId": STRING, "name": STRING, "role": STRING, "createdAt": TIME}
     ),
     "TokenCreate": obj(
         {
@@ -32,32 +31,7 @@ SCHEMAS = {
         required=["name"],
     ),
     "TokenRotate": obj({"expiresIn": LIFETIME}, required=[]),
-    "Token": obj(
-        {
-            "id": STRING,
-            "token": STRING,
-            "principal": ref("Principal"),
-            "createdAt": TIME,
-            "expiresAt": nullable(TIME),
-            "replaces": STRING,
-        },
-        required=["id", "token", "principal", "createdAt", "expiresAt"],
-        description="The token is shown once, here. replaces: the id of the token a rotation revoked.",
-    ),
-    "TokenInfo": obj(
-        {
-            "id": STRING,
-            "principal": STRING,
-            "principalId": STRING,
-            "role": STRING,
-            "hint": STRING,
-            "createdAt": TIME,
-            "expiresAt": nullable(TIME),
-            "revokedAt": nullable(TIME),
-            "state": {"type": "string", "enum": ["active", "expired", "revoked"]},
-        },
-        description="A token as listed: never the token or its hash.",
-    ),
+    **document_schemas((TokenJson, TokenInfoJson)),
     "TokenPage": page("TokenInfo"),
     "TokenRevoked": obj({"id": STRING, "revoked": BOOL, "revokedAt": TIME}),
 }

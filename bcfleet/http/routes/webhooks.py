@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bcfleet.api.documents import WebhookCreatedJson, WebhookJson
 from bcfleet.api.webhooks import (
     EVENT_TYPE_MAX,
     MAX_SECRET,
@@ -15,24 +16,12 @@ from bcfleet.domain.states import DeliveryState
 from bcfleet.http.operations import TENANT, Call, Operation, Param
 from bcfleet.http.rules import http_url, one_of, reference
 from bcfleet.http.schemas import BOOL, INT, STRING, TIME, array, nullable, obj, page
+from bcfleet.http.typed_schemas import document_schemas
 
 TAG = "webhooks"
 
-WEBHOOK = {
-    "id": STRING,
-    "tenantId": STRING,
-    "url": STRING,
-    "eventTypes": array(STRING),
-    "active": BOOL,
-    "cursor": INT,
-    "createdAt": TIME,
-}
-
 SCHEMAS = {
-    "Webhook": obj(WEBHOOK),
-    "WebhookCreated": obj(
-        {**WEBHOOK, "secret": STRING}, description="The secret is shown once, here."
-    ),
+    **document_schemas((WebhookJson, WebhookCreatedJson)),
     "WebhookPage": page("Webhook"),
     "WebhookCreate": obj(
         {

@@ -1,0 +1,227 @@
+"""The JSON documents the API answers with, typed: one TypedDict per object, keys as the JSON has them.
+
+The OpenAPI component schemas of these objects are generated from these types
+(bcfleet/http/typed_schemas.py), so a field added here is a field the document states.
+A TypedDict named ``XJson`` is the component ``X``; a nested TypedDict is a ``$ref`` to its own.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, NotRequired, TypedDict
+
+from bcfleet.domain.states import HostState, TokenState
+
+
+@dataclass(frozen=True)
+class Format:
+    """A string's JSON Schema format, as ``Annotated[str, Format("date-time")]`` says it."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class OneOf:
+    """A string that is one of ``values``, as ``Annotated[str, OneOf(...)]`` says it."""
+
+    values: tuple[str, ...]
+
+
+Time = Annotated[str, Format("date-time")]
+"""An RFC 3339 UTC time (clock.format_time)."""
+
+HostStateText = Annotated[str, OneOf(tuple(HostState))]
+"""A host's state (domain.states.HostState)."""
+
+TokenStateText = Annotated[str, OneOf(tuple(TokenState))]
+"""An API token's state (domain.states.TokenState)."""
+
+
+class TenantJson(TypedDict):
+    id: str
+    name: str
+    createdAt: Time
+
+
+class PrincipalJson(TypedDict):
+    id: str
+    tenantId: str
+    name: str
+    role: str
+    createdAt: Time
+
+
+class TokenJson(TypedDict):
+    """The token is shown once, here. replaces: the id of the token a rotation revoked."""
+
+    id: str
+    token: str
+    principal: PrincipalJson
+    createdAt: Time
+    expiresAt: Time | None
+    replaces: NotRequired[str]
+
+
+class TokenInfoJson(TypedDict):
+    """A token as listed: never the token or its hash."""
+
+    id: str
+    principal: str
+    principalId: str
+    role: str
+    hint: str
+    createdAt: Time
+    expiresAt: Time | None
+    revokedAt: Time | None
+    state: TokenStateText
+
+
+class WebhookJson(TypedDict):
+    id: str
+    tenantId: str
+    url: str
+    eventTypes: list[str]
+    active: bool
+    cursor: int
+    createdAt: Time
+
+
+class WebhookCreatedJson(WebhookJson):
+    """The secret is shown once, here."""
+
+    secret: str
+
+
+class ProviderAccountJson(TypedDict):
+    """The account as the API shows it: never the token, only whether one is stored."""
+
+    id: str
+    name: str
+    provider: str
+    tokenEnv: str | None
+    hasToken: bool
+    endpoint: str | None
+    createdAt: Time
+
+
+class QuotaJson(TypedDict):
+    """A tenant's quotas in one pool: the limits set (null: unlimited) and the use of each."""
+
+    tenantId: str
+    poolId: str
+    pool: str
+    limits: Mapping[str, int | None]
+    used: Mapping[str, int]
+
+
+class PoolPolicyJson(TypedDict):
+    """What a pool shows: a value stored before the bounds existed shows as null."""
+
+    overcommit: Mapping[str, float | None]
+    hostReserve: Mapping[str, float | None]
+
+
+class PoolJson(TypedDict):
+    id: str
+    name: str
+    kind: str
+    owner: str
+    policy: PoolPolicyJson
+    version: int
+    createdAt: Time
+    gpuModel: NotRequired[str]
+    providerAccountId: NotRequired[str]
+    offeredTo: NotRequired[list[str]]
+
+
+class FlavorPlacementJson(TypedDict, total=False):
+    numaAffine: bool
+    pinned: bool
+    hugepageSizeBytes: int | None
+
+
+class FlavorJson(TypedDict):
+    id: str
+    poolId: str
+    name: str
+    vcpu: int
+    memoryGiB: int
+    diskGiB: int
+    gpus: int
+    archived: bool
+    version: int
+    offerId: NotRequired[str]
+    placement: NotRequired[FlavorPlacementJson]
+    warnings: NotRequired[list[str]]
+
+
+class NodeResourceJson(TypedDict):
+    resource: str
+    allocatable: int
+    ratio: float | None
+    capacity: int
+    allocated: int
+
+
+class HostFieldsJson(TypedDict):
+    """The fields every rendering of a host has."""
+
+    id: str
+    name: str
+    poolId: str
+    pool: str
+    labels: dict[str, str]
+    tenantControlled: bool
+    state: HostStateText
+    status: str
+    inventoryReportedAt: Time | None
+    inventoryError: str | None
+    createdAt: Time
+
+
+class HostJson(HostFieldsJson):
+    """A host as adopt, report, drain and ready answer it (resources where they were read)."""
+
+    resources: NotRequired[list[NodeResourceJson]]
+
+
+class GpuCountJson(TypedDict):
+    """GPUs present, and those booked now by instances and reservations."""
+
+    total: int
+    used: int
+
+
+class HostListItemJson(HostFieldsJson):
+    """A host as hosts.list has it: no inventory; capacity, GPUs, degraded guests."""
+
+    resources: list[NodeResourceJson]
+    gpus: GpuCountJson
+    degradedGuests: int
+
+
+class HostDetailJson(HostListItemJson):
+    """A host as hosts.show has it: the listing's item and the inventory."""
+
+    inventory: Mapping[str, Any] | None
+
+
+DOCUMENTS: tuple[type[Any], ...] = (
+    TenantJson,
+    PrincipalJson,
+    TokenJson,
+    TokenInfoJson,
+    WebhookJson,
+    WebhookCreatedJson,
+    ProviderAccountJson,
+    QuotaJson,
+    PoolPolicyJson,
+    PoolJson,
+    FlavorPlacementJson,
+    FlavorJson,
+    NodeResourceJson,
+    GpuCountJson,
+    HostJson,
+    HostListItemJson,
+    HostDetailJson,
+)
+"""Every typed document, for the schema generator and its tests."""

@@ -1,0 +1,152 @@
+"""The typed documents and the OpenAPI schemas generated from them: same keys, same required keys,
+and every answer the API renders for those objects validates against its schema."""
+
+from __future__ import annotations
+
+from typing import Any, get_type_hints
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from bcfleet.api.documents import DOCUMENTS
+from bcfleet.fleet import Fleet
+from bcfleet.http.app import openapi_document
+from bcfleet.http.typed_schemas import component_name, document_schema
+from bcfleet.jobs.vps_hosts import run_vps_hosts
+from tests.support.builders import OP, flavor, host, hosted_pool, inventory
+
+COMPONENTS = openapi_document()["components"]
+
+
+def _problems(component: str, body: Any) -> list[str]:
+    schema = {"$ref": f"#/components/schemas/{component}", "components": COMPONENTS}
+    validator = Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+    return sorted(
+        f"{'/'.join(map(str, e.absolute_path)) or '$'}: {e.message}"
+        for e in validator.iter_errors(body)
+    )
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=component_name)
+def test_the_schema_has_the_documents_keys_and_required_keys(document: type[Any]) -> None:
+    schema = COMPONENTS["schemas"][component_name(document)]
+    assert set(schema["properties"]) == set(get_type_hints(document))
+    assert set(schema["required"]) == set(document.__required_keys__)
+    assert schema["additionalProperties"] is False
+
+
+def test_the_bounds_the_rules_say_are_kept_over_the_types() -> None:
+    pool = COMPONENTS["schemas"]["Pool"]["properties"]
+    assert pool["kind"]["enum"] == ["vps-host", "provider"]
+    flavor_shape = COMPONENTS["schemas"]["Flavor"]["properties"]["vcpu"]
+    assert (flavor_shape["minimum"], flavor_shape["maximum"]) == (0, 1_000_000)
+    hugepages = COMPONENTS["schemas"]["FlavorPlacement"]["properties"]["hugepageSizeBytes"]
+    assert 1073741824 in hugepages["anyOf"][0]["enum"]
+    host_state = COMPONENTS["schemas"]["Host"]["properties"]["state"]
+    assert host_state == {"type": "string", "enum": ["ready", "draining"]}
+    assert COMPONENTS["schemas"]["GpuCount"]["properties"]["used"]["maximum"] == 2**31 - 1
+
+
+def test_a_type_without_a_json_schema_is_refused() -> None:
+    from typing import TypedDict
+
+    class BadJson(TypedDict):
+        when: complex
+
+    with pytest.raises(TypeError, match="no JSON schema"):
+        document_schema(BadJson)
+    with pytest.raises(KeyError, match="no fields"):
+        document_schema(DOCUMENTS[0], {"nosuch": {"type": "string"}})
+
+
+def test_every_answer_for_the_typed_objects_validates(fleet: Fleet) -> None:
+    api = fleet.api
+    answers: list[tuple[str, Any]] = []
+    pool = hosted_pool(fleet, "vps-fra", offered_to=("acme",), overcommit={"vcpu": 2.0})
+    answers.append(("Pool", pool))
+    assert pool["offeredTo"] == ["acme"] and pool["gpuModel"] == "L40S"
+    answers += [("Tenant", t) for t in api.tenants.list(OP)["items"]]
+    answers.append(("Tenant", api.tenants.update(OP, "acme", name="Acme")))
+    answers.append(
+        ("Principal", api.iam.create_principal(OP, tenant_id="acme", name="ops", role="viewer"))
+    )
+    made = api.iam.create_token(OP, tenant_id="acme", name="ci", expires_in="30d")
+    answers.append(("Token", made))
+    rotated = api.iam.rotate_token(OP, tenant_id="acme", token_id=made["id"])
+    assert rotated["replaces"] == made["id"] and rotated["expiresAt"] is not None
+    answers.append(("Token", rotated))
+    tokens = api.iam.list_tokens(OP, tenant_id="acme")["items"]
+    assert sorted(t["state"] for t in tokens) == ["active", "revoked"]
+    answers += [("TokenInfo", t) for t in tokens]
+    hook = api.webhooks.create(OP, tenant_id="acme", url="https://93.184.216.34/hook")
+    assert hook["secret"].startswith("whsec_")
+    answers.append(("WebhookCreated", hook))
+    shown_hook = api.webhooks.show(OP, hook["id"], tenant_id="acme")
+    assert "secret" not in shown_hook
+    answers.append(("Webhook", shown_hook))
+    answers += [("Webhook", h) for h in api.webhooks.list(OP, tenant_id="acme")["items"]]
+    account = api.provider_accounts.create(
+        OP, tenant_id="root", name="hz", provider="hetzner", token_env="HCLOUD_TOKEN"
+    )
+    assert account["hasToken"] is False and account["endpoint"] is None
+    answers.append(("ProviderAccount", account))
+    listed_accounts = api.provider_accounts.list(OP, tenant_id="root")["items"]
+    answers += [("ProviderAccount", a) for a in listed_accounts]
+    quota = api.quotas.set(OP, tenant_id="acme", pool="vps-fra", limits={"vcpu": 8})
+    assert quota["limits"] == {"vcpu": 8} and quota["used"]["vcpu"] == 0
+    answers.append(("Quota", quota))
+    answers += [("Quota", q) for q in api.quotas.show(OP, tenant_id="acme")["items"]]
+    answers += [("Pool", p) for p in api.pools.list(OP, tenant_id="root")["items"]]
+    answers.append(("Pool", api.pools.show(OP, tenant_id="root", pool="vps-fra")))
+    answers.append(
+        ("Pool", api.pools.update(OP, tenant_id="root", pool="vps-fra", host_reserve={"vcpu": 1}))
+    )
+    placed = flavor(
+        fleet,
+        pool["id"],
+        "g1.pinned",
+        placement={"numaAffine": True, "pinned": True, "hugepageSizeBytes": 1073741824},
+    )
+    assert placed["placement"]["pinned"] is True
+    answers.append(("Flavor", placed))
+    answers.append(("Flavor", flavor(fleet, pool["id"], "g1.small")))
+    many = api.flavors.create_many(
+        OP,
+        tenant_id="root",
+        pool_id=pool["id"],
+        flavors=[{"name": "g1.bulk", "vcpu": 1, "memory_gib": 2, "disk_gib": 10}],
+    )
+    answers += [("Flavor", f) for f in many["items"]]
+    answers += [
+        ("Flavor", f) for f in api.flavors.list(OP, tenant_id="root", pool_id=pool["id"])["items"]
+    ]
+    adopted = host(fleet, pool["id"], "h1")
+    assert adopted["status"] == "ready, no inventory" and adopted["inventoryReportedAt"] is None
+    answers.append(("Host", adopted))
+    reported = host(fleet, pool["id"], "h2", inventory(cpus=8, gpus=1))
+    assert reported["status"] == "ready" and reported["inventoryReportedAt"] is not None
+    answers.append(("Host", reported))
+    run_vps_hosts(fleet, fleet.now())  # derives the hosts' resources from their inventories
+    drained = api.hosts.set_state(OP, host="h2", draining=True)
+    assert drained["state"] == "draining" and drained["resources"]
+    answers.append(("Host", drained))
+    listed = api.hosts.list(OP)["items"]
+    assert [h["name"] for h in listed] == ["h1", "h2"]
+    assert listed[1]["gpus"] == {"total": 1, "used": 0}
+    # 8 CPUs, 1 held back by the pool's host reserve, overcommitted 2:1
+    assert {r["resource"]: r["capacity"] for r in listed[1]["resources"]}["vcpu"] == (8 - 1) * 2
+    answers += [("HostListItem", h) for h in listed]
+    shown = api.hosts.show(OP, host="h2")
+    assert shown["inventory"] is not None and shown["degradedGuests"] == 0
+    answers.append(("HostDetail", shown))
+    for component, body in answers:
+        assert _problems(component, body) == [], (component, body)
+
+
+def test_a_document_breaking_its_schema_is_caught() -> None:
+    """The check above can fail: a wrong type, a missing key and an unknown key are each found."""
+    good = {"id": "tnt_1", "name": "acme", "createdAt": "2026-11-30T10:00:00Z"}
+    assert _problems("Tenant", good) == []
+    assert _problems("Tenant", {**good, "name": 3})
+    assert _problems("Tenant", {"id": "tnt_1", "name": "acme"})
+    assert _problems("Tenant", {**good, "extra": True})
