@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 def test_replicas_killed_with_sigkill_lose_no_acknowledged_write_and_double_nothing(
     pg_url: str, tmp_path: Path
 ) -> None:
-    plan = SoakPlan(seconds=35, kill_every=7, workers=4)
+    plan = SoakPlan(seconds=20, kill_every=5, workers=4)
     result = soak(pg_url, plan, tmp_path)
     assert result["restartError"] is None  # every killed replica came back
     assert result["kills"] >= 2, result
