@@ -62,6 +62,21 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 @pytest.fixture
+def pg_url(pg_database: str) -> str:
+    """This test run's PostgreSQL database, emptied for this test (PostgreSQL only)."""
+    truncate_all(pg_database)
+    return pg_database
+
+
+@pytest.fixture
+def pg_fleet(pg_url: str) -> Iterator[Fleet]:
+    """A fleet on PostgreSQL only, for tests whose point is row locks or the server's own checks."""
+    handle = open_fleet(pg_url, FakeClock(T0))
+    yield handle
+    handle.close()
+
+
+@pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'fleet.db'}"
 

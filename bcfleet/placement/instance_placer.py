@@ -273,13 +273,18 @@ def _claim_on(
 ) -> NoFit | None:
     """Claim one host; a NoFit (and nothing written) when it cannot take the guest.
 
-    A guest with GPUs is claimed inside a savepoint (claims, atom locks, bookings). Without
-    GPUs the claim is the only write before the allocation and is all or nothing by itself,
-    so a refused choice gives the claims back instead of paying a savepoint's round trips.
+    On PostgreSQL, and for a guest with GPUs, the claim runs inside a savepoint (claims,
+    atom locks, bookings) whose rollback also lets go of the row locks a refused claim took:
+    a placement moving on to the next host holds no lock on the last one, so two placements
+    trying the same hosts in different orders never wait on each other in a cycle. On
+    SQLite, whose writers are serialized, a guest without GPUs skips the savepoint's round
+    trips: its claim is the only write before the allocation and all or nothing by itself.
     """
     now = fleet.now()
     claims = shape.claims()
-    savepoint = CoreSavepoint(session) if shape.gpus else None
+    savepoint = (
+        CoreSavepoint(session) if shape.gpus or not is_sqlite(session.get_bind().engine) else None
+    )
     if savepoint is None:
         session.flush()  # others_on reads with Core
     failed = claim_scalars(session, host.node_id, claims)

@@ -25,8 +25,14 @@ What counts as lost: SQLAlchemy invalidated the connection (it saw a disconnect)
 driver InterfaceError, or a psycopg OperationalError of SQLSTATE class 08 (connection
 exception), 57P01-57P03 (administrator or crash shutdown, starting up), or with no
 SQLSTATE at all (the client side found the socket closed, or could not connect). Lock
-waits, deadlocks, serialization failures and statement timeouts are not; neither is
-SQLite's "database is locked", which its busy timeout waits out.
+waits and statement timeouts are not; neither is SQLite's "database is locked", which its
+busy timeout waits out.
+
+A transaction PostgreSQL aborted to break a deadlock (40P01) or a serialization failure
+(40001) saved nothing either, and the server has already let the other side go on. It
+follows the same rule: the whole call runs again when no write of the attempt had reached
+COMMIT, up to twice; otherwise, or when it happens a third time, the caller gets CONFLICT
+with reason ``transaction_aborted`` and may send the call again.
 
 A broken constraint at a flush (a unique name a concurrent writer took first, a row that
 other rows still refer to) is the caller's CONFLICT: flush_or_conflict() is the one place
@@ -46,15 +52,18 @@ from typing import TypeVar
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
 from sqlmodel import Session
 
-from bcfleet.errors import DatabaseUnavailableError, FleetError
+from bcfleet.errors import ConflictError, DatabaseUnavailableError, FleetError
 
 T = TypeVar("T")
 log = logging.getLogger("bcfleet.store")
 
 # admin_shutdown (pg_terminate_backend, a fast shutdown), crash_shutdown, cannot_connect_now.
 SHUTDOWN_SQLSTATES = frozenset({"57P01", "57P02", "57P03"})
+# deadlock_detected, serialization_failure: the server rolled the transaction back.
+ABORTED_SQLSTATES = frozenset({"40P01", "40001"})
 CONNECTION_LOST = "connection_lost"
 COMMIT_OUTCOME_UNKNOWN = "commit_outcome_unknown"
+TRANSACTION_ABORTED = "transaction_aborted"
 
 
 def connection_lost(exc: BaseException) -> bool:
@@ -71,6 +80,22 @@ def connection_lost(exc: BaseException) -> bool:
         state = getattr(exc.orig, "sqlstate", None)
         return state is None or state.startswith("08") or state in SHUTDOWN_SQLSTATES
     return False
+
+
+def aborted_by_server(exc: BaseException) -> bool:
+    """Whether the database rolled the transaction back to break a deadlock or a serialization failure."""
+    if not isinstance(exc, DBAPIError) or isinstance(exc.orig, sqlite3.Error):
+        return False
+    return getattr(exc.orig, "sqlstate", None) in ABORTED_SQLSTATES
+
+
+def aborted() -> ConflictError:
+    """The error of a transaction the database aborted; nothing of it was saved."""
+    return ConflictError(
+        "the database aborted this change to break a deadlock with a concurrent one; "
+        "nothing was saved: try again",
+        {"reason": TRANSACTION_ABORTED},
+    )
 
 
 @dataclass
@@ -113,37 +138,50 @@ def lost_connections(*, committing: Callable[[], bool] = lambda: False) -> Itera
     try:
         yield
     except DBAPIError as exc:
+        if aborted_by_server(exc):
+            raise aborted() from exc
         if not connection_lost(exc):
             raise
         raise unavailable(during_commit=committing()) from exc
 
 
-def _may_run_again(error: DatabaseUnavailableError, attempt: Attempt) -> bool:
-    return attempt.commits == 0 and error.details.get("reason") == CONNECTION_LOST
+# Runs after the first: one for a lost connection, two for an aborted transaction.
+_RUNS_AGAIN = {CONNECTION_LOST: 1, TRANSACTION_ABORTED: 2}
+
+
+def _reason(error: FleetError) -> str | None:
+    if isinstance(error, (DatabaseUnavailableError, ConflictError)):
+        reason = error.details.get("reason")
+        return reason if reason in _RUNS_AGAIN else None
+    return None
 
 
 def run_retrying(call: Callable[[], T]) -> T:
-    """Run an API call; after a lost connection, once more when nothing can have been saved.
+    """Run an API call; after a lost connection or an aborted transaction, again when nothing can have been saved.
 
     A call made inside another (an API method calling another) runs as part of the
     outer one: only the outermost call is ever run again.
     """
     if _ATTEMPT.get() is not None:
         return call()
-    for remaining in (1, 0):
+    runs = dict.fromkeys(_RUNS_AGAIN, 0)
+    while True:
         attempt = Attempt()
         token = _ATTEMPT.set(attempt)
         try:
             return call()
-        except DatabaseUnavailableError as error:
-            if remaining == 0 or not _may_run_again(error, attempt):
-                if attempt.commits and error.details.get("reason") == CONNECTION_LOST:
+        except (DatabaseUnavailableError, ConflictError) as error:
+            reason = _reason(error)
+            if reason is None:
+                raise
+            if attempt.commits or runs[reason] >= _RUNS_AGAIN[reason]:
+                if attempt.commits and reason == CONNECTION_LOST:
                     raise unavailable(during_commit=True) from error
                 raise
+            runs[reason] += 1
         finally:
             _ATTEMPT.reset(token)
-        log.warning("the database connection was lost before COMMIT; running the call again")
-    raise AssertionError("unreachable")  # pragma: no cover
+        log.warning("%s before COMMIT; running the call again", reason.replace("_", " "))
 
 
 def flush_or_conflict(session: Session, conflict: FleetError) -> None:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
 from sqlalchemy import create_engine, text
 
-from bcfleet.clock import FakeClock, format_time
+from bcfleet.clock import format_time
 from bcfleet.domain.notices import ANONYMOUS_MESSAGE
 from bcfleet.domain.preemption import epoch_ms
 from bcfleet.errors import NotFoundError
@@ -19,17 +18,8 @@ from bcfleet.fleet import Fleet
 from bcfleet.jobs.reservations import run_lifecycle, run_retry
 from tests.support.builders import OP
 from tests.support.capacity import invariants_ok
-from tests.support.fleet import T0, open_fleet, truncate_all
+from tests.support.fleet import T0
 from tests.support.reservations import events, get, gpu_pool, reserve, tenant_text
-
-
-@pytest.fixture
-def pg_fleet(pg_database: str) -> Iterator[Fleet]:
-    """A fleet on PostgreSQL only: row locks held by another connection are the point."""
-    truncate_all(pg_database)
-    fleet = open_fleet(pg_database, FakeClock(T0))
-    yield fleet
-    fleet.close()
 
 
 def spot_everywhere(fleet: Fleet, pool: dict[str, object], nodes: int) -> list[dict[str, object]]:
