@@ -21,7 +21,7 @@ import httpx
 
 from bench.scaleout_fleet import FLAVOR, World
 
-RESERVATION_TRIES = 20
+CREATE_TRIES = 20
 BACKOFF_FIRST, BACKOFF_MOST = 0.05, 1.0  # seconds a client waits before it tries again
 TIMEOUT = httpx.Timeout(15.0)
 WEIGHTS = {
@@ -116,23 +116,31 @@ class Worker:
             self.http.close()
 
     def place(self) -> None:
+        """An instance with an idempotency key (its name), retried on another replica until answered."""
         name = self.name("vm")
-        body = {"pool": self.world.pool_id, "flavor": FLAVOR, "name": name}
-        try:
-            answer = self.send("POST", "/v1/instances", body)
-        except Lost:
-            with self.ledger.lock:
-                self.ledger.unacknowledged_places.add(name)
-            raise
-        if answer.is_success:
-            instance_id = answer.json()["id"]
-            self.instances.append(instance_id)
-            with self.ledger.lock:
-                self.ledger.placed[name] = instance_id
-                self.ledger.counts["writes"] += 1
-        elif answer.status_code >= 500:
-            with self.ledger.lock:
-                self.ledger.unacknowledged_places.add(name)
+        body = {"pool": self.world.pool_id, "flavor": FLAVOR, "name": name, "idempotencyKey": name}
+        for attempt in range(CREATE_TRIES):
+            if attempt:
+                if not self.back_off(attempt - 1):
+                    break
+                self.ledger.count("placeRetries")
+            try:
+                answer = self.send("POST", "/v1/instances", body)
+            except Lost:
+                continue
+            if answer.status_code >= 500:
+                continue
+            if answer.is_success:
+                instance_id = answer.json()["id"]
+                self.instances.append(instance_id)
+                with self.ledger.lock:
+                    self.ledger.placed[name] = instance_id
+                    self.ledger.counts["writes"] += 1
+                    if attempt:
+                        self.ledger.counts["placesAnsweredAfterRetry"] += 1
+            return
+        with self.ledger.lock:
+            self.ledger.unacknowledged_places.add(name)
 
     def delete(self) -> None:
         if not self.instances:
@@ -150,7 +158,7 @@ class Worker:
         body = {"pool": self.world.pool_id, "gpus": 1, "duration": "10m", "idempotencyKey": key}
         with self.ledger.lock:
             self.ledger.reserved[key] = set()
-        for attempt in range(RESERVATION_TRIES):
+        for attempt in range(CREATE_TRIES):
             if attempt:
                 if not self.back_off(attempt - 1):
                     break

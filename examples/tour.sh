@@ -54,7 +54,9 @@ fleet flavors delete --tenant root --pool vps-fra --name g1.old
 # Instances and quotas
 fleet quotas set --tenant acme --pool vps-fra --vcpu 64 --memory-gib 256 --gpu 4
 gpu_vm=$(fleet instances create --tenant acme --pool vps-fra --flavor gpu1.l40s --json | field id)
-vm=$(fleet instances create --tenant acme --pool vps-fra --flavor g1.small --json | field id)
+vm=$(fleet instances create --tenant acme --pool vps-fra --flavor g1.small --idempotency-key web-1 --json | field id)
+again=$(fleet instances create --tenant acme --pool vps-fra --flavor g1.small --idempotency-key web-1 --json | field id)
+[ "$again" = "$vm" ] || { echo "the same idempotency key made a second instance" >&2; exit 1; }
 fleet instances list --tenant acme
 fleet instances stop "$vm"
 fleet instances resize "$vm" --flavor g1.large

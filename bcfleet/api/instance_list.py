@@ -48,6 +48,7 @@ FIELDS = (
     "deleted_at",
     "provider_server_id",
     "provider_status",
+    "idempotency_key",
 )
 """The instance columns instance_body reads."""
 TIME_FIELDS = ("created_at", "updated_at", "ready_at", "deleted_at")
@@ -145,6 +146,8 @@ def instance_body(values: Mapping[str, Any], flavor: str | None, view: HostView)
     if values["provider_server_id"] is not None:
         body["providerServerId"] = values["provider_server_id"]
         body["providerStatus"] = values["provider_status"]
+    if values["idempotency_key"] is not None:
+        body["idempotencyKey"] = values["idempotency_key"]
     return body
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Actor, Credential, owned_resource, pool_resource, sees_guests
@@ -25,6 +26,7 @@ from bcfleet.clock import format_time
 from bcfleet.domain.bounds import check_limit, check_optional_text
 from bcfleet.domain.guest_view import guest_spec
 from bcfleet.domain.host_ids import HostView
+from bcfleet.domain.idempotency import check_idempotency_key, check_replay, input_digest
 from bcfleet.domain.instance_spec import instance_spec, render_libvirt_domain
 from bcfleet.domain.numa import HostPlacement
 from bcfleet.domain.shapes import Shape, shape_delta
@@ -93,9 +95,32 @@ class InstancesAPI(Area):
         pool_id: str,
         flavor: str,
         name: str | None = None,
+        idempotency_key: str | None = None,
     ) -> dict[str, Any]:
-        """Admit and place in one transaction; pending with a counted Unschedulable reason when nothing fits."""
+        """Admit and place in one transaction; pending with a counted Unschedulable reason when nothing fits.
+
+        With an idempotency key, a create sent again with the same input answers the instance
+        the first one made (whatever its state now) and makes nothing; other input is CONFLICT.
+        """
         check_optional_text("name", name, INSTANCE_NAME_MAX)
+        check_idempotency_key(idempotency_key)
+        try:
+            return self._create(credential, tenant_id, pool_id, flavor, name, idempotency_key)
+        except IntegrityError:
+            if idempotency_key is None:
+                raise
+            # Another create with the same key committed first: answer as a replay would.
+            return self._create(credential, tenant_id, pool_id, flavor, name, idempotency_key)
+
+    def _create(
+        self,
+        credential: Credential | None,
+        tenant_id: str,
+        pool_id: str,
+        flavor: str,
+        name: str | None,
+        key: str | None,
+    ) -> dict[str, Any]:
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
             pool = find_pool(session, actor, pool_id)
@@ -105,6 +130,16 @@ class InstancesAPI(Area):
                 pool_resource(pool),
                 {"gpus": row.gpus, "flavor": row.name, "spot": False},
             )
+            digest = input_digest({"pool": pool.id, "flavor": row.id, "name": name})
+            if key is not None:
+                made = session.exec(
+                    select(Instance).where(
+                        Instance.tenant_id == actor.tenant_id, Instance.idempotency_key == key
+                    )
+                ).first()
+                if made is not None:
+                    check_replay(key, digest, made.input_hash, "instance", made.id)
+                    return instance_json(session, actor, made, row.name)
             instance = place_instance(
                 session,
                 self.fleet,
@@ -113,6 +148,8 @@ class InstancesAPI(Area):
                 shape=flavor_shape(row),
                 name=name or f"{row.name}-{self.fleet.now():%H%M%S}",
                 flavor_id=row.id,
+                idempotency_key=key,
+                input_hash=digest if key is not None else None,
             )
             kind = "instance.placed" if instance.node_id else "instance.unschedulable"
             if pool.kind == PoolKind.PROVIDER:

@@ -10,8 +10,6 @@ reservation; with other input it is CONFLICT.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -25,12 +23,13 @@ from bcfleet.api.base import Area
 from bcfleet.api.host_view import host_view
 from bcfleet.api.lookup import find_host, find_pool
 from bcfleet.clock import format_time, parse_time
-from bcfleet.domain.bounds import check_optional_text, check_whole
+from bcfleet.domain.bounds import check_whole
 from bcfleet.domain.durations import format_duration, parse_duration
 from bcfleet.domain.guest_view import guest_booking
 from bcfleet.domain.host_ids import HostView
+from bcfleet.domain.idempotency import check_idempotency_key, check_replay, input_digest
 from bcfleet.domain.states import PoolKind, ReservationState
-from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError
+from bcfleet.errors import InvalidInputError, NotFoundError
 from bcfleet.placement.reservation_placer import place
 from bcfleet.placement.reservations import admit, during_json, record_event, release
 from bcfleet.store.models import Booking, GpuAtom, Pool, Reservation
@@ -40,7 +39,6 @@ BINDINGS = ("pool", "node")
 MAX_GPUS = 1024
 MAX_NODES = 1024
 MAX_BATCH = 100
-IDEMPOTENCY_KEY_MAX = 200
 
 
 @dataclass(frozen=True)
@@ -62,7 +60,7 @@ class Ask:
         body = {"pool": pool_id, "gpus": self.gpus, "nodes": self.nodes, "binding": self.binding,
                 "spot": self.spot, "seconds": int(self.duration.total_seconds()),
                 "start": format_time(self.start)}  # fmt: skip
-        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+        return input_digest(body)
 
 
 BATCH_FIELDS = frozenset(
@@ -80,6 +78,7 @@ def _batch_item(position: int, fields: Mapping[str, Any]) -> tuple[Ask, str | No
         raise InvalidInputError(f"requests[{position}]: {', '.join(missing)} required",
                                 {"field": f"requests[{position}]"})  # fmt: skip
     key = fields.get("idempotency_key")
+    check_idempotency_key(key)
     values = {k: v for k, v in fields.items() if k != "idempotency_key"}
     return parse_ask(**values), key
 
@@ -185,7 +184,7 @@ class ReservationsAPI(Area):
         """Admit, then place (or preempt, or leave pending with the counted reason), in one transaction."""
         ask = parse_ask(gpus=gpus, duration=duration, nodes=nodes, binding=binding, spot=spot,
                         start=start)  # fmt: skip
-        check_optional_text("idempotencyKey", idempotency_key, IDEMPOTENCY_KEY_MAX)
+        check_idempotency_key(idempotency_key)
         try:
             return self._create(credential, tenant_id, pool_id, ask, idempotency_key)
         except IntegrityError:
@@ -268,11 +267,7 @@ class ReservationsAPI(Area):
         ).first()
         if existing is None:
             return None
-        if existing.input_hash != digest:
-            raise ConflictError(
-                "idempotency key reused with other input",
-                {"idempotencyKey": key, "reservation": existing.id},
-            )
+        check_replay(key, digest, existing.input_hash, "reservation", existing.id)
         return _render(session, actor, existing)
 
     def get(

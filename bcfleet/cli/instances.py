@@ -44,12 +44,22 @@ def _instance_text(i: dict[str, Any]) -> str:
 @click.option("--pool", required=True)
 @click.option("--flavor", required=True)
 @click.option("--name")
-def create(tenant: str, pool: str, flavor: str, name: str | None) -> None:
+@click.option(
+    "--idempotency-key",
+    "key",
+    help="Sent again with the same input, answers the instance the first create made.",
+)
+def create(tenant: str, pool: str, flavor: str, name: str | None, key: str | None) -> None:
     """Admit and place an instance of a flavor."""
     s = state()
     output(
         s.fleet.api.instances.create(
-            s.credential, tenant_id=tenant, pool_id=pool, flavor=flavor, name=name
+            s.credential,
+            tenant_id=tenant,
+            pool_id=pool,
+            flavor=flavor,
+            name=name,
+            idempotency_key=key,
         ),
         _instance_text,
     )

@@ -236,8 +236,12 @@ class FleetClient:
         result: JSON = self.request("GET", f"/v1/instances/{_p(instance_id)}")
         return result
 
-    def create_instance(self, pool: str, flavor: str, name: str | None = None) -> JSON:
-        body = _drop_none({"pool": pool, "flavor": flavor, "name": name})
+    def create_instance(
+        self, pool: str, flavor: str, name: str | None = None, idempotency_key: str | None = None
+    ) -> JSON:
+        body = _drop_none(
+            {"pool": pool, "flavor": flavor, "name": name, "idempotencyKey": idempotency_key}
+        )
         result: JSON = self.request("POST", "/v1/instances", json_body=body)
         return result
 

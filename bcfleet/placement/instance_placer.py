@@ -59,6 +59,8 @@ def place_instance(
     flavor_id: str | None,
     purpose: str = "tenant",
     size: str | None = None,
+    idempotency_key: str | None = None,
+    input_hash: str | None = None,
 ) -> Instance:
     """Admit (charge quota) and place an instance; pending with Unschedulable when nothing fits."""
     now = fleet.now()
@@ -74,6 +76,8 @@ def place_instance(
         size=size,
         created_at=now,
         updated_at=now,
+        idempotency_key=idempotency_key,
+        input_hash=input_hash,
     )
     charge(session, tenant_id, pool.id, quota_charge_of(shape))
     if pool.kind == PoolKind.PROVIDER:

@@ -8,6 +8,7 @@ from bcfleet.api.documents import QuotaJson
 from bcfleet.api.instance_list import CONDITION_TYPE
 from bcfleet.api.instances import INSTANCE_NAME_MAX
 from bcfleet.domain.bounds import PAGE_MAX
+from bcfleet.domain.idempotency import IDEMPOTENCY_KEY_MAX
 from bcfleet.domain.states import AgentReport
 from bcfleet.http.operations import TENANT, Call, Operation, Param
 from bcfleet.http.rules import matching, one_of, reference, text
@@ -58,6 +59,7 @@ SCHEMAS = {
             "deletedAt": TIME,
             "providerServerId": STRING,
             "providerStatus": nullable(STRING),
+            "idempotencyKey": STRING,
         },
         required=list(INSTANCE_FIELDS),
     ),
@@ -69,7 +71,16 @@ SCHEMAS = {
         },
     },
     "InstanceCreate": obj(
-        {"pool": POOL_REF, "flavor": FLAVOR_REF, "name": text(INSTANCE_NAME_MAX)},
+        {
+            "pool": POOL_REF,
+            "flavor": FLAVOR_REF,
+            "name": text(INSTANCE_NAME_MAX),
+            "idempotencyKey": {
+                **nullable(text(IDEMPOTENCY_KEY_MAX)),
+                "description": "Sent again with the same input, answers the instance the "
+                "first create made and makes nothing; with other input, CONFLICT.",
+            },
+        },
         required=["pool", "flavor"],
     ),
     "InstanceResize": obj({"flavor": FLAVOR_REF}),
@@ -120,6 +131,7 @@ def create_instance(call: Call) -> Any:
         pool_id=call.field("pool"),
         flavor=call.field("flavor"),
         name=call.field("name"),
+        idempotency_key=call.field("idempotencyKey"),
     )
 
 

@@ -6,11 +6,11 @@ from typing import Any
 
 from bcfleet.api.reservations import (
     BINDINGS,
-    IDEMPOTENCY_KEY_MAX,
     MAX_BATCH,
     MAX_GPUS,
     MAX_NODES,
 )
+from bcfleet.domain.idempotency import IDEMPOTENCY_KEY_MAX
 from bcfleet.http.operations import TENANT, Call, Operation, Param
 from bcfleet.http.rules import duration, one_of, reference, text, time
 from bcfleet.http.schemas import (

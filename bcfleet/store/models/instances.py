@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON
+from sqlalchemy import JSON, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from bcfleet.domain.states import InstanceState
@@ -14,6 +14,7 @@ from bcfleet.store.types import UTCDateTime, empty_dict, empty_list
 
 class Instance(SQLModel, table=True):
     __tablename__ = "instances"
+    __table_args__ = (UniqueConstraint("tenant_id", "idempotency_key"),)
 
     id: str = Field(primary_key=True)
     tenant_id: str = Field(foreign_key="tenants.id", index=True)
@@ -36,3 +37,6 @@ class Instance(SQLModel, table=True):
     deleted_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     provider_server_id: str | None = None
     provider_status: str | None = None
+    # a create sent again with the same key answers this instance (domain/idempotency.py)
+    idempotency_key: str | None = None
+    input_hash: str | None = None

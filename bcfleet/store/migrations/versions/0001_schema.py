@@ -526,11 +526,14 @@ def upgrade() -> None:
     sa.Column('deleted_at', bcfleet.store.types.UTCDateTime(), nullable=True),
     sa.Column('provider_server_id', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
     sa.Column('provider_status', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
+    sa.Column('idempotency_key', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
+    sa.Column('input_hash', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
     sa.ForeignKeyConstraint(['flavor_id'], ['flavors.id'], ),
     sa.ForeignKeyConstraint(['node_id'], ['hosts.id'], ),
     sa.ForeignKeyConstraint(['pool_id'], ['pools.id'], ),
     sa.ForeignKeyConstraint(['tenant_id'], ['tenants.id'], ),
-    sa.PrimaryKeyConstraint('id')
+    sa.PrimaryKeyConstraint('id'),
+    sa.UniqueConstraint('tenant_id', 'idempotency_key')
     )
     with op.batch_alter_table('instances', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_instances_allocation_id'), ['allocation_id'], unique=False)
