@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
 from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, TypeVar
@@ -27,9 +26,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-# The transaction that write() and read() calls join: (the fleet it belongs to, its session).
-_JOINED: ContextVar[tuple[Fleet, Session] | None] = ContextVar("bcfleet_joined", default=None)
-
 
 class Fleet:
     """What every API call, job and edge is handed: state, time, ids and settings."""
@@ -41,13 +37,17 @@ class Fleet:
         clock: Clock | None = None,
         settings: FleetSettings | None = None,
         ids: IdFactory | None = None,
+        placement: PlacementContext | None = None,
+        session: Session | None = None,
     ) -> None:
         self.engine = engine
         self.clock: Clock = clock or clock_from_env()
         self.settings = settings or load_fleet_settings()
         self.ids = ids or IdFactory()
         # cursors, parsed inventories, GPU snapshots
-        self.placement = PlacementContext(random_start=not self.ids.seeded)
+        self.placement = placement or PlacementContext(random_start=not self.ids.seeded)
+        # the open transaction of a handle made by transaction(); None for a fleet's own handle
+        self.session = session
 
     @classmethod
     def open(
@@ -118,26 +118,20 @@ class Fleet:
     def new_id(self, prefix: str) -> str:
         return self.ids.new(prefix, self.clock.now())
 
-    def _joined(self) -> Session | None:
-        joined = _JOINED.get()
-        return joined[1] if joined is not None and joined[0] is self else None
-
     @contextmanager
     def write(self, *, bump_revision: bool = True) -> Iterator[Session]:
-        """One write transaction, or the enclosing transaction() when there is one."""
-        joined = self._joined()
-        if joined is not None:
-            yield joined
+        """One write transaction, or this handle's transaction when transaction() made it."""
+        if self.session is not None:
+            yield self.session
             return
         with write_session(self.engine, bump_revision=bump_revision) as session:
             yield session
 
     @contextmanager
     def read(self) -> Iterator[Session]:
-        """One read transaction, or the enclosing transaction() when there is one."""
-        joined = self._joined()
-        if joined is not None:
-            yield joined
+        """One read transaction, or this handle's transaction when transaction() made it."""
+        if self.session is not None:
+            yield self.session
             return
         with read_session(self.engine) as session:
             yield session
@@ -145,30 +139,35 @@ class Fleet:
     def run_call(self, call: Callable[[], T]) -> T:
         """Run one API call; after a lost connection, once more if nothing can have been saved.
 
-        The rule is store/faults.py's. Inside transaction() a call is never run again: the
-        enclosing transaction is lost as a whole.
+        The rule is store/faults.py's. In a transaction() handle a call is never run again:
+        the enclosing transaction is lost as a whole.
         """
-        if self._joined() is not None:
+        if self.session is not None:
             return call()
         return run_retrying(call)
 
     @contextmanager
-    def transaction(self, *, bump_revision: bool = True) -> Iterator[Session]:
-        """One write transaction that every write() and read() inside the block joins.
+    def transaction(self, *, bump_revision: bool = True) -> Iterator[Fleet]:
+        """One write transaction, and a handle on this fleet whose API calls all run in it.
 
-        So several API calls, each keeping its own authorization, commit together or
-        not at all (`fleet apply`). The revision is bumped once, here, never by the
-        joined calls. An error raised by a joined call must leave the block: the
-        transaction is rolled back as a whole, never continued after a failed call.
+        So several API calls made through the handle (`joined.api…`), each keeping its own
+        authorization, commit together or not at all (`fleet apply`); `joined.session` is
+        the transaction itself. Calls through this fleet's own handle are not part of it.
+        The revision is bumped once, here, never by the joined calls. An error raised by a
+        joined call must leave the block: the transaction is rolled back as a whole, never
+        continued after a failed call.
         """
-        if self._joined() is not None:
-            raise RuntimeError("a transaction is already open in this context")
+        if self.session is not None:
+            raise RuntimeError("this handle is already a transaction's")
         with write_session(self.engine, bump_revision=bump_revision) as session:
-            token = _JOINED.set((self, session))
-            try:
-                yield session
-            finally:
-                _JOINED.reset(token)
+            yield Fleet(
+                self.engine,
+                clock=self.clock,
+                settings=self.settings,
+                ids=self.ids,
+                placement=self.placement,
+                session=session,
+            )
 
     @cached_property
     def api(self) -> FleetAPI:

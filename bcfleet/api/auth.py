@@ -12,7 +12,13 @@ from typing import Any
 from sqlalchemy import bindparam
 from sqlmodel import Session, select
 
-from bcfleet.domain.policy import ROOT_TENANT, AccessRequest, evaluate, role_statements
+from bcfleet.domain.policy import (
+    ROOT_TENANT,
+    AccessRequest,
+    evaluate,
+    may_use_pool,
+    role_statements,
+)
 from bcfleet.domain.policy_bounds import principal_statements
 from bcfleet.domain.states import TokenState
 from bcfleet.errors import ForbiddenError, NotFoundError, UnauthenticatedError
@@ -178,10 +184,21 @@ def owned_resource(tenant_id: str, kind: str, object_id: str) -> str:
 
 def pool_visible(session: Session, actor: Actor, pool: Pool) -> bool:
     """The owner, the tenants it is offered to, and root's admin know a pool exists."""
-    if actor.is_root_admin or pool.owner_tenant_id == actor.tenant_id:
-        return True
-    found = session.execute(_OFFERED, {"p": pool.id, "t": actor.tenant_id})
-    return found.first() is not None
+    return actor.is_root_admin or may_use_pool(
+        actor.tenant_id, pool.owner_tenant_id, _OffersOf(session, pool.id)
+    )
+
+
+@dataclass(frozen=True)
+class _OffersOf:
+    """The tenants a pool is offered to, asked of the database one tenant at a time."""
+
+    session: Session
+    pool_id: str
+
+    def __contains__(self, tenant: object) -> bool:
+        found = self.session.execute(_OFFERED, {"p": self.pool_id, "t": tenant})
+        return found.first() is not None
 
 
 def owns_pool(actor: Actor, pool: Pool) -> bool:

@@ -24,7 +24,7 @@ from typing import Any
 
 from bcfleet.domain.bounds import RATIO_MAX as MAX_RATIO
 from bcfleet.domain.bounds import RATIO_MIN as MIN_RATIO
-from bcfleet.domain.shapes import SCALARS, Inventory, PlacementPolicy, Shape
+from bcfleet.domain.shapes import SCALARS, Inventory, PlacementPolicy, Shape, per_scalar
 
 PLACEMENT_CAPABILITY_LABEL = "bc.dev/cap.instance.placement"
 
@@ -83,7 +83,7 @@ class HostReserve:
         )
 
     def of(self, resource: str) -> int:
-        return {"vcpu": self.vcpu, "memoryGiB": self.memory_gib, "diskGiB": self.disk_gib}[resource]
+        return per_scalar(self.vcpu, self.memory_gib, self.disk_gib)[resource]
 
 
 DEFAULT_RESERVE = HostReserve()

@@ -8,12 +8,23 @@ A statement is {"effect": "allow"|"deny", "actions": [...], "resources": [...],
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
 
 ROOT_TENANT = "root"
+
+
+def may_use_pool(tenant: str, owner: str, offered_to: Container[str]) -> bool:
+    """A pool's owner and the tenants it is offered to may use it: quotas, instances, reservations.
+
+    `offered_to` may answer `in` lazily (the API asks the database only when the tenant is not
+    the owner); FleetConfig's checks pass the declared list.
+    """
+    return tenant == owner or tenant in offered_to
+
+
 """The tenant that runs the fleet; its admin is the operator (PRODUCT.md §5)."""
 
 Statement = Mapping[str, Any]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from bcfleet.domain.bounds import (
     HUGEPAGE_COUNT_MAX,
@@ -24,6 +24,13 @@ SCALARS = ("vcpu", "memoryGiB", "diskGiB")
 """The scalar resources of a host's node_resources rows, in the order reasons name them."""
 
 GIB = 1 << 30
+
+T = TypeVar("T")
+
+
+def per_scalar(vcpu: T, memory_gib: T, disk_gib: T) -> dict[str, T]:
+    """Values by scalar resource, under the names node_resources rows and documents use."""
+    return {"vcpu": vcpu, "memoryGiB": memory_gib, "diskGiB": disk_gib}
 
 
 def _whole(value: Any, name: str, minimum: int = 0, maximum: int = SHAPE_MAX) -> int:
@@ -79,7 +86,7 @@ class Shape:
 
     def claims(self) -> dict[str, int]:
         """The scalar claims on a host's rows: vcpu, memoryGiB and diskGiB."""
-        return {"vcpu": self.vcpu, "memoryGiB": self.memory_gib, "diskGiB": self.disk_gib}
+        return per_scalar(self.vcpu, self.memory_gib, self.disk_gib)
 
     def quota_charge(self) -> dict[str, int]:
         """What the shape counts against quota: the scalars, and gpu when gpus is above 0."""
@@ -99,7 +106,7 @@ class ShapeDelta:
     gpus: int
 
     def _scalars(self) -> dict[str, int]:
-        return {"vcpu": self.vcpu, "memoryGiB": self.memory_gib, "diskGiB": self.disk_gib}
+        return per_scalar(self.vcpu, self.memory_gib, self.disk_gib)
 
     @property
     def changes_gpus(self) -> bool:

@@ -51,7 +51,7 @@ def run_vps_hosts(fleet: Fleet, now: datetime) -> dict[str, int]:
             )
         ).all()
         rows = _rows_by_node(session, [h.id for h in hosts])
-        default = _default_reserve(fleet)
+        default = fleet.settings.host_reserve
         for host in hosts:
             counts["hosts"] += 1
             written, changed = sync_host(session, host, pools[host.pool_id], rows, default)
@@ -61,11 +61,6 @@ def run_vps_hosts(fleet: Fleet, now: datetime) -> dict[str, int]:
     placed, pending = retry_pending(fleet)
     counts["placed"], counts["stillPending"] = placed, pending
     return counts
-
-
-def _default_reserve(fleet: Fleet) -> HostReserve:
-    reserve = fleet.settings.host_reserve
-    return HostReserve(vcpu=reserve.vcpu, memory_gib=reserve.memory_gib, disk_gib=reserve.disk_gib)
 
 
 def _rows_by_node(session: Session, node_ids: list[str]) -> dict[str, dict[str, ResourceRow]]:

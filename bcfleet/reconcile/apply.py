@@ -179,7 +179,9 @@ def _apply_locked(
     lock: Lease,
     between: StepHook | None,
 ) -> ApplyResult:
-    with fleet.transaction(bump_revision=False) as session, collector_paused():
+    with fleet.transaction(bump_revision=False) as joined, collector_paused():
+        session = joined.session
+        assert session is not None
         require_operator(session, credential, fleet.now())
         revision = current_revision(session)
         observed = observe(session, host_reserve=fleet.settings.host_reserve)
@@ -188,7 +190,7 @@ def _apply_locked(
         fresh.raise_for_errors()
         warnings: list[str] = []
         if fresh.has_changes:
-            warnings = _execute(fleet, credential, approved.desired, observed, fresh, between)
+            warnings = _execute(joined, credential, approved.desired, observed, fresh, between)
             bump(session)  # last: PostgreSQL's counter is a sequence, which never rolls back
         return ApplyResult(fresh, current_revision(session), lock, replanned, tuple(warnings))
 

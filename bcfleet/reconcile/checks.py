@@ -17,7 +17,7 @@ from bcfleet.domain.compute_settings import (
     serverless_pool_problem,
 )
 from bcfleet.domain.flavor_rules import placement_problems
-from bcfleet.domain.policy import ROOT_TENANT
+from bcfleet.domain.policy import ROOT_TENANT, may_use_pool
 from bcfleet.domain.sizes import DEFAULT_SIZE, SIZE_NAMES, SPARES_MAX
 from bcfleet.domain.states import PoolKind
 from bcfleet.errors import InvalidInputError
@@ -124,7 +124,7 @@ def _reference(
 
 
 def _tenant_may_use(pool: Item, tenant: str) -> bool:
-    return tenant == pool.get("owner", ROOT_TENANT) or tenant in (pool.get("offeredTo") or [])
+    return may_use_pool(tenant, pool.get("owner", ROOT_TENANT), pool.get("offeredTo") or [])
 
 
 def _check_pools(data: Mapping[str, Any], names: _Names, found: Findings) -> None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from bcfleet.domain.compute_settings import SizeSetting, SizeUsers, default_sizes
 from bcfleet.domain.fit import HostReserve, ResourceRow, clamp_ratio
 from bcfleet.domain.policy import ROOT_TENANT
-from bcfleet.domain.shapes import PlacementPolicy, placement_from_json
+from bcfleet.domain.shapes import PlacementPolicy, per_scalar, placement_from_json
 from bcfleet.domain.sizes import SIZE_NAMES, SizeName, kept_spares
 from bcfleet.domain.states import HostState
 
@@ -32,7 +32,7 @@ class Overcommit:
     disk_gib: float = 1.0
 
     def ratio(self, resource: str) -> float:
-        return {"vcpu": self.vcpu, "memoryGiB": self.memory_gib, "diskGiB": self.disk_gib}[resource]
+        return per_scalar(self.vcpu, self.memory_gib, self.disk_gib)[resource]
 
 
 @dataclass(frozen=True)

@@ -247,17 +247,18 @@ def test_an_error_in_the_middle_leaves_everything_as_it_was(any_fleet: Fleet) ->
 
 
 def test_api_calls_in_a_transaction_commit_together_or_not_at_all(fleet: Fleet) -> None:
-    with pytest.raises(RuntimeError, match="boom"), fleet.transaction():
-        fleet.api.tenants.create(OP, "acme")
-        fleet.api.pools.create(OP, tenant_id="acme", name="p1", kind="vps-host")
+    with pytest.raises(RuntimeError, match="boom"), fleet.transaction() as joined:
+        joined.api.tenants.create(OP, "acme")
+        joined.api.pools.create(OP, tenant_id="acme", name="p1", kind="vps-host")
         raise RuntimeError("boom")
     assert [t["id"] for t in fleet.api.tenants.list(OP)["items"]] == ["root"]
     before = revision(fleet)
-    with fleet.transaction():
-        fleet.api.tenants.create(OP, "acme")
-        fleet.api.pools.create(OP, tenant_id="acme", name="p1", kind="vps-host")
+    with fleet.transaction() as joined:
+        joined.api.tenants.create(OP, "acme")
+        joined.api.pools.create(OP, tenant_id="acme", name="p1", kind="vps-host")
+        assert [p["name"] for p in joined.api.pools.list(OP)["items"]] == ["p1"]
         with pytest.raises(RuntimeError):
-            fleet.transaction().__enter__()
+            joined.transaction().__enter__()
     assert revision(fleet) == before + 1
     assert fleet.api.pools.show(OP, pool="p1")["owner"] == "acme"
 
@@ -267,8 +268,8 @@ def test_every_call_keeps_its_own_authorization(fleet: Fleet) -> None:
     acme = token(fleet, "acme", "alice")
     with pytest.raises(ForbiddenError):
         make_plan(fleet, acme, desired())
-    with fleet.transaction(), pytest.raises(ForbiddenError):
-        fleet.api.pools.create(acme, tenant_id="root", name="p1", kind="vps-host")
+    with fleet.transaction() as joined, pytest.raises(ForbiddenError):
+        joined.api.pools.create(acme, tenant_id="root", name="p1", kind="vps-host")
 
 
 COMPUTE = EXAMPLE.read_text()

@@ -83,8 +83,8 @@ def test_a_deadlock_victim_is_run_again_and_saved_once(pg_fleet: Fleet) -> None:
 def test_inside_one_transaction_a_deadlock_is_the_callers_conflict(pg_fleet: Fleet) -> None:
     deadlock = Deadlock(pg_fleet)
     try:
-        with pytest.raises(ConflictError) as raised, pg_fleet.transaction():
-            pg_fleet.api.tenants.create(OP, "acme")
+        with pytest.raises(ConflictError) as raised, pg_fleet.transaction() as joined:
+            joined.api.tenants.create(OP, "acme")
     finally:
         deadlock.remove()
     assert raised.value.details == {"reason": TRANSACTION_ABORTED}

@@ -75,9 +75,9 @@ def test_a_connection_lost_while_committing_is_not_run_again(any_fleet: Fleet) -
 
 def test_inside_one_transaction_a_lost_connection_is_never_run_again(any_fleet: Fleet) -> None:
     faults = Faults(any_fleet, "INSERT INTO tenants", kills=1)
-    with pytest.raises(DatabaseUnavailableError), any_fleet.transaction():
-        any_fleet.api.tenants.create(OP, "acme")
-        any_fleet.api.tenants.create(OP, "globex")
+    with pytest.raises(DatabaseUnavailableError), any_fleet.transaction() as joined:
+        joined.api.tenants.create(OP, "acme")
+        joined.api.tenants.create(OP, "globex")
     faults.remove()
     assert faults.runs == 1
     assert tenant_ids(any_fleet) == ["root"]
