@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired, TypedDict
 
-from bcfleet.domain.states import HostState, TokenState
+from bcfleet.domain.states import HostState, InstanceState, TokenState
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,9 @@ HostStateText = Annotated[str, OneOf(tuple(HostState))]
 
 TokenStateText = Annotated[str, OneOf(tuple(TokenState))]
 """An API token's state (domain.states.TokenState)."""
+
+InstanceStateText = Annotated[str, OneOf(tuple(InstanceState))]
+"""An instance's state (domain.states.InstanceState)."""
 
 
 class TenantJson(TypedDict):
@@ -205,6 +208,48 @@ class HostDetailJson(HostListItemJson):
     inventory: Mapping[str, Any] | None
 
 
+class InstanceJson(TypedDict):
+    """An instance: its shape is its flavor's at admission, its node as the reader sees it (an
+    opaque id for a guest tenant). purpose and size: a spare or a service's instance."""
+
+    id: str
+    tenantId: str
+    poolId: str
+    flavorId: str | None
+    name: str
+    state: InstanceStateText
+    shape: Mapping[str, Any]
+    nodeId: str | None
+    conditions: list[Mapping[str, Any]]
+    createdAt: Time
+    updatedAt: Time
+    flavor: NotRequired[str]
+    hostPlacement: NotRequired[Mapping[str, Any]]
+    purpose: NotRequired[str]
+    size: NotRequired[str | None]
+    readyAt: NotRequired[Time]
+    deletedAt: NotRequired[Time]
+    providerServerId: NotRequired[str]
+    providerStatus: NotRequired[str | None]
+    idempotencyKey: NotRequired[str]
+
+
+class InstancePageJson(TypedDict):
+    """instances.list: total (how many there are in all) only with a limit."""
+
+    items: list[InstanceJson]
+    total: NotRequired[int]
+
+
+class GuestStateJson(TypedDict):
+    """The guest an agent reported on, under its opaque id: root's admin gets the whole
+    Instance."""
+
+    id: str
+    state: InstanceStateText
+    readyAt: Time | None
+
+
 DOCUMENTS: tuple[type[Any], ...] = (
     TenantJson,
     PrincipalJson,
@@ -223,5 +268,8 @@ DOCUMENTS: tuple[type[Any], ...] = (
     HostJson,
     HostListItemJson,
     HostDetailJson,
+    InstanceJson,
+    InstancePageJson,
+    GuestStateJson,
 )
 """Every typed document, for the schema generator and its tests."""

@@ -10,7 +10,13 @@ from urllib.parse import quote
 
 import httpx
 
-from bcfleet.api.documents import HostDetailJson, HostJson, PoolJson, QuotaJson
+from bcfleet.api.documents import (
+    HostDetailJson,
+    HostJson,
+    InstanceJson,
+    PoolJson,
+    QuotaJson,
+)
 from bcfleet.client.fleet_client import FleetClient
 from bcfleet.domain.compute_settings import (
     ChangeResult,
@@ -108,7 +114,7 @@ class RemoteSource:
     def set_draining(self, host: str, draining: bool) -> HostJson:
         return self.client.set_draining(host, draining)
 
-    def instance(self, instance_id: str) -> JSON:
+    def instance(self, instance_id: str) -> InstanceJson:
         return self.client.instance(instance_id)
 
     def instances(self) -> list[JSON]:
@@ -225,16 +231,16 @@ class RemoteSource:
     def job_runs(self, job: str) -> list[JSON]:
         return self.client.job_runs(job)
 
-    def stop_instance(self, instance_id: str) -> JSON:
+    def stop_instance(self, instance_id: str) -> InstanceJson:
         return self.client.instance_action(instance_id, "stop")
 
-    def start_instance(self, instance_id: str) -> JSON:
+    def start_instance(self, instance_id: str) -> InstanceJson:
         return self.client.instance_action(instance_id, "start")
 
-    def delete_instance(self, instance_id: str) -> JSON:
+    def delete_instance(self, instance_id: str) -> InstanceJson:
         return self.client.delete_instance(instance_id)
 
-    def resize_instance(self, instance_id: str, flavor: str) -> JSON:
+    def resize_instance(self, instance_id: str, flavor: str) -> InstanceJson:
         return self.client.instance_action(instance_id, "resize", flavor=flavor)
 
     def cancel_reservation(self, reservation_id: str) -> JSON:

@@ -16,7 +16,13 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from bcfleet.api.auth import LOCAL_OPERATOR, Credential
-from bcfleet.api.documents import HostDetailJson, HostJson, PoolJson, QuotaJson
+from bcfleet.api.documents import (
+    HostDetailJson,
+    HostJson,
+    InstanceJson,
+    PoolJson,
+    QuotaJson,
+)
 from bcfleet.domain.compute_settings import (
     ChangeResult,
     ComputeChange,
@@ -106,7 +112,7 @@ class FleetSource(Protocol):
 
     def set_draining(self, host: str, draining: bool) -> HostJson: ...
 
-    def instance(self, instance_id: str) -> JSON: ...
+    def instance(self, instance_id: str) -> InstanceJson: ...
 
     def instances(self) -> list[JSON]:
         """The caller's instances, each with its host's name as `host` (None: not visible)."""
@@ -179,13 +185,13 @@ class FleetSource(Protocol):
 
     # -- changes the console's actions make (bcfleet/tui/actions.py) --------------------------
 
-    def stop_instance(self, instance_id: str) -> JSON: ...
+    def stop_instance(self, instance_id: str) -> InstanceJson: ...
 
-    def start_instance(self, instance_id: str) -> JSON: ...
+    def start_instance(self, instance_id: str) -> InstanceJson: ...
 
-    def delete_instance(self, instance_id: str) -> JSON: ...
+    def delete_instance(self, instance_id: str) -> InstanceJson: ...
 
-    def resize_instance(self, instance_id: str, flavor: str) -> JSON: ...
+    def resize_instance(self, instance_id: str, flavor: str) -> InstanceJson: ...
 
     def cancel_reservation(self, reservation_id: str) -> JSON: ...
 
@@ -236,7 +242,9 @@ def with_tenant(items: list[JSON], tenant: str) -> list[JSON]:
     return [{"tenantId": tenant, **item} for item in items]
 
 
-def with_host_names(instances: list[JSON], hosts: Callable[[], list[JSON]]) -> list[JSON]:
+def with_host_names(
+    instances: Sequence[Mapping[str, Any]], hosts: Callable[[], list[JSON]]
+) -> list[JSON]:
     """The instances, each with its host's name as `host` (None for hosts the caller cannot see)."""
     if not any(i.get("nodeId") for i in instances):
         return [{**i, "host": None} for i in instances]
@@ -282,12 +290,11 @@ class LocalSource:
     def set_draining(self, host: str, draining: bool) -> HostJson:
         return self.api.hosts.set_state(self.credential, host=host, draining=draining)
 
-    def instance(self, instance_id: str) -> JSON:
+    def instance(self, instance_id: str) -> InstanceJson:
         return self.api.instances.show(self.credential, instance_id)
 
     def instances(self) -> list[JSON]:
-        items: list[JSON] = self.api.instances.list(self.credential)["items"]
-        return with_host_names(items, self.hosts)
+        return with_host_names(self.api.instances.list(self.credential)["items"], self.hosts)
 
     def instances_page(self, limit: int) -> tuple[list[JSON], int]:
         page = self.api.instances.list(self.credential, limit=limit)
@@ -298,7 +305,7 @@ class LocalSource:
         return items
 
     def degraded(self) -> list[JSON]:
-        found: list[JSON] = self.api.instances.list(self.credential, condition=DEGRADED)["items"]
+        found = self.api.instances.list(self.credential, condition=DEGRADED)["items"]
         return with_host_names(found, self.hosts)
 
     def host_bookings(self, host: str) -> list[JSON]:
@@ -395,16 +402,16 @@ class LocalSource:
     def job_runs(self, job: str) -> list[JSON]:
         return self.api.jobs.runs(self.credential, limit=50, job=job)
 
-    def stop_instance(self, instance_id: str) -> JSON:
+    def stop_instance(self, instance_id: str) -> InstanceJson:
         return self.api.instances.stop(self.credential, instance_id)
 
-    def start_instance(self, instance_id: str) -> JSON:
+    def start_instance(self, instance_id: str) -> InstanceJson:
         return self.api.instances.start(self.credential, instance_id)
 
-    def delete_instance(self, instance_id: str) -> JSON:
+    def delete_instance(self, instance_id: str) -> InstanceJson:
         return self.api.instances.delete(self.credential, instance_id)
 
-    def resize_instance(self, instance_id: str, flavor: str) -> JSON:
+    def resize_instance(self, instance_id: str, flavor: str) -> InstanceJson:
         return self.api.instances.resize(self.credential, instance_id, flavor=flavor)
 
     def cancel_reservation(self, reservation_id: str) -> JSON:

@@ -14,6 +14,7 @@ from bcfleet.http.app import openapi_document
 from bcfleet.http.typed_schemas import component_name, document_schema
 from bcfleet.jobs.vps_hosts import run_vps_hosts
 from tests.support.builders import OP, flavor, host, hosted_pool, inventory
+from tests.support.security_world import build_world
 
 COMPONENTS = openapi_document()["components"]
 
@@ -139,6 +140,58 @@ def test_every_answer_for_the_typed_objects_validates(fleet: Fleet) -> None:
     shown = api.hosts.show(OP, host="h2")
     assert shown["inventory"] is not None and shown["degradedGuests"] == 0
     answers.append(("HostDetail", shown))
+    for component, body in answers:
+        assert _problems(component, body) == [], (component, body)
+
+
+def test_every_answer_for_instances_and_guests_validates(fleet: Fleet) -> None:
+    api = fleet.api
+    world = build_world(fleet)
+    owner = world["tokens"][("owner", "admin")]
+    made = world["acme"]["instance"]
+    assert made["nodeId"] is not None and made["flavor"] == "g1.small"
+    answers: list[tuple[str, Any]] = [("Instance", made)]
+    api.flavors.create(
+        OP,
+        tenant_id="hostco",
+        pool_id="shared",
+        name="g1.huge",
+        vcpu=512,
+        memory_gib=4,
+        disk_gib=40,
+    )
+    pending = api.instances.create(OP, tenant_id="acme", pool_id="shared", flavor="g1.huge")
+    assert pending["state"] == "pending" and pending["nodeId"] is None and pending["conditions"]
+    answers.append(("Instance", pending))
+    keyed = api.instances.create(
+        OP, tenant_id="acme", pool_id="shared", flavor="g1.small", idempotency_key="k1"
+    )
+    assert keyed["idempotencyKey"] == "k1"
+    answers.append(("Instance", keyed))
+    stopped = api.instances.stop(OP, made["id"])
+    answers.append(("Instance", stopped))
+    resized = api.instances.resize(OP, made["id"], flavor="g1.medium")
+    assert resized["flavor"] == "g1.medium" and resized["hostPlacement"]
+    answers.append(("Instance", resized))
+    answers.append(("Instance", api.instances.start(OP, made["id"])))
+    guest = api.instances.specs_for_host(owner, "shared-h1")["items"][0]["id"]
+    reported = api.instances.report_state(owner, host="shared-h1", instance_id=guest, state="ready")
+    assert set(reported) == {"id", "state", "readyAt"} and reported["readyAt"] is not None
+    answers += [("GuestState", reported), ("GuestReport", reported)]
+    as_root = api.instances.report_state(
+        OP, host="shared-h1", instance_id=made["id"], state="ready"
+    )
+    assert as_root["id"] == made["id"] and "readyAt" in as_root
+    answers += [("Instance", as_root), ("GuestReport", as_root)]
+    answers.append(("Instance", api.instances.show(OP, made["id"])))
+    answers.append(("InstancePage", api.instances.list(OP, tenant_id="acme")))
+    limited = api.instances.list(OP, limit=1)
+    assert limited["total"] == 3 and limited["items"][0]["state"] == "pending"
+    answers.append(("InstancePage", limited))
+    deleted = api.instances.delete(OP, pending["id"])
+    assert "deletedAt" in deleted
+    answers.append(("Instance", deleted))
+    answers.append(("InstancePage", api.instances.list(OP, include_deleted=True)))
     for component, body in answers:
         assert _problems(component, body) == [], (component, body)
 
