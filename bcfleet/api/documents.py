@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired, TypedDict
 
-from bcfleet.domain.states import HostState, InstanceState, TokenState
+from bcfleet.domain.states import HostState, InstanceState, ReservationState, TokenState
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,9 @@ TokenStateText = Annotated[str, OneOf(tuple(TokenState))]
 
 InstanceStateText = Annotated[str, OneOf(tuple(InstanceState))]
 """An instance's state (domain.states.InstanceState)."""
+
+ReservationStateText = Annotated[str, OneOf(tuple(ReservationState))]
+"""A reservation's state (domain.states.ReservationState)."""
 
 
 class TenantJson(TypedDict):
@@ -250,6 +253,46 @@ class GuestStateJson(TypedDict):
     readyAt: Time | None
 
 
+ReservationDeviceJson = TypedDict("ReservationDeviceJson", {"class": str, "count": int})
+"""What a reservation holds: a class of device and how many."""
+
+
+class ReservationWindowJson(TypedDict):
+    """When a placed reservation holds its devices."""
+
+    start: Time
+    end: Time
+
+
+class ReservationJson(TypedDict):
+    """A GPU reservation as document 003 shows it; its nodes as the reader sees them."""
+
+    id: str
+    tenantId: str
+    poolId: str
+    devices: list[ReservationDeviceJson]
+    nodes: int
+    binding: str
+    spot: bool
+    state: ReservationStateText
+    duration: str
+    requestedStart: Time
+    during: ReservationWindowJson | None
+    nodeIds: list[str]
+    conditions: list[Mapping[str, Any]]
+    createdAt: Time
+    updatedAt: Time
+    idempotencyKey: NotRequired[str]
+    deadline: NotRequired[Time]
+    activatedAt: NotRequired[Time]
+    releasedAt: NotRequired[Time]
+    releaseReason: NotRequired[str]
+
+
+class ReservationPageJson(TypedDict):
+    items: list[ReservationJson]
+
+
 DOCUMENTS: tuple[type[Any], ...] = (
     TenantJson,
     PrincipalJson,
@@ -271,5 +314,9 @@ DOCUMENTS: tuple[type[Any], ...] = (
     InstanceJson,
     InstancePageJson,
     GuestStateJson,
+    ReservationDeviceJson,
+    ReservationWindowJson,
+    ReservationJson,
+    ReservationPageJson,
 )
 """Every typed document, for the schema generator and its tests."""

@@ -16,6 +16,7 @@ from bcfleet.api.documents import (
     InstanceJson,
     PoolJson,
     QuotaJson,
+    ReservationJson,
 )
 from bcfleet.client.fleet_client import FleetClient
 from bcfleet.domain.compute_settings import (
@@ -134,12 +135,12 @@ class RemoteSource:
         items: list[JSON] = self.client.request("GET", f"/v1/hosts/{host}/reservations")["items"]
         return items
 
-    def reservations(self) -> list[JSON]:
-        items: list[JSON] = self.client.request("GET", "/v1/reservations")["items"]
+    def reservations(self) -> list[ReservationJson]:
+        items: list[ReservationJson] = self.client.request("GET", "/v1/reservations")["items"]
         return items
 
-    def reservation(self, reservation_id: str) -> JSON:
-        answer: JSON = self.client.request("GET", f"/v1/reservations/{reservation_id}")
+    def reservation(self, reservation_id: str) -> ReservationJson:
+        answer: ReservationJson = self.client.request("GET", f"/v1/reservations/{reservation_id}")
         return answer
 
     def preview(self, request: PreviewRequest) -> JSON:
@@ -243,8 +244,8 @@ class RemoteSource:
     def resize_instance(self, instance_id: str, flavor: str) -> InstanceJson:
         return self.client.instance_action(instance_id, "resize", flavor=flavor)
 
-    def cancel_reservation(self, reservation_id: str) -> JSON:
-        answer: JSON = self.client.request(
+    def cancel_reservation(self, reservation_id: str) -> ReservationJson:
+        answer: ReservationJson = self.client.request(
             "POST", f"/v1/reservations/{_segment(reservation_id)}/cancel"
         )
         return answer

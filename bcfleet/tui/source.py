@@ -22,6 +22,7 @@ from bcfleet.api.documents import (
     InstanceJson,
     PoolJson,
     QuotaJson,
+    ReservationJson,
 )
 from bcfleet.domain.compute_settings import (
     ChangeResult,
@@ -135,9 +136,9 @@ class FleetSource(Protocol):
         """Live instances with a PlacementDegraded condition, each with its host's name."""
         ...
 
-    def reservations(self) -> list[JSON]: ...
+    def reservations(self) -> list[ReservationJson]: ...
 
-    def reservation(self, reservation_id: str) -> JSON: ...
+    def reservation(self, reservation_id: str) -> ReservationJson: ...
 
     def preview(self, request: PreviewRequest) -> JSON: ...
 
@@ -193,7 +194,7 @@ class FleetSource(Protocol):
 
     def resize_instance(self, instance_id: str, flavor: str) -> InstanceJson: ...
 
-    def cancel_reservation(self, reservation_id: str) -> JSON: ...
+    def cancel_reservation(self, reservation_id: str) -> ReservationJson: ...
 
     def run_job(self, name: str) -> JSON:
         """Run a job once now, due or not; its run as `fleet jobs runs` shows it."""
@@ -312,11 +313,10 @@ class LocalSource:
         items: list[JSON] = self.api.reservations.for_host(self.credential, host)["items"]
         return items
 
-    def reservations(self) -> list[JSON]:
-        items: list[JSON] = self.api.reservations.list(self.credential)["items"]
-        return items
+    def reservations(self) -> list[ReservationJson]:
+        return self.api.reservations.list(self.credential)["items"]
 
-    def reservation(self, reservation_id: str) -> JSON:
+    def reservation(self, reservation_id: str) -> ReservationJson:
         return self.api.reservations.get(self.credential, reservation_id)
 
     def preview(self, request: PreviewRequest) -> JSON:
@@ -414,7 +414,7 @@ class LocalSource:
     def resize_instance(self, instance_id: str, flavor: str) -> InstanceJson:
         return self.api.instances.resize(self.credential, instance_id, flavor=flavor)
 
-    def cancel_reservation(self, reservation_id: str) -> JSON:
+    def cancel_reservation(self, reservation_id: str) -> ReservationJson:
         return self.api.reservations.cancel(self.credential, reservation_id)
 
     def run_job(self, name: str) -> JSON:

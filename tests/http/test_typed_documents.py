@@ -196,6 +196,37 @@ def test_every_answer_for_instances_and_guests_validates(fleet: Fleet) -> None:
         assert _problems(component, body) == [], (component, body)
 
 
+def test_every_answer_for_reservations_validates(fleet: Fleet) -> None:
+    api = fleet.api
+    world = build_world(fleet)
+    placed = world["acme"]["reservation"]
+    assert placed["during"] is not None and placed["devices"] == [{"class": "gpu", "count": 1}]
+    answers: list[tuple[str, Any]] = [("Reservation", placed)]
+    keyed = api.reservations.create(
+        OP, tenant_id="acme", pool_id="shared", gpus=1, duration="2h", idempotency_key="k1"
+    )
+    assert keyed["idempotencyKey"] == "k1"
+    answers.append(("Reservation", keyed))
+    pending = api.reservations.create(OP, tenant_id="acme", pool_id="shared", gpus=2, duration="1h")
+    assert pending["state"] == "pending" and pending["during"] is None
+    answers.append(("Reservation", pending))
+    batch = api.reservations.create_batch(
+        OP,
+        tenant_id="initech",
+        pool_id="shared",
+        requests=[{"gpus": 1, "duration": "1h", "spot": True}],
+    )
+    answers.append(("ReservationPage", batch))
+    cancelled = api.reservations.cancel(OP, pending["id"])
+    assert cancelled["releaseReason"] == "cancelled" and "releasedAt" in cancelled
+    answers.append(("Reservation", cancelled))
+    answers.append(("Reservation", api.reservations.get(OP, placed["id"])))
+    answers.append(("ReservationPage", api.reservations.list(OP)))
+    answers.append(("ReservationPage", api.reservations.list(OP, include_released=True)))
+    for component, body in answers:
+        assert _problems(component, body) == [], (component, body)
+
+
 def test_a_document_breaking_its_schema_is_caught() -> None:
     """The check above can fail: a wrong type, a missing key and an unknown key are each found."""
     good = {"id": "tnt_1", "name": "acme", "createdAt": "2026-11-30T10:00:00Z"}
