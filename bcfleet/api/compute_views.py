@@ -4,6 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from bcfleet.api.documents import (
+    EnvironmentJson,
+    IndexComputeJson,
+    IndexJson,
+    ServiceComputeJson,
+    ServiceJson,
+)
 from bcfleet.clock import format_time
 from bcfleet.domain.compute_settings import (
     ComputeSettings,
@@ -25,22 +32,29 @@ from bcfleet.store.models.compute import (
 )
 
 
+def service_compute_json(name: str) -> ServiceComputeJson:
+    """What a service replica gets on the size (limits)."""
+    compute = SIZES[name].service
+    return {"vcpu": compute.vcpu, "memoryGiB": compute.memory_gib, "text": compute.describe()}
+
+
+def index_compute_json(name: str) -> IndexComputeJson:
+    """What an index pod gets on the size (its vCPU may burst)."""
+    compute = SIZES[name].index
+    return {
+        "vcpu": float(compute.vcpu),
+        "burstable": compute.burstable,
+        "memoryGiB": compute.memory_gib,
+        "text": compute.describe(),
+    }
+
+
 def size_catalogue_json(name: str) -> dict[str, Any]:
     """Both computes of a size: a service replica's (limits) and an index pod's (vCPU may burst)."""
-    size = SIZES[name]
     return {
-        "label": size.label,
-        "service": {
-            "vcpu": size.service.vcpu,
-            "memoryGiB": size.service.memory_gib,
-            "text": size.service.describe(),
-        },
-        "index": {
-            "vcpu": float(size.index.vcpu),
-            "burstable": size.index.burstable,
-            "memoryGiB": size.index.memory_gib,
-            "text": size.index.describe(),
-        },
+        "label": SIZES[name].label,
+        "service": service_compute_json(name),
+        "index": index_compute_json(name),
     }
 
 
@@ -102,7 +116,7 @@ def service_json(
     effective_size: str,
     environment: FleetEnvironment | None = None,
     instance: Instance | None = None,
-) -> dict[str, Any]:
+) -> ServiceJson:
     """A service with the size it runs on and the compute a replica gets there."""
     compute = SIZES[effective_size].service
     state = instance_state(instance)
@@ -112,7 +126,7 @@ def service_json(
         status = "deployed"
     else:
         status = "starting"
-    body: dict[str, Any] = {
+    body: ServiceJson = {
         "id": service.id,
         "tenantId": service.tenant_id,
         "workspace": service.workspace,
@@ -139,9 +153,9 @@ def service_json(
     return body
 
 
-def index_json(index: PipelineIndex) -> dict[str, Any]:
+def index_json(index: PipelineIndex) -> IndexJson:
     """An index with its pod size (None: the default pod size) and the compute a pod gets."""
-    body: dict[str, Any] = {
+    body: IndexJson = {
         "id": index.id,
         "tenantId": index.tenant_id,
         "workspace": index.workspace,
@@ -153,12 +167,12 @@ def index_json(index: PipelineIndex) -> dict[str, Any]:
         "updatedAt": format_time(index.updated_at),
     }
     if index.pod_size is not None:
-        body["compute"] = size_catalogue_json(index.pod_size)["index"]
+        body["compute"] = index_compute_json(index.pod_size)
     return body
 
 
-def environment_json(environment: FleetEnvironment, services: int | None = None) -> dict[str, Any]:
-    body: dict[str, Any] = {
+def environment_json(environment: FleetEnvironment, services: int | None = None) -> EnvironmentJson:
+    body: EnvironmentJson = {
         "id": environment.id,
         "tenantId": environment.tenant_id,
         "name": environment.name,

@@ -293,6 +293,92 @@ class ReservationPageJson(TypedDict):
     items: list[ReservationJson]
 
 
+class ServiceComputeJson(TypedDict):
+    """What a service replica gets on a size (limits)."""
+
+    vcpu: int
+    memoryGiB: int
+    text: str
+
+
+class IndexComputeJson(TypedDict):
+    """What an index pod gets on a size: its vCPU may burst."""
+
+    vcpu: float
+    burstable: bool
+    memoryGiB: int
+    text: str
+
+
+class ServiceJson(TypedDict):
+    """A service with the size it runs on and the compute a replica gets there. conditions:
+    why its instance is pending; notices and message: what a size change says."""
+
+    id: str
+    tenantId: str
+    workspace: str
+    name: str
+    hosting: str
+    deployed: bool
+    status: str
+    size: str | None
+    legacy: bool
+    effectiveSize: str
+    sizeLabel: str
+    vcpu: int
+    memoryGiB: int
+    environmentId: str | None
+    environment: str | None
+    instanceId: str | None
+    instanceState: str | None
+    createdAt: Time
+    updatedAt: Time
+    deployedAt: Time | None
+    conditions: NotRequired[list[Mapping[str, Any]]]
+    notices: NotRequired[list[str]]
+    message: NotRequired[str]
+
+
+class ServicePageJson(TypedDict):
+    items: list[ServiceJson]
+
+
+class IndexJson(TypedDict):
+    """An index with its pod size (null: the default pod size) and the compute a pod gets."""
+
+    id: str
+    tenantId: str
+    workspace: str
+    name: str
+    podSize: str | None
+    podSizeLabel: str
+    deployed: bool
+    createdAt: Time
+    updatedAt: Time
+    compute: NotRequired[IndexComputeJson]
+
+
+class IndexPageJson(TypedDict):
+    items: list[IndexJson]
+
+
+class EnvironmentJson(TypedDict):
+    """An environment: the size its services run on, and how many services it has."""
+
+    id: str
+    tenantId: str
+    name: str
+    size: str
+    sizeLabel: str
+    createdAt: Time
+    updatedAt: Time
+    services: NotRequired[int]
+
+
+class EnvironmentPageJson(TypedDict):
+    items: list[EnvironmentJson]
+
+
 DOCUMENTS: tuple[type[Any], ...] = (
     TenantJson,
     PrincipalJson,
@@ -318,5 +404,13 @@ DOCUMENTS: tuple[type[Any], ...] = (
     ReservationWindowJson,
     ReservationJson,
     ReservationPageJson,
+    ServiceComputeJson,
+    IndexComputeJson,
+    ServiceJson,
+    ServicePageJson,
+    IndexJson,
+    IndexPageJson,
+    EnvironmentJson,
+    EnvironmentPageJson,
 )
 """Every typed document, for the schema generator and its tests."""

@@ -11,12 +11,15 @@ from urllib.parse import quote
 import httpx
 
 from bcfleet.api.documents import (
+    EnvironmentJson,
     HostDetailJson,
     HostJson,
+    IndexJson,
     InstanceJson,
     PoolJson,
     QuotaJson,
     ReservationJson,
+    ServiceJson,
 )
 from bcfleet.client.fleet_client import FleetClient
 from bcfleet.domain.compute_settings import (
@@ -191,11 +194,10 @@ class RemoteSource:
     def events(self, after: int | None, types: Sequence[str] = (), limit: int = 200) -> JSON:
         return self.client.events(after=after, types=types, limit=limit)
 
-    def items(self, path: str, tenant: str | None = None) -> list[JSON]:
-        """A list route's items, acting as `tenant` when given."""
+    def items(self, path: str, tenant: str | None = None) -> list[Any]:
+        """A list route's items (its typed documents), acting as `tenant` when given."""
         params = {"tenant": tenant} if tenant is not None else None
-        items: list[JSON] = self.client.request("GET", path, params=params)["items"]
-        return items
+        return list(self.client.request("GET", path, params=params)["items"])
 
     def flavors(self) -> list[JSON]:
         pools = self.pools()
@@ -217,13 +219,13 @@ class RemoteSource:
             items.extend(with_tenant(found, tenant["id"]))
         return items
 
-    def services(self) -> list[JSON]:
+    def services(self) -> list[ServiceJson]:
         return self.items("/v1/services")
 
-    def environments(self) -> list[JSON]:
+    def environments(self) -> list[EnvironmentJson]:
         return self.items("/v1/environments")
 
-    def indexes(self) -> list[JSON]:
+    def indexes(self) -> list[IndexJson]:
         return self.items("/v1/indexes")
 
     def jobs(self) -> list[JSON]:
@@ -271,12 +273,16 @@ class RemoteSource:
     def set_quota(self, tenant: str, pool: str, limits: Mapping[str, int | None]) -> QuotaJson:
         return self.client.set_quota(tenant, pool, **limits)
 
-    def deploy_service(self, service_id: str) -> JSON:
-        answer: JSON = self.client.request("POST", f"/v1/services/{_segment(service_id)}/deploy")
+    def deploy_service(self, service_id: str) -> ServiceJson:
+        answer: ServiceJson = self.client.request(
+            "POST", f"/v1/services/{_segment(service_id)}/deploy"
+        )
         return answer
 
-    def undeploy_service(self, service_id: str) -> JSON:
-        answer: JSON = self.client.request("POST", f"/v1/services/{_segment(service_id)}/undeploy")
+    def undeploy_service(self, service_id: str) -> ServiceJson:
+        answer: ServiceJson = self.client.request(
+            "POST", f"/v1/services/{_segment(service_id)}/undeploy"
+        )
         return answer
 
 

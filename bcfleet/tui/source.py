@@ -17,12 +17,15 @@ from typing import Any, Protocol
 
 from bcfleet.api.auth import LOCAL_OPERATOR, Credential
 from bcfleet.api.documents import (
+    EnvironmentJson,
     HostDetailJson,
     HostJson,
+    IndexJson,
     InstanceJson,
     PoolJson,
     QuotaJson,
     ReservationJson,
+    ServiceJson,
 )
 from bcfleet.domain.compute_settings import (
     ChangeResult,
@@ -170,11 +173,11 @@ class FleetSource(Protocol):
         """Each visible tenant's provider accounts, each with its `tenantId` (never a token)."""
         ...
 
-    def services(self) -> list[JSON]: ...
+    def services(self) -> list[ServiceJson]: ...
 
-    def environments(self) -> list[JSON]: ...
+    def environments(self) -> list[EnvironmentJson]: ...
 
-    def indexes(self) -> list[JSON]: ...
+    def indexes(self) -> list[IndexJson]: ...
 
     def jobs(self) -> list[JSON]:
         """Each job: interval, last run and outcome, next due, overdue, failures among recent runs."""
@@ -206,9 +209,9 @@ class FleetSource(Protocol):
 
     def set_quota(self, tenant: str, pool: str, limits: Mapping[str, int | None]) -> QuotaJson: ...
 
-    def deploy_service(self, service_id: str) -> JSON: ...
+    def deploy_service(self, service_id: str) -> ServiceJson: ...
 
-    def undeploy_service(self, service_id: str) -> JSON: ...
+    def undeploy_service(self, service_id: str) -> ServiceJson: ...
 
 
 def snapshot_of(body: Mapping[str, Any]) -> ComputeSnapshot:
@@ -383,17 +386,14 @@ class LocalSource:
             items.extend(with_tenant(found["items"], tenant["id"]))
         return items
 
-    def services(self) -> list[JSON]:
-        items: list[JSON] = self.api.services.list(self.credential)["items"]
-        return items
+    def services(self) -> list[ServiceJson]:
+        return self.api.services.list(self.credential)["items"]
 
-    def environments(self) -> list[JSON]:
-        items: list[JSON] = self.api.environments.list(self.credential)["items"]
-        return items
+    def environments(self) -> list[EnvironmentJson]:
+        return self.api.environments.list(self.credential)["items"]
 
-    def indexes(self) -> list[JSON]:
-        items: list[JSON] = self.api.indexes.list(self.credential)["items"]
-        return items
+    def indexes(self) -> list[IndexJson]:
+        return self.api.indexes.list(self.credential)["items"]
 
     def jobs(self) -> list[JSON]:
         items: list[JSON] = self.api.jobs.list(self.credential)["items"]
@@ -431,8 +431,8 @@ class LocalSource:
     def set_quota(self, tenant: str, pool: str, limits: Mapping[str, int | None]) -> QuotaJson:
         return self.api.quotas.set(self.credential, tenant_id=tenant, pool=pool, limits=limits)
 
-    def deploy_service(self, service_id: str) -> JSON:
+    def deploy_service(self, service_id: str) -> ServiceJson:
         return self.api.services.deploy(self.credential, service_id)
 
-    def undeploy_service(self, service_id: str) -> JSON:
+    def undeploy_service(self, service_id: str) -> ServiceJson:
         return self.api.services.undeploy(self.credential, service_id)

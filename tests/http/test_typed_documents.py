@@ -227,6 +227,46 @@ def test_every_answer_for_reservations_validates(fleet: Fleet) -> None:
         assert _problems(component, body) == [], (component, body)
 
 
+def test_every_answer_for_services_indexes_and_environments_validates(fleet: Fleet) -> None:
+    api = fleet.api
+    acme = build_world(fleet)["acme"]
+    service, index, environment = acme["service"], acme["index"], acme["environment"]
+    answers: list[tuple[str, Any]] = [
+        ("Service", service),
+        ("Index", index),
+        ("Environment", environment),
+    ]
+    managed = api.services.create(
+        OP, tenant_id="acme", workspace="prod", name="db", hosting="managed", environment="stg"
+    )
+    assert managed["environment"] == "stg" and managed["hosting"] == "managed"
+    answers.append(("Service", managed))
+    deployed = api.services.deploy(OP, managed["id"])
+    assert deployed["status"] == "deployed" and deployed["deployedAt"] is not None
+    answers.append(("Service", deployed))
+    answers.append(("Service", api.services.undeploy(OP, managed["id"])))
+    resized = api.services.set_size(OP, service["id"], "small")
+    assert "notices" in resized and resized["message"]
+    answers.append(("Service", resized))
+    answers.append(("Service", api.services.show(OP, service["id"])))
+    answers.append(("ServicePage", api.services.list(OP, tenant_id="acme")))
+    sized = api.indexes.create(
+        OP, tenant_id="acme", workspace="prod", name="logs", pod_size="large"
+    )
+    assert sized["compute"]["burstable"] is True
+    answers.append(("Index", sized))
+    answers.append(("Index", api.indexes.update(OP, sized["id"], default_pod_size=True)))
+    answers.append(("Index", api.indexes.show(OP, index["id"])))
+    answers.append(("IndexPage", api.indexes.list(OP, tenant_id="acme")))
+    answers.append(("Environment", api.environments.update(OP, environment["id"], size="large")))
+    shown = api.environments.show(OP, environment["id"])
+    assert shown["services"] == 1
+    answers.append(("Environment", shown))
+    answers.append(("EnvironmentPage", api.environments.list(OP, tenant_id="acme")))
+    for component, body in answers:
+        assert _problems(component, body) == [], (component, body)
+
+
 def test_a_document_breaking_its_schema_is_caught() -> None:
     """The check above can fail: a wrong type, a missing key and an unknown key are each found."""
     good = {"id": "tnt_1", "name": "acme", "createdAt": "2026-11-30T10:00:00Z"}

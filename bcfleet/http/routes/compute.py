@@ -14,6 +14,16 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from bcfleet.api.documents import (
+    EnvironmentJson,
+    EnvironmentPageJson,
+    IndexComputeJson,
+    IndexJson,
+    IndexPageJson,
+    ServiceComputeJson,
+    ServiceJson,
+    ServicePageJson,
+)
 from bcfleet.api.services import COMPUTE_NAME_MAX, HOSTINGS
 from bcfleet.domain.compute_settings import ComputeChange
 from bcfleet.domain.sizes import SIZE_NAMES, SPARES_MAX
@@ -30,10 +40,10 @@ from bcfleet.http.schemas import (
     array,
     nullable,
     obj,
-    page,
 )
 from bcfleet.http.serving import bearer_token, served
 from bcfleet.http.streams import held_open, iterate_in_stream_threads
+from bcfleet.http.typed_schemas import document_schemas
 
 TAG = "compute"
 SIZE = size()
@@ -47,21 +57,6 @@ SPARES = {
 }
 N_STR, N_TIME = nullable(STRING), nullable(TIME)
 
-SERVICE = {
-    "id": STRING, "tenantId": STRING, "workspace": STRING, "name": STRING, "hosting": STRING,
-    "deployed": BOOL, "status": STRING, "size": N_STR, "legacy": BOOL, "effectiveSize": STRING,
-    "sizeLabel": STRING, "vcpu": NUMBER, "memoryGiB": NUMBER, "environmentId": N_STR,
-    "environment": N_STR, "instanceId": N_STR, "instanceState": N_STR, "createdAt": TIME,
-    "updatedAt": TIME, "deployedAt": N_TIME,
-}  # fmt: skip
-INDEX = {
-    "id": STRING, "tenantId": STRING, "workspace": STRING, "name": STRING, "podSize": N_STR,
-    "podSizeLabel": STRING, "deployed": BOOL, "createdAt": TIME, "updatedAt": TIME,
-}  # fmt: skip
-ENVIRONMENT = {
-    "id": STRING, "tenantId": STRING, "name": STRING, "size": STRING, "sizeLabel": STRING,
-    "createdAt": TIME, "updatedAt": TIME,
-}  # fmt: skip
 SETTINGS = {
     "tenant": STRING, "sizes": ANY_OBJECT, "totalCreditsPerMonth": NUMBER,
     "defaultSize": N_STR, "effectiveDefaultSize": STRING, "defaultSizeChoices": array(ANY_OBJECT),
@@ -99,16 +94,19 @@ SCHEMAS = {
         required=list(SETTINGS),
     ),  # fmt: skip
     "ComputeChange": CHANGE,
-    "Service": obj(
-        {
-            **SERVICE,
-            "conditions": array(ANY_OBJECT),
-            "notices": array({"type": ["string", "object"]}),
-            "message": STRING,
-        },
-        required=list(SERVICE),
-    ),  # fmt: skip
-    "ServicePage": page("Service"),
+    **document_schemas(
+        (
+            ServiceComputeJson,
+            IndexComputeJson,
+            ServiceJson,
+            ServicePageJson,
+            IndexJson,
+            IndexPageJson,
+            EnvironmentJson,
+            EnvironmentPageJson,
+        ),
+        {"Service": {"hosting": one_of(HOSTINGS)}},
+    ),
     "ServiceCreate": obj(
         {
             "workspace": COMPUTE_NAME,
@@ -122,8 +120,6 @@ SCHEMAS = {
     "ServiceSize": obj({"size": SIZE}),
     "Deleted": obj({"id": STRING, "deleted": BOOL}),
     "DeployProgress": {"type": "string", "description": "NDJSON: one progress object a line."},
-    "Index": obj({**INDEX, "compute": ANY_OBJECT}, required=list(INDEX)),
-    "IndexPage": page("Index"),
     "IndexCreate": obj(
         {
             "workspace": COMPUTE_NAME,
@@ -145,8 +141,6 @@ SCHEMAS = {
         "description": "Choose a pod size or reset to the default pod size (defaultPodSize), "
         "not both.",
     },
-    "Environment": obj({**ENVIRONMENT, "services": INT}, required=list(ENVIRONMENT)),
-    "EnvironmentPage": page("Environment"),
     "EnvironmentCreate": obj({"name": slug(), "size": SIZE}),
     "EnvironmentUpdate": obj({"size": SIZE}),
 }
