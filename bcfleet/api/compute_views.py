@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from bcfleet.api.documents import (
+    ComputeSettingsJson,
+    ComputeSizeJson,
     EnvironmentJson,
     IndexComputeJson,
     IndexJson,
+    LastErrorJson,
     ServiceComputeJson,
     ServiceJson,
 )
@@ -49,37 +50,30 @@ def index_compute_json(name: str) -> IndexComputeJson:
     }
 
 
-def size_catalogue_json(name: str) -> dict[str, Any]:
-    """Both computes of a size: a service replica's (limits) and an index pod's (vCPU may burst)."""
-    return {
-        "label": SIZES[name].label,
-        "service": service_compute_json(name),
-        "index": index_compute_json(name),
-    }
-
-
 def settings_json(
     tenant_id: str,
     settings: ComputeSettings,
     row: ComputeSettingsRow | None,
     pool: Pool | None,
     users: SizeUsers | None,
-    last_error: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+    last_error: LastErrorJson | None = None,
+) -> ComputeSettingsJson:
     """The Compute tab: each size with its computes, switch, spares, credits and what uses it.
 
     `lastError` is the spares job's failure on this tenant (None when its last pass succeeded).
     """
     credits = credits_table(settings)
-    sizes: dict[str, Any] = {}
+    sizes: dict[str, ComputeSizeJson] = {}
     for credit in credits.rows:
-        body = size_catalogue_json(credit.size)
-        body.update(
-            enabled=credit.enabled,
-            spares=credit.spares,
-            creditsPerMonth=credit.credits_per_month,
-            defaultLocked=is_default_locked(settings, credit.size),
-        )
+        body: ComputeSizeJson = {
+            "label": SIZES[credit.size].label,
+            "service": service_compute_json(credit.size),
+            "index": index_compute_json(credit.size),
+            "enabled": credit.enabled,
+            "spares": credit.spares,
+            "creditsPerMonth": credit.credits_per_month,
+            "defaultLocked": is_default_locked(settings, credit.size),
+        }
         if users is not None:
             body["usedBy"] = [u.to_json() for u in users_of_size(credit.size, users)]
         sizes[credit.size] = body

@@ -379,6 +379,64 @@ class EnvironmentPageJson(TypedDict):
     items: list[EnvironmentJson]
 
 
+class LastErrorJson(TypedDict):
+    """A job's failure on one item, as the item's tenant sees it: the message names only it."""
+
+    job: str
+    message: str
+    failures: int
+    firstFailedAt: Time
+    lastFailedAt: Time
+
+
+class ComputeSizeJson(TypedDict):
+    """One size in the Compute tab: its computes, switch, spares, credits and what uses it."""
+
+    label: str
+    service: ServiceComputeJson
+    index: IndexComputeJson
+    enabled: bool
+    spares: int
+    creditsPerMonth: int
+    defaultLocked: bool
+    usedBy: NotRequired[list[dict[str, str]]]
+
+
+class DefaultSizeChoiceJson(TypedDict):
+    size: str
+    label: str
+
+
+class SizeInUseJson(TypedDict):
+    """A size a change would turn off and what still uses it."""
+
+    size: str
+    label: str
+    users: list[dict[str, str]]
+
+
+class ComputeSettingsJson(TypedDict):
+    """A tenant's compute settings. lastError: the spares job's failure on this tenant.
+    message and notices: what a save says; notices, problems and inUse: what a draft says."""
+
+    tenant: str
+    sizes: Mapping[str, ComputeSizeJson]
+    totalCreditsPerMonth: int
+    defaultSize: str | None
+    effectiveDefaultSize: str
+    defaultSizeChoices: list[DefaultSizeChoiceJson]
+    serverlessPoolId: str | None
+    serverlessPool: str | None
+    version: int
+    managed: bool
+    updatedAt: Time | None
+    lastError: LastErrorJson | None
+    message: NotRequired[str]
+    notices: NotRequired[list[dict[str, str]]]
+    problems: NotRequired[list[str]]
+    inUse: NotRequired[list[SizeInUseJson]]
+
+
 DOCUMENTS: tuple[type[Any], ...] = (
     TenantJson,
     PrincipalJson,
@@ -412,5 +470,10 @@ DOCUMENTS: tuple[type[Any], ...] = (
     IndexPageJson,
     EnvironmentJson,
     EnvironmentPageJson,
+    LastErrorJson,
+    ComputeSizeJson,
+    DefaultSizeChoiceJson,
+    SizeInUseJson,
+    ComputeSettingsJson,
 )
 """Every typed document, for the schema generator and its tests."""

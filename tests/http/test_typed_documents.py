@@ -9,10 +9,12 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from bcfleet.api.documents import DOCUMENTS
+from bcfleet.domain.compute_settings import ComputeChange
 from bcfleet.fleet import Fleet
 from bcfleet.http.app import openapi_document
 from bcfleet.http.typed_schemas import component_name, document_schema
 from bcfleet.jobs.vps_hosts import run_vps_hosts
+from bcfleet.store.job_faults import upsert_fault
 from tests.support.builders import OP, flavor, host, hosted_pool, inventory
 from tests.support.security_world import build_world
 
@@ -263,6 +265,32 @@ def test_every_answer_for_services_indexes_and_environments_validates(fleet: Fle
     assert shown["services"] == 1
     answers.append(("Environment", shown))
     answers.append(("EnvironmentPage", api.environments.list(OP, tenant_id="acme")))
+    for component, body in answers:
+        assert _problems(component, body) == [], (component, body)
+
+
+def test_every_answer_for_compute_settings_validates(fleet: Fleet) -> None:
+    api = fleet.api
+    build_world(fleet)
+    answers: list[tuple[str, Any]] = []
+    saved = api.settings.compute_set(
+        OP, tenant_id="acme", serverless_pool="shared", spares={"large": 1}, default_size="large"
+    )
+    assert saved["message"] and saved["serverlessPool"] == "shared" and saved["lastError"] is None
+    answers.append(("ComputeSettings", saved))
+    drafted = api.settings.compute_draft(
+        OP, tenant_id="acme", change=ComputeChange.from_flags(disable=["medium", "large"])
+    )
+    assert drafted["inUse"] and drafted["problems"]
+    answers.append(("ComputeSettings", drafted))
+    with fleet.write() as session:  # the spares job failed on acme
+        upsert_fault(session, job="spares", kind="tenant", subject_id="acme", tenant_id="acme",
+                     error="boom", message="spares failed", at=fleet.now())  # fmt: skip
+    shown = api.settings.compute_show(OP, tenant_id="acme")
+    assert shown["lastError"] is not None and shown["lastError"]["failures"] == 1
+    assert shown["sizes"]["medium"]["usedBy"]
+    answers.append(("ComputeSettings", shown))
+    answers.append(("LastError", shown["lastError"]))
     for component, body in answers:
         assert _problems(component, body) == [], (component, body)
 

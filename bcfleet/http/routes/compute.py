@@ -15,14 +15,19 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from bcfleet.api.documents import (
+    ComputeSettingsJson,
+    ComputeSizeJson,
+    DefaultSizeChoiceJson,
     EnvironmentJson,
     EnvironmentPageJson,
     IndexComputeJson,
     IndexJson,
     IndexPageJson,
+    LastErrorJson,
     ServiceComputeJson,
     ServiceJson,
     ServicePageJson,
+    SizeInUseJson,
 )
 from bcfleet.api.services import COMPUTE_NAME_MAX, HOSTINGS
 from bcfleet.domain.compute_settings import ComputeChange
@@ -31,15 +36,12 @@ from bcfleet.errors import FleetError
 from bcfleet.http.operations import TENANT, Call, Operation, Param
 from bcfleet.http.rules import nonblank_text, one_of, reference, size, slug
 from bcfleet.http.schemas import (
-    ANY_OBJECT,
     BOOL,
-    INT,
-    NUMBER,
     STRING,
-    TIME,
     array,
     nullable,
     obj,
+    ref,
 )
 from bcfleet.http.serving import bearer_token, served
 from bcfleet.http.streams import held_open, iterate_in_stream_threads
@@ -55,14 +57,13 @@ SPARES = {
     "additionalProperties": {"type": "integer", "minimum": 0, "maximum": SPARES_MAX},
     "maxProperties": SIZES_AT_MOST,
 }
-N_STR, N_TIME = nullable(STRING), nullable(TIME)
+SIZE_MAP = {
+    "type": "object",
+    "propertyNames": SIZE,
+    "additionalProperties": ref("ComputeSize"),
+    "maxProperties": SIZES_AT_MOST,
+}
 
-SETTINGS = {
-    "tenant": STRING, "sizes": ANY_OBJECT, "totalCreditsPerMonth": NUMBER,
-    "defaultSize": N_STR, "effectiveDefaultSize": STRING, "defaultSizeChoices": array(ANY_OBJECT),
-    "serverlessPoolId": N_STR, "serverlessPool": N_STR, "version": INT, "managed": BOOL,
-    "updatedAt": N_TIME, "lastError": nullable(ANY_OBJECT),
-}  # fmt: skip
 CHANGE_RULES = (
     "Beyond this schema (INVALID_INPUT): a size both enabled and disabled "
     "(details.field sizes); the default size must stay enabled, and turning off Medium needs a "
@@ -83,16 +84,6 @@ CHANGE = obj(
 )  # fmt: skip
 
 SCHEMAS = {
-    "ComputeSettings": obj(
-        {
-            **SETTINGS,
-            "message": STRING,
-            "notices": array(ANY_OBJECT),
-            "problems": array(STRING),
-            "inUse": array(ANY_OBJECT),
-        },
-        required=list(SETTINGS),
-    ),  # fmt: skip
     "ComputeChange": CHANGE,
     **document_schemas(
         (
@@ -104,8 +95,16 @@ SCHEMAS = {
             IndexPageJson,
             EnvironmentJson,
             EnvironmentPageJson,
+            LastErrorJson,
+            ComputeSizeJson,
+            DefaultSizeChoiceJson,
+            SizeInUseJson,
+            ComputeSettingsJson,
         ),
-        {"Service": {"hosting": one_of(HOSTINGS)}},
+        {
+            "Service": {"hosting": one_of(HOSTINGS)},
+            "ComputeSettings": {"sizes": SIZE_MAP},
+        },
     ),
     "ServiceCreate": obj(
         {
