@@ -9,7 +9,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired, TypedDict
 
-from bcfleet.domain.states import HostState, InstanceState, ReservationState, TokenState
+from bcfleet.domain.states import (
+    DeliveryState,
+    HostState,
+    InstanceState,
+    ReservationState,
+    TokenState,
+)
 
 
 @dataclass(frozen=True)
@@ -37,6 +43,9 @@ TokenStateText = Annotated[str, OneOf(tuple(TokenState))]
 
 InstanceStateText = Annotated[str, OneOf(tuple(InstanceState))]
 """An instance's state (domain.states.InstanceState)."""
+
+DeliveryStateText = Annotated[str, OneOf(tuple(DeliveryState))]
+"""A webhook delivery's state (domain.states.DeliveryState)."""
 
 ReservationStateText = Annotated[str, OneOf(tuple(ReservationState))]
 """A reservation's state (domain.states.ReservationState)."""
@@ -437,6 +446,27 @@ class ComputeSettingsJson(TypedDict):
     inUse: NotRequired[list[SizeInUseJson]]
 
 
+class WebhookDeliveryJson(TypedDict):
+    """One event for one webhook: pending until a 2xx answer, dead after the last failed try."""
+
+    id: int
+    webhookId: str
+    eventId: str
+    eventSeq: int
+    eventType: str
+    state: DeliveryStateText
+    attempts: int
+    nextAttemptAt: Time
+    lastStatus: int | None
+    lastError: str | None
+    createdAt: Time
+    deliveredAt: Time | None
+
+
+class WebhookDeliveryPageJson(TypedDict):
+    items: list[WebhookDeliveryJson]
+
+
 DOCUMENTS: tuple[type[Any], ...] = (
     TenantJson,
     PrincipalJson,
@@ -475,5 +505,7 @@ DOCUMENTS: tuple[type[Any], ...] = (
     DefaultSizeChoiceJson,
     SizeInUseJson,
     ComputeSettingsJson,
+    WebhookDeliveryJson,
+    WebhookDeliveryPageJson,
 )
 """Every typed document, for the schema generator and its tests."""

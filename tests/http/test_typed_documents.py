@@ -295,6 +295,27 @@ def test_every_answer_for_compute_settings_validates(fleet: Fleet) -> None:
         assert _problems(component, body) == [], (component, body)
 
 
+def test_every_answer_for_webhook_deliveries_validates(fleet: Fleet) -> None:
+    api = fleet.api
+    acme = build_world(fleet)["acme"]
+    delivery = acme["delivery"]
+    assert delivery["state"] == "pending" and delivery["deliveredAt"] is None
+    page = api.webhooks.deliveries(OP, acme["webhook"]["id"])
+    assert page["items"]
+    again = api.webhooks.redeliver(OP, acme["webhook"]["id"], delivery["id"])
+    assert again["attempts"] == 0
+    answers = [
+        ("WebhookDelivery", delivery),
+        ("WebhookDeliveryPage", page),
+        ("WebhookDelivery", again),
+    ]
+    answers.append(
+        ("WebhookDeliveryPage", api.webhooks.deliveries(OP, acme["webhook"]["id"], state="dead"))
+    )
+    for component, body in answers:
+        assert _problems(component, body) == [], (component, body)
+
+
 def test_a_document_breaking_its_schema_is_caught() -> None:
     """The check above can fail: a wrong type, a missing key and an unknown key are each found."""
     good = {"id": "tnt_1", "name": "acme", "createdAt": "2026-11-30T10:00:00Z"}
