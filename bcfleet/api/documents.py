@@ -3,12 +3,14 @@
 The OpenAPI component schemas of these objects are generated from these types
 (bcfleet/http/typed_schemas.py), so a field added here is a field the document states.
 A TypedDict named ``XJson`` is the component ``X``; a nested TypedDict is a ``$ref`` to its own.
+The event document lives in bcfleet/domain/event_document.py, since the store renders it.
 """
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired, TypedDict
 
+from bcfleet.domain.event_document import EventJson
+from bcfleet.domain.json_types import OneOf, Time
 from bcfleet.domain.states import (
     DeliveryState,
     HostState,
@@ -16,24 +18,6 @@ from bcfleet.domain.states import (
     ReservationState,
     TokenState,
 )
-
-
-@dataclass(frozen=True)
-class Format:
-    """A string's JSON Schema format, as ``Annotated[str, Format("date-time")]`` says it."""
-
-    name: str
-
-
-@dataclass(frozen=True)
-class OneOf:
-    """A string that is one of ``values``, as ``Annotated[str, OneOf(...)]`` says it."""
-
-    values: tuple[str, ...]
-
-
-Time = Annotated[str, Format("date-time")]
-"""An RFC 3339 UTC time (clock.format_time)."""
 
 HostStateText = Annotated[str, OneOf(tuple(HostState))]
 """A host's state (domain.states.HostState)."""
@@ -467,6 +451,14 @@ class WebhookDeliveryPageJson(TypedDict):
     items: list[WebhookDeliveryJson]
 
 
+class EventPageJson(TypedDict):
+    """A page of the event log: cursor is the last event's seq (null: none yet), to resume
+    after."""
+
+    items: list[EventJson]
+    cursor: int | None
+
+
 DOCUMENTS: tuple[type[Any], ...] = (
     TenantJson,
     PrincipalJson,
@@ -507,5 +499,7 @@ DOCUMENTS: tuple[type[Any], ...] = (
     ComputeSettingsJson,
     WebhookDeliveryJson,
     WebhookDeliveryPageJson,
+    EventJson,
+    EventPageJson,
 )
 """Every typed document, for the schema generator and its tests."""

@@ -19,6 +19,7 @@ import httpx
 
 from bcfleet import __version__
 from bcfleet.api.documents import (
+    EventPageJson,
     GuestStateJson,
     HostDetailJson,
     HostJson,
@@ -278,9 +279,11 @@ class FleetClient:
         return result
 
     # events
-    def events(self, after: int | None = None, types: Sequence[str] = (), limit: int = 100) -> JSON:
+    def events(
+        self, after: int | None = None, types: Sequence[str] = (), limit: int = 100
+    ) -> EventPageJson:
         params: dict[str, Any] = {"after": after, "type": list(types) or None, "limit": limit}
-        result: JSON = self.request("GET", "/v1/events", params=params)
+        result: EventPageJson = self.request("GET", "/v1/events", params=params)
         return result
 
     def stream_events(

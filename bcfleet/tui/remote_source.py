@@ -12,6 +12,7 @@ import httpx
 
 from bcfleet.api.documents import (
     EnvironmentJson,
+    EventPageJson,
     HostDetailJson,
     HostJson,
     IndexJson,
@@ -191,7 +192,9 @@ class RemoteSource:
             cursor = page["cursor"]
         return {"items": items, "complete": False}
 
-    def events(self, after: int | None, types: Sequence[str] = (), limit: int = 200) -> JSON:
+    def events(
+        self, after: int | None, types: Sequence[str] = (), limit: int = 200
+    ) -> EventPageJson:
         return self.client.events(after=after, types=types, limit=limit)
 
     def items(self, path: str, tenant: str | None = None) -> list[Any]:

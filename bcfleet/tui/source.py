@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from bcfleet.api.auth import LOCAL_OPERATOR, Credential
 from bcfleet.api.documents import (
     EnvironmentJson,
+    EventPageJson,
     HostDetailJson,
     HostJson,
     IndexJson,
@@ -159,7 +160,9 @@ class FleetSource(Protocol):
         """Usage windows from `since` on: {"items": […], "complete": whether all were read}."""
         ...
 
-    def events(self, after: int | None, types: Sequence[str] = (), limit: int = 200) -> JSON: ...
+    def events(
+        self, after: int | None, types: Sequence[str] = (), limit: int = 200
+    ) -> EventPageJson: ...
 
     def flavors(self) -> list[JSON]:
         """Every visible pool's flavors (archived ones hidden), each with its pool's name as `pool`."""
@@ -360,7 +363,9 @@ class LocalSource:
             cursor = page["cursor"]
         return {"items": items, "complete": False}
 
-    def events(self, after: int | None, types: Sequence[str] = (), limit: int = 200) -> JSON:
+    def events(
+        self, after: int | None, types: Sequence[str] = (), limit: int = 200
+    ) -> EventPageJson:
         return self.api.events.list(self.credential, after=after, types=types, limit=limit)
 
     def flavors(self) -> list[JSON]:

@@ -316,6 +316,21 @@ def test_every_answer_for_webhook_deliveries_validates(fleet: Fleet) -> None:
         assert _problems(component, body) == [], (component, body)
 
 
+def test_every_answer_for_events_validates(fleet: Fleet) -> None:
+    api = fleet.api
+    acme = build_world(fleet)["acme"]
+    page = api.events.list(OP, tenant_id="acme")
+    assert page["items"] and page["cursor"] == page["items"][-1]["seq"]
+    assert any(e["subjectId"] == acme["instance"]["id"] for e in page["items"])
+    empty = api.events.list(OP, tenant_id="acme", after=page["cursor"])
+    assert empty == {"items": [], "cursor": page["cursor"]}
+    answers: list[tuple[str, Any]] = [("EventPage", page), ("EventPage", empty)]
+    answers.append(("EventPage", api.events.list(OP)))
+    answers += [("Event", e) for e in page["items"]]
+    for component, body in answers:
+        assert _problems(component, body) == [], (component, body)
+
+
 def test_a_document_breaking_its_schema_is_caught() -> None:
     """The check above can fail: a wrong type, a missing key and an unknown key are each found."""
     good = {"id": "tnt_1", "name": "acme", "createdAt": "2026-11-30T10:00:00Z"}
