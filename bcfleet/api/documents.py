@@ -459,6 +459,56 @@ class EventPageJson(TypedDict):
     cursor: int | None
 
 
+class MeterJson(TypedDict):
+    """A billing meter of the catalogue (no route shows it: the CLI does)."""
+
+    name: str
+    unit: str
+    description: str
+    createdAt: Time
+
+
+class MeterPageJson(TypedDict):
+    items: list[MeterJson]
+
+
+class UsageWindowJson(TypedDict):
+    """One metered window of a subject; a dead letter (usage of an unknown meter) also says why
+    and when it was replayed."""
+
+    id: int
+    tenantId: str
+    subjectId: str
+    subjectKind: str
+    poolId: str | None
+    meter: str
+    windowStart: Time
+    windowEnd: Time
+    quantity: str
+    createdAt: Time
+    reason: NotRequired[str]
+    replayedAt: NotRequired[Time | None]
+
+
+class UsagePageJson(TypedDict):
+    """A page of windows: cursor is the last window's id (null: none yet), to resume after."""
+
+    items: list[UsageWindowJson]
+    cursor: int | None
+
+
+class DeadLetterPageJson(TypedDict):
+    items: list[UsageWindowJson]
+
+
+class ReplayedJson(TypedDict):
+    """What a replay of the dead letters did: replayed, billed now, still pending."""
+
+    replayed: int
+    billed: int
+    pending: int
+
+
 DOCUMENTS: tuple[type[Any], ...] = (
     TenantJson,
     PrincipalJson,
@@ -501,5 +551,9 @@ DOCUMENTS: tuple[type[Any], ...] = (
     WebhookDeliveryPageJson,
     EventJson,
     EventPageJson,
+    UsageWindowJson,
+    UsagePageJson,
+    DeadLetterPageJson,
+    ReplayedJson,
 )
 """Every typed document, for the schema generator and its tests."""

@@ -27,6 +27,7 @@ from bcfleet.api.documents import (
     QuotaJson,
     ReservationJson,
     ServiceJson,
+    UsageWindowJson,
 )
 from bcfleet.domain.compute_settings import (
     ChangeResult,
@@ -353,7 +354,7 @@ class LocalSource:
         return SaveOutcome(snapshot_of(body).settings, str(body["message"]), notices)
 
     def usage(self, since: datetime) -> JSON:
-        items: list[JSON] = []
+        items: list[UsageWindowJson] = []
         cursor = None
         while len(items) < USAGE_WINDOWS_READ:
             page = self.api.usage.list(self.credential, since=since, after=cursor, limit=10_000)

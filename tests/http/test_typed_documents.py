@@ -3,6 +3,7 @@ and every answer the API renders for those objects validates against its schema.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any, get_type_hints
 
 import pytest
@@ -15,7 +16,9 @@ from bcfleet.http.app import openapi_document
 from bcfleet.http.typed_schemas import component_name, document_schema
 from bcfleet.jobs.vps_hosts import run_vps_hosts
 from bcfleet.store.job_faults import upsert_fault
+from tests.support import metering as mb
 from tests.support.builders import OP, flavor, host, hosted_pool, inventory
+from tests.support.fleet import T0
 from tests.support.security_world import build_world
 
 COMPONENTS = openapi_document()["components"]
@@ -327,6 +330,35 @@ def test_every_answer_for_events_validates(fleet: Fleet) -> None:
     answers: list[tuple[str, Any]] = [("EventPage", page), ("EventPage", empty)]
     answers.append(("EventPage", api.events.list(OP)))
     answers += [("Event", e) for e in page["items"]]
+    for component, body in answers:
+        assert _problems(component, body) == [], (component, body)
+
+
+def test_every_answer_for_usage_validates(fleet: Fleet) -> None:
+    api = fleet.api
+    mb.tenant(fleet, "acme")
+    pool = mb.pool(fleet, gpu_model="L40S")
+    node = mb.node(fleet, pool)
+    mb.reservation(fleet, pool, spot=True, gpus=1, starts_at=T0,
+                   ends_at=T0 + timedelta(hours=1), activated_at=T0)  # fmt: skip
+    mb.instance(fleet, pool, node, start=T0, vcpu=2, memory_gib=4)
+    mb.standard_meters(fleet)
+    mb.meter_until(fleet, T0 + timedelta(minutes=12))
+    page = api.usage.list(OP)
+    assert page["items"] and page["cursor"] == page["items"][-1]["id"]
+    dead = api.usage.dead_letters(OP)
+    assert dead["items"] and dead["items"][0]["replayedAt"] is None
+    api.meters.create(OP, "gpu.l40s.spot.hours")
+    replayed = api.usage.replay(OP)
+    assert replayed["billed"] == len(dead["items"])
+    answers: list[tuple[str, Any]] = [
+        ("UsagePage", page),
+        ("UsagePage", api.usage.list(OP, after=page["cursor"])),
+        ("DeadLetterPage", dead),
+        ("DeadLetterPage", api.usage.dead_letters(OP)),
+        ("Replayed", replayed),
+    ]
+    answers += [("UsageWindow", w) for w in api.usage.export(OP)]
     for component, body in answers:
         assert _problems(component, body) == [], (component, body)
 
