@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from bcfleet.api.documents import (
+    ComputeSettingsJson,
+    ComputeSizeJson,
+    EnvironmentJson,
+    IndexComputeJson,
+    IndexJson,
+    LastErrorJson,
+    ServiceComputeJson,
+    ServiceJson,
+)
 from bcfleet.clock import format_time
 from bcfleet.domain.compute_settings import (
     ComputeSettings,
@@ -25,22 +33,20 @@ from bcfleet.store.models.compute import (
 )
 
 
-def size_catalogue_json(name: str) -> dict[str, Any]:
-    """Both computes of a size: a service replica's (limits) and an index pod's (vCPU may burst)."""
-    size = SIZES[name]
+def service_compute_json(name: str) -> ServiceComputeJson:
+    """What a service replica gets on the size (limits)."""
+    compute = SIZES[name].service
+    return {"vcpu": compute.vcpu, "memoryGiB": compute.memory_gib, "text": compute.describe()}
+
+
+def index_compute_json(name: str) -> IndexComputeJson:
+    """What an index pod gets on the size (its vCPU may burst)."""
+    compute = SIZES[name].index
     return {
-        "label": size.label,
-        "service": {
-            "vcpu": size.service.vcpu,
-            "memoryGiB": size.service.memory_gib,
-            "text": size.service.describe(),
-        },
-        "index": {
-            "vcpu": float(size.index.vcpu),
-            "burstable": size.index.burstable,
-            "memoryGiB": size.index.memory_gib,
-            "text": size.index.describe(),
-        },
+        "vcpu": float(compute.vcpu),
+        "burstable": compute.burstable,
+        "memoryGiB": compute.memory_gib,
+        "text": compute.describe(),
     }
 
 
@@ -50,22 +56,24 @@ def settings_json(
     row: ComputeSettingsRow | None,
     pool: Pool | None,
     users: SizeUsers | None,
-    last_error: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+    last_error: LastErrorJson | None = None,
+) -> ComputeSettingsJson:
     """The Compute tab: each size with its computes, switch, spares, credits and what uses it.
 
     `lastError` is the spares job's failure on this tenant (None when its last pass succeeded).
     """
     credits = credits_table(settings)
-    sizes: dict[str, Any] = {}
+    sizes: dict[str, ComputeSizeJson] = {}
     for credit in credits.rows:
-        body = size_catalogue_json(credit.size)
-        body.update(
-            enabled=credit.enabled,
-            spares=credit.spares,
-            creditsPerMonth=credit.credits_per_month,
-            defaultLocked=is_default_locked(settings, credit.size),
-        )
+        body: ComputeSizeJson = {
+            "label": SIZES[credit.size].label,
+            "service": service_compute_json(credit.size),
+            "index": index_compute_json(credit.size),
+            "enabled": credit.enabled,
+            "spares": credit.spares,
+            "creditsPerMonth": credit.credits_per_month,
+            "defaultLocked": is_default_locked(settings, credit.size),
+        }
         if users is not None:
             body["usedBy"] = [u.to_json() for u in users_of_size(credit.size, users)]
         sizes[credit.size] = body
@@ -102,7 +110,7 @@ def service_json(
     effective_size: str,
     environment: FleetEnvironment | None = None,
     instance: Instance | None = None,
-) -> dict[str, Any]:
+) -> ServiceJson:
     """A service with the size it runs on and the compute a replica gets there."""
     compute = SIZES[effective_size].service
     state = instance_state(instance)
@@ -112,7 +120,7 @@ def service_json(
         status = "deployed"
     else:
         status = "starting"
-    body: dict[str, Any] = {
+    body: ServiceJson = {
         "id": service.id,
         "tenantId": service.tenant_id,
         "workspace": service.workspace,
@@ -139,9 +147,9 @@ def service_json(
     return body
 
 
-def index_json(index: PipelineIndex) -> dict[str, Any]:
+def index_json(index: PipelineIndex) -> IndexJson:
     """An index with its pod size (None: the default pod size) and the compute a pod gets."""
-    body: dict[str, Any] = {
+    body: IndexJson = {
         "id": index.id,
         "tenantId": index.tenant_id,
         "workspace": index.workspace,
@@ -153,12 +161,12 @@ def index_json(index: PipelineIndex) -> dict[str, Any]:
         "updatedAt": format_time(index.updated_at),
     }
     if index.pod_size is not None:
-        body["compute"] = size_catalogue_json(index.pod_size)["index"]
+        body["compute"] = index_compute_json(index.pod_size)
     return body
 
 
-def environment_json(environment: FleetEnvironment, services: int | None = None) -> dict[str, Any]:
-    body: dict[str, Any] = {
+def environment_json(environment: FleetEnvironment, services: int | None = None) -> EnvironmentJson:
+    body: EnvironmentJson = {
         "id": environment.id,
         "tenantId": environment.tenant_id,
         "name": environment.name,

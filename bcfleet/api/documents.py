@@ -3,37 +3,36 @@
 The OpenAPI component schemas of these objects are generated from these types
 (bcfleet/http/typed_schemas.py), so a field added here is a field the document states.
 A TypedDict named ``XJson`` is the component ``X``; a nested TypedDict is a ``$ref`` to its own.
+The event document lives in bcfleet/domain/event_document.py, since the store renders it.
 """
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired, TypedDict
 
-from bcfleet.domain.states import HostState, TokenState
-
-
-@dataclass(frozen=True)
-class Format:
-    """A string's JSON Schema format, as ``Annotated[str, Format("date-time")]`` says it."""
-
-    name: str
-
-
-@dataclass(frozen=True)
-class OneOf:
-    """A string that is one of ``values``, as ``Annotated[str, OneOf(...)]`` says it."""
-
-    values: tuple[str, ...]
-
-
-Time = Annotated[str, Format("date-time")]
-"""An RFC 3339 UTC time (clock.format_time)."""
+from bcfleet.domain.event_document import EventJson
+from bcfleet.domain.json_types import OneOf, Time
+from bcfleet.domain.states import (
+    DeliveryState,
+    HostState,
+    InstanceState,
+    ReservationState,
+    TokenState,
+)
 
 HostStateText = Annotated[str, OneOf(tuple(HostState))]
 """A host's state (domain.states.HostState)."""
 
 TokenStateText = Annotated[str, OneOf(tuple(TokenState))]
 """An API token's state (domain.states.TokenState)."""
+
+InstanceStateText = Annotated[str, OneOf(tuple(InstanceState))]
+"""An instance's state (domain.states.InstanceState)."""
+
+DeliveryStateText = Annotated[str, OneOf(tuple(DeliveryState))]
+"""A webhook delivery's state (domain.states.DeliveryState)."""
+
+ReservationStateText = Annotated[str, OneOf(tuple(ReservationState))]
+"""A reservation's state (domain.states.ReservationState)."""
 
 
 class TenantJson(TypedDict):
@@ -205,6 +204,311 @@ class HostDetailJson(HostListItemJson):
     inventory: Mapping[str, Any] | None
 
 
+class InstanceJson(TypedDict):
+    """An instance: its shape is its flavor's at admission, its node as the reader sees it (an
+    opaque id for a guest tenant). purpose and size: a spare or a service's instance."""
+
+    id: str
+    tenantId: str
+    poolId: str
+    flavorId: str | None
+    name: str
+    state: InstanceStateText
+    shape: Mapping[str, Any]
+    nodeId: str | None
+    conditions: list[Mapping[str, Any]]
+    createdAt: Time
+    updatedAt: Time
+    flavor: NotRequired[str]
+    hostPlacement: NotRequired[Mapping[str, Any]]
+    purpose: NotRequired[str]
+    size: NotRequired[str | None]
+    readyAt: NotRequired[Time]
+    deletedAt: NotRequired[Time]
+    providerServerId: NotRequired[str]
+    providerStatus: NotRequired[str | None]
+    idempotencyKey: NotRequired[str]
+
+
+class InstancePageJson(TypedDict):
+    """instances.list: total (how many there are in all) only with a limit."""
+
+    items: list[InstanceJson]
+    total: NotRequired[int]
+
+
+class GuestStateJson(TypedDict):
+    """The guest an agent reported on, under its opaque id: root's admin gets the whole
+    Instance."""
+
+    id: str
+    state: InstanceStateText
+    readyAt: Time | None
+
+
+ReservationDeviceJson = TypedDict("ReservationDeviceJson", {"class": str, "count": int})
+"""What a reservation holds: a class of device and how many."""
+
+
+class ReservationWindowJson(TypedDict):
+    """When a placed reservation holds its devices."""
+
+    start: Time
+    end: Time
+
+
+class ReservationJson(TypedDict):
+    """A GPU reservation as document 003 shows it; its nodes as the reader sees them."""
+
+    id: str
+    tenantId: str
+    poolId: str
+    devices: list[ReservationDeviceJson]
+    nodes: int
+    binding: str
+    spot: bool
+    state: ReservationStateText
+    duration: str
+    requestedStart: Time
+    during: ReservationWindowJson | None
+    nodeIds: list[str]
+    conditions: list[Mapping[str, Any]]
+    createdAt: Time
+    updatedAt: Time
+    idempotencyKey: NotRequired[str]
+    deadline: NotRequired[Time]
+    activatedAt: NotRequired[Time]
+    releasedAt: NotRequired[Time]
+    releaseReason: NotRequired[str]
+
+
+class ReservationPageJson(TypedDict):
+    items: list[ReservationJson]
+
+
+class ServiceComputeJson(TypedDict):
+    """What a service replica gets on a size (limits)."""
+
+    vcpu: int
+    memoryGiB: int
+    text: str
+
+
+class IndexComputeJson(TypedDict):
+    """What an index pod gets on a size: its vCPU may burst."""
+
+    vcpu: float
+    burstable: bool
+    memoryGiB: int
+    text: str
+
+
+class ServiceJson(TypedDict):
+    """A service with the size it runs on and the compute a replica gets there. conditions:
+    why its instance is pending; notices and message: what a size change says."""
+
+    id: str
+    tenantId: str
+    workspace: str
+    name: str
+    hosting: str
+    deployed: bool
+    status: str
+    size: str | None
+    legacy: bool
+    effectiveSize: str
+    sizeLabel: str
+    vcpu: int
+    memoryGiB: int
+    environmentId: str | None
+    environment: str | None
+    instanceId: str | None
+    instanceState: str | None
+    createdAt: Time
+    updatedAt: Time
+    deployedAt: Time | None
+    conditions: NotRequired[list[Mapping[str, Any]]]
+    notices: NotRequired[list[str]]
+    message: NotRequired[str]
+
+
+class ServicePageJson(TypedDict):
+    items: list[ServiceJson]
+
+
+class IndexJson(TypedDict):
+    """An index with its pod size (null: the default pod size) and the compute a pod gets."""
+
+    id: str
+    tenantId: str
+    workspace: str
+    name: str
+    podSize: str | None
+    podSizeLabel: str
+    deployed: bool
+    createdAt: Time
+    updatedAt: Time
+    compute: NotRequired[IndexComputeJson]
+
+
+class IndexPageJson(TypedDict):
+    items: list[IndexJson]
+
+
+class EnvironmentJson(TypedDict):
+    """An environment: the size its services run on, and how many services it has."""
+
+    id: str
+    tenantId: str
+    name: str
+    size: str
+    sizeLabel: str
+    createdAt: Time
+    updatedAt: Time
+    services: NotRequired[int]
+
+
+class EnvironmentPageJson(TypedDict):
+    items: list[EnvironmentJson]
+
+
+class LastErrorJson(TypedDict):
+    """A job's failure on one item, as the item's tenant sees it: the message names only it."""
+
+    job: str
+    message: str
+    failures: int
+    firstFailedAt: Time
+    lastFailedAt: Time
+
+
+class ComputeSizeJson(TypedDict):
+    """One size in the Compute tab: its computes, switch, spares, credits and what uses it."""
+
+    label: str
+    service: ServiceComputeJson
+    index: IndexComputeJson
+    enabled: bool
+    spares: int
+    creditsPerMonth: int
+    defaultLocked: bool
+    usedBy: NotRequired[list[dict[str, str]]]
+
+
+class DefaultSizeChoiceJson(TypedDict):
+    size: str
+    label: str
+
+
+class SizeInUseJson(TypedDict):
+    """A size a change would turn off and what still uses it."""
+
+    size: str
+    label: str
+    users: list[dict[str, str]]
+
+
+class ComputeSettingsJson(TypedDict):
+    """A tenant's compute settings. lastError: the spares job's failure on this tenant.
+    message and notices: what a save says; notices, problems and inUse: what a draft says."""
+
+    tenant: str
+    sizes: Mapping[str, ComputeSizeJson]
+    totalCreditsPerMonth: int
+    defaultSize: str | None
+    effectiveDefaultSize: str
+    defaultSizeChoices: list[DefaultSizeChoiceJson]
+    serverlessPoolId: str | None
+    serverlessPool: str | None
+    version: int
+    managed: bool
+    updatedAt: Time | None
+    lastError: LastErrorJson | None
+    message: NotRequired[str]
+    notices: NotRequired[list[dict[str, str]]]
+    problems: NotRequired[list[str]]
+    inUse: NotRequired[list[SizeInUseJson]]
+
+
+class WebhookDeliveryJson(TypedDict):
+    """One event for one webhook: pending until a 2xx answer, dead after the last failed try."""
+
+    id: int
+    webhookId: str
+    eventId: str
+    eventSeq: int
+    eventType: str
+    state: DeliveryStateText
+    attempts: int
+    nextAttemptAt: Time
+    lastStatus: int | None
+    lastError: str | None
+    createdAt: Time
+    deliveredAt: Time | None
+
+
+class WebhookDeliveryPageJson(TypedDict):
+    items: list[WebhookDeliveryJson]
+
+
+class EventPageJson(TypedDict):
+    """A page of the event log: cursor is the last event's seq (null: none yet), to resume
+    after."""
+
+    items: list[EventJson]
+    cursor: int | None
+
+
+class MeterJson(TypedDict):
+    """A billing meter of the catalogue (no route shows it: the CLI does)."""
+
+    name: str
+    unit: str
+    description: str
+    createdAt: Time
+
+
+class MeterPageJson(TypedDict):
+    items: list[MeterJson]
+
+
+class UsageWindowJson(TypedDict):
+    """One metered window of a subject; a dead letter (usage of an unknown meter) also says why
+    and when it was replayed."""
+
+    id: int
+    tenantId: str
+    subjectId: str
+    subjectKind: str
+    poolId: str | None
+    meter: str
+    windowStart: Time
+    windowEnd: Time
+    quantity: str
+    createdAt: Time
+    reason: NotRequired[str]
+    replayedAt: NotRequired[Time | None]
+
+
+class UsagePageJson(TypedDict):
+    """A page of windows: cursor is the last window's id (null: none yet), to resume after."""
+
+    items: list[UsageWindowJson]
+    cursor: int | None
+
+
+class DeadLetterPageJson(TypedDict):
+    items: list[UsageWindowJson]
+
+
+class ReplayedJson(TypedDict):
+    """What a replay of the dead letters did: replayed, billed now, still pending."""
+
+    replayed: int
+    billed: int
+    pending: int
+
+
 DOCUMENTS: tuple[type[Any], ...] = (
     TenantJson,
     PrincipalJson,
@@ -223,5 +527,33 @@ DOCUMENTS: tuple[type[Any], ...] = (
     HostJson,
     HostListItemJson,
     HostDetailJson,
+    InstanceJson,
+    InstancePageJson,
+    GuestStateJson,
+    ReservationDeviceJson,
+    ReservationWindowJson,
+    ReservationJson,
+    ReservationPageJson,
+    ServiceComputeJson,
+    IndexComputeJson,
+    ServiceJson,
+    ServicePageJson,
+    IndexJson,
+    IndexPageJson,
+    EnvironmentJson,
+    EnvironmentPageJson,
+    LastErrorJson,
+    ComputeSizeJson,
+    DefaultSizeChoiceJson,
+    SizeInUseJson,
+    ComputeSettingsJson,
+    WebhookDeliveryJson,
+    WebhookDeliveryPageJson,
+    EventJson,
+    EventPageJson,
+    UsageWindowJson,
+    UsagePageJson,
+    DeadLetterPageJson,
+    ReplayedJson,
 )
 """Every typed document, for the schema generator and its tests."""

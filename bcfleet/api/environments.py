@@ -12,6 +12,7 @@ from bcfleet.api.auth import Actor, Credential, tenant_resource
 from bcfleet.api.base import Area
 from bcfleet.api.compute_state import owned_for, require_usable
 from bcfleet.api.compute_views import environment_json
+from bcfleet.api.documents import EnvironmentJson, EnvironmentPageJson
 from bcfleet.api.events import emit
 from bcfleet.api.pools import validate_name
 from bcfleet.api.serverless_ops import rehome
@@ -75,7 +76,7 @@ class EnvironmentsAPI(Area):
 
     def create(
         self, credential: Credential | None, *, tenant_id: str, name: str, size: str
-    ) -> dict[str, Any]:
+    ) -> EnvironmentJson:
         """A new environment on an enabled size; CONFLICT for a second name in the tenant."""
         validate_name("environment", name)
         with self.fleet.write() as session:
@@ -98,7 +99,7 @@ class EnvironmentsAPI(Area):
 
     def update(
         self, credential: Credential | None, environment_id: str, *, size: str
-    ) -> dict[str, Any]:
+    ) -> EnvironmentJson:
         """Move an environment to a size; its deployed serverless services move onto spares of it.
 
         NO_CAPACITY (and nothing moved) when there are not enough ready spares.
@@ -119,7 +120,7 @@ class EnvironmentsAPI(Area):
 
     def list(
         self, credential: Credential | None, *, tenant_id: str | None = None
-    ) -> dict[str, Any]:
+    ) -> EnvironmentPageJson:
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)
             actor.require(READ, tenant_resource(actor.tenant_id))
@@ -135,7 +136,7 @@ class EnvironmentsAPI(Area):
 
     def show(
         self, credential: Credential | None, environment_id: str, *, tenant_id: str | None = None
-    ) -> dict[str, Any]:
+    ) -> EnvironmentJson:
         with self.fleet.read() as session:
             _, env = self._environment(session, credential, environment_id, READ, tenant_id)
             return environment_json(env, len(_services_in(session, env.id)))

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from sqlmodel import col, select
 
 from bcfleet.api.auth import Credential, owned_resource
 from bcfleet.api.base import Area
+from bcfleet.api.documents import EventPageJson
 from bcfleet.api.host_view import host_view
 from bcfleet.domain.bounds import check_limit
 from bcfleet.domain.cursors import check_cursor
@@ -30,7 +30,7 @@ class EventsAPI(Area):
         after: int | None = None,
         types: Sequence[str] = (),
         limit: int = 100,
-    ) -> dict[str, Any]:
+    ) -> EventPageJson:
         check_limit(limit)
         check_cursor(after)
         with self.fleet.read() as session:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from bcfleet.api.documents import LastErrorJson
 from bcfleet.clock import format_time
 from bcfleet.store.models.jobs import JobFault
 
 
-def last_error_json(fault: JobFault | None) -> dict[str, Any] | None:
+def last_error_json(fault: JobFault | None) -> LastErrorJson | None:
     """What the item's tenant sees: the job, the message naming only this item, and when."""
     if fault is None:
         return None

@@ -6,10 +6,9 @@ Root's admin knows guests by their instance ids; everyone else by their opaque g
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlmodel import Session, select
 
+from bcfleet.api.documents import GuestStateJson
 from bcfleet.clock import format_time
 from bcfleet.domain.guest_view import GUEST_PREFIX, find_guest, opaque_guest_id
 from bcfleet.domain.states import InstanceState
@@ -38,7 +37,7 @@ def host_guest(session: Session, host: Host, guest_id: str, *, real_ids: bool) -
     return instance
 
 
-def guest_state_json(host: Host, instance: Instance) -> dict[str, Any]:
+def guest_state_json(host: Host, instance: Instance) -> GuestStateJson:
     """What an agent that is not root's admin hears back about the guest it reported on."""
     return {
         "id": opaque_guest_id(host.id, instance.id),

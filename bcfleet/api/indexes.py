@@ -17,6 +17,7 @@ from bcfleet.api.auth import Actor, Credential, tenant_resource
 from bcfleet.api.base import Area
 from bcfleet.api.compute_state import owned_for, require_usable
 from bcfleet.api.compute_views import index_json
+from bcfleet.api.documents import IndexJson, IndexPageJson
 from bcfleet.api.events import emit
 from bcfleet.api.services import validate_names
 from bcfleet.errors import ConflictError, InvalidInputError
@@ -63,7 +64,7 @@ class IndexesAPI(Area):
         name: str,
         pod_size: str | None = None,
         deployed: bool = False,
-    ) -> dict[str, Any]:
+    ) -> IndexJson:
         """A new index; its pod size must be an enabled size (None: the default pod size)."""
         validate_names(workspace, name)
         with self.fleet.write() as session:
@@ -96,7 +97,7 @@ class IndexesAPI(Area):
         pod_size: str | None = None,
         default_pod_size: bool = False,
         deployed: bool | None = None,
-    ) -> dict[str, Any]:
+    ) -> IndexJson:
         """Move an index to a pod size (enabled, or the one it has), reset it to the default, deploy or undeploy it."""
         if pod_size is not None and default_pod_size:
             raise InvalidInputError(
@@ -123,7 +124,7 @@ class IndexesAPI(Area):
         *,
         tenant_id: str | None = None,
         workspace: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> IndexPageJson:
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)
             actor.require(READ, tenant_resource(actor.tenant_id))
@@ -141,7 +142,7 @@ class IndexesAPI(Area):
 
     def show(
         self, credential: Credential | None, index_id: str, *, tenant_id: str | None = None
-    ) -> dict[str, Any]:
+    ) -> IndexJson:
         with self.fleet.read() as session:
             _, index = self._index(session, credential, index_id, READ, tenant_id)
             return index_json(index)

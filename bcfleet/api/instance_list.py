@@ -16,6 +16,7 @@ from sqlalchemy import ColumnElement, String, Table, case, cast, func, select
 from sqlmodel import Session
 
 from bcfleet.api.auth import Actor
+from bcfleet.api.documents import InstanceJson
 from bcfleet.api.host_view import host_view
 from bcfleet.api.raw_rows import json_value, plain_rows, time_text
 from bcfleet.domain.host_ids import HostView
@@ -82,7 +83,7 @@ def list_instances(
     where: list[ColumnElement[bool]],
     condition: str | None = None,
     limit: int | None = None,
-) -> list[dict[str, Any]]:
+) -> list[InstanceJson]:
     """The instances the clauses keep, oldest first, as instance_json writes them (with flavor),
     their hosts as the actor sees them (api.host_view); with a limit, at most that many, pending
     ones first and then the newest."""
@@ -116,10 +117,10 @@ def list_instances(
     return [instance_body(values, values.pop("flavor"), view) for values in kept]
 
 
-def instance_body(values: Mapping[str, Any], flavor: str | None, view: HostView) -> dict[str, Any]:
+def instance_body(values: Mapping[str, Any], flavor: str | None, view: HostView) -> InstanceJson:
     """An instance's JSON from its column values (times already as text, JSON decoded); its
     node as the reader's view shows it (an opaque id for a guest tenant)."""
-    body: dict[str, Any] = {
+    body: InstanceJson = {
         "id": values["id"],
         "tenantId": values["tenant_id"],
         "poolId": values["pool_id"],

@@ -9,6 +9,7 @@ from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Actor, Credential, owned_resource, pool_resource, sees_guests
 from bcfleet.api.base import Area
+from bcfleet.api.documents import GuestStateJson, InstanceJson, InstancePageJson
 from bcfleet.api.events import emit
 from bcfleet.api.guests import guest_state_json, host_guest
 from bcfleet.api.host_view import host_view, pool_host_view
@@ -60,7 +61,7 @@ def instance_json(
     instance: Instance,
     flavor_name: str | None = None,
     view: HostView | None = None,
-) -> dict[str, Any]:
+) -> InstanceJson:
     """One instance's JSON, its node as the actor sees it (api.host_view, unless `view` is given)."""
     values = {name: getattr(instance, name) for name in FIELDS}
     for name in TIME_FIELDS:
@@ -96,7 +97,7 @@ class InstancesAPI(Area):
         flavor: str,
         name: str | None = None,
         idempotency_key: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> InstanceJson:
         """Admit and place in one transaction; pending with a counted Unschedulable reason when nothing fits.
 
         With an idempotency key, a create sent again with the same input answers the instance
@@ -120,7 +121,7 @@ class InstancesAPI(Area):
         flavor: str,
         name: str | None,
         key: str | None,
-    ) -> dict[str, Any]:
+    ) -> InstanceJson:
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
             pool = find_pool(session, actor, pool_id)
@@ -176,7 +177,7 @@ class InstancesAPI(Area):
         state: str | None = None,
         condition: str | None = None,
         limit: int | None = None,
-    ) -> dict[str, Any]:
+    ) -> InstancePageJson:
         """The caller's instances (root's admin: every tenant's), oldest first; deleted ones only
         with include_deleted or state="deleted". `condition` keeps those with a condition of
         that type set (status True), such as PlacementDegraded. With `limit` (1..PAGE_MAX): at
@@ -211,7 +212,7 @@ class InstancesAPI(Area):
 
     def show(
         self, credential: Credential | None, instance_id: str, *, tenant_id: str | None = None
-    ) -> dict[str, Any]:
+    ) -> InstanceJson:
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)
             instance = _find(session, actor, instance_id)
@@ -230,7 +231,7 @@ class InstancesAPI(Area):
         action: str,
         target: str,
         allowed_from: tuple[str, ...],
-    ) -> dict[str, Any]:
+    ) -> InstanceJson:
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
             instance = _find(session, actor, instance_id, lock=True)
@@ -261,7 +262,7 @@ class InstancesAPI(Area):
 
     def stop(
         self, credential: Credential | None, instance_id: str, *, tenant_id: str | None = None
-    ) -> dict[str, Any]:
+    ) -> InstanceJson:
         """Stop a running instance; it keeps its allocation (and so its claims) while stopped."""
         return self._set_state(
             credential,
@@ -274,7 +275,7 @@ class InstancesAPI(Area):
 
     def start(
         self, credential: Credential | None, instance_id: str, *, tenant_id: str | None = None
-    ) -> dict[str, Any]:
+    ) -> InstanceJson:
         return self._set_state(
             credential,
             instance_id,
@@ -286,7 +287,7 @@ class InstancesAPI(Area):
 
     def delete(
         self, credential: Credential | None, instance_id: str, *, tenant_id: str | None = None
-    ) -> dict[str, Any]:
+    ) -> InstanceJson:
         """Release the allocation and GPU atoms and refund quota; start and end times stay for metering."""
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
@@ -318,7 +319,7 @@ class InstancesAPI(Area):
         *,
         flavor: str,
         tenant_id: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> InstanceJson:
         """Document 000's resize: stopped hosted instances, same GPU count and placement, in place on its node."""
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
@@ -383,7 +384,7 @@ class InstancesAPI(Area):
 
     def report_state(
         self, credential: Credential | None, *, host: str, instance_id: str, state: str
-    ) -> dict[str, Any]:
+    ) -> InstanceJson | GuestStateJson:
         """A host agent reports an instance's observed state: running/ready marks it ready (spares count then).
 
         The instance is named by the id the agent got from specs_for_host: root's admin

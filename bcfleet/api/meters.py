@@ -9,6 +9,7 @@ from sqlmodel import select
 
 from bcfleet.api.auth import Credential, tenant_resource
 from bcfleet.api.base import Area
+from bcfleet.api.documents import MeterJson, MeterPageJson
 from bcfleet.clock import format_time
 from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.errors import ConflictError, InvalidInputError
@@ -17,7 +18,7 @@ from bcfleet.store.models import BillingMeter
 METER_NAME = re.compile(r"^[a-z0-9]+(\.[a-z0-9_-]+)*$")
 
 
-def meter_json(meter: BillingMeter) -> dict[str, Any]:
+def meter_json(meter: BillingMeter) -> MeterJson:
     return {
         "name": meter.name,
         "unit": meter.unit,
@@ -34,7 +35,7 @@ class MetersAPI(Area):
         *,
         unit: str = "hours",
         description: str = "",
-    ) -> dict[str, Any]:
+    ) -> MeterJson:
         if not METER_NAME.fullmatch(name):
             raise InvalidInputError(
                 f"meter name {name!r} must be dotted lower-case words, e.g. gpu.l40s.spot.hours",
@@ -63,7 +64,7 @@ class MetersAPI(Area):
                     created.append(name)
             return {"created": created}
 
-    def list(self, credential: Credential | None) -> dict[str, Any]:
+    def list(self, credential: Credential | None) -> MeterPageJson:
         with self.fleet.read() as session:
             self.actor(session, credential, None)
             rows = session.exec(select(BillingMeter).order_by(BillingMeter.name)).all()

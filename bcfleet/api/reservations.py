@@ -20,6 +20,7 @@ from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Actor, Credential, owned_resource, pool_resource, sees_guests
 from bcfleet.api.base import Area
+from bcfleet.api.documents import ReservationJson, ReservationPageJson
 from bcfleet.api.host_view import host_view
 from bcfleet.api.lookup import find_host, find_pool
 from bcfleet.clock import format_time, parse_time
@@ -114,10 +115,11 @@ def parse_ask(
     return Ask(count, node_count, str(binding), spot, length, when)
 
 
-def reservation_json(rsv: Reservation, view: HostView) -> dict[str, Any]:
+def reservation_json(rsv: Reservation, view: HostView) -> ReservationJson:
     """The reservation as document 003 shows it: devices, during {start, end}, conditions;
     its nodes as the reader's view shows them (opaque ids for a guest tenant)."""
-    body: dict[str, Any] = {
+    window = during_json(rsv)
+    body: ReservationJson = {
         "id": rsv.id,
         "tenantId": rsv.tenant_id,
         "poolId": rsv.pool_id,
@@ -128,16 +130,22 @@ def reservation_json(rsv: Reservation, view: HostView) -> dict[str, Any]:
         "state": rsv.state,
         "duration": format_duration(timedelta(seconds=rsv.duration_seconds)),
         "requestedStart": format_time(rsv.requested_start),
-        "during": during_json(rsv),
+        "during": None if window is None else {"start": window["start"], "end": window["end"]},
         "nodeIds": view.nodes(rsv.node_ids),
         "conditions": list(rsv.conditions),
         "createdAt": format_time(rsv.created_at),
         "updatedAt": format_time(rsv.updated_at),
     }
-    optional = {"idempotencyKey": rsv.idempotency_key, "deadline": format_time(rsv.deadline),
-                "activatedAt": format_time(rsv.activated_at), "releasedAt": format_time(rsv.released_at),
-                "releaseReason": rsv.release_reason}  # fmt: skip
-    body.update({key: value for key, value in optional.items() if value is not None})
+    if rsv.idempotency_key is not None:
+        body["idempotencyKey"] = rsv.idempotency_key
+    if rsv.deadline is not None:
+        body["deadline"] = format_time(rsv.deadline)
+    if rsv.activated_at is not None:
+        body["activatedAt"] = format_time(rsv.activated_at)
+    if rsv.released_at is not None:
+        body["releasedAt"] = format_time(rsv.released_at)
+    if rsv.release_reason is not None:
+        body["releaseReason"] = rsv.release_reason
     return body
 
 
@@ -153,7 +161,7 @@ def _find(
     return rsv
 
 
-def _render(session: Session, actor: Actor, rsv: Reservation) -> dict[str, Any]:
+def _render(session: Session, actor: Actor, rsv: Reservation) -> ReservationJson:
     return reservation_json(rsv, host_view(session, actor, rsv.node_ids))
 
 
@@ -180,7 +188,7 @@ class ReservationsAPI(Area):
         binding: str = "pool",
         nodes: int = 1,
         idempotency_key: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> ReservationJson:
         """Admit, then place (or preempt, or leave pending with the counted reason), in one transaction."""
         ask = parse_ask(gpus=gpus, duration=duration, nodes=nodes, binding=binding, spot=spot,
                         start=start)  # fmt: skip
@@ -200,7 +208,7 @@ class ReservationsAPI(Area):
         pool_ref: str,
         ask: Ask,
         key: str | None,
-    ) -> dict[str, Any]:
+    ) -> ReservationJson:
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
             pool = vps_pool(session, actor, pool_ref)
@@ -213,7 +221,7 @@ class ReservationsAPI(Area):
         tenant_id: str,
         pool_id: str,
         requests: Sequence[Mapping[str, Any]],
-    ) -> dict[str, Any]:
+    ) -> ReservationPageJson:
         """A pool-lease batch: reservations admitted in order in one transaction, all or none.
 
         Each request takes create's fields (gpus, duration, start, spot, binding, nodes,
@@ -231,7 +239,7 @@ class ReservationsAPI(Area):
 
     def _admit(
         self, session: Session, actor: Actor, pool: Pool, ask: Ask, key: str | None
-    ) -> dict[str, Any]:
+    ) -> ReservationJson:
         """Authorize, replay or admit and place one reservation in the caller's transaction."""
         actor.require("compute:reservations:create", pool_resource(pool), ask.attributes())
         digest = ask.digest(pool.id)
@@ -259,7 +267,7 @@ class ReservationsAPI(Area):
 
     def _replay(
         self, session: Session, actor: Actor, key: str, digest: str
-    ) -> dict[str, Any] | None:
+    ) -> ReservationJson | None:
         existing = session.exec(
             select(Reservation).where(
                 Reservation.tenant_id == actor.tenant_id, Reservation.idempotency_key == key
@@ -272,7 +280,7 @@ class ReservationsAPI(Area):
 
     def get(
         self, credential: Credential | None, reservation_id: str, *, tenant_id: str | None = None
-    ) -> dict[str, Any]:
+    ) -> ReservationJson:
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)
             rsv = _find(session, actor, reservation_id)
@@ -288,7 +296,7 @@ class ReservationsAPI(Area):
         pool: str | None = None,
         state: str | None = None,
         include_released: bool = False,
-    ) -> dict[str, Any]:
+    ) -> ReservationPageJson:
         """The tenant's reservations, oldest first (released ones only when asked for)."""
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)
@@ -310,7 +318,7 @@ class ReservationsAPI(Area):
 
     def cancel(
         self, credential: Credential | None, reservation_id: str, *, tenant_id: str | None = None
-    ) -> dict[str, Any]:
+    ) -> ReservationJson:
         """Release now: bookings freed, quota refunded, reservation.released with reason cancelled."""
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)

@@ -27,6 +27,7 @@ from bcfleet.api.compute_state import (
     require_usable,
 )
 from bcfleet.api.compute_views import service_json
+from bcfleet.api.documents import ServiceJson, ServicePageJson
 from bcfleet.api.events import emit
 from bcfleet.api.serverless_ops import attach, detach, rehome, take_or_fail
 from bcfleet.domain.bounds import check_seconds, check_text
@@ -106,7 +107,7 @@ class ServicesAPI(Area):
             session, actor, Service, service_id, "service", action, changes=action == MANAGE
         )
 
-    def _json(self, session: Session, service: Service) -> dict[str, Any]:
+    def _json(self, session: Session, service: Service) -> ServiceJson:
         environment = (
             session.get(FleetEnvironment, service.environment_id)
             if service.environment_id
@@ -143,7 +144,7 @@ class ServicesAPI(Area):
         hosting: str = "serverless",
         size: str | None = None,
         environment: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> ServiceJson:
         """A new, undeployed service; without a size it is Medium, in an environment the environment's size."""
         validate_names(workspace, name)
         if hosting not in HOSTINGS:
@@ -179,7 +180,7 @@ class ServicesAPI(Area):
         *,
         tenant_id: str | None = None,
         workspace: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> ServicePageJson:
         """{ items } of one tenant's services (root's admin without tenant_id: every tenant's,
         as show finds them), by tenant, workspace and name."""
         with self.fleet.read() as session:
@@ -196,7 +197,7 @@ class ServicesAPI(Area):
 
     def show(
         self, credential: Credential | None, service_id: str, *, tenant_id: str | None = None
-    ) -> dict[str, Any]:
+    ) -> ServiceJson:
         with self.fleet.read() as session:
             _, service = self._service(session, credential, service_id, READ, tenant_id)
             return self._json(session, service)
@@ -210,7 +211,7 @@ class ServicesAPI(Area):
 
     # -- deploy, undeploy ----------------------------------------------------
 
-    def deploy(self, credential: Credential | None, service_id: str) -> dict[str, Any]:
+    def deploy(self, credential: Credential | None, service_id: str) -> ServiceJson:
         """Deploy at once: a serverless service takes a ready spare of its size, or NO_CAPACITY.
 
         Deploying a deployed service changes nothing. INVALID_INPUT when the
@@ -244,7 +245,7 @@ class ServicesAPI(Area):
         session.add(service)
         self._event(session, service, "deployed", size=size, instanceId=service.instance_id)
 
-    def start(self, credential: Credential | None, service_id: str) -> dict[str, Any]:
+    def start(self, credential: Credential | None, service_id: str) -> ServiceJson:
         """Deploy without failing for capacity: a ready spare, else a booting one, else a new instance.
 
         The service is deployed from then on (its size is in use) and its
@@ -329,7 +330,7 @@ class ServicesAPI(Area):
                 yield {"phase": "waiting", "service": body, "waitedSeconds": waited}
         yield {"phase": "ready", "service": body, "waitedSeconds": waited}
 
-    def _timed_out(self, body: dict[str, Any], waited: float) -> NoCapacityError:
+    def _timed_out(self, body: ServiceJson, waited: float) -> NoCapacityError:
         size = body["effectiveSize"]
         return NoCapacityError(
             f"No {label(size)} instance was ready after {waited:g} seconds. The service stays "
@@ -340,7 +341,7 @@ class ServicesAPI(Area):
             details={"serviceId": body["id"], "waitedSeconds": waited},
         )
 
-    def undeploy(self, credential: Credential | None, service_id: str) -> dict[str, Any]:
+    def undeploy(self, credential: Credential | None, service_id: str) -> ServiceJson:
         """Undeploy: the instance serving it is released; the service no longer holds its size."""
         with self.fleet.write() as session:
             _, service = self._service(session, credential, service_id, MANAGE)
@@ -354,7 +355,7 @@ class ServicesAPI(Area):
 
     # -- move, delete --------------------------------------------------------
 
-    def set_size(self, credential: Credential | None, service_id: str, size: str) -> dict[str, Any]:
+    def set_size(self, credential: Credential | None, service_id: str, size: str) -> ServiceJson:
         """Move a service to a size (enabled, or the one it has); a deployed one moves onto a spare.
 
         The answer's `notices` say when memory drops, e.g. a service from

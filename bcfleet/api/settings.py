@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Any
 
 from sqlmodel import Session
 
@@ -24,6 +23,7 @@ from bcfleet.api.auth import Actor, Credential, tenant_resource
 from bcfleet.api.base import Area
 from bcfleet.api.compute_state import load_size_users, write_settings
 from bcfleet.api.compute_views import settings_json
+from bcfleet.api.documents import ComputeSettingsJson
 from bcfleet.api.events import emit
 from bcfleet.api.fault_views import last_error_json
 from bcfleet.api.lookup import find_pool, get_tenant
@@ -53,7 +53,7 @@ class SettingsAPI(Area):
         get_tenant(session, tenant_id)
         return actor
 
-    def compute_show(self, credential: Credential | None, *, tenant_id: str) -> dict[str, Any]:
+    def compute_show(self, credential: Credential | None, *, tenant_id: str) -> ComputeSettingsJson:
         """The settings with credits per size and in total, and what uses each size now."""
         with self.fleet.read() as session:
             self._admin(session, credential, tenant_id)
@@ -74,7 +74,7 @@ class SettingsAPI(Area):
         default_size: str | None = None,
         clear_default: bool = False,
         serverless_pool: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> ComputeSettingsJson:
         """Save a change given as the CLI's flags; see compute_save."""
         change = ComputeChange.from_flags(
             enable=enable,
@@ -93,7 +93,7 @@ class SettingsAPI(Area):
         tenant_id: str,
         change: ComputeChange,
         managed: bool | None = None,
-    ) -> dict[str, Any]:
+    ) -> ComputeSettingsJson:
         """Save: "Your compute settings are saved." with notices, or an error and nothing changed.
 
         INVALID_INPUT for bad sizes or spares and the default-size rules,
@@ -127,7 +127,7 @@ class SettingsAPI(Area):
 
     def compute_draft(
         self, credential: Credential | None, *, tenant_id: str, change: ComputeChange
-    ) -> dict[str, Any]:
+    ) -> ComputeSettingsJson:
         """What the form shows while editing, saving nothing: credits, notices, and what would block.
 
         `problems` holds the default-size rule a save would break and `inUse` the

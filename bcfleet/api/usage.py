@@ -18,6 +18,12 @@ from sqlmodel import Session, col
 
 from bcfleet.api.auth import Actor, Credential, tenant_resource
 from bcfleet.api.base import Area
+from bcfleet.api.documents import (
+    DeadLetterPageJson,
+    ReplayedJson,
+    UsagePageJson,
+    UsageWindowJson,
+)
 from bcfleet.clock import format_time
 from bcfleet.domain.bounds import check_limit
 from bcfleet.domain.cursors import check_cursor
@@ -46,8 +52,10 @@ def _quantity(value: Any) -> str:
     return f"{value:.6f}"
 
 
-def window_json(row: UsageWindow | DeadLetter) -> dict[str, Any]:
-    body: dict[str, Any] = {
+def window_json(row: UsageWindow | DeadLetter) -> UsageWindowJson:
+    """A stored window (its id is the cursor); a dead letter says why and when it was replayed."""
+    assert row.id is not None, "a window is shown once stored"
+    body: UsageWindowJson = {
         "id": row.id,
         "tenantId": row.tenant_id,
         "subjectId": row.subject_id,
@@ -125,7 +133,7 @@ class UsageAPI(Area):
         until: datetime | None = None,
         after: int | None = None,
         limit: int = 100,
-    ) -> dict[str, Any]:
+    ) -> UsagePageJson:
         """One page of windows in id order; `cursor` is the `after` of the next page."""
         _check_range(since, until)
         _check_limit(limit)
@@ -158,7 +166,7 @@ class UsageAPI(Area):
         subject: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
-    ) -> Iterator[dict[str, Any]]:
+    ) -> Iterator[UsageWindowJson]:
         """Every matching window, streamed in id order from one read transaction."""
         _check_range(since, until)
         with self.fleet.read() as session:
@@ -184,7 +192,7 @@ class UsageAPI(Area):
         tenant_id: str | None = None,
         pending_only: bool = False,
         limit: int = 100,
-    ) -> dict[str, Any]:
+    ) -> DeadLetterPageJson:
         """Windows of meters missing from the catalogue, oldest first."""
         _check_limit(limit)
         with self.fleet.read() as session:
@@ -205,7 +213,7 @@ class UsageAPI(Area):
             rows = session.execute(query).scalars().all()
         return {"items": [window_json(r) for r in rows]}
 
-    def replay(self, credential: Credential | None) -> dict[str, Any]:
+    def replay(self, credential: Credential | None) -> ReplayedJson:
         """Bill every dead letter whose meter exists now, once; the rest stay dead-lettered."""
         with self.fleet.write(bump_revision=False) as session:
             actor = self.actor(session, credential, None)

@@ -20,7 +20,12 @@ from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Actor, Credential, owned_resource
 from bcfleet.api.base import Area
-from bcfleet.api.documents import WebhookCreatedJson, WebhookJson
+from bcfleet.api.documents import (
+    WebhookCreatedJson,
+    WebhookDeliveryJson,
+    WebhookDeliveryPageJson,
+    WebhookJson,
+)
 from bcfleet.clock import format_time
 from bcfleet.domain.bounds import check_limit, url_problem
 from bcfleet.domain.cursors import CURSOR_MAX, CURSOR_MIN
@@ -54,7 +59,9 @@ def webhook_created_json(hook: Webhook) -> WebhookCreatedJson:
     return {**webhook_json(hook), "secret": hook.secret}
 
 
-def delivery_json(row: WebhookDelivery) -> dict[str, Any]:
+def delivery_json(row: WebhookDelivery) -> WebhookDeliveryJson:
+    """A stored delivery (its id is the queue's counter)."""
+    assert row.id is not None, "a delivery is shown once stored"
     return {
         "id": row.id,
         "webhookId": row.webhook_id,
@@ -206,7 +213,7 @@ class WebhooksAPI(Area):
         tenant_id: str | None = None,
         state: str | None = None,
         limit: int = 100,
-    ) -> dict[str, Any]:
+    ) -> WebhookDeliveryPageJson:
         """A webhook's deliveries, newest first; state=dead lists its dead letters."""
         if state is not None and state not in tuple(DeliveryState):
             raise InvalidInputError(f"state is one of {', '.join(DeliveryState)}", {"state": state})
@@ -234,7 +241,7 @@ class WebhooksAPI(Area):
         delivery_id: int,
         *,
         tenant_id: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> WebhookDeliveryJson:
         """Put a dead (or delivered) delivery back in the queue, with its tries reset."""
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 from bcfleet.api.auth import LOCAL_OPERATOR
+from bcfleet.api.documents import ServiceJson
 from bcfleet.domain.states import PoolKind
 from bcfleet.fleet import Fleet
 
@@ -101,7 +101,7 @@ def _compute(fleet: Fleet, cpu_pool: str) -> int:
 
     fleet.api.jobs.call(OP, "spares")
     boot_instances(fleet, fleet.now() + timedelta(hours=1))
-    services: list[dict[str, Any]] = []
+    services: list[ServiceJson] = []
     for workspace, name, size in (
         ("prod", "web", "large"),
         ("prod", "api", "medium"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import click
@@ -14,7 +15,7 @@ def group() -> None:
     """Instances: placed on hosts of vps-host pools, or made at a provider."""
 
 
-def _condition_text(item: dict[str, Any]) -> str:
+def _condition_text(item: Mapping[str, Any]) -> str:
     return "; ".join(f"{c['type']}: {c['message']}" for c in item.get("conditions", []))
 
 
@@ -75,10 +76,9 @@ def list_(tenant: str | None, pool: str | None, state_: str | None, include_dele
     data = s.fleet.api.instances.list(
         s.credential, tenant_id=tenant, pool=pool, state=state_, include_deleted=include_deleted
     )
-    for item in data["items"]:
-        item["why"] = _condition_text(item)
+    rows = [{**item, "why": _condition_text(item)} for item in data["items"]]
     output(
-        data,
+        {**data, "items": rows},
         lambda d: table(
             d["items"],
             [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import click
@@ -53,7 +54,7 @@ def reservation_text(r: dict[str, Any]) -> str:
     return "\n".join(lines + _explain(r))
 
 
-def _why(r: dict[str, Any]) -> str:
+def _why(r: Mapping[str, Any]) -> str:
     return "; ".join(f"{c['reason']}: {c['message']}" for c in r.get("conditions", []))
 
 
@@ -78,6 +79,19 @@ def create(tenant: str, pool: str, gpus: int, duration: str, start: str | None, 
     output(made, reservation_text)
 
 
+def _list_row(item: Mapping[str, Any]) -> dict[str, Any]:
+    """A listed reservation with the columns the table shows."""
+    during = item.get("during")
+    return {
+        **item,
+        "gpus": f"{item['devices'][0]['count']}x{item['nodes']}",
+        "kind": "spot" if item["spot"] else "regular",
+        "start": during["start"] if during else None,
+        "end": during["end"] if during else None,
+        "why": _why(item),
+    }
+
+
 @fleet_command(group, "list")
 @click.option("--tenant")
 @click.option("--pool")
@@ -87,15 +101,10 @@ def list_(tenant: str | None, pool: str | None, state_: str | None, include_rele
     s = state()
     data = s.fleet.api.reservations.list(s.credential, tenant_id=tenant, pool=pool, state=state_,
                                          include_released=include_released)  # fmt: skip
-    for item in data["items"]:
-        item["gpus"] = f"{item['devices'][0]['count']}x{item['nodes']}"
-        item["kind"] = "spot" if item["spot"] else "regular"
-        item["start"] = (item.get("during") or {}).get("start")
-        item["end"] = (item.get("during") or {}).get("end")
-        item["why"] = _why(item)
+    rows = [_list_row(item) for item in data["items"]]
     columns = [("ID", "id"), ("TENANT", "tenantId"), ("GPUS", "gpus"), ("KIND", "kind"),
                ("STATE", "state"), ("START", "start"), ("END", "end"), ("CONDITIONS", "why")]  # fmt: skip
-    output(data, lambda d: table(d["items"], columns))
+    output({**data, "items": rows}, lambda d: table(d["items"], columns))
 
 
 @fleet_command(group, "get")

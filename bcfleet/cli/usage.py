@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 import click
 
+from bcfleet.api.documents import UsageWindowJson
 from bcfleet.cli.common import fleet_command, output, state, table
 from bcfleet.clock import parse_time
 from bcfleet.domain.usage_csv import csv_lines
@@ -106,14 +107,14 @@ def export(
         _write_csv(first, rows)
 
 
-def _write_csv(first: dict[str, Any] | None, rows: Iterator[dict[str, Any]]) -> None:
+def _write_csv(first: UsageWindowJson | None, rows: Iterator[UsageWindowJson]) -> None:
     """RFC 4180 records (CRLF, quoted as needed) from the writer HTTP uses too."""
     everything = rows if first is None else itertools.chain([first], rows)
     for line in csv_lines(everything):
         sys.stdout.write(line)
 
 
-def _write_json(first: dict[str, Any] | None, rows: Iterator[dict[str, Any]]) -> None:
+def _write_json(first: UsageWindowJson | None, rows: Iterator[UsageWindowJson]) -> None:
     if first is None:
         click.echo('{"items": []}')
         return

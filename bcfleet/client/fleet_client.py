@@ -18,7 +18,16 @@ from urllib.parse import quote
 import httpx
 
 from bcfleet import __version__
-from bcfleet.api.documents import HostDetailJson, HostJson, PoolJson, QuotaJson
+from bcfleet.api.documents import (
+    EventPageJson,
+    GuestStateJson,
+    HostDetailJson,
+    HostJson,
+    InstanceJson,
+    InstancePageJson,
+    PoolJson,
+    QuotaJson,
+)
 from bcfleet.clock import parse_time
 from bcfleet.errors import FleetError, error_from_document
 
@@ -204,10 +213,14 @@ class FleetClient:
         """The InstanceSpecs of a host's live guests (what its agent pulls)."""
         return list(self.request("GET", f"/v1/hosts/{_p(host)}/specs")["items"])
 
-    def report_instance_state(self, host: str, instance_id: str, state: str) -> JSON:
+    def report_instance_state(
+        self, host: str, instance_id: str, state: str
+    ) -> InstanceJson | GuestStateJson:
         """What a host's agent observed of one of its guests."""
         path = f"/v1/hosts/{_p(host)}/instances/{_p(instance_id)}/state"
-        result: JSON = self.request("POST", path, json_body={"state": state})
+        result: InstanceJson | GuestStateJson = self.request(
+            "POST", path, json_body={"state": state}
+        )
         return result
 
     # instances and quotas
@@ -218,7 +231,7 @@ class FleetClient:
         state: str | None = None,
         include_deleted: bool = False,
         condition: str | None = None,
-    ) -> list[JSON]:
+    ) -> list[InstanceJson]:
         params = {
             "pool": pool,
             "state": state,
@@ -227,32 +240,34 @@ class FleetClient:
         }
         return list(self.request("GET", "/v1/instances", params=params)["items"])
 
-    def instances_page(self, limit: int) -> JSON:
+    def instances_page(self, limit: int) -> InstancePageJson:
         """At most `limit` instances, pending ones first and then the newest, and the total."""
-        result: JSON = self.request("GET", "/v1/instances", params={"limit": str(limit)})
+        result: InstancePageJson = self.request(
+            "GET", "/v1/instances", params={"limit": str(limit)}
+        )
         return result
 
-    def instance(self, instance_id: str) -> JSON:
-        result: JSON = self.request("GET", f"/v1/instances/{_p(instance_id)}")
+    def instance(self, instance_id: str) -> InstanceJson:
+        result: InstanceJson = self.request("GET", f"/v1/instances/{_p(instance_id)}")
         return result
 
     def create_instance(
         self, pool: str, flavor: str, name: str | None = None, idempotency_key: str | None = None
-    ) -> JSON:
+    ) -> InstanceJson:
         body = _drop_none(
             {"pool": pool, "flavor": flavor, "name": name, "idempotencyKey": idempotency_key}
         )
-        result: JSON = self.request("POST", "/v1/instances", json_body=body)
+        result: InstanceJson = self.request("POST", "/v1/instances", json_body=body)
         return result
 
-    def instance_action(self, instance_id: str, action: str, **body: Any) -> JSON:
+    def instance_action(self, instance_id: str, action: str, **body: Any) -> InstanceJson:
         """stop, start or resize (flavor=…)."""
         path = f"/v1/instances/{_p(instance_id)}/{action}"
-        result: JSON = self.request("POST", path, json_body=body or None)
+        result: InstanceJson = self.request("POST", path, json_body=body or None)
         return result
 
-    def delete_instance(self, instance_id: str) -> JSON:
-        result: JSON = self.request("DELETE", f"/v1/instances/{_p(instance_id)}")
+    def delete_instance(self, instance_id: str) -> InstanceJson:
+        result: InstanceJson = self.request("DELETE", f"/v1/instances/{_p(instance_id)}")
         return result
 
     def quotas(self, pool: str | None = None) -> list[JSON]:
@@ -264,9 +279,11 @@ class FleetClient:
         return result
 
     # events
-    def events(self, after: int | None = None, types: Sequence[str] = (), limit: int = 100) -> JSON:
+    def events(
+        self, after: int | None = None, types: Sequence[str] = (), limit: int = 100
+    ) -> EventPageJson:
         params: dict[str, Any] = {"after": after, "type": list(types) or None, "limit": limit}
-        result: JSON = self.request("GET", "/v1/events", params=params)
+        result: EventPageJson = self.request("GET", "/v1/events", params=params)
         return result
 
     def stream_events(

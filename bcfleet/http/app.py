@@ -20,6 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bcfleet import __version__
 from bcfleet.api.auth import LOCAL_OPERATOR
+from bcfleet.api.documents import EventPageJson
 from bcfleet.clock import format_time
 from bcfleet.errors import FleetError, NotFoundError, UnauthenticatedError
 from bcfleet.fleet import Fleet
@@ -193,9 +194,8 @@ def _routes(ops: Sequence[Operation], schemas: dict[str, Any]) -> list[Route]:
 def _tallies(fleet: Fleet, served: Served) -> tuple[EventTally, JobRunTally]:
     """The server's own reads for the fleet's counters (events as root, the jobs' run records)."""
 
-    def read_page(after: int | None) -> dict[str, Any]:
-        page: dict[str, Any] = fleet.api.events.list(LOCAL_OPERATOR, after=after, limit=1000)
-        return page
+    def read_page(after: int | None) -> EventPageJson:
+        return fleet.api.events.list(LOCAL_OPERATOR, after=after, limit=1000)
 
     def read_runs(limit: int) -> list[dict[str, Any]]:
         return recent_runs(fleet, limit=limit)

@@ -135,7 +135,7 @@ def _latency_lines(latency: Mapping[tuple[str, str], tuple[list[int], float, int
     return lines
 
 
-PageReader = Callable[[int | None], dict[str, Any]]
+PageReader = Callable[[int | None], Mapping[str, Any]]
 RunsReader = Callable[[int], list[dict[str, Any]]]
 
 

@@ -18,7 +18,7 @@ from typing import (
     is_typeddict,
 )
 
-from bcfleet.api.documents import Format, OneOf
+from bcfleet.domain.json_types import Format, OneOf
 from bcfleet.http.schemas import Schema, nullable, obj, ref
 
 SCALARS: dict[type[Any], Schema] = {

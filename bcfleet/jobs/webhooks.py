@@ -127,7 +127,7 @@ def _delivery(hook: Webhook, event: Event, now: datetime, view: HostView) -> Web
         event_seq=int(event.seq or 0),
         event_id=event.id,
         event_type=event.type,
-        payload=event_json(event, view),
+        payload=dict(event_json(event, view)),
         next_attempt_at=now,
         created_at=now,
         updated_at=now,

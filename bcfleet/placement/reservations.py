@@ -153,7 +153,7 @@ def placed_data(rsv: Reservation) -> dict[str, Any]:
     return {"state": rsv.state, "during": during_json(rsv), "nodes": list(rsv.node_ids)}
 
 
-def during_json(rsv: Reservation) -> dict[str, str | None] | None:
+def during_json(rsv: Reservation) -> dict[str, str] | None:
     if rsv.starts_at is None or rsv.ends_at is None:
         return None
     return {"start": format_time(rsv.starts_at), "end": format_time(rsv.ends_at)}

@@ -9,6 +9,7 @@ from typing import Any
 from sqlmodel import Session
 
 from bcfleet.clock import format_time
+from bcfleet.domain.event_document import EventJson
 from bcfleet.domain.host_ids import HostView
 from bcfleet.ids import IdFactory
 from bcfleet.store.models import Event
@@ -44,8 +45,9 @@ def emit(
     )
 
 
-def event_json(event: Event, view: HostView) -> dict[str, Any]:
+def event_json(event: Event, view: HostView) -> EventJson:
     """An event as the API shows it; the nodes its data names as the reader's view shows them."""
+    assert event.seq is not None, "an event is shown once stored"
     return {
         "id": event.id,
         "seq": event.seq,

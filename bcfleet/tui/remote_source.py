@@ -10,7 +10,18 @@ from urllib.parse import quote
 
 import httpx
 
-from bcfleet.api.documents import HostDetailJson, HostJson, PoolJson, QuotaJson
+from bcfleet.api.documents import (
+    EnvironmentJson,
+    EventPageJson,
+    HostDetailJson,
+    HostJson,
+    IndexJson,
+    InstanceJson,
+    PoolJson,
+    QuotaJson,
+    ReservationJson,
+    ServiceJson,
+)
 from bcfleet.client.fleet_client import FleetClient
 from bcfleet.domain.compute_settings import (
     ChangeResult,
@@ -108,7 +119,7 @@ class RemoteSource:
     def set_draining(self, host: str, draining: bool) -> HostJson:
         return self.client.set_draining(host, draining)
 
-    def instance(self, instance_id: str) -> JSON:
+    def instance(self, instance_id: str) -> InstanceJson:
         return self.client.instance(instance_id)
 
     def instances(self) -> list[JSON]:
@@ -128,12 +139,12 @@ class RemoteSource:
         items: list[JSON] = self.client.request("GET", f"/v1/hosts/{host}/reservations")["items"]
         return items
 
-    def reservations(self) -> list[JSON]:
-        items: list[JSON] = self.client.request("GET", "/v1/reservations")["items"]
+    def reservations(self) -> list[ReservationJson]:
+        items: list[ReservationJson] = self.client.request("GET", "/v1/reservations")["items"]
         return items
 
-    def reservation(self, reservation_id: str) -> JSON:
-        answer: JSON = self.client.request("GET", f"/v1/reservations/{reservation_id}")
+    def reservation(self, reservation_id: str) -> ReservationJson:
+        answer: ReservationJson = self.client.request("GET", f"/v1/reservations/{reservation_id}")
         return answer
 
     def preview(self, request: PreviewRequest) -> JSON:
@@ -181,14 +192,15 @@ class RemoteSource:
             cursor = page["cursor"]
         return {"items": items, "complete": False}
 
-    def events(self, after: int | None, types: Sequence[str] = (), limit: int = 200) -> JSON:
+    def events(
+        self, after: int | None, types: Sequence[str] = (), limit: int = 200
+    ) -> EventPageJson:
         return self.client.events(after=after, types=types, limit=limit)
 
-    def items(self, path: str, tenant: str | None = None) -> list[JSON]:
-        """A list route's items, acting as `tenant` when given."""
+    def items(self, path: str, tenant: str | None = None) -> list[Any]:
+        """A list route's items (its typed documents), acting as `tenant` when given."""
         params = {"tenant": tenant} if tenant is not None else None
-        items: list[JSON] = self.client.request("GET", path, params=params)["items"]
-        return items
+        return list(self.client.request("GET", path, params=params)["items"])
 
     def flavors(self) -> list[JSON]:
         pools = self.pools()
@@ -210,13 +222,13 @@ class RemoteSource:
             items.extend(with_tenant(found, tenant["id"]))
         return items
 
-    def services(self) -> list[JSON]:
+    def services(self) -> list[ServiceJson]:
         return self.items("/v1/services")
 
-    def environments(self) -> list[JSON]:
+    def environments(self) -> list[EnvironmentJson]:
         return self.items("/v1/environments")
 
-    def indexes(self) -> list[JSON]:
+    def indexes(self) -> list[IndexJson]:
         return self.items("/v1/indexes")
 
     def jobs(self) -> list[JSON]:
@@ -225,20 +237,20 @@ class RemoteSource:
     def job_runs(self, job: str) -> list[JSON]:
         return self.client.job_runs(job)
 
-    def stop_instance(self, instance_id: str) -> JSON:
+    def stop_instance(self, instance_id: str) -> InstanceJson:
         return self.client.instance_action(instance_id, "stop")
 
-    def start_instance(self, instance_id: str) -> JSON:
+    def start_instance(self, instance_id: str) -> InstanceJson:
         return self.client.instance_action(instance_id, "start")
 
-    def delete_instance(self, instance_id: str) -> JSON:
+    def delete_instance(self, instance_id: str) -> InstanceJson:
         return self.client.delete_instance(instance_id)
 
-    def resize_instance(self, instance_id: str, flavor: str) -> JSON:
+    def resize_instance(self, instance_id: str, flavor: str) -> InstanceJson:
         return self.client.instance_action(instance_id, "resize", flavor=flavor)
 
-    def cancel_reservation(self, reservation_id: str) -> JSON:
-        answer: JSON = self.client.request(
+    def cancel_reservation(self, reservation_id: str) -> ReservationJson:
+        answer: ReservationJson = self.client.request(
             "POST", f"/v1/reservations/{_segment(reservation_id)}/cancel"
         )
         return answer
@@ -264,12 +276,16 @@ class RemoteSource:
     def set_quota(self, tenant: str, pool: str, limits: Mapping[str, int | None]) -> QuotaJson:
         return self.client.set_quota(tenant, pool, **limits)
 
-    def deploy_service(self, service_id: str) -> JSON:
-        answer: JSON = self.client.request("POST", f"/v1/services/{_segment(service_id)}/deploy")
+    def deploy_service(self, service_id: str) -> ServiceJson:
+        answer: ServiceJson = self.client.request(
+            "POST", f"/v1/services/{_segment(service_id)}/deploy"
+        )
         return answer
 
-    def undeploy_service(self, service_id: str) -> JSON:
-        answer: JSON = self.client.request("POST", f"/v1/services/{_segment(service_id)}/undeploy")
+    def undeploy_service(self, service_id: str) -> ServiceJson:
+        answer: ServiceJson = self.client.request(
+            "POST", f"/v1/services/{_segment(service_id)}/undeploy"
+        )
         return answer
 
 

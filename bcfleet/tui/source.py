@@ -16,7 +16,19 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from bcfleet.api.auth import LOCAL_OPERATOR, Credential
-from bcfleet.api.documents import HostDetailJson, HostJson, PoolJson, QuotaJson
+from bcfleet.api.documents import (
+    EnvironmentJson,
+    EventPageJson,
+    HostDetailJson,
+    HostJson,
+    IndexJson,
+    InstanceJson,
+    PoolJson,
+    QuotaJson,
+    ReservationJson,
+    ServiceJson,
+    UsageWindowJson,
+)
 from bcfleet.domain.compute_settings import (
     ChangeResult,
     ComputeChange,
@@ -106,7 +118,7 @@ class FleetSource(Protocol):
 
     def set_draining(self, host: str, draining: bool) -> HostJson: ...
 
-    def instance(self, instance_id: str) -> JSON: ...
+    def instance(self, instance_id: str) -> InstanceJson: ...
 
     def instances(self) -> list[JSON]:
         """The caller's instances, each with its host's name as `host` (None: not visible)."""
@@ -129,9 +141,9 @@ class FleetSource(Protocol):
         """Live instances with a PlacementDegraded condition, each with its host's name."""
         ...
 
-    def reservations(self) -> list[JSON]: ...
+    def reservations(self) -> list[ReservationJson]: ...
 
-    def reservation(self, reservation_id: str) -> JSON: ...
+    def reservation(self, reservation_id: str) -> ReservationJson: ...
 
     def preview(self, request: PreviewRequest) -> JSON: ...
 
@@ -149,7 +161,9 @@ class FleetSource(Protocol):
         """Usage windows from `since` on: {"items": […], "complete": whether all were read}."""
         ...
 
-    def events(self, after: int | None, types: Sequence[str] = (), limit: int = 200) -> JSON: ...
+    def events(
+        self, after: int | None, types: Sequence[str] = (), limit: int = 200
+    ) -> EventPageJson: ...
 
     def flavors(self) -> list[JSON]:
         """Every visible pool's flavors (archived ones hidden), each with its pool's name as `pool`."""
@@ -163,11 +177,11 @@ class FleetSource(Protocol):
         """Each visible tenant's provider accounts, each with its `tenantId` (never a token)."""
         ...
 
-    def services(self) -> list[JSON]: ...
+    def services(self) -> list[ServiceJson]: ...
 
-    def environments(self) -> list[JSON]: ...
+    def environments(self) -> list[EnvironmentJson]: ...
 
-    def indexes(self) -> list[JSON]: ...
+    def indexes(self) -> list[IndexJson]: ...
 
     def jobs(self) -> list[JSON]:
         """Each job: interval, last run and outcome, next due, overdue, failures among recent runs."""
@@ -179,15 +193,15 @@ class FleetSource(Protocol):
 
     # -- changes the console's actions make (bcfleet/tui/actions.py) --------------------------
 
-    def stop_instance(self, instance_id: str) -> JSON: ...
+    def stop_instance(self, instance_id: str) -> InstanceJson: ...
 
-    def start_instance(self, instance_id: str) -> JSON: ...
+    def start_instance(self, instance_id: str) -> InstanceJson: ...
 
-    def delete_instance(self, instance_id: str) -> JSON: ...
+    def delete_instance(self, instance_id: str) -> InstanceJson: ...
 
-    def resize_instance(self, instance_id: str, flavor: str) -> JSON: ...
+    def resize_instance(self, instance_id: str, flavor: str) -> InstanceJson: ...
 
-    def cancel_reservation(self, reservation_id: str) -> JSON: ...
+    def cancel_reservation(self, reservation_id: str) -> ReservationJson: ...
 
     def run_job(self, name: str) -> JSON:
         """Run a job once now, due or not; its run as `fleet jobs runs` shows it."""
@@ -199,9 +213,9 @@ class FleetSource(Protocol):
 
     def set_quota(self, tenant: str, pool: str, limits: Mapping[str, int | None]) -> QuotaJson: ...
 
-    def deploy_service(self, service_id: str) -> JSON: ...
+    def deploy_service(self, service_id: str) -> ServiceJson: ...
 
-    def undeploy_service(self, service_id: str) -> JSON: ...
+    def undeploy_service(self, service_id: str) -> ServiceJson: ...
 
 
 def snapshot_of(body: Mapping[str, Any]) -> ComputeSnapshot:
@@ -236,7 +250,9 @@ def with_tenant(items: list[JSON], tenant: str) -> list[JSON]:
     return [{"tenantId": tenant, **item} for item in items]
 
 
-def with_host_names(instances: list[JSON], hosts: Callable[[], list[JSON]]) -> list[JSON]:
+def with_host_names(
+    instances: Sequence[Mapping[str, Any]], hosts: Callable[[], list[JSON]]
+) -> list[JSON]:
     """The instances, each with its host's name as `host` (None for hosts the caller cannot see)."""
     if not any(i.get("nodeId") for i in instances):
         return [{**i, "host": None} for i in instances]
@@ -282,12 +298,11 @@ class LocalSource:
     def set_draining(self, host: str, draining: bool) -> HostJson:
         return self.api.hosts.set_state(self.credential, host=host, draining=draining)
 
-    def instance(self, instance_id: str) -> JSON:
+    def instance(self, instance_id: str) -> InstanceJson:
         return self.api.instances.show(self.credential, instance_id)
 
     def instances(self) -> list[JSON]:
-        items: list[JSON] = self.api.instances.list(self.credential)["items"]
-        return with_host_names(items, self.hosts)
+        return with_host_names(self.api.instances.list(self.credential)["items"], self.hosts)
 
     def instances_page(self, limit: int) -> tuple[list[JSON], int]:
         page = self.api.instances.list(self.credential, limit=limit)
@@ -298,18 +313,17 @@ class LocalSource:
         return items
 
     def degraded(self) -> list[JSON]:
-        found: list[JSON] = self.api.instances.list(self.credential, condition=DEGRADED)["items"]
+        found = self.api.instances.list(self.credential, condition=DEGRADED)["items"]
         return with_host_names(found, self.hosts)
 
     def host_bookings(self, host: str) -> list[JSON]:
         items: list[JSON] = self.api.reservations.for_host(self.credential, host)["items"]
         return items
 
-    def reservations(self) -> list[JSON]:
-        items: list[JSON] = self.api.reservations.list(self.credential)["items"]
-        return items
+    def reservations(self) -> list[ReservationJson]:
+        return self.api.reservations.list(self.credential)["items"]
 
-    def reservation(self, reservation_id: str) -> JSON:
+    def reservation(self, reservation_id: str) -> ReservationJson:
         return self.api.reservations.get(self.credential, reservation_id)
 
     def preview(self, request: PreviewRequest) -> JSON:
@@ -340,7 +354,7 @@ class LocalSource:
         return SaveOutcome(snapshot_of(body).settings, str(body["message"]), notices)
 
     def usage(self, since: datetime) -> JSON:
-        items: list[JSON] = []
+        items: list[UsageWindowJson] = []
         cursor = None
         while len(items) < USAGE_WINDOWS_READ:
             page = self.api.usage.list(self.credential, since=since, after=cursor, limit=10_000)
@@ -350,7 +364,9 @@ class LocalSource:
             cursor = page["cursor"]
         return {"items": items, "complete": False}
 
-    def events(self, after: int | None, types: Sequence[str] = (), limit: int = 200) -> JSON:
+    def events(
+        self, after: int | None, types: Sequence[str] = (), limit: int = 200
+    ) -> EventPageJson:
         return self.api.events.list(self.credential, after=after, types=types, limit=limit)
 
     def flavors(self) -> list[JSON]:
@@ -376,17 +392,14 @@ class LocalSource:
             items.extend(with_tenant(found["items"], tenant["id"]))
         return items
 
-    def services(self) -> list[JSON]:
-        items: list[JSON] = self.api.services.list(self.credential)["items"]
-        return items
+    def services(self) -> list[ServiceJson]:
+        return self.api.services.list(self.credential)["items"]
 
-    def environments(self) -> list[JSON]:
-        items: list[JSON] = self.api.environments.list(self.credential)["items"]
-        return items
+    def environments(self) -> list[EnvironmentJson]:
+        return self.api.environments.list(self.credential)["items"]
 
-    def indexes(self) -> list[JSON]:
-        items: list[JSON] = self.api.indexes.list(self.credential)["items"]
-        return items
+    def indexes(self) -> list[IndexJson]:
+        return self.api.indexes.list(self.credential)["items"]
 
     def jobs(self) -> list[JSON]:
         items: list[JSON] = self.api.jobs.list(self.credential)["items"]
@@ -395,19 +408,19 @@ class LocalSource:
     def job_runs(self, job: str) -> list[JSON]:
         return self.api.jobs.runs(self.credential, limit=50, job=job)
 
-    def stop_instance(self, instance_id: str) -> JSON:
+    def stop_instance(self, instance_id: str) -> InstanceJson:
         return self.api.instances.stop(self.credential, instance_id)
 
-    def start_instance(self, instance_id: str) -> JSON:
+    def start_instance(self, instance_id: str) -> InstanceJson:
         return self.api.instances.start(self.credential, instance_id)
 
-    def delete_instance(self, instance_id: str) -> JSON:
+    def delete_instance(self, instance_id: str) -> InstanceJson:
         return self.api.instances.delete(self.credential, instance_id)
 
-    def resize_instance(self, instance_id: str, flavor: str) -> JSON:
+    def resize_instance(self, instance_id: str, flavor: str) -> InstanceJson:
         return self.api.instances.resize(self.credential, instance_id, flavor=flavor)
 
-    def cancel_reservation(self, reservation_id: str) -> JSON:
+    def cancel_reservation(self, reservation_id: str) -> ReservationJson:
         return self.api.reservations.cancel(self.credential, reservation_id)
 
     def run_job(self, name: str) -> JSON:
@@ -424,8 +437,8 @@ class LocalSource:
     def set_quota(self, tenant: str, pool: str, limits: Mapping[str, int | None]) -> QuotaJson:
         return self.api.quotas.set(self.credential, tenant_id=tenant, pool=pool, limits=limits)
 
-    def deploy_service(self, service_id: str) -> JSON:
+    def deploy_service(self, service_id: str) -> ServiceJson:
         return self.api.services.deploy(self.credential, service_id)
 
-    def undeploy_service(self, service_id: str) -> JSON:
+    def undeploy_service(self, service_id: str) -> ServiceJson:
         return self.api.services.undeploy(self.credential, service_id)

@@ -3,17 +3,23 @@ and every answer the API renders for those objects validates against its schema.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any, get_type_hints
 
 import pytest
 from jsonschema import Draft202012Validator
 
 from bcfleet.api.documents import DOCUMENTS
+from bcfleet.domain.compute_settings import ComputeChange
 from bcfleet.fleet import Fleet
 from bcfleet.http.app import openapi_document
 from bcfleet.http.typed_schemas import component_name, document_schema
 from bcfleet.jobs.vps_hosts import run_vps_hosts
+from bcfleet.store.job_faults import upsert_fault
+from tests.support import metering as mb
 from tests.support.builders import OP, flavor, host, hosted_pool, inventory
+from tests.support.fleet import T0
+from tests.support.security_world import build_world
 
 COMPONENTS = openapi_document()["components"]
 
@@ -139,6 +145,220 @@ def test_every_answer_for_the_typed_objects_validates(fleet: Fleet) -> None:
     shown = api.hosts.show(OP, host="h2")
     assert shown["inventory"] is not None and shown["degradedGuests"] == 0
     answers.append(("HostDetail", shown))
+    for component, body in answers:
+        assert _problems(component, body) == [], (component, body)
+
+
+def test_every_answer_for_instances_and_guests_validates(fleet: Fleet) -> None:
+    api = fleet.api
+    world = build_world(fleet)
+    owner = world["tokens"][("owner", "admin")]
+    made = world["acme"]["instance"]
+    assert made["nodeId"] is not None and made["flavor"] == "g1.small"
+    answers: list[tuple[str, Any]] = [("Instance", made)]
+    api.flavors.create(
+        OP,
+        tenant_id="hostco",
+        pool_id="shared",
+        name="g1.huge",
+        vcpu=512,
+        memory_gib=4,
+        disk_gib=40,
+    )
+    pending = api.instances.create(OP, tenant_id="acme", pool_id="shared", flavor="g1.huge")
+    assert pending["state"] == "pending" and pending["nodeId"] is None and pending["conditions"]
+    answers.append(("Instance", pending))
+    keyed = api.instances.create(
+        OP, tenant_id="acme", pool_id="shared", flavor="g1.small", idempotency_key="k1"
+    )
+    assert keyed["idempotencyKey"] == "k1"
+    answers.append(("Instance", keyed))
+    stopped = api.instances.stop(OP, made["id"])
+    answers.append(("Instance", stopped))
+    resized = api.instances.resize(OP, made["id"], flavor="g1.medium")
+    assert resized["flavor"] == "g1.medium" and resized["hostPlacement"]
+    answers.append(("Instance", resized))
+    answers.append(("Instance", api.instances.start(OP, made["id"])))
+    guest = api.instances.specs_for_host(owner, "shared-h1")["items"][0]["id"]
+    reported = api.instances.report_state(owner, host="shared-h1", instance_id=guest, state="ready")
+    assert set(reported) == {"id", "state", "readyAt"} and reported["readyAt"] is not None
+    answers += [("GuestState", reported), ("GuestReport", reported)]
+    as_root = api.instances.report_state(
+        OP, host="shared-h1", instance_id=made["id"], state="ready"
+    )
+    assert as_root["id"] == made["id"] and "readyAt" in as_root
+    answers += [("Instance", as_root), ("GuestReport", as_root)]
+    answers.append(("Instance", api.instances.show(OP, made["id"])))
+    answers.append(("InstancePage", api.instances.list(OP, tenant_id="acme")))
+    limited = api.instances.list(OP, limit=1)
+    assert limited["total"] == 3 and limited["items"][0]["state"] == "pending"
+    answers.append(("InstancePage", limited))
+    deleted = api.instances.delete(OP, pending["id"])
+    assert "deletedAt" in deleted
+    answers.append(("Instance", deleted))
+    answers.append(("InstancePage", api.instances.list(OP, include_deleted=True)))
+    for component, body in answers:
+        assert _problems(component, body) == [], (component, body)
+
+
+def test_every_answer_for_reservations_validates(fleet: Fleet) -> None:
+    api = fleet.api
+    world = build_world(fleet)
+    placed = world["acme"]["reservation"]
+    assert placed["during"] is not None and placed["devices"] == [{"class": "gpu", "count": 1}]
+    answers: list[tuple[str, Any]] = [("Reservation", placed)]
+    keyed = api.reservations.create(
+        OP, tenant_id="acme", pool_id="shared", gpus=1, duration="2h", idempotency_key="k1"
+    )
+    assert keyed["idempotencyKey"] == "k1"
+    answers.append(("Reservation", keyed))
+    pending = api.reservations.create(OP, tenant_id="acme", pool_id="shared", gpus=2, duration="1h")
+    assert pending["state"] == "pending" and pending["during"] is None
+    answers.append(("Reservation", pending))
+    batch = api.reservations.create_batch(
+        OP,
+        tenant_id="initech",
+        pool_id="shared",
+        requests=[{"gpus": 1, "duration": "1h", "spot": True}],
+    )
+    answers.append(("ReservationPage", batch))
+    cancelled = api.reservations.cancel(OP, pending["id"])
+    assert cancelled["releaseReason"] == "cancelled" and "releasedAt" in cancelled
+    answers.append(("Reservation", cancelled))
+    answers.append(("Reservation", api.reservations.get(OP, placed["id"])))
+    answers.append(("ReservationPage", api.reservations.list(OP)))
+    answers.append(("ReservationPage", api.reservations.list(OP, include_released=True)))
+    for component, body in answers:
+        assert _problems(component, body) == [], (component, body)
+
+
+def test_every_answer_for_services_indexes_and_environments_validates(fleet: Fleet) -> None:
+    api = fleet.api
+    acme = build_world(fleet)["acme"]
+    service, index, environment = acme["service"], acme["index"], acme["environment"]
+    answers: list[tuple[str, Any]] = [
+        ("Service", service),
+        ("Index", index),
+        ("Environment", environment),
+    ]
+    managed = api.services.create(
+        OP, tenant_id="acme", workspace="prod", name="db", hosting="managed", environment="stg"
+    )
+    assert managed["environment"] == "stg" and managed["hosting"] == "managed"
+    answers.append(("Service", managed))
+    deployed = api.services.deploy(OP, managed["id"])
+    assert deployed["status"] == "deployed" and deployed["deployedAt"] is not None
+    answers.append(("Service", deployed))
+    answers.append(("Service", api.services.undeploy(OP, managed["id"])))
+    resized = api.services.set_size(OP, service["id"], "small")
+    assert "notices" in resized and resized["message"]
+    answers.append(("Service", resized))
+    answers.append(("Service", api.services.show(OP, service["id"])))
+    answers.append(("ServicePage", api.services.list(OP, tenant_id="acme")))
+    sized = api.indexes.create(
+        OP, tenant_id="acme", workspace="prod", name="logs", pod_size="large"
+    )
+    assert sized["compute"]["burstable"] is True
+    answers.append(("Index", sized))
+    answers.append(("Index", api.indexes.update(OP, sized["id"], default_pod_size=True)))
+    answers.append(("Index", api.indexes.show(OP, index["id"])))
+    answers.append(("IndexPage", api.indexes.list(OP, tenant_id="acme")))
+    answers.append(("Environment", api.environments.update(OP, environment["id"], size="large")))
+    shown = api.environments.show(OP, environment["id"])
+    assert shown["services"] == 1
+    answers.append(("Environment", shown))
+    answers.append(("EnvironmentPage", api.environments.list(OP, tenant_id="acme")))
+    for component, body in answers:
+        assert _problems(component, body) == [], (component, body)
+
+
+def test_every_answer_for_compute_settings_validates(fleet: Fleet) -> None:
+    api = fleet.api
+    build_world(fleet)
+    answers: list[tuple[str, Any]] = []
+    saved = api.settings.compute_set(
+        OP, tenant_id="acme", serverless_pool="shared", spares={"large": 1}, default_size="large"
+    )
+    assert saved["message"] and saved["serverlessPool"] == "shared" and saved["lastError"] is None
+    answers.append(("ComputeSettings", saved))
+    drafted = api.settings.compute_draft(
+        OP, tenant_id="acme", change=ComputeChange.from_flags(disable=["medium", "large"])
+    )
+    assert drafted["inUse"] and drafted["problems"]
+    answers.append(("ComputeSettings", drafted))
+    with fleet.write() as session:  # the spares job failed on acme
+        upsert_fault(session, job="spares", kind="tenant", subject_id="acme", tenant_id="acme",
+                     error="boom", message="spares failed", at=fleet.now())  # fmt: skip
+    shown = api.settings.compute_show(OP, tenant_id="acme")
+    assert shown["lastError"] is not None and shown["lastError"]["failures"] == 1
+    assert shown["sizes"]["medium"]["usedBy"]
+    answers.append(("ComputeSettings", shown))
+    answers.append(("LastError", shown["lastError"]))
+    for component, body in answers:
+        assert _problems(component, body) == [], (component, body)
+
+
+def test_every_answer_for_webhook_deliveries_validates(fleet: Fleet) -> None:
+    api = fleet.api
+    acme = build_world(fleet)["acme"]
+    delivery = acme["delivery"]
+    assert delivery["state"] == "pending" and delivery["deliveredAt"] is None
+    page = api.webhooks.deliveries(OP, acme["webhook"]["id"])
+    assert page["items"]
+    again = api.webhooks.redeliver(OP, acme["webhook"]["id"], delivery["id"])
+    assert again["attempts"] == 0
+    answers = [
+        ("WebhookDelivery", delivery),
+        ("WebhookDeliveryPage", page),
+        ("WebhookDelivery", again),
+    ]
+    answers.append(
+        ("WebhookDeliveryPage", api.webhooks.deliveries(OP, acme["webhook"]["id"], state="dead"))
+    )
+    for component, body in answers:
+        assert _problems(component, body) == [], (component, body)
+
+
+def test_every_answer_for_events_validates(fleet: Fleet) -> None:
+    api = fleet.api
+    acme = build_world(fleet)["acme"]
+    page = api.events.list(OP, tenant_id="acme")
+    assert page["items"] and page["cursor"] == page["items"][-1]["seq"]
+    assert any(e["subjectId"] == acme["instance"]["id"] for e in page["items"])
+    empty = api.events.list(OP, tenant_id="acme", after=page["cursor"])
+    assert empty == {"items": [], "cursor": page["cursor"]}
+    answers: list[tuple[str, Any]] = [("EventPage", page), ("EventPage", empty)]
+    answers.append(("EventPage", api.events.list(OP)))
+    answers += [("Event", e) for e in page["items"]]
+    for component, body in answers:
+        assert _problems(component, body) == [], (component, body)
+
+
+def test_every_answer_for_usage_validates(fleet: Fleet) -> None:
+    api = fleet.api
+    mb.tenant(fleet, "acme")
+    pool = mb.pool(fleet, gpu_model="L40S")
+    node = mb.node(fleet, pool)
+    mb.reservation(fleet, pool, spot=True, gpus=1, starts_at=T0,
+                   ends_at=T0 + timedelta(hours=1), activated_at=T0)  # fmt: skip
+    mb.instance(fleet, pool, node, start=T0, vcpu=2, memory_gib=4)
+    mb.standard_meters(fleet)
+    mb.meter_until(fleet, T0 + timedelta(minutes=12))
+    page = api.usage.list(OP)
+    assert page["items"] and page["cursor"] == page["items"][-1]["id"]
+    dead = api.usage.dead_letters(OP)
+    assert dead["items"] and dead["items"][0]["replayedAt"] is None
+    api.meters.create(OP, "gpu.l40s.spot.hours")
+    replayed = api.usage.replay(OP)
+    assert replayed["billed"] == len(dead["items"])
+    answers: list[tuple[str, Any]] = [
+        ("UsagePage", page),
+        ("UsagePage", api.usage.list(OP, after=page["cursor"])),
+        ("DeadLetterPage", dead),
+        ("DeadLetterPage", api.usage.dead_letters(OP)),
+        ("Replayed", replayed),
+    ]
+    answers += [("UsageWindow", w) for w in api.usage.export(OP)]
     for component, body in answers:
         assert _problems(component, body) == [], (component, body)
 

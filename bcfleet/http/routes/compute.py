@@ -14,6 +14,21 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from bcfleet.api.documents import (
+    ComputeSettingsJson,
+    ComputeSizeJson,
+    DefaultSizeChoiceJson,
+    EnvironmentJson,
+    EnvironmentPageJson,
+    IndexComputeJson,
+    IndexJson,
+    IndexPageJson,
+    LastErrorJson,
+    ServiceComputeJson,
+    ServiceJson,
+    ServicePageJson,
+    SizeInUseJson,
+)
 from bcfleet.api.services import COMPUTE_NAME_MAX, HOSTINGS
 from bcfleet.domain.compute_settings import ComputeChange
 from bcfleet.domain.sizes import SIZE_NAMES, SPARES_MAX
@@ -21,19 +36,16 @@ from bcfleet.errors import FleetError
 from bcfleet.http.operations import TENANT, Call, Operation, Param
 from bcfleet.http.rules import nonblank_text, one_of, reference, size, slug
 from bcfleet.http.schemas import (
-    ANY_OBJECT,
     BOOL,
-    INT,
-    NUMBER,
     STRING,
-    TIME,
     array,
     nullable,
     obj,
-    page,
+    ref,
 )
 from bcfleet.http.serving import bearer_token, served
 from bcfleet.http.streams import held_open, iterate_in_stream_threads
+from bcfleet.http.typed_schemas import document_schemas
 
 TAG = "compute"
 SIZE = size()
@@ -45,29 +57,13 @@ SPARES = {
     "additionalProperties": {"type": "integer", "minimum": 0, "maximum": SPARES_MAX},
     "maxProperties": SIZES_AT_MOST,
 }
-N_STR, N_TIME = nullable(STRING), nullable(TIME)
+SIZE_MAP = {
+    "type": "object",
+    "propertyNames": SIZE,
+    "additionalProperties": ref("ComputeSize"),
+    "maxProperties": SIZES_AT_MOST,
+}
 
-SERVICE = {
-    "id": STRING, "tenantId": STRING, "workspace": STRING, "name": STRING, "hosting": STRING,
-    "deployed": BOOL, "status": STRING, "size": N_STR, "legacy": BOOL, "effectiveSize": STRING,
-    "sizeLabel": STRING, "vcpu": NUMBER, "memoryGiB": NUMBER, "environmentId": N_STR,
-    "environment": N_STR, "instanceId": N_STR, "instanceState": N_STR, "createdAt": TIME,
-    "updatedAt": TIME, "deployedAt": N_TIME,
-}  # fmt: skip
-INDEX = {
-    "id": STRING, "tenantId": STRING, "workspace": STRING, "name": STRING, "podSize": N_STR,
-    "podSizeLabel": STRING, "deployed": BOOL, "createdAt": TIME, "updatedAt": TIME,
-}  # fmt: skip
-ENVIRONMENT = {
-    "id": STRING, "tenantId": STRING, "name": STRING, "size": STRING, "sizeLabel": STRING,
-    "createdAt": TIME, "updatedAt": TIME,
-}  # fmt: skip
-SETTINGS = {
-    "tenant": STRING, "sizes": ANY_OBJECT, "totalCreditsPerMonth": NUMBER,
-    "defaultSize": N_STR, "effectiveDefaultSize": STRING, "defaultSizeChoices": array(ANY_OBJECT),
-    "serverlessPoolId": N_STR, "serverlessPool": N_STR, "version": INT, "managed": BOOL,
-    "updatedAt": N_TIME, "lastError": nullable(ANY_OBJECT),
-}  # fmt: skip
 CHANGE_RULES = (
     "Beyond this schema (INVALID_INPUT): a size both enabled and disabled "
     "(details.field sizes); the default size must stay enabled, and turning off Medium needs a "
@@ -88,27 +84,28 @@ CHANGE = obj(
 )  # fmt: skip
 
 SCHEMAS = {
-    "ComputeSettings": obj(
-        {
-            **SETTINGS,
-            "message": STRING,
-            "notices": array(ANY_OBJECT),
-            "problems": array(STRING),
-            "inUse": array(ANY_OBJECT),
-        },
-        required=list(SETTINGS),
-    ),  # fmt: skip
     "ComputeChange": CHANGE,
-    "Service": obj(
+    **document_schemas(
+        (
+            ServiceComputeJson,
+            IndexComputeJson,
+            ServiceJson,
+            ServicePageJson,
+            IndexJson,
+            IndexPageJson,
+            EnvironmentJson,
+            EnvironmentPageJson,
+            LastErrorJson,
+            ComputeSizeJson,
+            DefaultSizeChoiceJson,
+            SizeInUseJson,
+            ComputeSettingsJson,
+        ),
         {
-            **SERVICE,
-            "conditions": array(ANY_OBJECT),
-            "notices": array({"type": ["string", "object"]}),
-            "message": STRING,
+            "Service": {"hosting": one_of(HOSTINGS)},
+            "ComputeSettings": {"sizes": SIZE_MAP},
         },
-        required=list(SERVICE),
-    ),  # fmt: skip
-    "ServicePage": page("Service"),
+    ),
     "ServiceCreate": obj(
         {
             "workspace": COMPUTE_NAME,
@@ -122,8 +119,6 @@ SCHEMAS = {
     "ServiceSize": obj({"size": SIZE}),
     "Deleted": obj({"id": STRING, "deleted": BOOL}),
     "DeployProgress": {"type": "string", "description": "NDJSON: one progress object a line."},
-    "Index": obj({**INDEX, "compute": ANY_OBJECT}, required=list(INDEX)),
-    "IndexPage": page("Index"),
     "IndexCreate": obj(
         {
             "workspace": COMPUTE_NAME,
@@ -145,8 +140,6 @@ SCHEMAS = {
         "description": "Choose a pod size or reset to the default pod size (defaultPodSize), "
         "not both.",
     },
-    "Environment": obj({**ENVIRONMENT, "services": INT}, required=list(ENVIRONMENT)),
-    "EnvironmentPage": page("Environment"),
     "EnvironmentCreate": obj({"name": slug(), "size": SIZE}),
     "EnvironmentUpdate": obj({"size": SIZE}),
 }

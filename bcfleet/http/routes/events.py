@@ -11,28 +11,21 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from bcfleet.api.documents import EventPageJson
 from bcfleet.domain.cursors import CURSOR_MAX, CURSOR_MIN, check_cursor
+from bcfleet.domain.event_document import EventJson
 from bcfleet.errors import FleetError, InvalidInputError
 from bcfleet.http.operations import TENANT, Call, Operation, Param
-from bcfleet.http.schemas import ANY_OBJECT, INT, STRING, TIME, nullable, obj, page, ref
+from bcfleet.http.schemas import ref
 from bcfleet.http.serving import Served, bearer_token, served
 from bcfleet.http.streams import held_open
+from bcfleet.http.typed_schemas import document_schemas
 
 TAG = "events"
 PAGE = 100
 
 SCHEMAS = {
-    "Event": obj(
-        {
-            "id": STRING,
-            "seq": INT,
-            "type": STRING,
-            "subjectId": nullable(STRING),
-            "at": TIME,
-            "data": ANY_OBJECT,
-        }
-    ),
-    "EventPage": page("Event", cursor=True),
+    **document_schemas((EventJson, EventPageJson)),
 }
 
 AFTER = Param(
@@ -73,14 +66,14 @@ def _resume_cursor(request: Request, after: int | None) -> int | None:
     return check_cursor(value, "Last-Event-ID")
 
 
-def sse_frame(item: dict[str, Any]) -> str:
+def sse_frame(item: EventJson) -> str:
     """One server-sent event: its seq as the id, its type as the event name, JSON as data."""
     data = json.dumps(item, separators=(",", ":"))
     return f"id: {item['seq']}\nevent: {item['type']}\ndata: {data}\n\n"
 
 
 async def _frames(
-    ctx: Served, token: str, query: dict[str, Any], first: dict[str, Any]
+    ctx: Served, token: str, query: dict[str, Any], first: EventPageJson
 ) -> AsyncIterator[str]:
     limit: int | None = query.get("limit")
     sent, idle, current = 0, 0.0, first
@@ -104,11 +97,10 @@ async def _frames(
             return
 
 
-def _page(ctx: Served, token: str, query: dict[str, Any], after: int | None) -> dict[str, Any]:
-    result: dict[str, Any] = ctx.fleet.api.events.list(
+def _page(ctx: Served, token: str, query: dict[str, Any], after: int | None) -> EventPageJson:
+    return ctx.fleet.api.events.list(
         token, tenant_id=query.get("tenant"), after=after, types=query["type"], limit=PAGE
     )
-    return result
 
 
 async def stream_events(request: Request) -> Response:

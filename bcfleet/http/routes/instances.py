@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bcfleet.api.documents import QuotaJson
+from bcfleet.api.documents import GuestStateJson, InstanceJson, InstancePageJson, QuotaJson
 from bcfleet.api.instance_list import CONDITION_TYPE
 from bcfleet.api.instances import INSTANCE_NAME_MAX
 from bcfleet.domain.bounds import PAGE_MAX
@@ -18,7 +18,6 @@ from bcfleet.http.schemas import (
     INT,
     QUOTA,
     STRING,
-    TIME,
     array,
     nullable,
     obj,
@@ -29,46 +28,24 @@ from bcfleet.http.typed_schemas import document_schemas
 
 TAG = "instances"
 
-INSTANCE_FIELDS = {
-    "id": STRING,
-    "tenantId": STRING,
-    "poolId": STRING,
-    "flavorId": nullable(STRING),
-    "name": STRING,
-    "state": STRING,
-    "shape": ANY_OBJECT,
-    "nodeId": nullable(STRING),
-    "conditions": array(ANY_OBJECT),
-    "createdAt": TIME,
-    "updatedAt": TIME,
-}
 INTS = array(INT)
 POOL_REF = reference("A pool id or name.")
 FLAVOR_REF = reference("A flavor's name in the pool.")
 RESOURCES = ("vcpu", "memoryGiB", "diskGiB", "gpu")
 
 SCHEMAS = {
-    "Instance": obj(
+    **document_schemas(
+        (InstanceJson, InstancePageJson, GuestStateJson),
         {
-            **INSTANCE_FIELDS,
-            "flavor": STRING,
-            "hostPlacement": ANY_OBJECT,
-            "purpose": STRING,
-            "size": nullable(STRING),
-            "readyAt": TIME,
-            "deletedAt": TIME,
-            "providerServerId": STRING,
-            "providerStatus": nullable(STRING),
-            "idempotencyKey": STRING,
+            "InstancePage": {
+                "total": {**INT, "description": "How many there are in all (with limit)."}
+            }
         },
-        required=list(INSTANCE_FIELDS),
     ),
-    "InstancePage": {
-        **page("Instance"),
-        "properties": {
-            **page("Instance")["properties"],
-            "total": {**INT, "description": "How many there are in all (with limit)."},
-        },
+    "GuestReport": {
+        "anyOf": [ref("GuestState"), ref("Instance")],
+        "description": "What a state report answers: root's admin gets the whole Instance, "
+        "anyone else the GuestState.",
     },
     "InstanceCreate": obj(
         {
@@ -112,12 +89,6 @@ SCHEMAS = {
         "(gst_…), which is also the id to report its state by.",
     ),
     "HostSpecs": obj({"host": STRING, "items": array(ref("InstanceSpec"))}),
-    "GuestState": obj(
-        {"id": STRING, "state": STRING, "readyAt": nullable(TIME)},
-        required=["id", "state"],
-        strict=False,
-        description="The guest an agent reported on: root's admin gets the whole Instance.",
-    ),
     **document_schemas((QuotaJson,)),
     "QuotaPage": page("Quota"),
     "QuotaSet": obj({r: nullable(QUOTA) for r in RESOURCES}, required=[]),
@@ -244,7 +215,7 @@ OPERATIONS = [
               response="HostSpecs"),
     Operation("POST", "/v1/hosts/{host}/instances/{id}/state", "hosts.reportInstanceState",
               "A host agent reports an instance's observed state", "hosts", report_instance_state,
-              request="InstanceStateReport", response="GuestState"),
+              request="InstanceStateReport", response="GuestReport"),
     Operation("PUT", "/v1/quotas/{tenant}/{pool}", "quotas.set",
               "Set a tenant's quota in a pool (null removes a limit)", "quotas", set_quota,
               request="QuotaSet", response="Quota"),

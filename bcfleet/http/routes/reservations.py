@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from bcfleet.api.documents import (
+    ReservationDeviceJson,
+    ReservationJson,
+    ReservationPageJson,
+    ReservationWindowJson,
+)
 from bcfleet.api.reservations import (
     BINDINGS,
     MAX_BATCH,
@@ -18,12 +24,11 @@ from bcfleet.http.schemas import (
     BOOL,
     INT,
     STRING,
-    TIME,
     array,
     nullable,
     obj,
-    page,
 )
+from bcfleet.http.typed_schemas import document_schemas
 
 TAG = "reservations"
 BINDING = one_of(BINDINGS)
@@ -51,26 +56,11 @@ def ask(extra: dict[str, Any], required: list[str]) -> dict[str, Any]:
     return {**obj({**extra, **ASK}, required=required), **NO_SPOT_NODE_LEASE}
 
 
-RESERVATION = {
-    "id": STRING, "tenantId": STRING, "poolId": STRING, "devices": array(ANY_OBJECT),
-    "nodes": INT, "binding": STRING, "spot": BOOL, "state": STRING, "duration": STRING,
-    "requestedStart": TIME, "during": nullable(obj({"start": nullable(TIME), "end": nullable(TIME)})),
-    "nodeIds": array(STRING), "conditions": array(ANY_OBJECT), "createdAt": TIME, "updatedAt": TIME,
-}  # fmt: skip
-
 SCHEMAS = {
-    "Reservation": obj(
-        {
-            **RESERVATION,
-            "idempotencyKey": STRING,
-            "deadline": TIME,
-            "activatedAt": TIME,
-            "releasedAt": TIME,
-            "releaseReason": STRING,
-        },
-        required=list(RESERVATION),
-    ),  # fmt: skip
-    "ReservationPage": page("Reservation"),
+    **document_schemas(
+        (ReservationDeviceJson, ReservationWindowJson, ReservationJson, ReservationPageJson),
+        {"Reservation": {"binding": BINDING}},
+    ),
     "ReservationCreate": ask(
         {"pool": POOL_REF, "idempotencyKey": KEY}, ["pool", "gpus", "duration"]
     ),

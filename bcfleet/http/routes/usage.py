@@ -11,28 +11,30 @@ from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from bcfleet.api.documents import (
+    DeadLetterPageJson,
+    ReplayedJson,
+    UsagePageJson,
+    UsageWindowJson,
+)
 from bcfleet.clock import parse_time
 from bcfleet.domain.cursors import CURSOR_MAX, CURSOR_MIN
 from bcfleet.domain.usage_csv import csv_lines
 from bcfleet.http.operations import TENANT, Call, Operation, Param
 from bcfleet.http.rules import reference, time
-from bcfleet.http.schemas import INT, STRING, TIME, nullable, obj, page
+from bcfleet.http.schemas import INT, obj
 from bcfleet.http.serving import bearer_token, served
+from bcfleet.http.typed_schemas import document_schemas
 
 TAG = "usage"
-WINDOW = {
-    "id": INT, "tenantId": STRING, "subjectId": STRING, "subjectKind": STRING,
-    "poolId": nullable(STRING), "meter": STRING, "windowStart": TIME, "windowEnd": TIME,
-    "quantity": {"type": "string", "description": "Decimal with 6 places, exact."},
-    "createdAt": TIME,
-}  # fmt: skip
+
+QUANTITY = {"type": "string", "description": "Decimal with 6 places, exact."}
 
 SCHEMAS = {
-    "UsageWindow": obj(
-        {**WINDOW, "reason": STRING, "replayedAt": nullable(TIME)}, required=list(WINDOW)
-    ),  # fmt: skip
-    "UsagePage": page("UsageWindow", cursor=True),
-    "DeadLetterPage": page("UsageWindow"),
+    **document_schemas(
+        (UsageWindowJson, UsagePageJson, DeadLetterPageJson, ReplayedJson),
+        {"UsageWindow": {"quantity": QUANTITY}},
+    ),
     "UsageExport": {"type": "string", "description": "NDJSON (one window a line) or CSV."},
     "Replayed": obj({"replayed": INT, "billed": INT, "pending": INT}),
 }

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from bcfleet.api.documents import WebhookCreatedJson, WebhookJson
+from bcfleet.api.documents import (
+    WebhookCreatedJson,
+    WebhookDeliveryJson,
+    WebhookDeliveryPageJson,
+    WebhookJson,
+)
 from bcfleet.api.webhooks import (
     EVENT_TYPE_MAX,
     MAX_SECRET,
@@ -14,14 +19,16 @@ from bcfleet.api.webhooks import (
 )
 from bcfleet.domain.states import DeliveryState
 from bcfleet.http.operations import TENANT, Call, Operation, Param
-from bcfleet.http.rules import http_url, one_of, reference
-from bcfleet.http.schemas import BOOL, INT, STRING, TIME, array, nullable, obj, page
+from bcfleet.http.rules import http_url, reference
+from bcfleet.http.schemas import BOOL, STRING, array, nullable, obj, page
 from bcfleet.http.typed_schemas import document_schemas
 
 TAG = "webhooks"
 
 SCHEMAS = {
-    **document_schemas((WebhookJson, WebhookCreatedJson)),
+    **document_schemas(
+        (WebhookJson, WebhookCreatedJson, WebhookDeliveryJson, WebhookDeliveryPageJson)
+    ),
     "WebhookPage": page("Webhook"),
     "WebhookCreate": obj(
         {
@@ -40,23 +47,6 @@ SCHEMAS = {
         required=["url"],
     ),
     "WebhookDeleted": obj({"id": STRING, "deleted": BOOL}),
-    "WebhookDelivery": obj(
-        {
-            "id": INT,
-            "webhookId": STRING,
-            "eventId": STRING,
-            "eventSeq": INT,
-            "eventType": STRING,
-            "state": one_of([s.value for s in DeliveryState]),
-            "attempts": INT,
-            "nextAttemptAt": TIME,
-            "lastStatus": nullable(INT),
-            "lastError": nullable(STRING),
-            "createdAt": TIME,
-            "deliveredAt": nullable(TIME),
-        }
-    ),
-    "WebhookDeliveryPage": page("WebhookDelivery"),
 }
 
 

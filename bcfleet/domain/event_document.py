@@ -1,0 +1,17 @@
+"""The event document, typed: the event log (in the store) renders it for the API and webhooks."""
+
+from collections.abc import Mapping
+from typing import Any, TypedDict
+
+from bcfleet.domain.json_types import Time
+
+
+class EventJson(TypedDict):
+    """One tenant's copy of an event: seq is its place in the log (the cursor to resume after)."""
+
+    id: str
+    seq: int
+    type: str
+    subjectId: str | None
+    at: Time
+    data: Mapping[str, Any]
