@@ -278,6 +278,9 @@ class KeyedTable(SteadyTable):
     are added, updated, removed and ordered by key through DataTable's public methods.
     """
 
+    _column_order: list[_FitColumn] = []  # noqa: RUF012 - replaced, never changed in place
+    """The columns once mounted, in the spec's order (DataTable asks for them in __init__)."""
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("j", "cursor_down", "Down", show=False),
         Binding("k", "cursor_up", "Up", show=False),
@@ -326,6 +329,15 @@ class KeyedTable(SteadyTable):
             key = ColumnKey(column.key)
             old = self.columns[key]
             self.columns[key] = _FitColumn(key, old.label, old.width, old.content_width)
+        self._column_order = self._fit_columns()
+
+    @property
+    def ordered_columns(self) -> list[TableColumn]:
+        """The columns in the order of the spec (they never move): DataTable asks for them a
+        few times for every row it adds, and would look each one up again every time."""
+        if len(self._column_order) == len(self.columns):
+            return list(self._column_order)
+        return super().ordered_columns
 
     # -- fitting the width -------------------------------------------------------------------
 
