@@ -17,20 +17,21 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Self, cast
+from typing import Any, ClassVar, cast
 
 from rich.cells import cell_len
-from rich.style import Style
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.text import Text
 from textual import events
-from textual._two_way_dict import TwoWayDict
 from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
+from textual.geometry import Region, Size
 from textual.message import Message
+from textual.render import measure
+from textual.strip import Strip
 from textual.widgets import DataTable
-from textual.widgets._data_table import Column as TableColumn
-from textual.widgets._data_table import Row as TableRow
-from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowKey
+from textual.widgets.data_table import CellDoesNotExist, ColumnKey
+from textual.widgets.data_table import Column as TableColumn
 
 from bcfleet.domain.bounds import printable
 from bcfleet.tui.widgets.fit import Fit, fit_columns
@@ -38,8 +39,8 @@ from bcfleet.tui.widgets.fit import Fit, fit_columns
 Cell = Text | str
 REBUILD_ABOVE = 64
 """Removing more rows than this rebuilds the table (remove_row is linear in the row count)."""
-CELL_CACHE = 4096
-"""Drawn cells remembered across updates: a screenful of rows, with and without the cursor."""
+LINE_CACHE = 512
+"""Drawn lines remembered across updates: a few screenfuls of rows."""
 
 
 @dataclass(frozen=True)
@@ -56,22 +57,63 @@ class Column:
 
 @dataclass
 class _FitColumn(TableColumn):
-    """DataTable's column, drawn hidden (no width at all) or cropped when the table is narrow."""
+    """DataTable's column with the width the table gives it; a hidden one is drawn 0 cells wide."""
 
     hidden: bool = False
-    cropped: int | None = None
 
     def get_render_width(self, data_table: DataTable[Any]) -> int:
-        if self.hidden:
-            return 0
-        if self.cropped is not None:
-            return 2 * data_table.cell_padding + self.cropped
-        return super().get_render_width(data_table)
+        return 0 if self.hidden else super().get_render_width(data_table)
 
-    def natural(self) -> int:
-        return max(
-            self.content_width if self.auto_width else self.width, cell_len(self.label.plain)
-        )
+
+class _Drawn:
+    """A cell as the table hands it to DataTable: drawn as DataTable draws a str or Text.
+
+    It has no Rich measure: the table sets every column's width itself, so DataTable's
+    measuring of new rows finds nothing to read (with Rich, measuring 5,000 rows took
+    longer than the rest of a first paint). It reads, compares and sorts as its text.
+    """
+
+    __slots__ = ("cell", "_text")
+
+    def __init__(self, cell: Cell) -> None:
+        self.cell = cell
+        self._text: Text | None = None
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if self._text is None:
+            if isinstance(self.cell, Text):
+                self._text = self.cell
+            else:  # as DataTable reads a str: markup, one line
+                self._text = Text.from_markup(self.cell, end="")
+                self._text.no_wrap = True
+        yield self._text
+
+    def __str__(self) -> str:
+        return self.cell.plain if isinstance(self.cell, Text) else self.cell
+
+    def __repr__(self) -> str:
+        return f"_Drawn({self.cell!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _Drawn):
+            return self.cell == other.cell
+        if isinstance(other, str | Text):
+            return self.cell == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(str(self))
+
+    def __lt__(self, other: object) -> bool:
+        return str(self) < str(other)
+
+    def __contains__(self, text: str) -> bool:
+        return text in str(self)
+
+
+def _cell_width(cell: Cell) -> int:
+    """Cells here are one line of text: their width is their length in cells."""
+    return cell.cell_len if isinstance(cell, Text) else cell_len(cell)
 
 
 def _printable_cell(cell: Cell) -> Cell:
@@ -197,28 +239,47 @@ def _sort_key(value: Any) -> tuple[int, Any]:
     return (1, str(value).lower())
 
 
-class SteadyTable(DataTable[Cell]):
-    """A DataTable that redraws once it has measured rows added since the last frame."""
+def _as_text(cell: object) -> Text | None:
+    """A cell as DataTable draws it, for measuring: a str is read as markup."""
+    if cell is None or isinstance(cell, Text):
+        return cell
+    if isinstance(cell, str):
+        return Text.from_markup(cell)
+    return Text(f"{cell:.2f}" if isinstance(cell, float) else str(cell))
+
+
+class SteadyTable(DataTable[Cell | _Drawn]):
+    """A DataTable filled all at once, its columns as wide as their widest cell from the start."""
 
     def fill(self, rows: Iterable[Sequence[Cell]], keys: Sequence[str] | None = None) -> None:
-        """Replace every row, each with its key when keys are given."""
+        """Replace every row, each with its key when keys are given.
+
+        The widths are set before the first line is drawn: DataTable measures new rows
+        only when idle, and lines drawn before that would keep the narrower widths.
+        """
         self.clear()
+        columns = list(self.ordered_columns)
+        widths = [c.content_width for c in columns]
         for index, row in enumerate(rows):
             self.add_row(*row, key=keys[index] if keys is not None else None)
-
-    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
-        # DataTable measures new rows when idle; lines drawn before that keep the old
-        # column widths in its caches, so a table filled once (and not touched again)
-        # could stay truncated. Drop the caches whenever the widths moved.
-        before = [c.content_width for c in self.columns.values()]
-        super()._update_dimensions(new_rows)
-        if [c.content_width for c in self.columns.values()] != before:
-            self._clear_caches()
-            self.refresh()
+            for i, cell in enumerate(row[: len(columns)]):
+                text = _as_text(cell)
+                if text is not None:
+                    widths[i] = max(widths[i], measure(self.app.console, text, 1))
+        for column, width in zip(columns, widths, strict=True):
+            if column.auto_width:
+                column.content_width = width
 
 
 class KeyedTable(SteadyTable):
-    """The table of every list view; j/k/g/G move as in vi and less, beside the arrows."""
+    """The table of every list view; j/k/g/G move as in vi and less, beside the arrows.
+
+    Every column has a width the table computes itself (DataTable measures no cell), rows
+    are added, updated, removed and ordered by key through DataTable's public methods.
+    """
+
+    _column_order: list[_FitColumn] = []  # noqa: RUF012 - replaced, never changed in place
+    """The columns once mounted, in the spec's order (DataTable asks for them in __init__)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("j", "cursor_down", "Down", show=False),
@@ -251,80 +312,135 @@ class KeyedTable(SteadyTable):
         self._drawn: dict[str, Row] = {}
         """The rows the DataTable holds, as of the last sync: the same Row object again is
         known to be drawn already, so a refresh of 5,000 unchanged rows compares none."""
-        self._widened = False
-        self._cells: LRUCache[tuple[Any, ...], tuple[Cell, Any]] = LRUCache(CELL_CACHE)
+        self._cells: dict[str, tuple[_Drawn, ...]] = {}
+        """The cells handed to the DataTable for each row key, as it holds them."""
+        self._natural = [cell_len(c.label) for c in self.spec]
+        """Each column's widest cell (or its label); it grows as cells do."""
+        self._drawn_lines: LRUCache[tuple[Any, ...], tuple[tuple[_Drawn, ...] | None, Strip]]
+        self._drawn_lines = LRUCache(LINE_CACHE)
+        self._layout_changes = 0
+        """Counts the changes of column widths, labels and hidden columns."""
+        self._pseudo_classes: Any = None
 
     def on_mount(self) -> None:
         for column in self.spec:
-            self.add_column(column.label, width=column.width, key=column.key)
+            self.add_column(column.label, width=column.width or cell_len(column.label),
+                            key=column.key)  # fmt: skip
             key = ColumnKey(column.key)
             old = self.columns[key]
-            self.columns[key] = _FitColumn(
-                key, old.label, old.width, old.content_width, old.auto_width
-            )
+            self.columns[key] = _FitColumn(key, old.label, old.width, old.content_width)
+        self._column_order = self._fit_columns()
+
+    @property
+    def ordered_columns(self) -> list[TableColumn]:
+        """The columns in the order of the spec (they never move): DataTable asks for them a
+        few times for every row it adds, and would look each one up again every time."""
+        if len(self._column_order) == len(self.columns):
+            return list(self._column_order)
+        return super().ordered_columns
 
     # -- fitting the width -------------------------------------------------------------------
 
     def _fit_columns(self) -> list[_FitColumn]:
         return [cast(_FitColumn, self.columns[ColumnKey(c.key)]) for c in self.spec]
 
+    def _ready(self) -> bool:
+        return self.is_mounted and len(self.columns) == len(self.spec)
+
     @property
     def hidden_columns(self) -> list[str]:
         """The keys of the columns hidden to fit the width."""
-        if len(self.columns) != len(self.spec):
+        if not self._ready():
             return []
         return [c.key.value or "" for c in self._fit_columns() if c.hidden]
 
-    def fit(self) -> None:
+    def fit(self, force: bool = False) -> None:
         """Hide or crop columns so that the ones that matter fit the table's width."""
-        if not self.is_mounted or len(self.columns) != len(self.spec) or not self.size.width:
+        if not self._ready():
             return
         columns = self._fit_columns()
         rules = [
-            Fit(column.natural(), spec.give_way, spec.crop_to)
-            for column, spec in zip(columns, self.spec, strict=True)
+            Fit(max(spec.width or natural, cell_len(label)), spec.give_way, spec.crop_to)
+            for natural, spec, label in zip(self._natural, self.spec, self._labels(), strict=True)
         ]
-        # Fitted exactly, no horizontal scrollbar takes a row; the vertical one takes a column.
-        scrolls = self.virtual_size.height > self.size.height
-        available = self.size.width - (self.styles.scrollbar_size_vertical if scrolls else 0)
-        widths = fit_columns(rules, available, self.cell_padding)
-        changed = False
-        for column, rule, width in zip(columns, rules, widths, strict=True):
+        if self.size.width:
+            # Fitted exactly, no horizontal scrollbar takes a row; the vertical one a column.
+            scrolls = self.row_count + self._header_lines() > self.size.height
+            available = self.size.width - (self.styles.scrollbar_size_vertical if scrolls else 0)
+            widths = fit_columns(rules, available, self.cell_padding)
+        else:
+            widths = [rule.natural for rule in rules]
+        changed = force
+        for column, width in zip(columns, widths, strict=True):
             hidden = width is None
-            cropped = None if width is None or width >= rule.natural else width
-            if (column.hidden, column.cropped) != (hidden, cropped):
-                column.hidden, column.cropped = hidden, cropped
+            drawn = column.width if width is None else width
+            if (column.hidden, column.width) != (hidden, drawn):
+                column.hidden, column.width = hidden, drawn
                 changed = True
         if changed:
-            self._clear_caches()
-            self._require_update_dimensions = True
-            self.refresh()
-            self.check_idle()
+            self._redraw_all()
+
+    def _header_lines(self) -> int:
+        return self.header_height if self.show_header else 0
+
+    def _redraw_all(self) -> None:
+        """Draw every line anew with the columns' new widths and labels.
+
+        DataTable keeps its drawn lines until its rows or styles change; telling it that
+        its styles changed is its public way to let go of them.
+        """
+        width = sum(c.get_render_width(self) for c in self.columns.values())
+        self.virtual_size = Size(width, self.row_count + self._header_lines())
+        self._layout_changes += 1
+        self.notify_style_update()
 
     def remeasure(self) -> None:
         """Measure the columns again from the rows shown (they may have become narrower)."""
-        if len(self.columns) != len(self.spec):
+        if not self._ready():
             return
-        widths = [cell_len(c.label.plain) for c in self.ordered_columns]
+        widths = [cell_len(label) for label in self._labels()]
         for key in self._shown:
-            for i, cell in enumerate(self.shown_cells(self.all_rows[key])):
-                width = cell.cell_len if isinstance(cell, Text) else cell_len(cell)
-                if width > widths[i]:
-                    widths[i] = width
-        for column, width in zip(self.ordered_columns, widths, strict=True):
-            column.content_width = width
-        self._clear_caches()
-        self._require_update_dimensions = True
-        self.refresh()
-        self.check_idle()
+            for i, cell in enumerate(self._cells[key]):
+                widths[i] = max(widths[i], _cell_width(cell.cell))
+        self._natural = widths
+        self.fit(force=True)
 
-    def _on_resize(self, event: events.Resize) -> None:
-        super()._on_resize(event)
+    def on_resize(self, _event: events.Resize) -> None:
         self.fit()
 
-    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
-        super()._update_dimensions(new_rows)
-        self.fit()
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._pseudo_classes = self.get_pseudo_class_state()
+        return super().render_lines(crop)
+
+    def render_line(self, y: int) -> Strip:
+        """A row's line as drawn last time when nothing it shows has changed, else DataTable's.
+
+        DataTable lets go of every drawn line when any cell changes, so a refresh that
+        changed one row would draw every visible row again with Rich. The line of a row is
+        kept with the cells it showed (the very objects: a changed cell is a new object),
+        its place, whether the cursor is on it, the widths and the widget's styles.
+        """
+        row_index = y - self._header_lines() + self.scroll_offset.y
+        if y < self._header_lines() or not 0 <= row_index < len(self._shown):
+            return super().render_line(y)
+        if self.mouse_hover and row_index == self.hover_row:  # the hover highlight is DataTable's
+            return super().render_line(y)
+        key = self._shown[row_index]
+        cells = self._cells.get(key)
+        line_key = (key, row_index, row_index == self.cursor_row, self.show_cursor,
+                    self.cursor_type, self.size.width, self.scroll_offset.x, self._layout_changes,
+                    self._pseudo_classes, self.rich_style, self.cell_padding)  # fmt: skip
+        known = self._drawn_lines.get(line_key)
+        if known is not None and known[0] is cells:
+            return known[1]
+        strip = super().render_line(y)
+        self._drawn_lines[line_key] = (cells, strip)
+        return strip
+
+    def notify_style_update(self) -> None:
+        """New CSS or theme: every line is drawn anew (the keys above do not hold the styles)."""
+        super().notify_style_update()
+        self._drawn_lines.clear()
 
     # -- what the view calls ------------------------------------------------------------------
 
@@ -353,7 +469,7 @@ class KeyedTable(SteadyTable):
             del self.marked[key]
         elif key in self.all_rows:
             self.marked[key] = None
-        self._redraw_mark(key)
+        self._redraw_marks([key])
         self.post_message(self.Changed(self))
         return key in self.marked
 
@@ -362,16 +478,14 @@ class KeyedTable(SteadyTable):
         if self._shown and all(k in self.marked for k in self._shown):
             self.clear_marks()
             return
-        for key in self._shown:
-            if key not in self.marked:
-                self.marked[key] = None
-                self._redraw_mark(key)
+        newly = [key for key in self._shown if key not in self.marked]
+        self.marked.update(dict.fromkeys(newly))
+        self._redraw_marks(newly)
         self.post_message(self.Changed(self))
 
     def clear_marks(self) -> None:
         keys, self.marked = list(self.marked), {}
-        for key in keys:
-            self._redraw_mark(key)
+        self._redraw_marks(keys)
         self.post_message(self.Changed(self))
 
     def shown_cells(self, row: Row) -> tuple[Cell, ...]:
@@ -382,13 +496,20 @@ class KeyedTable(SteadyTable):
         marked = Text.assemble((MARK, "bold"), first) if isinstance(first, Text) else MARK + first
         return (marked, *row.cells[1:])
 
-    def _redraw_mark(self, key: str) -> None:
-        row = self.all_rows.get(key)
-        if row is None or not self.spec or RowKey(key) not in self.rows:
+    def _redraw_marks(self, keys: Iterable[str]) -> None:
+        if not self.spec:
             return
-        cell = self.shown_cells(row)[0]
-        self.update_cell(key, self.spec[0].key, cell)
-        self._widen(self.spec[0].key, cell)
+        column = self.spec[0].key
+        for key in keys:
+            row = self.all_rows.get(key)
+            if row is None or key not in self._cells:
+                continue
+            first = self.shown_cells(row)[0]
+            drawn = _Drawn(first)
+            self.update_cell(key, column, drawn)
+            self._cells[key] = (drawn, *self._cells[key][1:])
+            self._widen(0, first)
+        self._refit_if_widened()
 
     def set_filter(self, text: str) -> None:
         if text != self.filter_text:
@@ -449,34 +570,34 @@ class KeyedTable(SteadyTable):
         return [r.key for r in rows]
 
     def _sync(self) -> None:
-        if not self.is_mounted or len(self.columns) != len(self.spec):
+        if not self._ready():
             return
         wanted = self._visible()
-        updates = self._update_count
         cursor = self.cursor_key
         wanted_set = set(wanted)
         gone = [k for k in self._shown if k not in wanted_set]
-        if len(gone) > REBUILD_ABOVE:
-            self._rebuild(wanted)
-        else:
-            for key in gone:
-                self.remove_row(key)
-            added = self._update_and_add(wanted)
-            # With no row added or removed the table is still in the order last shown.
-            order = self._ordered_keys() if gone or added else self._shown
-            if list(order) != wanted:
-                self._reorder(wanted)
-        self._shown = wanted
-        everything = len(wanted) == len(self.all_rows)
-        self._drawn = dict(self.all_rows) if everything else {k: self.all_rows[k] for k in wanted}
-        if self._update_count != updates:
-            # DataTable's render caches are keyed by the update count: what they hold now is
-            # never read again, only kept (thousands of segments) until the LRU pushes it out.
-            self._clear_caches()
-        if cursor is not None and cursor in wanted_set:
-            index = self.get_row_index(cursor)
-            if index != self.cursor_row:
-                self.move_cursor(row=index, scroll=False)
+        with self.app.batch_update():
+            if len(gone) > REBUILD_ABOVE:
+                self._rebuild(wanted)
+            else:
+                for key in gone:
+                    self.remove_row(key)
+                    del self._cells[key]
+                added = self._update_and_add(wanted)
+                # With no row added or removed the table is still in the order last shown.
+                order = self._ordered_keys() if gone or added else self._shown
+                if list(order) != wanted:
+                    self._reorder(wanted)
+            self._shown = wanted
+            everything = len(wanted) == len(self.all_rows)
+            self._drawn = (
+                dict(self.all_rows) if everything else {k: self.all_rows[k] for k in wanted}
+            )
+            self._refit_if_widened()
+            if cursor is not None and cursor in wanted_set:
+                index = self.get_row_index(cursor)
+                if index != self.cursor_row:
+                    self.move_cursor(row=index, scroll=False)
         self.post_message(self.Changed(self))
 
     def _ordered_keys(self) -> Iterable[str]:
@@ -491,130 +612,77 @@ class KeyedTable(SteadyTable):
             row = self.all_rows[key]
             if drawn.get(key) is row:
                 continue
-            if RowKey(key) not in self.rows:
+            old = self._cells.get(key)
+            if old is None:
                 new.append(key)
                 continue
-            old = self.get_row(key)
-            for column, before, after in zip(keys, old, self.shown_cells(row), strict=False):
-                if before != after:
-                    self.update_cell(key, column, after)
-                    self._widen(column, after)
+            held = list(old)  # the objects DataTable holds: _reorder knows rows by them
+            for index, (column, after) in enumerate(zip(keys, self.shown_cells(row), strict=False)):
+                if held[index].cell != after:
+                    held[index] = _Drawn(after)
+                    self.update_cell(key, column, held[index])
+                    self._widen(index, after)
+            self._cells[key] = tuple(held)
         self._append(new)
-        if self._widened:
-            self._widened = False
-            self._clear_caches()
-            self._require_update_dimensions = True
-            self.check_idle()
         return len(new)
 
-    def _widen(self, column_key: str, cell: Cell) -> None:
-        """Columns grow to fit a wider cell and never shrink on updates.
-
-        DataTable's update_width re-measures the whole column whenever a cell gets
-        narrower, once per updated cell: for 5,000 rows that took seconds.
-        """
-        width = cell.cell_len if isinstance(cell, Text) else cell_len(cell)
-        column = self.columns[ColumnKey(column_key)]
-        if width > column.content_width:
-            column.content_width = width
+    def _widen(self, index: int, cell: Cell) -> None:
+        """Columns grow to fit a wider cell and never shrink on updates (remeasure shrinks them)."""
+        width = _cell_width(cell)
+        if width > self._natural[index]:
+            self._natural[index] = width
             self._widened = True
+
+    _widened = False
+
+    def _refit_if_widened(self) -> None:
+        if self._widened:
+            self._widened = False
+            self.fit(force=True)
 
     def _rebuild(self, wanted: Sequence[str]) -> None:
         self.clear()
+        self._cells.clear()
         self._append(wanted)
 
     def _append(self, keys: Sequence[str]) -> None:
-        """add_row for many rows at once: the same bookkeeping, without its per-row cursor work.
-
-        DataTable.add_row re-sets the cursor and re-reads the column order for every row,
-        and measures every cell with Rich when idle; 5,000 hosts made that most of the
-        time of a first paint. Cells here are one-line text, measured by their length.
-        """
-        if not keys:
-            return
-        was_empty = not self.row_count
-        columns = [column.key for column in self.ordered_columns]
-        widths = [column.content_width for column in self.ordered_columns]
-        index = len(self._row_locations)
-        for key in keys:
-            row_key = RowKey(key)
-            cells = self.shown_cells(self.all_rows[key])
-            self._row_locations[row_key] = index
-            self._data[row_key] = dict(zip(columns, cells, strict=False))
-            self.rows[row_key] = TableRow(row_key, 1)
-            for i, cell in enumerate(cells):
-                width = cell.cell_len if isinstance(cell, Text) else cell_len(cell)
-                if width > widths[i]:
-                    widths[i] = width
-            index += 1
-        for column, width in zip(self.ordered_columns, widths, strict=True):
-            column.content_width = width
-        self._clear_caches()
-        self._require_update_dimensions = True
-        self.cursor_coordinate = self.cursor_coordinate
-        self._update_count += 1
-        self.check_idle()
-        if was_empty and self.show_cursor and self.cursor_type != "none":
-            self._highlight_cursor()
-
-    def _render_cell(
-        self,
-        row_index: int,
-        column_index: int,
-        base_style: Style,
-        width: int,
-        cursor: bool = False,
-        hover: bool = False,
-    ) -> Any:
-        """DataTable's rendering of a cell, remembered by the cell's value.
-
-        DataTable keys its own cell cache by the table's update count, so changing one cell
-        drew every visible cell again (with Rich, about 0.1 ms a cell: a third of a refresh
-        of 5,000 hosts). Views hand the same cell objects again for rows that did not change,
-        so a cell whose value is the very object drawn last time, at the same place and in
-        the same style, is the same drawing.
-        """
-        row_key = self._row_locations.get_key(row_index)
-        column_key = self._column_locations.get_key(column_index)
-        if width == 0:  # a column hidden to fit the width
-            return [[] for _ in range(self.header_height if row_index < 0 else 1)]
-        if row_key is None or column_key is None:  # the header and row labels: DataTable's own
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        value = self._data[row_key][column_key]
-        key = (row_key, column_key, row_index, column_index, base_style, width, cursor, hover,
-               self._show_hover_cursor, self._pseudo_class_state, self.show_cursor,
-               self.cell_padding, self.fixed_rows, self.fixed_columns,
-               self.cursor_foreground_priority, self.cursor_background_priority)  # fmt: skip
-        drawn = self._cells.get(key)
-        if drawn is not None and drawn[0] is value:
-            return drawn[1]
-        lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        self._cells[key] = (value, lines)
-        return lines
-
-    def notify_style_update(self) -> None:
-        """New CSS or theme: every cell is drawn anew (the key above does not hold the styles)."""
-        super().notify_style_update()
-        self._cells.clear()
-
-    def clear(self, columns: bool = False) -> Self:
-        self._cells.clear()
-        return super().clear(columns)
+        """Add the rows at the bottom; their cells widen the columns that are too narrow."""
+        rows = [self.shown_cells(self.all_rows[key]) for key in keys]
+        for key, cells in zip(keys, rows, strict=True):
+            drawn = tuple(map(_Drawn, cells))
+            self._cells[key] = drawn
+            self.add_row(*drawn, key=key)
+        for index in range(len(self.spec)):
+            widest = max((_cell_width(cells[index]) for cells in rows if index < len(cells)),
+                         default=0)  # fmt: skip
+            if widest > self._natural[index]:
+                self._natural[index] = widest
+                self._widened = True
 
     def _reorder(self, wanted: Sequence[str]) -> None:
-        """Put the rows in the wanted order without re-adding them (DataTable.sort does the same)."""
-        self._row_locations = TwoWayDict({RowKey(k): i for i, k in enumerate(wanted)})
-        self._update_count += 1
-        self.refresh()
+        """Put the rows in the wanted order with DataTable.sort, without re-adding them.
 
-    def _relabel(self) -> None:
+        DataTable sorts by cell values; each row's first cell is an object of its own
+        (a _Drawn made for that row), so its identity names the row.
+        """
+        position = {id(self._cells[key][0]): index for index, key in enumerate(wanted)}
+        self.sort(self.spec[0].key, key=lambda first: position[id(first)])
+
+    def _labels(self) -> list[str]:
+        labels = []
         for index, column in enumerate(self.spec):
             label = column.label
             if index == self.sort_index:
                 label += " ▼" if self.sort_reverse else " ▲"
-            self.columns[ColumnKey(column.key)].label = Text(label)
-        self._require_update_dimensions = True
-        self.refresh()
+            labels.append(label)
+        return labels
+
+    def _relabel(self) -> None:
+        if not self._ready():
+            return
+        for column, label in zip(self._fit_columns(), self._labels(), strict=True):
+            column.label = Text(label)
+        self.fit(force=True)
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         event.stop()
