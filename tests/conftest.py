@@ -61,6 +61,21 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return url
 
 
+LONG_TESTS = Path(__file__).with_name("long_tests.txt")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests of long_tests.txt first, longest first; the rest in their usual order.
+
+    scripts/check runs xdist with --dist worksteal: a worker that runs out of tests takes half
+    of the other's queue, so with the long ones at the start the queues end on short tests,
+    instead of one worker running a two-minute test alone at the end.
+    """
+    lines = LONG_TESTS.read_text().splitlines()
+    rank = {node: i for i, node in enumerate(n for n in lines if n and not n.startswith("#"))}
+    items.sort(key=lambda item: rank.get(item.nodeid, len(rank)))
+
+
 @pytest.fixture
 def pg_url(pg_database: str) -> str:
     """This test run's PostgreSQL database, emptied for this test (PostgreSQL only)."""
