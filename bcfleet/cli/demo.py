@@ -72,7 +72,7 @@ def group(hosts: int, reset: bool, no_tui: bool, read_only: bool) -> None:
                     ],
                 ),
                 table(d["hosts"], [("HOST", "name"), ("POOL", "pool"), ("STATE", "status")]),
-                f"Demo fleet in {s.db}: {d['summary']['hosts']} hosts in {len(d['pools'])} pools.",
+                f"Demo fleet in {s.db}: {len(d['hosts'])} hosts in {len(d['pools'])} pools.",
             ]
         ),
     )
