@@ -115,32 +115,38 @@ class Worker:
         finally:
             self.http.close()
 
-    def place(self) -> None:
-        """An instance with an idempotency key (its name), retried on another replica until answered."""
-        name = self.name("vm")
-        body = {"pool": self.world.pool_id, "flavor": FLAVOR, "name": name, "idempotencyKey": name}
+    def create(self, kind: str, path: str, body: dict[str, Any]) -> httpx.Response | None:
+        """POST with an idempotency key, retried with back-off on the next replica after a lost
+        connection or a 5xx; the first other answer, or None when none came."""
         for attempt in range(CREATE_TRIES):
             if attempt:
                 if not self.back_off(attempt - 1):
-                    break
-                self.ledger.count("placeRetries")
+                    return None
+                self.ledger.count(f"{kind}Retries")
             try:
-                answer = self.send("POST", "/v1/instances", body)
+                answer = self.send("POST", path, body)
             except Lost:
                 continue
-            if answer.status_code >= 500:
-                continue
-            if answer.is_success:
-                instance_id = answer.json()["id"]
-                self.instances.append(instance_id)
-                with self.ledger.lock:
-                    self.ledger.placed[name] = instance_id
-                    self.ledger.counts["writes"] += 1
-                    if attempt:
-                        self.ledger.counts["placesAnsweredAfterRetry"] += 1
-            return
-        with self.ledger.lock:
-            self.ledger.unacknowledged_places.add(name)
+            if answer.status_code < 500:
+                if attempt and answer.is_success:
+                    self.ledger.count(f"{kind}AnsweredAfterRetry")
+                return answer
+        return None
+
+    def place(self) -> None:
+        """An instance whose idempotency key is its name."""
+        name = self.name("vm")
+        body = {"pool": self.world.pool_id, "flavor": FLAVOR, "name": name, "idempotencyKey": name}
+        answer = self.create("place", "/v1/instances", body)
+        if answer is None:
+            with self.ledger.lock:
+                self.ledger.unacknowledged_places.add(name)
+        elif answer.is_success:
+            instance_id = answer.json()["id"]
+            self.instances.append(instance_id)
+            with self.ledger.lock:
+                self.ledger.placed[name] = instance_id
+                self.ledger.counts["writes"] += 1
 
     def delete(self) -> None:
         if not self.instances:
@@ -153,36 +159,24 @@ class Worker:
                 self.ledger.counts["writes"] += 1
 
     def reserve(self) -> None:
-        """A reservation with an idempotency key, retried on another replica until answered."""
+        """A reservation with an idempotency key, sometimes sent again once answered."""
         key = self.name("rsv")
         body = {"pool": self.world.pool_id, "gpus": 1, "duration": "10m", "idempotencyKey": key}
         with self.ledger.lock:
             self.ledger.reserved[key] = set()
-        for attempt in range(CREATE_TRIES):
-            if attempt:
-                if not self.back_off(attempt - 1):
-                    break
-                self.ledger.count("reservationRetries")
-            try:
-                answer = self.send("POST", "/v1/reservations", body)
-            except Lost:
-                continue
-            if answer.status_code >= 500:
-                continue
-            if answer.is_success:
-                reservation_id = answer.json()["id"]
-                self.reservations.append(reservation_id)
-                with self.ledger.lock:
-                    self.ledger.reserved[key].add(reservation_id)
-                    self.ledger.counts["writes"] += 1
-                    if attempt:
-                        self.ledger.counts["reservationsAnsweredAfterRetry"] += 1
-                # the same key again on another replica must answer the same reservation
-                if self.rng.random() < 0.25:
-                    self._replay(key, body)
-            return
-        with self.ledger.lock:
-            self.ledger.unacknowledged_keys.add(key)
+        answer = self.create("reservation", "/v1/reservations", body)
+        if answer is None:
+            with self.ledger.lock:
+                self.ledger.unacknowledged_keys.add(key)
+        elif answer.is_success:
+            reservation_id = answer.json()["id"]
+            self.reservations.append(reservation_id)
+            with self.ledger.lock:
+                self.ledger.reserved[key].add(reservation_id)
+                self.ledger.counts["writes"] += 1
+            # the same key again on another replica must answer the same reservation
+            if self.rng.random() < 0.25:
+                self._replay(key, body)
 
     def _replay(self, key: str, body: dict[str, Any]) -> None:
         answer = self.send("POST", "/v1/reservations", body)
