@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import sys
+import threading
 from typing import Any
 
 import click
@@ -33,8 +35,8 @@ from bcfleet.reconcile.apply import (
     plan_json,
 )
 from bcfleet.reconcile.load import load_fleetconfig, read_fleetconfig
+from bcfleet.reconcile.lock import Lease, held
 from bcfleet.reconcile.lock import force_unlock as unlock
-from bcfleet.reconcile.lock import held
 from bcfleet.reconcile.model import DesiredFleet
 from bcfleet.reconcile.render import NO_CHANGES, render_json_text, render_text
 from bcfleet.reconcile.saved import approved_from, read_plan, save_plan
@@ -47,6 +49,7 @@ PROMPT = (
     "  Enter a value"
 )
 PAUSE_ENV = "BCFLEET_APPLY_PAUSE"  # "N:SECONDS": pause after the Nth action (tests, demos)
+PAUSE_STEP = 0.05
 
 
 def _load(file: str) -> DesiredFleet:
@@ -133,7 +136,8 @@ def _lock_timeout(text: str) -> float:
 
 
 def _pause_hook(fleet: Fleet) -> StepHook | None:
-    """BCFLEET_APPLY_PAUSE=N:SECONDS pauses inside the transaction once N actions are done."""
+    """BCFLEET_APPLY_PAUSE=N:SECONDS pauses inside the transaction once N actions are done, for
+    SECONDS or until the process gets SIGUSR1."""
     raw = os.environ.get(PAUSE_ENV, "")
     if not raw:
         return None
@@ -143,9 +147,17 @@ def _pause_hook(fleet: Fleet) -> StepHook | None:
     def pause(done: int) -> None:
         if done >= int(after) and not paused:
             paused.append(done)
-            click.echo(f"apply: paused after {done} actions ({PAUSE_ENV})", err=True)
-            sys.stderr.flush()
-            fleet.clock.sleep(float(seconds or 60))
+            resumed = threading.Event()
+            previous = signal.signal(signal.SIGUSR1, lambda *_: resumed.set())
+            try:
+                click.echo(f"apply: paused after {done} actions ({PAUSE_ENV})", err=True)
+                sys.stderr.flush()
+                for _ in range(round(float(seconds or 60) / PAUSE_STEP)):
+                    if resumed.is_set():
+                        break
+                    fleet.clock.sleep(PAUSE_STEP)
+            finally:
+                signal.signal(signal.SIGUSR1, previous)
 
     return pause
 
@@ -205,6 +217,7 @@ def apply_(
             lock_timeout=timeout,
             operation=operation,
             between=_pause_hook(s.fleet),
+            on_wait=_say_waiting,
         )
         _report(result)
         return EXIT_OK
@@ -214,13 +227,23 @@ def apply_(
         return EXIT_OK
     # As Terraform does: take the lock, then plan, show and ask; apply exactly what was shown
     # under the same lock (renewed while the prompt waits), so no other apply runs meanwhile.
-    with held(s.fleet, operation=operation, timeout=timeout) as lock:
+    with held(s.fleet, operation=operation, timeout=timeout, on_wait=_say_waiting) as lock:
         approved = _approved_config(desired, allow_empty=allow_empty, auto_approve=auto_approve)
         if approved is None:
             return EXIT_OK
         result = apply_held(s.fleet, s.credential, approved, lock, _pause_hook(s.fleet))
     _report(result)
     return EXIT_OK
+
+
+def _say_waiting(holder: Lease, timeout: float) -> None:
+    """Say on stderr whose lock an apply waits for, as Terraform says it is acquiring its lock."""
+    click.echo(
+        f"Waiting up to {timeout:g}s for the {holder.name} lock held by {holder.holder} "
+        f"(pid {holder.pid}, {holder.operation})...",
+        err=True,
+    )
+    sys.stderr.flush()
 
 
 def _ends_here(result: Plan) -> bool:

@@ -28,7 +28,7 @@ from bcfleet.api.auth import Credential
 from bcfleet.errors import StalePlanError
 from bcfleet.reconcile.actions import Plan, Summary, thaw
 from bcfleet.reconcile.execute import Executor
-from bcfleet.reconcile.lock import held
+from bcfleet.reconcile.lock import WaitNotice, held
 from bcfleet.reconcile.model import DesiredFleet, ObservedFleet
 from bcfleet.reconcile.observe import observe, require_operator
 from bcfleet.reconcile.perf import collector_paused
@@ -141,9 +141,10 @@ def apply(
     lock_timeout: float = 0.0,
     operation: str = "apply",
     between: StepHook | None = None,
+    on_wait: WaitNotice | None = None,
 ) -> ApplyResult:
     """Apply under the lock, in one transaction: all of the plan or none of it."""
-    with held(fleet, operation=operation, timeout=lock_timeout) as lock:
+    with held(fleet, operation=operation, timeout=lock_timeout, on_wait=on_wait) as lock:
         return apply_held(fleet, credential, approved, lock, between)
 
 

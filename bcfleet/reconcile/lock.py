@@ -14,7 +14,7 @@ from __future__ import annotations
 import getpass
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -23,7 +23,8 @@ from bcfleet.api.auth import Credential
 from bcfleet.clock import format_time
 from bcfleet.errors import LockedError, NotFoundError
 from bcfleet.reconcile.observe import require_operator
-from bcfleet.store.locks import Lease, by_id, kept_alive, live, release, take
+from bcfleet.store.locks import Lease as Lease  # re-exported: the lock's holder, for callers
+from bcfleet.store.locks import by_id, kept_alive, live, release, take
 from bcfleet.store.models import Lock
 
 if TYPE_CHECKING:
@@ -31,6 +32,9 @@ if TYPE_CHECKING:
 
 APPLY_LOCK = "apply"
 POLL_SECONDS = 0.25
+
+WaitNotice = Callable[[Lease, float], None]
+"""Told once, with the holder and the timeout, when a lock is found held and will be waited for."""
 
 
 def default_holder() -> str:
@@ -56,9 +60,11 @@ def acquire(
     timeout: float = 0.0,
     name: str = APPLY_LOCK,
     holder: str | None = None,
+    on_wait: WaitNotice | None = None,
 ) -> Lease:
     """Take the named lock, polling up to ``timeout`` seconds; LOCKED naming the holder after."""
     deadline = fleet.now() + timedelta(seconds=max(timeout, 0.0))
+    told = on_wait is None
     while True:
         held = _holder(fleet, name)
         if held is None:
@@ -74,6 +80,9 @@ def acquire(
         remaining = (deadline - fleet.now()).total_seconds()
         if remaining <= 0:
             raise locked_error(held, timeout)
+        if not told and on_wait is not None:
+            on_wait(held, timeout)
+            told = True
         fleet.clock.sleep(min(POLL_SECONDS, remaining))
 
 
@@ -102,11 +111,16 @@ def _pid_alive(pid: int) -> bool:
 
 @contextmanager
 def held(
-    fleet: Fleet, *, operation: str, timeout: float = 0.0, holder: str | None = None
+    fleet: Fleet,
+    *,
+    operation: str,
+    timeout: float = 0.0,
+    holder: str | None = None,
+    on_wait: WaitNotice | None = None,
 ) -> Iterator[Lease]:
     """The apply lock for the duration of a block, renewed while it runs; released however
     the block ends."""
-    lease = acquire(fleet, operation=operation, timeout=timeout, holder=holder)
+    lease = acquire(fleet, operation=operation, timeout=timeout, holder=holder, on_wait=on_wait)
     try:
         with kept_alive(fleet, lease, fleet.settings.lock_ttl_seconds):
             yield lease

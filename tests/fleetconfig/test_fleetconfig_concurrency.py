@@ -2,7 +2,7 @@
 process killed in the middle of an apply.
 
 `BCFLEET_APPLY_PAUSE=N:SECONDS` makes an apply pause inside its transaction after its Nth
-action and say so on stderr, so a test can act while it holds the lock.
+action and say so on stderr, so a test can act while it holds the lock; SIGUSR1 ends the pause.
 """
 
 from __future__ import annotations
@@ -51,15 +51,20 @@ def start(*args: str, db: str, **extra: str) -> subprocess.Popen[str]:
     )
 
 
-def wait_for_pause(process: subprocess.Popen[str]) -> None:
-    """Read stderr until the apply says it paused (inside its transaction, holding the lock)."""
+def wait_for_line(process: subprocess.Popen[str], text: str) -> None:
+    """Read the process's stderr until a line says `text`."""
     assert process.stderr is not None
     seen = []
     for line in process.stderr:
         seen.append(line)
-        if "apply: paused after" in line:
+        if text in line:
             return
-    raise AssertionError(f"the apply never paused: {''.join(seen)}")
+    raise AssertionError(f"never said {text!r}: {''.join(seen)}")
+
+
+def wait_for_pause(process: subprocess.Popen[str]) -> None:
+    """Read stderr until the apply says it paused (inside its transaction, holding the lock)."""
+    wait_for_line(process, "apply: paused after")
 
 
 @pytest.fixture
@@ -74,13 +79,15 @@ def test_two_applies_at_once_one_is_locked_and_one_waits(
     db_url: str, docs: tuple[str, str]
 ) -> None:
     base, _ = docs
-    first = start("apply", "-f", base, "--yes", db=db_url, BCFLEET_APPLY_PAUSE="3:20")
+    first = start("apply", "-f", base, "--yes", db=db_url, BCFLEET_APPLY_PAUSE="3:100")
     wait_for_pause(first)
     waiter = start("apply", "-f", base, "--yes", "--lock-timeout", "90s", db=db_url)
+    wait_for_line(waiter, "Waiting up to 90s for the apply lock held by ")
     locked = run("apply", "-f", base, "--yes", "--json", db=db_url)
     assert locked.returncode == 3, locked.stderr
     error = json.loads(locked.stdout)["error"]
     assert error["code"] == "LOCKED" and error["details"]["lock"]["pid"] == first.pid
+    first.send_signal(signal.SIGUSR1)  # the waiter is waiting: let the first apply finish
     out, err = first.communicate(timeout=120)
     assert first.returncode == 0, err
     assert "Apply complete! 1 adopted, 14 added, 0 changed, 0 deleted." in out

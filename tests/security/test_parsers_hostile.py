@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -32,6 +33,7 @@ from bcfleet.fleet import Fleet
 from bcfleet.input_files import load_json
 from bcfleet.reconcile.load import load_fleetconfig, load_fleetconfig_text
 from bcfleet.reconcile.saved import read_plan
+from tests.support.fleet import run_cli
 
 HEAD = "apiVersion: bcfleet.dev/v1\nkind: FleetConfig\n"
 SECONDS = 300  # a hang detector, not a speed target: the machine running the suite may be busy
@@ -160,6 +162,27 @@ def fleet_url(tmp_path: Path) -> str:
     return url
 
 
+@pytest.fixture(scope="module")
+def adopted_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fleet with pool p and host h, made once in process (the subprocess is for the report)."""
+    path = tmp_path_factory.mktemp("adopted") / "fleet.db"
+    url = f"sqlite:///{path}"
+    for args in (
+        ["pools", "create", "--tenant", "root", "--name", "p", "--kind", "vps-host"],
+        ["hosts", "adopt", "--pool", "p", "--name", "h"],
+    ):
+        assert run_cli(*args, db=url).exit_code == 0
+    return path
+
+
+@pytest.fixture
+def adopted_url(adopted_template: Path, tmp_path: Path) -> str:
+    """A copy of the fleet with host h, for one test."""
+    copy = tmp_path / "adopted.db"
+    shutil.copyfile(adopted_template, copy)
+    return f"sqlite:///{copy}"
+
+
 # ---------------------------------------------------------------------------
 # Subprocesses: each hostile class, the way an operator or a CI job runs it
 
@@ -192,17 +215,12 @@ def test_fleet_plan_and_apply_end_on_the_documents_that_crashed(
 
 @pytest.mark.parametrize("name", _classes(HOSTILE_JSON))
 def test_fleet_hosts_report_ends_on_every_hostile_inventory(
-    name: str, tmp_path: Path, fleet_url: str
+    name: str, tmp_path: Path, adopted_url: str
 ) -> None:
-    for args in (
-        ["pools", "create", "--tenant", "root", "--name", "p", "--kind", "vps-host"],
-        ["hosts", "adopt", "--pool", "p", "--name", "h"],
-    ):
-        assert _run([*args, "--db", fleet_url], tmp_path).returncode == 0
     path = tmp_path / "inventory.json"
     path.write_bytes(HOSTILE_JSON[name]())
     done = _run(
-        ["hosts", "report", "--host", "h", "--file", str(path), "--json", "--db", fleet_url],
+        ["hosts", "report", "--host", "h", "--file", str(path), "--json", "--db", adopted_url],
         tmp_path,
     )
     _assert_ended_well(done)
