@@ -41,6 +41,6 @@ def guest_state_json(host: Host, instance: Instance) -> GuestStateJson:
     """What an agent that is not root's admin hears back about the guest it reported on."""
     return {
         "id": opaque_guest_id(host.id, instance.id),
-        "state": instance.state,
+        "state": str(instance.state),
         "readyAt": format_time(instance.ready_at) if instance.ready_at is not None else None,
     }

@@ -100,7 +100,7 @@ def list_hosts(session: Session, scope: Scope, now: datetime) -> list[HostListIt
             pool=pool,
             labels={} if labels == "{}" else dict(json_value(labels) or {}),
             tenant_controlled=controlled,
-            state=state,
+            state=str(state),
             inventory_reported_at=time_text(reported),
             inventory_error=error,
             created_at=time_text(created),

@@ -126,7 +126,7 @@ def instance_body(values: Mapping[str, Any], flavor: str | None, view: HostView)
         "poolId": values["pool_id"],
         "flavorId": values["flavor_id"],
         "name": values["name"],
-        "state": values["state"],
+        "state": str(values["state"]),
         "shape": dict(values["shape"] or {}),
         "nodeId": view.node(values["node_id"]),
         "conditions": list(values["conditions"] or []),

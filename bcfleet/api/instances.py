@@ -162,7 +162,7 @@ class InstancesAPI(Area):
                 kind,
                 tenant_id=instance.tenant_id,
                 subject_id=instance.id,
-                data={"state": instance.state},
+                data={"state": str(instance.state)},
             )
             view = pool_host_view(actor, pool, [instance.node_id])  # placed in `pool`, if at all
             return instance_json(session, actor, instance, row.name, view)
@@ -229,8 +229,8 @@ class InstancesAPI(Area):
         instance_id: str,
         tenant_id: str | None,
         action: str,
-        target: str,
-        allowed_from: tuple[str, ...],
+        target: InstanceState,
+        allowed_from: tuple[InstanceState, ...],
     ) -> InstanceJson:
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
@@ -459,7 +459,7 @@ def spec_of(session: Session, instance: Instance, balloon_floor_percent: int) ->
     return instance_spec(
         instance_id=instance.id,
         name=instance.name,
-        state=instance.state,
+        state=str(instance.state),
         shape=Shape.from_json(instance.shape),
         placement=HostPlacement.from_json(instance.host_placement or {}),
         gpu_pci_addresses=tuple(pci),

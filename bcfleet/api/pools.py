@@ -168,7 +168,7 @@ class PoolsAPI(Area):
             pool = Pool(
                 id=self.fleet.new_id("pool"),
                 name=name,
-                kind=kind,
+                kind=PoolKind(kind),
                 owner_tenant_id=tenant_id,
                 gpu_model=gpu_model or None,
                 overcommit=ratios,

@@ -127,7 +127,7 @@ def reservation_json(rsv: Reservation, view: HostView) -> ReservationJson:
         "nodes": rsv.nodes,
         "binding": rsv.binding,
         "spot": rsv.spot,
-        "state": rsv.state,
+        "state": str(rsv.state),
         "duration": format_duration(timedelta(seconds=rsv.duration_seconds)),
         "requestedStart": format_time(rsv.requested_start),
         "during": None if window is None else {"start": window["start"], "end": window["end"]},
@@ -351,7 +351,7 @@ class ReservationsAPI(Area):
                 .order_by(col(Booking.starts_at), col(GpuAtom.index))
             ).all():
                 item = items.setdefault(rsv.id, {"reservationId": rsv.id, "tenantId": rsv.tenant_id,
-                                                 "state": rsv.state, "spot": rsv.spot, "gpus": [],
+                                                 "state": str(rsv.state), "spot": rsv.spot, "gpus": [],
                                                  "start": format_time(start), "end": format_time(end)})  # fmt: skip
                 item["gpus"].append(pci)
             booked = list(items.values())

@@ -41,7 +41,7 @@ def pool_json(pool: Pool, offered_to: list[str] | None = None) -> PoolJson:
     body: PoolJson = {
         "id": pool.id,
         "name": pool.name,
-        "kind": pool.kind,
+        "kind": str(pool.kind),
         "owner": pool.owner_tenant_id,
         "policy": {
             "overcommit": {k: finite_or_none(v) for k, v in pool.overcommit.items()},
@@ -157,7 +157,7 @@ def host_json(host: Host, pool: Pool, resources: list[NodeResource] | None = Non
         pool=pool.name,
         labels=host.labels,
         tenant_controlled=host.tenant_controlled,
-        state=host.state,
+        state=str(host.state),
         inventory_reported_at=format_time(host.inventory_reported_at),
         inventory_error=host.inventory_error,
         created_at=format_time(host.created_at),

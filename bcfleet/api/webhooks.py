@@ -68,7 +68,7 @@ def delivery_json(row: WebhookDelivery) -> WebhookDeliveryJson:
         "eventId": row.event_id,
         "eventSeq": row.event_seq,
         "eventType": row.event_type,
-        "state": row.state,
+        "state": str(row.state),
         "attempts": row.attempts,
         "nextAttemptAt": format_time(row.next_attempt_at),
         "lastStatus": row.last_status,

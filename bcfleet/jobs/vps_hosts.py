@@ -257,5 +257,5 @@ def retry_pending(fleet: Fleet) -> tuple[int, int]:
                 placed += 1
                 emit(session, fleet.ids, fleet.now(), "instance.placed",
                      tenant_id=instance.tenant_id, subject_id=instance.id,
-                     data={"state": instance.state})  # fmt: skip
+                     data={"state": str(instance.state)})  # fmt: skip
     return placed, len(pending) - placed

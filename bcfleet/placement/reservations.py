@@ -150,7 +150,7 @@ def mark_pending(rsv: Reservation, reason: str, message: str, now: datetime) -> 
 
 
 def placed_data(rsv: Reservation) -> dict[str, Any]:
-    return {"state": rsv.state, "during": during_json(rsv), "nodes": list(rsv.node_ids)}
+    return {"state": str(rsv.state), "during": during_json(rsv), "nodes": list(rsv.node_ids)}
 
 
 def during_json(rsv: Reservation) -> dict[str, str] | None:

@@ -58,7 +58,7 @@ def _pool_attrs(pool: PoolSpec) -> dict[str, Any]:
     over, reserve = pool.overcommit, pool.host_reserve
     return {
         "name": pool.name,
-        "kind": pool.kind,
+        "kind": str(pool.kind),
         "owner": pool.owner,
         "gpuModel": pool.gpu_model,
         "policy": {

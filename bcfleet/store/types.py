@@ -1,13 +1,24 @@
-"""Column types shared by the tables: UTC datetimes that survive SQLite, 64-bit counters, JSON documents."""
+"""Column types shared by the tables: UTC datetimes that survive SQLite, 64-bit counters, JSON
+documents, entity states read back as their enums."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from enum import StrEnum
+from typing import Any, ClassVar, TypeVar
 
 from sqlalchemy import BigInteger, DateTime, Integer
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
+from sqlmodel.sql.sqltypes import AutoString
+
+from bcfleet.domain.states import (
+    DeliveryState,
+    HostState,
+    InstanceState,
+    PoolKind,
+    ReservationState,
+)
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -54,3 +65,54 @@ class BigCounter(TypeDecorator[int]):
         if dialect.name == "sqlite":
             return dialect.type_descriptor(Integer())
         return dialect.type_descriptor(BigInteger())
+
+
+E = TypeVar("E", bound=StrEnum)
+
+
+class EnumText(TypeDecorator[E]):
+    """A state or kind column: the member's text in the database (the same VARCHAR as a plain
+    string column) and the member itself when read back, so code typed with the enum gets it.
+
+    Text outside the enum passes through both ways: a filter on an unknown state matches
+    nothing, and a value written by hand into one row never breaks the reads of the others."""
+
+    impl = AutoString
+    cache_ok = True
+    enum: ClassVar[type[StrEnum]]
+
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:  # noqa: ARG002
+        return None if value is None else str(value)
+
+    def process_result_value(self, value: str | None, dialect: Dialect) -> E | None:  # noqa: ARG002
+        if value is None:
+            return None
+        try:
+            return self.enum(value)  # type: ignore[return-value]
+        except ValueError:
+            return value  # type: ignore[return-value]
+
+
+class InstanceStateColumn(EnumText[InstanceState]):
+    enum = InstanceState
+    cache_ok = True
+
+
+class ReservationStateColumn(EnumText[ReservationState]):
+    enum = ReservationState
+    cache_ok = True
+
+
+class HostStateColumn(EnumText[HostState]):
+    enum = HostState
+    cache_ok = True
+
+
+class DeliveryStateColumn(EnumText[DeliveryState]):
+    enum = DeliveryState
+    cache_ok = True
+
+
+class PoolKindColumn(EnumText[PoolKind]):
+    enum = PoolKind
+    cache_ok = True

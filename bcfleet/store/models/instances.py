@@ -9,7 +9,7 @@ from sqlalchemy import JSON, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from bcfleet.domain.states import InstanceState
-from bcfleet.store.types import UTCDateTime, empty_dict, empty_list
+from bcfleet.store.types import InstanceStateColumn, UTCDateTime, empty_dict, empty_list
 
 
 class Instance(SQLModel, table=True):
@@ -22,7 +22,7 @@ class Instance(SQLModel, table=True):
     flavor_id: str | None = Field(default=None, foreign_key="flavors.id", index=True)
     name: str
     # pending | running | stopped | deleted (hosted); provider instances add provisioning
-    state: str = InstanceState.PENDING
+    state: InstanceState = Field(default=InstanceState.PENDING, sa_type=InstanceStateColumn)
     # the flavor's shape copied at admission: vcpu, memoryGiB, diskGiB, gpus, offerId, placement
     shape: dict[str, Any] = Field(default_factory=empty_dict, sa_type=JSON)
     node_id: str | None = Field(default=None, foreign_key="hosts.id", index=True)

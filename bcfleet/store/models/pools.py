@@ -8,8 +8,14 @@ from typing import Any
 from sqlalchemy import JSON, Index, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from bcfleet.domain.states import HostState
-from bcfleet.store.types import BigCounter, UTCDateTime, empty_dict
+from bcfleet.domain.states import HostState, PoolKind
+from bcfleet.store.types import (
+    BigCounter,
+    HostStateColumn,
+    PoolKindColumn,
+    UTCDateTime,
+    empty_dict,
+)
 
 
 class ProviderAccount(SQLModel, table=True):
@@ -34,7 +40,7 @@ class Pool(SQLModel, table=True):
 
     id: str = Field(primary_key=True)
     name: str = Field(unique=True)
-    kind: str  # vps-host | provider
+    kind: PoolKind = Field(sa_type=PoolKindColumn)
     owner_tenant_id: str = Field(foreign_key="tenants.id", index=True)
     gpu_model: str | None = None
     overcommit: dict[str, float] = Field(default_factory=empty_dict, sa_type=JSON)
@@ -64,7 +70,7 @@ class Host(SQLModel, table=True):
     pool_id: str = Field(foreign_key="pools.id")
     labels: dict[str, str] = Field(default_factory=empty_dict, sa_type=JSON)
     tenant_controlled: bool = False
-    state: str = HostState.READY
+    state: HostState = Field(default=HostState.READY, sa_type=HostStateColumn)
     inventory: dict[str, Any] | None = Field(default=None, sa_type=JSON)
     inventory_reported_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     inventory_generation: int = Field(default=0, sa_type=BigCounter)

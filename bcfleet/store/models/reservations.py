@@ -9,7 +9,7 @@ from sqlalchemy import JSON, Index, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from bcfleet.domain.states import ReservationState
-from bcfleet.store.types import BigCounter, UTCDateTime, empty_list
+from bcfleet.store.types import BigCounter, ReservationStateColumn, UTCDateTime, empty_list
 
 
 class Reservation(SQLModel, table=True):
@@ -30,7 +30,9 @@ class Reservation(SQLModel, table=True):
     binding: str = "pool"  # pool | node
     spot: bool = False
     # pending | placed | binding | active | released
-    state: str = ReservationState.PENDING
+    state: ReservationState = Field(
+        default=ReservationState.PENDING, sa_type=ReservationStateColumn
+    )
     requested_start: datetime = Field(sa_type=UTCDateTime)
     duration_seconds: int
     starts_at: datetime | None = Field(default=None, sa_type=UTCDateTime)  # during.start

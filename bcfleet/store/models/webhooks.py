@@ -9,7 +9,13 @@ from sqlalchemy import JSON, Index, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from bcfleet.domain.states import DeliveryState
-from bcfleet.store.types import BigCounter, UTCDateTime, empty_dict, empty_list
+from bcfleet.store.types import (
+    BigCounter,
+    DeliveryStateColumn,
+    UTCDateTime,
+    empty_dict,
+    empty_list,
+)
 
 
 class Webhook(SQLModel, table=True):
@@ -44,7 +50,7 @@ class WebhookDelivery(SQLModel, table=True):
     event_id: str
     event_type: str
     payload: dict[str, Any] = Field(default_factory=empty_dict, sa_type=JSON)
-    state: str = DeliveryState.PENDING
+    state: DeliveryState = Field(default=DeliveryState.PENDING, sa_type=DeliveryStateColumn)
     attempts: int = 0
     next_attempt_at: datetime = Field(sa_type=UTCDateTime)
     last_status: int | None = None
