@@ -509,7 +509,47 @@ class ReplayedJson(TypedDict):
     pending: int
 
 
+class TenantPageJson(TypedDict):
+    items: list[TenantJson]
+
+
+class TokenPageJson(TypedDict):
+    items: list[TokenInfoJson]
+
+
+class PoolPageJson(TypedDict):
+    items: list[PoolJson]
+
+
+class FlavorPageJson(TypedDict):
+    items: list[FlavorJson]
+
+
+class HostPageJson(TypedDict):
+    items: list[HostListItemJson]
+
+
+class WebhookPageJson(TypedDict):
+    items: list[WebhookJson]
+
+
+class QuotaPageJson(TypedDict):
+    items: list[QuotaJson]
+
+
+class ProviderAccountPageJson(TypedDict):
+    items: list[ProviderAccountJson]
+
+
 DOCUMENTS: tuple[type[Any], ...] = (
+    TenantPageJson,
+    TokenPageJson,
+    PoolPageJson,
+    FlavorPageJson,
+    HostPageJson,
+    WebhookPageJson,
+    QuotaPageJson,
+    ProviderAccountPageJson,
     TenantJson,
     PrincipalJson,
     TokenJson,

@@ -12,7 +12,7 @@ from sqlmodel import Session, SQLModel, col, select
 
 from bcfleet.api.auth import Actor, Credential, pool_resource
 from bcfleet.api.base import Area
-from bcfleet.api.documents import FlavorJson
+from bcfleet.api.documents import FlavorJson, FlavorPageJson
 from bcfleet.api.events import emit
 from bcfleet.api.lookup import find_flavor, find_pool
 from bcfleet.api.views import flavor_json, flavor_row_json
@@ -255,7 +255,7 @@ class FlavorsAPI(Area):
 
     def list(
         self, credential: Credential | None, *, tenant_id: str, pool_id: str
-    ) -> dict[str, Any]:
+    ) -> FlavorPageJson:
         """compute:flavors:read: { items } sorted by name, archived ones hidden."""
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)

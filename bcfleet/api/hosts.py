@@ -9,7 +9,7 @@ from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Credential, owns_pool, pool_resource
 from bcfleet.api.base import Area
-from bcfleet.api.documents import HostDetailJson, HostJson
+from bcfleet.api.documents import HostDetailJson, HostJson, HostPageJson
 from bcfleet.api.events import emit
 from bcfleet.api.host_list import Scope, list_hosts
 from bcfleet.api.lookup import find_host, find_pool
@@ -270,7 +270,7 @@ class HostsAPI(Area):
         *,
         tenant_id: str | None = None,
         pool: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> HostPageJson:
         """Hosts by name, each as hosts.show has it without the inventory, and with:
 
         - `resources`: its capacity rows (allocated of floor(allocatable × ratio));

@@ -16,7 +16,7 @@ from bcfleet.api.auth import (
     token_state,
 )
 from bcfleet.api.base import Area
-from bcfleet.api.documents import PrincipalJson, TokenInfoJson, TokenJson
+from bcfleet.api.documents import PrincipalJson, TokenInfoJson, TokenJson, TokenPageJson
 from bcfleet.api.lookup import get_tenant
 from bcfleet.api.views import principal_json
 from bcfleet.clock import format_time
@@ -170,7 +170,7 @@ class IamAPI(Area):
 
     def list_tokens(
         self, credential: Credential | None, *, tenant_id: str, principal: str | None = None
-    ) -> dict[str, Any]:
+    ) -> TokenPageJson:
         """The tenant's tokens (of one principal, by name, if given): never the token or its hash."""
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)

@@ -19,7 +19,7 @@ from bcfleet.api.auth import (
     visible_pool_ids,
 )
 from bcfleet.api.base import Area
-from bcfleet.api.documents import PoolJson
+from bcfleet.api.documents import PoolJson, PoolPageJson
 from bcfleet.api.events import emit
 from bcfleet.api.lookup import find_pool, get_tenant
 from bcfleet.api.names import add_named, require_free_name
@@ -303,9 +303,7 @@ class PoolsAPI(Area):
             session.flush()
             return pool_json(row, offered_to(session, row.id))
 
-    def list(
-        self, credential: Credential | None, *, tenant_id: str | None = None
-    ) -> dict[str, Any]:
+    def list(self, credential: Credential | None, *, tenant_id: str | None = None) -> PoolPageJson:
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)
             actor.require("compute:pools:read", tenant_resource(actor.tenant_id))

@@ -29,7 +29,7 @@ from sqlmodel import Session, select
 
 from bcfleet.api.auth import Actor, Credential, acting_for, resolve, tenant_resource
 from bcfleet.api.base import Area
-from bcfleet.api.documents import ProviderAccountJson
+from bcfleet.api.documents import ProviderAccountJson, ProviderAccountPageJson
 from bcfleet.api.lookup import get_tenant
 from bcfleet.clock import format_time
 from bcfleet.domain.bounds import check_text, url_problem
@@ -261,7 +261,7 @@ class ProviderAccountsAPI(Area):
             session.delete(account)
             return {"deleted": True, "id": account.id}
 
-    def list(self, credential: Credential | None, *, tenant_id: str) -> dict[str, Any]:
+    def list(self, credential: Credential | None, *, tenant_id: str) -> ProviderAccountPageJson:
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)
             actor.require("compute:providers:read", tenant_resource(tenant_id))

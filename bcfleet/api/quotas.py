@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from sqlalchemy import delete
 from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Actor, Credential, pool_resource
 from bcfleet.api.base import Area
-from bcfleet.api.documents import QuotaJson
+from bcfleet.api.documents import QuotaJson, QuotaPageJson
 from bcfleet.api.lookup import find_pool, get_tenant
 from bcfleet.domain.bounds import QUOTA_MAX, check_whole
 from bcfleet.errors import InvalidInputError, NotFoundError
@@ -107,7 +106,7 @@ class QuotasAPI(Area):
 
     def show(
         self, credential: Credential | None, *, tenant_id: str, pool: str | None = None
-    ) -> dict[str, Any]:
+    ) -> QuotaPageJson:
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)
             query = select(Quota).where(Quota.tenant_id == actor.tenant_id)

@@ -9,7 +9,7 @@ from sqlmodel import Session, select
 
 from bcfleet.api.auth import Credential, tenant_resource
 from bcfleet.api.base import Area
-from bcfleet.api.documents import TenantJson
+from bcfleet.api.documents import TenantJson, TenantPageJson
 from bcfleet.api.lookup import get_tenant
 from bcfleet.api.views import tenant_json
 from bcfleet.domain.bounds import check_optional_text, check_text
@@ -132,7 +132,7 @@ class TenantsAPI(Area):
             )
             return {"deleted": True, "id": tenant_id}
 
-    def list(self, credential: Credential | None) -> dict[str, Any]:
+    def list(self, credential: Credential | None) -> TenantPageJson:
         with self.fleet.read() as session:
             actor = self.actor(session, credential, None)
             query = select(Tenant).order_by(Tenant.id)

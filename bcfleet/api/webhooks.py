@@ -25,6 +25,7 @@ from bcfleet.api.documents import (
     WebhookDeliveryJson,
     WebhookDeliveryPageJson,
     WebhookJson,
+    WebhookPageJson,
 )
 from bcfleet.clock import format_time
 from bcfleet.domain.bounds import check_limit, url_problem
@@ -167,7 +168,7 @@ class WebhooksAPI(Area):
 
     def list(
         self, credential: Credential | None, *, tenant_id: str | None = None
-    ) -> dict[str, Any]:
+    ) -> WebhookPageJson:
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)
             actor.require("compute:webhooks:read", owned_resource(actor.tenant_id, "webhooks", "*"))

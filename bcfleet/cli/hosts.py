@@ -80,11 +80,12 @@ def report(tenant: str | None, host: str, path: Path) -> None:
 def list_(tenant: str | None, pool: str | None) -> None:
     """List hosts."""
     s = state()
-    data = s.fleet.api.hosts.list(s.credential, tenant_id=tenant, pool=pool)
-    for item in data["items"]:
+    page = s.fleet.api.hosts.list(s.credential, tenant_id=tenant, pool=pool)
+    items: list[dict[str, Any]] = [dict(item) for item in page["items"]]
+    for item in items:
         item["capacityText"] = _usage(item)
     output(
-        data,
+        {"items": items},
         lambda d: table(
             d["items"],
             [("NAME", "name"), ("POOL", "pool"), ("STATE", "status"), ("CAPACITY", "capacityText")],

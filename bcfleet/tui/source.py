@@ -281,16 +281,13 @@ class LocalSource:
         return self.api.state.revision(self.credential)
 
     def tenants(self) -> list[JSON]:
-        items: list[JSON] = self.api.tenants.list(self.credential)["items"]
-        return items
+        return [dict(t) for t in self.api.tenants.list(self.credential)["items"]]
 
     def pools(self) -> list[JSON]:
-        items: list[JSON] = self.api.pools.list(self.credential)["items"]
-        return items
+        return [dict(p) for p in self.api.pools.list(self.credential)["items"]]
 
     def hosts(self) -> list[JSON]:
-        items: list[JSON] = self.api.hosts.list(self.credential)["items"]
-        return items
+        return [dict(h) for h in self.api.hosts.list(self.credential)["items"]]
 
     def host(self, host: str) -> HostDetailJson:
         return self.api.hosts.show(self.credential, host=host)
@@ -376,20 +373,21 @@ class LocalSource:
             found = self.api.flavors.list(
                 self.credential, tenant_id=pool["owner"], pool_id=pool["id"]
             )
-            items.extend(found["items"])
+            items.extend(dict(f) for f in found["items"])
         return with_pool_names(items, pools)
 
     def quotas(self) -> list[JSON]:
         items: list[JSON] = []
         for tenant in self.tenants():
-            items.extend(self.api.quotas.show(self.credential, tenant_id=tenant["id"])["items"])
+            found = self.api.quotas.show(self.credential, tenant_id=tenant["id"])
+            items.extend(dict(q) for q in found["items"])
         return items
 
     def provider_accounts(self) -> list[JSON]:
         items: list[JSON] = []
         for tenant in self.tenants():
             found = self.api.provider_accounts.list(self.credential, tenant_id=tenant["id"])
-            items.extend(with_tenant(found["items"], tenant["id"]))
+            items.extend(with_tenant([dict(a) for a in found["items"]], tenant["id"]))
         return items
 
     def services(self) -> list[ServiceJson]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bcfleet.api.documents import FlavorJson, FlavorPlacementJson
+from bcfleet.api.documents import FlavorJson, FlavorPageJson, FlavorPlacementJson
 from bcfleet.domain.bounds import HUGEPAGE_SIZES
 from bcfleet.domain.flavor_rules import FLAVOR_NAME
 from bcfleet.http.operations import TENANT, Call, Operation
@@ -14,7 +14,6 @@ from bcfleet.http.schemas import (
     SHAPE_COUNT,
     nullable,
     obj,
-    page,
 )
 from bcfleet.http.typed_schemas import document_schemas
 
@@ -41,10 +40,9 @@ OFFER = nullable(
 
 SCHEMAS = {
     **document_schemas(
-        (FlavorPlacementJson, FlavorJson),
+        (FlavorPlacementJson, FlavorJson, FlavorPageJson),
         {"FlavorPlacement": PLACEMENT["properties"], "Flavor": SHAPE},
     ),
-    "FlavorPage": page("Flavor"),
     "FlavorCreate": obj(
         {
             "name": matching(FLAVOR_NAME),

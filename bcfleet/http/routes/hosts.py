@@ -9,6 +9,7 @@ from bcfleet.api.documents import (
     HostDetailJson,
     HostJson,
     HostListItemJson,
+    HostPageJson,
     NodeResourceJson,
 )
 from bcfleet.api.hosts import LABEL_KEY_MAX, LABEL_VALUE_MAX
@@ -21,7 +22,6 @@ from bcfleet.http.schemas import (
     COUNT,
     nullable,
     obj,
-    page,
     ref,
 )
 from bcfleet.http.typed_schemas import document_schemas
@@ -94,10 +94,9 @@ AGENT_SCHEMAS = {
 
 SCHEMAS = {
     **document_schemas(
-        (NodeResourceJson, GpuCountJson, HostJson, HostListItemJson, HostDetailJson),
+        (NodeResourceJson, GpuCountJson, HostJson, HostListItemJson, HostDetailJson, HostPageJson),
         {**COUNTS, "HostDetail": COUNTS["HostListItem"]},
     ),
-    "HostPage": page("HostListItem"),
     "HostAdopt": obj(
         {
             "pool": reference("A pool id or name."),

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from bcfleet.api.documents import GuestStateJson, InstanceJson, InstancePageJson, QuotaJson
+from bcfleet.api.documents import (
+    GuestStateJson,
+    InstanceJson,
+    InstancePageJson,
+    QuotaJson,
+    QuotaPageJson,
+)
 from bcfleet.api.instance_list import CONDITION_TYPE
 from bcfleet.api.instances import INSTANCE_NAME_MAX
 from bcfleet.domain.bounds import PAGE_MAX
@@ -21,7 +27,6 @@ from bcfleet.http.schemas import (
     array,
     nullable,
     obj,
-    page,
     ref,
 )
 from bcfleet.http.typed_schemas import document_schemas
@@ -89,8 +94,7 @@ SCHEMAS = {
         "(gst_…), which is also the id to report its state by.",
     ),
     "HostSpecs": obj({"host": STRING, "items": array(ref("InstanceSpec"))}),
-    **document_schemas((QuotaJson,)),
-    "QuotaPage": page("Quota"),
+    **document_schemas((QuotaJson, QuotaPageJson)),
     "QuotaSet": obj({r: nullable(QUOTA) for r in RESOURCES}, required=[]),
 }
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bcfleet.api.documents import PoolJson, PoolPolicyJson
+from bcfleet.api.documents import PoolJson, PoolPageJson, PoolPolicyJson
 from bcfleet.api.pools import OVERCOMMIT_RESOURCES, RESERVE_RESOURCES
 from bcfleet.domain.bounds import GPU_MODEL
 from bcfleet.domain.states import PoolKind
@@ -15,7 +15,6 @@ from bcfleet.http.schemas import (
     SHAPE_COUNT,
     nullable,
     obj,
-    page,
 )
 from bcfleet.http.typed_schemas import document_schemas
 
@@ -39,8 +38,7 @@ PROVIDER_NEEDS_ACCOUNT = {
 }
 
 SCHEMAS = {
-    **document_schemas((PoolPolicyJson, PoolJson), {"Pool": {"kind": KIND}}),
-    "PoolPage": page("Pool"),
+    **document_schemas((PoolPolicyJson, PoolJson, PoolPageJson), {"Pool": {"kind": KIND}}),
     "PoolCreate": {
         **obj(
             {

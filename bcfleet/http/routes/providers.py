@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bcfleet.api.documents import ProviderAccountJson
+from bcfleet.api.documents import ProviderAccountJson, ProviderAccountPageJson
 from bcfleet.api.provider_accounts import ENV_NAME, MAX_ENDPOINT, MAX_TOKEN, PROVIDERS
 from bcfleet.http.operations import TENANT, Call, Operation, Param
 from bcfleet.http.rules import http_url, matching, one_of, secret, text
@@ -13,7 +13,6 @@ from bcfleet.http.schemas import (
     array,
     nullable,
     obj,
-    page,
 )
 from bcfleet.http.typed_schemas import document_schemas
 
@@ -21,8 +20,7 @@ TAG = "providers"
 
 TOKENS = {"token": {"type": "string"}, "tokenEnv": {"type": "string"}}
 SCHEMAS = {
-    **document_schemas((ProviderAccountJson,)),
-    "ProviderAccountPage": page("ProviderAccount"),
+    **document_schemas((ProviderAccountJson, ProviderAccountPageJson)),
     "ProviderAccountCreate": obj(
         {
             "name": text(),

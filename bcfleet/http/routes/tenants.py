@@ -4,21 +4,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from bcfleet.api.documents import PrincipalJson, TenantJson, TokenInfoJson, TokenJson
+from bcfleet.api.documents import (
+    PrincipalJson,
+    TenantJson,
+    TenantPageJson,
+    TokenInfoJson,
+    TokenJson,
+    TokenPageJson,
+)
 from bcfleet.api.tenants import TENANT_ID, TENANT_NAME_MAX
 from bcfleet.domain.policy import ROLES
 from bcfleet.domain.token_lifetime import MAX_TOKEN_LIFETIME
 from bcfleet.http.operations import Call, Operation, Param
 from bcfleet.http.rules import duration, matching, one_of, text
-from bcfleet.http.schemas import BOOL, STRING, TIME, obj, page
+from bcfleet.http.schemas import BOOL, STRING, TIME, obj
 from bcfleet.http.typed_schemas import document_schemas
 
 TAG = "tenants"
 LIFETIME = duration(MAX_TOKEN_LIFETIME, "The token's lifetime (absent: no expiry)")
 
 SCHEMAS = {
-    **document_schemas((TenantJson, PrincipalJson)),
-    "TenantPage": page("Tenant"),
+    **document_schemas((TenantJson, PrincipalJson, TenantPageJson)),
     "TenantCreate": obj(
         {"id": matching(TENANT_ID), "name": text(TENANT_NAME_MAX)}, required=["id"]
     ),
@@ -31,8 +37,7 @@ SCHEMAS = {
         required=["name"],
     ),
     "TokenRotate": obj({"expiresIn": LIFETIME}, required=[]),
-    **document_schemas((TokenJson, TokenInfoJson)),
-    "TokenPage": page("TokenInfo"),
+    **document_schemas((TokenJson, TokenInfoJson, TokenPageJson)),
     "TokenRevoked": obj({"id": STRING, "revoked": BOOL, "revokedAt": TIME}),
 }
 

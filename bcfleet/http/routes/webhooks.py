@@ -9,6 +9,7 @@ from bcfleet.api.documents import (
     WebhookDeliveryJson,
     WebhookDeliveryPageJson,
     WebhookJson,
+    WebhookPageJson,
 )
 from bcfleet.api.webhooks import (
     EVENT_TYPE_MAX,
@@ -20,16 +21,21 @@ from bcfleet.api.webhooks import (
 from bcfleet.domain.states import DeliveryState
 from bcfleet.http.operations import TENANT, Call, Operation, Param
 from bcfleet.http.rules import http_url, reference
-from bcfleet.http.schemas import BOOL, STRING, array, nullable, obj, page
+from bcfleet.http.schemas import BOOL, STRING, array, nullable, obj
 from bcfleet.http.typed_schemas import document_schemas
 
 TAG = "webhooks"
 
 SCHEMAS = {
     **document_schemas(
-        (WebhookJson, WebhookCreatedJson, WebhookDeliveryJson, WebhookDeliveryPageJson)
+        (
+            WebhookJson,
+            WebhookCreatedJson,
+            WebhookDeliveryJson,
+            WebhookDeliveryPageJson,
+            WebhookPageJson,
+        )
     ),
-    "WebhookPage": page("Webhook"),
     "WebhookCreate": obj(
         {
             "url": {
