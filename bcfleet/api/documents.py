@@ -509,6 +509,13 @@ class ReplayedJson(TypedDict):
     pending: int
 
 
+class DeletedJson(TypedDict):
+    """What deleting an object answers: its id, and that it is gone."""
+
+    id: str
+    deleted: bool
+
+
 class TenantPageJson(TypedDict):
     items: list[TenantJson]
 
@@ -542,6 +549,7 @@ class ProviderAccountPageJson(TypedDict):
 
 
 DOCUMENTS: tuple[type[Any], ...] = (
+    DeletedJson,
     TenantPageJson,
     TokenPageJson,
     PoolPageJson,

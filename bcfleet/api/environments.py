@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import func
 from sqlmodel import Session, col, select
@@ -12,10 +12,11 @@ from bcfleet.api.auth import Actor, Credential, tenant_resource
 from bcfleet.api.base import Area
 from bcfleet.api.compute_state import owned_for, require_usable
 from bcfleet.api.compute_views import environment_json
-from bcfleet.api.documents import EnvironmentJson, EnvironmentPageJson
+from bcfleet.api.documents import DeletedJson, EnvironmentJson, EnvironmentPageJson
 from bcfleet.api.events import emit
 from bcfleet.api.pools import validate_name
 from bcfleet.api.serverless_ops import rehome
+from bcfleet.api.views import deleted_json
 from bcfleet.errors import ConflictError
 from bcfleet.placement.tenant_compute import load_settings, lock_compute
 from bcfleet.store.faults import flush_or_conflict
@@ -141,7 +142,7 @@ class EnvironmentsAPI(Area):
             _, env = self._environment(session, credential, environment_id, READ, tenant_id)
             return environment_json(env, len(_services_in(session, env.id)))
 
-    def delete(self, credential: Credential | None, environment_id: str) -> dict[str, Any]:
+    def delete(self, credential: Credential | None, environment_id: str) -> DeletedJson:
         """Delete an environment no service is in; CONFLICT naming the services otherwise."""
         with self.fleet.write() as session:
             _, env = self._environment(session, credential, environment_id, MANAGE)
@@ -154,4 +155,4 @@ class EnvironmentsAPI(Area):
                 )
             self._event(session, env, "deleted")
             session.delete(env)
-            return {"id": environment_id, "deleted": True}
+            return deleted_json(environment_id)

@@ -9,13 +9,13 @@ from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Credential, owns_pool, pool_resource
 from bcfleet.api.base import Area
-from bcfleet.api.documents import HostDetailJson, HostJson, HostPageJson
+from bcfleet.api.documents import DeletedJson, HostDetailJson, HostJson, HostPageJson
 from bcfleet.api.events import emit
 from bcfleet.api.host_list import Scope, list_hosts
 from bcfleet.api.lookup import find_host, find_pool
 from bcfleet.api.names import add_named, require_free_name
 from bcfleet.api.pools import validate_name
-from bcfleet.api.views import host_json
+from bcfleet.api.views import deleted_json, host_json
 from bcfleet.domain.bounds import printable, text_problem
 from bcfleet.domain.inventory import validate_inventory
 from bcfleet.domain.states import HostState, PoolKind
@@ -187,7 +187,7 @@ class HostsAPI(Area):
 
     def remove(
         self, credential: Credential | None, *, tenant_id: str | None = None, host: str
-    ) -> dict[str, Any]:
+    ) -> DeletedJson:
         """Forget a host with no instances, allocations or bookings, past or present; CONFLICT
         otherwise (drain it instead). Its capacity rows and GPU atoms go with it."""
         with self.fleet.write() as session:
@@ -216,7 +216,7 @@ class HostsAPI(Area):
                 subject_id=row.id,
                 data={"name": row.name},
             )
-            return {"deleted": True, "id": row.id}
+            return deleted_json(row.id)
 
     def report(
         self,

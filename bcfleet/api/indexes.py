@@ -9,17 +9,16 @@ default pod size does.
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Actor, Credential, tenant_resource
 from bcfleet.api.base import Area
 from bcfleet.api.compute_state import owned_for, require_usable
 from bcfleet.api.compute_views import index_json
-from bcfleet.api.documents import IndexJson, IndexPageJson
+from bcfleet.api.documents import DeletedJson, IndexJson, IndexPageJson
 from bcfleet.api.events import emit
 from bcfleet.api.services import validate_names
+from bcfleet.api.views import deleted_json
 from bcfleet.errors import ConflictError, InvalidInputError
 from bcfleet.placement.tenant_compute import load_settings, lock_compute
 from bcfleet.store.faults import flush_or_conflict
@@ -147,9 +146,9 @@ class IndexesAPI(Area):
             _, index = self._index(session, credential, index_id, READ, tenant_id)
             return index_json(index)
 
-    def delete(self, credential: Credential | None, index_id: str) -> dict[str, Any]:
+    def delete(self, credential: Credential | None, index_id: str) -> DeletedJson:
         with self.fleet.write() as session:
             _, index = self._index(session, credential, index_id, MANAGE)
             self._event(session, index, "deleted")
             session.delete(index)
-            return {"id": index_id, "deleted": True}
+            return deleted_json(index_id)

@@ -19,11 +19,11 @@ from bcfleet.api.auth import (
     visible_pool_ids,
 )
 from bcfleet.api.base import Area
-from bcfleet.api.documents import PoolJson, PoolPageJson
+from bcfleet.api.documents import DeletedJson, PoolJson, PoolPageJson
 from bcfleet.api.events import emit
 from bcfleet.api.lookup import find_pool, get_tenant
 from bcfleet.api.names import add_named, require_free_name
-from bcfleet.api.views import pool_json
+from bcfleet.api.views import deleted_json, pool_json
 from bcfleet.domain.bounds import (
     SHAPE_MAX,
     check_gpu_model,
@@ -234,7 +234,7 @@ class PoolsAPI(Area):
             session.add(row)
             return pool_json(row, offered_to(session, row.id))
 
-    def delete(self, credential: Credential | None, *, tenant_id: str, pool: str) -> dict[str, Any]:
+    def delete(self, credential: Credential | None, *, tenant_id: str, pool: str) -> DeletedJson:
         """Delete an empty pool with its offers and unused quotas; CONFLICT naming what it holds."""
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
@@ -264,7 +264,7 @@ class PoolsAPI(Area):
                 subject_id=row.id,
                 data={"name": row.name},
             )
-            return {"deleted": True, "id": row.id}
+            return deleted_json(row.id)
 
     def offer(
         self,

@@ -29,8 +29,9 @@ from sqlmodel import Session, select
 
 from bcfleet.api.auth import Actor, Credential, acting_for, resolve, tenant_resource
 from bcfleet.api.base import Area
-from bcfleet.api.documents import ProviderAccountJson, ProviderAccountPageJson
+from bcfleet.api.documents import DeletedJson, ProviderAccountJson, ProviderAccountPageJson
 from bcfleet.api.lookup import get_tenant
+from bcfleet.api.views import deleted_json
 from bcfleet.clock import format_time
 from bcfleet.domain.bounds import check_text, url_problem
 from bcfleet.errors import ConflictError, ForbiddenError, InvalidInputError, NotFoundError
@@ -244,7 +245,7 @@ class ProviderAccountsAPI(Area):
             session.add(account)
             return account_json(account)
 
-    def delete(self, credential: Credential | None, *, tenant_id: str, name: str) -> dict[str, Any]:
+    def delete(self, credential: Credential | None, *, tenant_id: str, name: str) -> DeletedJson:
         """Delete an account no pool uses; CONFLICT naming the pools that still do."""
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
@@ -259,7 +260,7 @@ class ProviderAccountsAPI(Area):
                     {"providerAccount": name, "pools": list(pools)},
                 )
             session.delete(account)
-            return {"deleted": True, "id": account.id}
+            return deleted_json(account.id)
 
     def list(self, credential: Credential | None, *, tenant_id: str) -> ProviderAccountPageJson:
         with self.fleet.read() as session:

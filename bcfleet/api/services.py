@@ -27,9 +27,10 @@ from bcfleet.api.compute_state import (
     require_usable,
 )
 from bcfleet.api.compute_views import service_json
-from bcfleet.api.documents import ServiceJson, ServicePageJson
+from bcfleet.api.documents import DeletedJson, ServiceJson, ServicePageJson
 from bcfleet.api.events import emit
 from bcfleet.api.serverless_ops import attach, detach, rehome, take_or_fail
+from bcfleet.api.views import deleted_json
 from bcfleet.domain.bounds import check_seconds, check_text
 from bcfleet.domain.sizes import SIZES, label, label_with_shape, size_for_api_service
 from bcfleet.errors import ConflictError, InvalidInputError, NoCapacityError
@@ -382,11 +383,11 @@ class ServicesAPI(Area):
             body["message"] = f"Service {service.name} runs on {label_with_shape(new)}."
             return body
 
-    def delete(self, credential: Credential | None, service_id: str) -> dict[str, Any]:
+    def delete(self, credential: Credential | None, service_id: str) -> DeletedJson:
         """Delete a service; a deployed one is undeployed first (its instance released)."""
         with self.fleet.write() as session:
             _, service = self._service(session, credential, service_id, MANAGE)
             detach(session, self.fleet, service, reason="service deleted")
             self._event(session, service, "deleted")
             session.delete(service)
-            return {"id": service_id, "deleted": True}
+            return deleted_json(service_id)

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from sqlmodel import Session, select
 
 from bcfleet.api.auth import Credential, tenant_resource
 from bcfleet.api.base import Area
-from bcfleet.api.documents import TenantJson, TenantPageJson
+from bcfleet.api.documents import DeletedJson, TenantJson, TenantPageJson
 from bcfleet.api.lookup import get_tenant
-from bcfleet.api.views import tenant_json
+from bcfleet.api.views import deleted_json, tenant_json
 from bcfleet.domain.bounds import check_optional_text, check_text
 from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.errors import ConflictError, InvalidInputError
@@ -102,7 +101,7 @@ class TenantsAPI(Area):
             session.add(tenant)
             return tenant_json(tenant)
 
-    def delete(self, credential: Credential | None, tenant_id: str) -> dict[str, Any]:
+    def delete(self, credential: Credential | None, tenant_id: str) -> DeletedJson:
         """Delete a tenant that owns nothing (its compute settings go with it): CONFLICT naming
         what it still has; root never."""
         with self.fleet.write() as session:
@@ -130,7 +129,7 @@ class TenantsAPI(Area):
                     {"tenant": tenant_id},
                 ),
             )
-            return {"deleted": True, "id": tenant_id}
+            return deleted_json(tenant_id)
 
     def list(self, credential: Credential | None) -> TenantPageJson:
         with self.fleet.read() as session:

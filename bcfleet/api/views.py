@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bcfleet.api.documents import (
+    DeletedJson,
     FlavorJson,
     FlavorPlacementJson,
     HostJson,
@@ -21,6 +22,11 @@ from bcfleet.api.documents import (
 from bcfleet.clock import format_time
 from bcfleet.domain.bounds import finite_or_none
 from bcfleet.store.models import Flavor, Host, NodeResource, Pool, Principal, Tenant
+
+
+def deleted_json(object_id: str) -> DeletedJson:
+    """The answer of a delete: the object's id, and that it is gone."""
+    return {"id": object_id, "deleted": True}
 
 
 def tenant_json(tenant: Tenant) -> TenantJson:

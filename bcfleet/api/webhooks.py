@@ -21,12 +21,14 @@ from sqlmodel import Session, col, select
 from bcfleet.api.auth import Actor, Credential, owned_resource
 from bcfleet.api.base import Area
 from bcfleet.api.documents import (
+    DeletedJson,
     WebhookCreatedJson,
     WebhookDeliveryJson,
     WebhookDeliveryPageJson,
     WebhookJson,
     WebhookPageJson,
 )
+from bcfleet.api.views import deleted_json
 from bcfleet.clock import format_time
 from bcfleet.domain.bounds import check_limit, url_problem
 from bcfleet.domain.cursors import CURSOR_MAX, CURSOR_MIN
@@ -190,7 +192,7 @@ class WebhooksAPI(Area):
 
     def delete(
         self, credential: Credential | None, webhook_id: str, *, tenant_id: str | None = None
-    ) -> dict[str, Any]:
+    ) -> DeletedJson:
         """Remove a webhook and its deliveries, dead letters included."""
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
@@ -204,7 +206,7 @@ class WebhooksAPI(Area):
                 session.delete(row)
             session.flush()
             session.delete(hook)
-            return {"id": webhook_id, "deleted": True}
+            return deleted_json(webhook_id)
 
     def deliveries(
         self,

@@ -18,6 +18,7 @@ from bcfleet.api.documents import (
     ComputeSettingsJson,
     ComputeSizeJson,
     DefaultSizeChoiceJson,
+    DeletedJson,
     EnvironmentJson,
     EnvironmentPageJson,
     IndexComputeJson,
@@ -37,7 +38,6 @@ from bcfleet.http.operations import TENANT, Call, Operation, Param
 from bcfleet.http.rules import nonblank_text, one_of, reference, size, slug
 from bcfleet.http.schemas import (
     BOOL,
-    STRING,
     array,
     nullable,
     obj,
@@ -117,7 +117,7 @@ SCHEMAS = {
         required=["workspace", "name"],
     ),  # fmt: skip
     "ServiceSize": obj({"size": SIZE}),
-    "Deleted": obj({"id": STRING, "deleted": BOOL}),
+    **document_schemas((DeletedJson,)),
     "DeployProgress": {"type": "string", "description": "NDJSON: one progress object a line."},
     "IndexCreate": obj(
         {

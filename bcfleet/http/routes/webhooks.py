@@ -21,7 +21,7 @@ from bcfleet.api.webhooks import (
 from bcfleet.domain.states import DeliveryState
 from bcfleet.http.operations import TENANT, Call, Operation, Param
 from bcfleet.http.rules import http_url, reference
-from bcfleet.http.schemas import BOOL, STRING, array, nullable, obj
+from bcfleet.http.schemas import array, nullable, obj
 from bcfleet.http.typed_schemas import document_schemas
 
 TAG = "webhooks"
@@ -52,7 +52,6 @@ SCHEMAS = {
         },
         required=["url"],
     ),
-    "WebhookDeleted": obj({"id": STRING, "deleted": BOOL}),
 }
 
 
@@ -112,7 +111,7 @@ OPERATIONS = [
     Operation("GET", ONE, "webhooks.show", "Show a webhook", TAG, show_webhook,
               response="Webhook", query=Q),
     Operation("DELETE", ONE, "webhooks.delete", "Delete a webhook and its deliveries", TAG,
-              delete_webhook, response="WebhookDeleted", query=Q),
+              delete_webhook, response="Deleted", query=Q),
     Operation("GET", ONE + "/deliveries", "webhooks.deliveries",
               "A webhook's deliveries, newest first", TAG, list_deliveries,
               response="WebhookDeliveryPage", query=DELIVERY_QUERY),
