@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Annotated, Any, NotRequired, TypedDict
 
 from bcfleet.domain.event_document import EventJson
+from bcfleet.domain.job_documents import JobRunJson, JobStatusJson, LeaseHolderJson
 from bcfleet.domain.json_types import OneOf, Time
 from bcfleet.domain.states import (
     DeliveryState,
@@ -509,6 +510,22 @@ class ReplayedJson(TypedDict):
     pending: int
 
 
+class JobJson(JobStatusJson):
+    """A job's schedule, with its failures and last error among the fleet's latest recorded
+    runs."""
+
+    failures: int
+    lastError: str | None
+
+
+class JobPageJson(TypedDict):
+    items: list[JobJson]
+
+
+class JobRunPageJson(TypedDict):
+    items: list[JobRunJson]
+
+
 class DeletedJson(TypedDict):
     """What deleting an object answers: its id, and that it is gone."""
 
@@ -549,6 +566,11 @@ class ProviderAccountPageJson(TypedDict):
 
 
 DOCUMENTS: tuple[type[Any], ...] = (
+    JobRunJson,
+    LeaseHolderJson,
+    JobJson,
+    JobPageJson,
+    JobRunPageJson,
     DeletedJson,
     TenantPageJson,
     TokenPageJson,

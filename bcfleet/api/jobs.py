@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from bcfleet.api.auth import Credential, authenticate, tenant_resource
+from bcfleet.api.documents import JobJson, JobPageJson
+from bcfleet.domain.job_documents import JobRunJson, JobStatusJson
 from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.jobs import registry, runner, scheduler, stop
 
@@ -24,6 +26,8 @@ if TYPE_CHECKING:
 
 JSON = dict[str, Any]
 Rows = list[JSON]  # (the class below has a method named list)
+Runs = list[JobRunJson]
+Statuses = list[JobStatusJson]
 READ = "compute:jobs:read"
 RUN = "compute:jobs:run"
 FAILURES_READ = 500
@@ -57,7 +61,7 @@ class JobsAPI:
         *,
         intervals: Mapping[str, float] | None = None,
         grace: float | None = None,
-    ) -> Rows:
+    ) -> Statuses:
         """Each job: interval, availability, last run, next due, due, overdue, lease holder."""
         self._require(credential, READ)
         return self.fleet.run_call(
@@ -66,24 +70,24 @@ class JobsAPI:
 
     def runs(
         self, credential: Credential | None, *, limit: int = 20, job: str | None = None
-    ) -> Rows:
+    ) -> Runs:
         """The latest recorded runs, newest first; NOT_FOUND for a job that is not registered."""
         self._require(credential, READ)
         return self.fleet.run_call(lambda: runner.recent_runs(self.fleet, limit=limit, job=job))
 
-    def list(self, credential: Credential | None) -> JSON:
+    def list(self, credential: Credential | None) -> JobPageJson:
         """Each job's status with its failures among the recent runs and its last error."""
         self._require(credential, READ)
         return self.fleet.run_call(self._list)
 
-    def _list(self) -> JSON:
+    def _list(self) -> JobPageJson:
         runs = runner.recent_runs(self.fleet, limit=FAILURES_READ)
         failures = Counter(r["job"] for r in runs if r["outcome"] == "error")
         last_error: dict[str, str] = {}
         for run in runs:  # newest first
             if run["outcome"] == "error":
                 last_error.setdefault(run["job"], str(run["error"]))
-        items = [
+        items: list[JobJson] = [
             {**row, "failures": failures[row["job"]], "lastError": last_error.get(row["job"])}
             for row in runner.status(self.fleet)
         ]
@@ -91,13 +95,13 @@ class JobsAPI:
 
     # ----- runs ---------------------------------------------------------------------------
 
-    def run(self, credential: Credential | None, job: str) -> JSON:
+    def run(self, credential: Credential | None, job: str) -> JobRunJson:
         """Run the job now, due or not, under its lease; LOCKED when it runs elsewhere."""
         self._require(credential, RUN)
         [result] = runner.tick(self.fleet, job=job)
         return result.to_json()
 
-    def tick(self, credential: Credential | None, *, job: str | None = None) -> Rows:
+    def tick(self, credential: Credential | None, *, job: str | None = None) -> Runs:
         """Every due job once (or the named one now); SIGTERM/SIGINT end it after the running job."""
         self._require(credential, RUN)
         stop.clear_stop()

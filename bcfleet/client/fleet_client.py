@@ -25,10 +25,14 @@ from bcfleet.api.documents import (
     HostJson,
     InstanceJson,
     InstancePageJson,
+    JobJson,
+    JobPageJson,
+    JobRunPageJson,
     PoolJson,
     QuotaJson,
 )
 from bcfleet.clock import parse_time
+from bcfleet.domain.job_documents import JobRunJson
 from bcfleet.errors import FleetError, error_from_document
 
 JSON = dict[str, Any]
@@ -325,16 +329,18 @@ class FleetClient:
         return list(self.request("GET", path, params={"state": state})["items"])
 
     # jobs (root's principals)
-    def jobs(self) -> list[JSON]:
+    def jobs(self) -> list[JobJson]:
         """Each job's schedule, last outcome, failures and last error."""
-        return list(self.request("GET", "/v1/jobs")["items"])
+        page: JobPageJson = self.request("GET", "/v1/jobs")
+        return page["items"]
 
-    def job_runs(self, job: str, limit: int = 50) -> list[JSON]:
+    def job_runs(self, job: str, limit: int = 50) -> list[JobRunJson]:
         """A job's latest recorded runs, newest first."""
         path = f"/v1/jobs/{_p(job)}/runs"
-        return list(self.request("GET", path, params={"limit": limit})["items"])
+        page: JobRunPageJson = self.request("GET", path, params={"limit": limit})
+        return page["items"]
 
-    def run_job(self, job: str) -> JSON:
+    def run_job(self, job: str) -> JobRunJson:
         """Run the job now (root's admin); the run's record."""
-        result: JSON = self.request("POST", f"/v1/jobs/{_p(job)}/run")
+        result: JobRunJson = self.request("POST", f"/v1/jobs/{_p(job)}/run")
         return result

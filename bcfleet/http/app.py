@@ -22,6 +22,7 @@ from bcfleet import __version__
 from bcfleet.api.auth import LOCAL_OPERATOR
 from bcfleet.api.documents import EventPageJson
 from bcfleet.clock import format_time
+from bcfleet.domain.job_documents import JobRunJson
 from bcfleet.errors import FleetError, NotFoundError, UnauthenticatedError
 from bcfleet.fleet import Fleet
 from bcfleet.http.metrics import EventTally, JobRunTally
@@ -197,7 +198,7 @@ def _tallies(fleet: Fleet, served: Served) -> tuple[EventTally, JobRunTally]:
     def read_page(after: int | None) -> EventPageJson:
         return fleet.api.events.list(LOCAL_OPERATOR, after=after, limit=1000)
 
-    def read_runs(limit: int) -> list[dict[str, Any]]:
+    def read_runs(limit: int) -> list[JobRunJson]:
         return recent_runs(fleet, limit=limit)
 
     return EventTally(served.metrics, read_page), JobRunTally(served.metrics, read_runs)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import bisect
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,7 +136,7 @@ def _latency_lines(latency: Mapping[tuple[str, str], tuple[list[int], float, int
 
 
 PageReader = Callable[[int | None], Mapping[str, Any]]
-RunsReader = Callable[[int], list[dict[str, Any]]]
+RunsReader = Callable[[int], Sequence[Mapping[str, Any]]]
 
 
 class EventTally:

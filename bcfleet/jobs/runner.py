@@ -27,6 +27,7 @@ from sqlmodel import Session, col
 
 from bcfleet.clock import format_time
 from bcfleet.domain.bounds import check_limit
+from bcfleet.domain.job_documents import JobRunJson, JobStatusJson, LeaseHolderJson
 from bcfleet.errors import LockedError
 from bcfleet.jobs.registry import JOBS, JobFunction, JobSpec, get_job
 from bcfleet.jobs.stop import stop_requested
@@ -55,7 +56,7 @@ def job_lock_name(job: str) -> str:
     return f"job:{job}"
 
 
-def current_holder(session: Session, name: str, now: datetime) -> dict[str, Any] | None:
+def current_holder(session: Session, name: str, now: datetime) -> LeaseHolderJson | None:
     """Who holds a live lease of that name, for LOCKED details and `fleet jobs list`."""
     lease = live(session, name, now)
     if lease is None:
@@ -85,7 +86,7 @@ class RunResult:
     def duration_ms(self) -> int:
         return int((self.finished_at - self.started_at) / timedelta(milliseconds=1))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JobRunJson:
         return {
             "id": self.id,
             "job": self.job,
@@ -284,13 +285,13 @@ def tick(fleet: Fleet, *, job: str | None = None, holder: str | None = None) -> 
 
 def status(
     fleet: Fleet, *, intervals: Mapping[str, float] | None = None, grace: float | None = None
-) -> list[dict[str, Any]]:
+) -> list[JobStatusJson]:
     """Each job: interval, availability, last run, next due, due, overdue, lease holder."""
     now = fleet.now()
     with fleet.read() as session:
         states = _states(session)
         holders = {s.name: current_holder(session, job_lock_name(s.name), now) for s in JOBS}
-    rows = []
+    rows: list[JobStatusJson] = []
     for spec in JOBS:
         interval = (intervals or {}).get(spec.name, spec.interval(fleet.settings))
         state = states.get(spec.name)
@@ -322,7 +323,7 @@ def _available(spec: JobSpec) -> bool:
         return True
 
 
-def recent_runs(fleet: Fleet, *, limit: int = 20, job: str | None = None) -> list[dict[str, Any]]:
+def recent_runs(fleet: Fleet, *, limit: int = 20, job: str | None = None) -> list[JobRunJson]:
     """The latest recorded runs, newest first (at most bounds.PAGE_MAX)."""
     check_limit(limit)
     query = select(JobRun).order_by(JobRun.started_at.desc()).limit(limit)  # type: ignore[attr-defined]

@@ -17,6 +17,7 @@ from bcfleet.api.documents import (
     HostJson,
     IndexJson,
     InstanceJson,
+    JobJson,
     PoolJson,
     QuotaJson,
     ReservationJson,
@@ -29,6 +30,7 @@ from bcfleet.domain.compute_settings import (
     ComputeSettings,
     draft_change,
 )
+from bcfleet.domain.job_documents import JobRunJson
 from bcfleet.tui.source import (
     DEGRADED,
     JSON,
@@ -231,10 +233,10 @@ class RemoteSource:
     def indexes(self) -> list[IndexJson]:
         return self.items("/v1/indexes")
 
-    def jobs(self) -> list[JSON]:
+    def jobs(self) -> list[JobJson]:
         return self.client.jobs()
 
-    def job_runs(self, job: str) -> list[JSON]:
+    def job_runs(self, job: str) -> list[JobRunJson]:
         return self.client.job_runs(job)
 
     def stop_instance(self, instance_id: str) -> InstanceJson:
@@ -255,7 +257,7 @@ class RemoteSource:
         )
         return answer
 
-    def run_job(self, name: str) -> JSON:
+    def run_job(self, name: str) -> JobRunJson:
         return self.client.run_job(name)
 
     def offer_pool(self, pool: str, tenant: str, *, owner: str | None) -> PoolJson:

@@ -23,6 +23,7 @@ from bcfleet.api.documents import (
     HostJson,
     IndexJson,
     InstanceJson,
+    JobJson,
     PoolJson,
     QuotaJson,
     ReservationJson,
@@ -37,6 +38,7 @@ from bcfleet.domain.compute_settings import (
     SizeUser,
     draft_change,
 )
+from bcfleet.domain.job_documents import JobRunJson
 from bcfleet.domain.sizes import SIZE_NAMES
 from bcfleet.fleet import Fleet
 
@@ -183,11 +185,11 @@ class FleetSource(Protocol):
 
     def indexes(self) -> list[IndexJson]: ...
 
-    def jobs(self) -> list[JSON]:
+    def jobs(self) -> list[JobJson]:
         """Each job: interval, last run and outcome, next due, overdue, failures among recent runs."""
         ...
 
-    def job_runs(self, job: str) -> list[JSON]:
+    def job_runs(self, job: str) -> list[JobRunJson]:
         """A job's latest runs, newest first."""
         ...
 
@@ -203,7 +205,7 @@ class FleetSource(Protocol):
 
     def cancel_reservation(self, reservation_id: str) -> ReservationJson: ...
 
-    def run_job(self, name: str) -> JSON:
+    def run_job(self, name: str) -> JobRunJson:
         """Run a job once now, due or not; its run as `fleet jobs runs` shows it."""
         ...
 
@@ -399,11 +401,10 @@ class LocalSource:
     def indexes(self) -> list[IndexJson]:
         return self.api.indexes.list(self.credential)["items"]
 
-    def jobs(self) -> list[JSON]:
-        items: list[JSON] = self.api.jobs.list(self.credential)["items"]
-        return items
+    def jobs(self) -> list[JobJson]:
+        return self.api.jobs.list(self.credential)["items"]
 
-    def job_runs(self, job: str) -> list[JSON]:
+    def job_runs(self, job: str) -> list[JobRunJson]:
         return self.api.jobs.runs(self.credential, limit=50, job=job)
 
     def stop_instance(self, instance_id: str) -> InstanceJson:
@@ -421,7 +422,7 @@ class LocalSource:
     def cancel_reservation(self, reservation_id: str) -> ReservationJson:
         return self.api.reservations.cancel(self.credential, reservation_id)
 
-    def run_job(self, name: str) -> JSON:
+    def run_job(self, name: str) -> JobRunJson:
         return self.api.jobs.run(self.credential, name)
 
     def offer_pool(self, pool: str, tenant: str, *, owner: str | None) -> PoolJson:

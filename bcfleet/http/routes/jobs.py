@@ -4,61 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from bcfleet.api.documents import JobJson, JobPageJson, JobRunPageJson
 from bcfleet.api.jobs import job_names
 from bcfleet.domain.bounds import PAGE_MAX
+from bcfleet.domain.job_documents import JobRunJson, LeaseHolderJson
 from bcfleet.http.operations import Call, Operation, Param
-from bcfleet.http.schemas import (
-    BOOL,
-    COUNT,
-    INT,
-    NUMBER,
-    STRING,
-    TIME,
-    nullable,
-    obj,
-    page,
-)
+from bcfleet.http.schemas import COUNT
+from bcfleet.http.typed_schemas import document_schemas
 
 TAG = "jobs"
-OUTCOME = {"type": "string", "enum": ["ok", "error", "skipped"]}
-HOLDER = obj(
-    {"lockId": STRING, "holder": STRING, "operation": STRING, "since": TIME, "expiresAt": TIME}
+SCHEMAS = document_schemas(
+    (LeaseHolderJson, JobJson, JobPageJson, JobRunJson, JobRunPageJson),
+    {"Job": {"failures": COUNT}},
 )
-
-SCHEMAS = {
-    "Job": obj(
-        {
-            "job": STRING,
-            "description": STRING,
-            "intervalSeconds": NUMBER,
-            "available": BOOL,
-            "lastRunAt": nullable(TIME),
-            "lastOutcome": nullable(OUTCOME),
-            "nextDueAt": nullable(TIME),
-            "due": BOOL,
-            "overdue": BOOL,
-            "heldBy": nullable(HOLDER),
-            "watermark": nullable(TIME),
-            "failures": COUNT,
-            "lastError": nullable(STRING),
-        },
-        description="failures and lastError: among the fleet's latest recorded runs.",
-    ),
-    "JobPage": page("Job"),
-    "JobRun": obj(
-        {
-            "id": nullable(STRING),
-            "job": STRING,
-            "outcome": OUTCOME,
-            "counts": {"type": "object", "additionalProperties": INT},
-            "error": nullable(STRING),
-            "startedAt": TIME,
-            "finishedAt": TIME,
-            "durationMs": INT,
-        }
-    ),
-    "JobRunPage": page("JobRun"),
-}
 LIMIT = Param(
     "limit", "integer", "At most this many runs.", minimum=1, maximum=PAGE_MAX, default=50
 )
