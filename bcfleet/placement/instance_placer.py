@@ -37,6 +37,7 @@ from bcfleet.placement.conditions import clear_condition, set_condition
 from bcfleet.placement.quotas import charge, quota_charge_of, refund
 from bcfleet.store.engine import is_sqlite
 from bcfleet.store.models import Allocation, Instance, Pool
+from bcfleet.store.new_rows import new_row
 from bcfleet.store.uow import CoreSavepoint
 
 if TYPE_CHECKING:
@@ -64,20 +65,23 @@ def place_instance(
 ) -> Instance:
     """Admit (charge quota) and place an instance; pending with Unschedulable when nothing fits."""
     now = fleet.now()
-    instance = Instance(
-        id=fleet.new_id("ins"),
-        tenant_id=tenant_id,
-        pool_id=pool.id,
-        flavor_id=flavor_id,
-        name=name,
-        state=InstanceState.PENDING,
-        shape=dict(shape),
-        purpose=purpose,
-        size=size,
-        created_at=now,
-        updated_at=now,
-        idempotency_key=idempotency_key,
-        input_hash=input_hash,
+    instance = new_row(
+        Instance,
+        {
+            "id": fleet.new_id("ins"),
+            "tenant_id": tenant_id,
+            "pool_id": pool.id,
+            "flavor_id": flavor_id,
+            "name": name,
+            "state": InstanceState.PENDING,
+            "shape": dict(shape),
+            "purpose": purpose,
+            "size": size,
+            "created_at": now,
+            "updated_at": now,
+            "idempotency_key": idempotency_key,
+            "input_hash": input_hash,
+        },
     )
     charge(session, tenant_id, pool.id, quota_charge_of(shape))
     if pool.kind == PoolKind.PROVIDER:
