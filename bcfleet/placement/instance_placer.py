@@ -290,10 +290,12 @@ def _claim_on(
     """
     now = fleet.now()
     claims = shape.claims()
-    savepoint = (
-        CoreSavepoint(session) if shape.gpus or not is_sqlite(session.get_bind().engine) else None
-    )
-    if savepoint is None:
+    sqlite = is_sqlite(session.get_bind().engine)
+    savepoint = CoreSavepoint(session) if shape.gpus or not sqlite else None
+    # SQLite: the candidate query read the host in this write transaction, which no other
+    # writer can interleave with, so a host it saw holding nothing has no other guest.
+    alone = sqlite and host.holds_nothing
+    if savepoint is None and not alone:
         session.flush()  # others_on reads with Core
     failed = claim_scalars(session, host.node_id, claims)
     if failed is not None:
@@ -316,6 +318,7 @@ def _claim_on(
             atoms,
             instance.id,
             inventory_generation=host.inventory_generation,
+            alone=alone,
         )
     except NotCandidate as refused:
         if savepoint is not None:
@@ -416,15 +419,19 @@ def choose_placement(
     instance_id: str,
     *,
     inventory_generation: int | None = None,
+    alone: bool = False,
 ) -> HostPlacement:
-    """The NUMA chooser over this host's inventory and its other guests' placements."""
+    """The NUMA chooser over this host's inventory and its other guests' placements.
+
+    `alone`: the caller knows the host has no other guest (their placements are not read).
+    """
     reserve = pool.host_reserve.get("vcpu", fleet.settings.host_reserve.vcpu)
     return choose_host_placement(
         host_inventory(session, fleet, node_id, inventory_generation),
         shape,
         policy,
         gpus=[Gpu(a.model, a.pci_address, a.numa_node) for a in atoms],
-        others=others_on(session, node_id, instance_id),
+        others=[] if alone else others_on(session, node_id, instance_id),
         reserve_vcpu=int(reserve),
         memory_ratio=pool.overcommit.get("memoryGiB", 1.0),
     )

@@ -46,16 +46,18 @@ def read_session(engine: Engine) -> Iterator[Session]:
         yield session
 
 
+_BUMP_SQLITE = text("UPDATE state_revision SET revision = revision + 1 WHERE id = 1")
+_BUMP_PG = text("SELECT nextval('bcfleet_state_revision')")
+
+
 def bump(session: Session) -> None:
-    """Advance the state revision that saved plans compare against."""
-    if is_sqlite(session.get_bind().engine):
-        updated = session.execute(
-            text("UPDATE state_revision SET revision = revision + 1 WHERE id = 1")
-        )
-        if updated.rowcount == 0:  # type: ignore[attr-defined]
-            session.execute(text("INSERT INTO state_revision (id, revision) VALUES (1, 1)"))
+    """Advance the state revision that saved plans compare against (on the session's connection)."""
+    connection = session.connection()
+    if is_sqlite(connection.engine):
+        if connection.execute(_BUMP_SQLITE).rowcount == 0:
+            connection.execute(text("INSERT INTO state_revision (id, revision) VALUES (1, 1)"))
     else:
-        session.execute(text("SELECT nextval('bcfleet_state_revision')"))
+        connection.execute(_BUMP_PG)
 
 
 def current_revision(session: Session) -> int:
