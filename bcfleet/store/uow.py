@@ -12,6 +12,20 @@ from bcfleet.store.engine import CHANGED_FLAG, WRITE_OPTION, is_sqlite
 from bcfleet.store.faults import commit_is_next, lost_connections
 from bcfleet.store.models import load_all
 
+_WRITER = "_bcfleet_writer"
+
+
+def writer_engine(engine: Engine) -> Engine:
+    """The engine with the writer's option (BEGIN IMMEDIATE on SQLite), made once per engine.
+
+    Kept on the engine itself, so it goes when the engine goes.
+    """
+    writer: Engine | None = getattr(engine, _WRITER, None)
+    if writer is None:
+        writer = engine.execution_options(**{WRITE_OPTION: True})
+        setattr(engine, _WRITER, writer)
+    return writer
+
 
 @contextmanager
 def write_session(engine: Engine, *, bump_revision: bool = True) -> Iterator[Session]:
@@ -21,7 +35,7 @@ def write_session(engine: Engine, *, bump_revision: bool = True) -> Iterator[Ses
     (store/faults.py has the rule for running the call again).
     """
     load_all()  # a flush orders the tables it writes by their foreign keys: all must be known
-    bound = engine.execution_options(**{WRITE_OPTION: True})
+    bound = writer_engine(engine)
     committing = False
     with (
         lost_connections(committing=lambda: committing),
