@@ -312,6 +312,8 @@ def _claim_on(
     claims = shape.claims()
     sqlite = is_sqlite(session.get_bind().engine)
     savepoint = CoreSavepoint(session) if shape.gpus or not sqlite else None
+    if savepoint is None:
+        session.flush()  # the Core writes below and others_on see what the ORM holds
     claim = claim_host(session, host.node_id, claims)
     failed = claim.refused
     if failed is not None:
@@ -321,8 +323,6 @@ def _claim_on(
     # No other guest on the host, so none of their placements to read. SQLite: the candidate
     # query read the host in this write transaction, which no other writer can interleave with.
     alone = host.holds_nothing if sqlite else claim.held_nothing
-    if savepoint is None and not alone:
-        session.flush()  # others_on reads with Core
     atoms = _take_atoms(session, host.node_id, shape.gpus, policy, now)
     if atoms is None:
         assert savepoint is not None  # no atoms are wanted without GPUs
