@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -182,11 +182,16 @@ def owned_resource(tenant_id: str, kind: str, object_id: str) -> str:
     return f"tenant:{tenant_id}/{kind}:{object_id}"
 
 
-def pool_visible(session: Session, actor: Actor, pool: Pool) -> bool:
-    """The owner, the tenants it is offered to, and root's admin know a pool exists."""
-    return actor.is_root_admin or may_use_pool(
-        actor.tenant_id, pool.owner_tenant_id, _OffersOf(session, pool.id)
-    )
+def pool_visible(
+    session: Session, actor: Actor, pool: Pool, offered_to: Container[str] | None = None
+) -> bool:
+    """The owner, the tenants it is offered to, and root's admin know a pool exists.
+
+    `offered_to`: the tenants the pool is offered to, when the caller read them already
+    (otherwise the database is asked).
+    """
+    offers = _OffersOf(session, pool.id) if offered_to is None else offered_to
+    return actor.is_root_admin or may_use_pool(actor.tenant_id, pool.owner_tenant_id, offers)
 
 
 @dataclass(frozen=True)

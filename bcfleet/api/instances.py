@@ -22,7 +22,7 @@ from bcfleet.api.instance_list import (
     instance_body,
     list_instances,
 )
-from bcfleet.api.lookup import find_flavor, find_pool
+from bcfleet.api.lookup import find_flavor, find_pool, find_pool_and_flavor
 from bcfleet.clock import format_time
 from bcfleet.domain.bounds import check_limit, check_optional_text
 from bcfleet.domain.guest_view import guest_spec
@@ -124,8 +124,7 @@ class InstancesAPI(Area):
     ) -> InstanceJson:
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
-            pool = find_pool(session, actor, pool_id)
-            row = find_flavor(session, pool, flavor)
+            pool, row = find_pool_and_flavor(session, actor, pool_id, flavor)
             actor.require(
                 "compute:instances:create",
                 pool_resource(pool),

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam
+from sqlalchemy import bindparam, exists
 from sqlmodel import Session, select
 
 from bcfleet.api.auth import Actor, owns_pool, pool_visible
 from bcfleet.errors import NotFoundError
 from bcfleet.ids import has_prefix
-from bcfleet.store.models import Flavor, Host, Pool, Tenant
+from bcfleet.store.models import Flavor, Host, Pool, PoolOffer, Tenant
 
 
 def get_tenant(session: Session, tenant_id: str) -> Tenant:
@@ -67,3 +67,39 @@ def find_flavor(
             {"flavor": name, "pool": pool.id},
         )
     return flavor
+
+
+_OFFERED_TO_ACTOR = exists().where(
+    PoolOffer.pool_id == Pool.id,  # type: ignore[arg-type]
+    PoolOffer.tenant_id == bindparam("tenant"),  # type: ignore[arg-type]
+)
+_POOL_AND_FLAVOR = {
+    (pool_by_id, flavor_by_id): select(Pool, Flavor, _OFFERED_TO_ACTOR)
+    .join(Flavor, Flavor.pool_id == Pool.id)  # type: ignore[arg-type]
+    .where(
+        (Pool.id if pool_by_id else Pool.name) == bindparam("pool"),
+        (Flavor.id if flavor_by_id else Flavor.name) == bindparam("flavor"),
+    )
+    for pool_by_id in (True, False)
+    for flavor_by_id in (True, False)
+}
+
+
+def find_pool_and_flavor(
+    session: Session, actor: Actor, pool_ref: str, flavor_ref: str
+) -> tuple[Pool, Flavor]:
+    """find_pool then find_flavor (live flavors only), read in one statement.
+
+    When the one statement finds no pool the actor may use with such a live flavor, the
+    two lookups run one after the other and raise their own NOT_FOUND.
+    """
+    query = _POOL_AND_FLAVOR[(has_prefix(pool_ref, "pool"), has_prefix(flavor_ref, "flv"))]
+    params = {"pool": pool_ref, "flavor": flavor_ref, "tenant": actor.tenant_id}
+    row = session.execute(query, params).first()
+    if row is not None:
+        pool, flavor, offered = row
+        offered_to = (actor.tenant_id,) if offered else ()
+        if not flavor.archived and pool_visible(session, actor, pool, offered_to):
+            return pool, flavor
+    pool = find_pool(session, actor, pool_ref)
+    return pool, find_flavor(session, pool, flavor_ref)

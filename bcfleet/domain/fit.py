@@ -185,6 +185,11 @@ class HostSnapshot:
     inventory_generation: int | None = None  # as the candidate query read it
 
     @property
+    def holds_nothing(self) -> bool:
+        """Whether nothing is allocated on any of its scalar rows (so no guest is placed there)."""
+        return bool(self.rows) and all(row.allocated == 0 for row in self.rows.values())
+
+    @property
     def applies_placement(self) -> bool:
         """Whether the host carries bc.dev/cap.instance.placement (any value but "false")."""
         value = self.labels.get(PLACEMENT_CAPABILITY_LABEL)

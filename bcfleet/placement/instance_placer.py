@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import JSON, column, text
@@ -37,6 +38,7 @@ from bcfleet.placement.conditions import clear_condition, set_condition
 from bcfleet.placement.quotas import charge, quota_charge_of, refund
 from bcfleet.store.engine import is_sqlite
 from bcfleet.store.models import Allocation, Instance, Pool
+from bcfleet.store.new_rows import new_row
 from bcfleet.store.uow import CoreSavepoint
 
 if TYPE_CHECKING:
@@ -64,20 +66,23 @@ def place_instance(
 ) -> Instance:
     """Admit (charge quota) and place an instance; pending with Unschedulable when nothing fits."""
     now = fleet.now()
-    instance = Instance(
-        id=fleet.new_id("ins"),
-        tenant_id=tenant_id,
-        pool_id=pool.id,
-        flavor_id=flavor_id,
-        name=name,
-        state=InstanceState.PENDING,
-        shape=dict(shape),
-        purpose=purpose,
-        size=size,
-        created_at=now,
-        updated_at=now,
-        idempotency_key=idempotency_key,
-        input_hash=input_hash,
+    instance = new_row(
+        Instance,
+        {
+            "id": fleet.new_id("ins"),
+            "tenant_id": tenant_id,
+            "pool_id": pool.id,
+            "flavor_id": flavor_id,
+            "name": name,
+            "state": InstanceState.PENDING,
+            "shape": dict(shape),
+            "purpose": purpose,
+            "size": size,
+            "created_at": now,
+            "updated_at": now,
+            "idempotency_key": idempotency_key,
+            "input_hash": input_hash,
+        },
     )
     charge(session, tenant_id, pool.id, quota_charge_of(shape))
     if pool.kind == PoolKind.PROVIDER:
@@ -177,21 +182,38 @@ _CLAIM_LOCKED = text(
     "FROM wanted w JOIN locked l ON l.resource = w.resource "
     "WHERE node_resources.node_id = :node AND node_resources.resource = w.resource "
     "AND node_resources.allocated + w.n <= node_resources.capacity "
-    "RETURNING node_resources.resource"
+    "RETURNING node_resources.resource, node_resources.allocated - w.n"
 )
 
 
+@dataclass(frozen=True)
+class Claim:
+    """What a claim on one host did.
+
+    `refused`: the first resource whose guard refused (and nothing is claimed), or None.
+    `held_nothing`: every scalar row had nothing allocated before the claim, read under the
+    row locks the claim took, so no other guest is on the host (PostgreSQL; False on SQLite,
+    whose callers know it from the candidate query of the same write transaction).
+    """
+
+    refused: str | None
+    held_nothing: bool = False
+
+
 def claim_scalars(session: Session, node_id: str, claims: Mapping[str, int]) -> str | None:
+    """Guarded claims on one node: the first resource whose guard refused, or None (claim_host)."""
+    return claim_host(session, node_id, claims).refused
+
+
+def claim_host(session: Session, node_id: str, claims: Mapping[str, int]) -> Claim:
     """Guarded claims on one node (vcpu first: placements on a host take turns on its vcpu row).
 
-    Returns the first resource whose guard refused (and nothing claimed), or None when every
-    claim was taken. Each engine claims in one statement: on SQLite every row or none; on
-    PostgreSQL the rows are locked in the lock order and those taken are given back when
-    another refused.
+    Each engine claims in one statement: on SQLite every row or none; on PostgreSQL the rows
+    are locked in the lock order and those taken are given back when another refused.
     """
     wanted = {r: int(claims.get(r, 0)) for r in SCALARS if int(claims.get(r, 0)) > 0}
     if not wanted:
-        return None
+        return Claim(None)
     params = {
         "node": node_id,
         "vcpu": wanted.get("vcpu", 0),
@@ -201,14 +223,16 @@ def claim_scalars(session: Session, node_id: str, claims: Mapping[str, int]) -> 
     if is_sqlite(session.get_bind().engine):
         if len(wanted) == len(SCALARS):
             if session.connection().execute(_CLAIM_ALL, params).rowcount == len(SCALARS):
-                return None
-            return _refusing_resource(session, node_id, claims)
-        return _claim_each(session, node_id, wanted)
-    taken = set(session.connection().execute(_CLAIM_LOCKED, params).scalars())
-    if len(taken) == len(wanted):
-        return None
-    return_scalars(session, node_id, {r: n for r, n in wanted.items() if r in taken})
-    return next(r for r in SCALARS if r in wanted and r not in taken)
+                return Claim(None)
+            return Claim(_refusing_resource(session, node_id, claims))
+        return Claim(_claim_each(session, node_id, wanted))
+    rows = session.connection().execute(_CLAIM_LOCKED, params).all()
+    before = {str(resource): int(allocated) for resource, allocated in rows}
+    if len(before) == len(wanted):
+        held_nothing = len(before) == len(SCALARS) and not any(before.values())
+        return Claim(None, held_nothing)
+    return_scalars(session, node_id, {r: n for r, n in wanted.items() if r in before})
+    return Claim(next(r for r in SCALARS if r in wanted and r not in before))
 
 
 def _claim_each(session: Session, node_id: str, wanted: Mapping[str, int]) -> str | None:
@@ -286,16 +310,19 @@ def _claim_on(
     """
     now = fleet.now()
     claims = shape.claims()
-    savepoint = (
-        CoreSavepoint(session) if shape.gpus or not is_sqlite(session.get_bind().engine) else None
-    )
+    sqlite = is_sqlite(session.get_bind().engine)
+    savepoint = CoreSavepoint(session) if shape.gpus or not sqlite else None
     if savepoint is None:
-        session.flush()  # others_on reads with Core
-    failed = claim_scalars(session, host.node_id, claims)
+        session.flush()  # the Core writes below and others_on see what the ORM holds
+    claim = claim_host(session, host.node_id, claims)
+    failed = claim.refused
     if failed is not None:
         if savepoint is not None:
             savepoint.rollback()
         return NoFit(failed, f"{failed} claimed concurrently")
+    # No other guest on the host, so none of their placements to read. SQLite: the candidate
+    # query read the host in this write transaction, which no other writer can interleave with.
+    alone = host.holds_nothing if sqlite else claim.held_nothing
     atoms = _take_atoms(session, host.node_id, shape.gpus, policy, now)
     if atoms is None:
         assert savepoint is not None  # no atoms are wanted without GPUs
@@ -312,6 +339,7 @@ def _claim_on(
             atoms,
             instance.id,
             inventory_generation=host.inventory_generation,
+            alone=alone,
         )
     except NotCandidate as refused:
         if savepoint is not None:
@@ -412,15 +440,19 @@ def choose_placement(
     instance_id: str,
     *,
     inventory_generation: int | None = None,
+    alone: bool = False,
 ) -> HostPlacement:
-    """The NUMA chooser over this host's inventory and its other guests' placements."""
+    """The NUMA chooser over this host's inventory and its other guests' placements.
+
+    `alone`: the caller knows the host has no other guest (their placements are not read).
+    """
     reserve = pool.host_reserve.get("vcpu", fleet.settings.host_reserve.vcpu)
     return choose_host_placement(
         host_inventory(session, fleet, node_id, inventory_generation),
         shape,
         policy,
         gpus=[Gpu(a.model, a.pci_address, a.numa_node) for a in atoms],
-        others=others_on(session, node_id, instance_id),
+        others=[] if alone else others_on(session, node_id, instance_id),
         reserve_vcpu=int(reserve),
         memory_ratio=pool.overcommit.get("memoryGiB", 1.0),
     )

@@ -12,6 +12,20 @@ from bcfleet.store.engine import CHANGED_FLAG, WRITE_OPTION, is_sqlite
 from bcfleet.store.faults import commit_is_next, lost_connections
 from bcfleet.store.models import load_all
 
+_WRITER = "_bcfleet_writer"
+
+
+def writer_engine(engine: Engine) -> Engine:
+    """The engine with the writer's option (BEGIN IMMEDIATE on SQLite), made once per engine.
+
+    Kept on the engine itself, so it goes when the engine goes.
+    """
+    writer: Engine | None = getattr(engine, _WRITER, None)
+    if writer is None:
+        writer = engine.execution_options(**{WRITE_OPTION: True})
+        setattr(engine, _WRITER, writer)
+    return writer
+
 
 @contextmanager
 def write_session(engine: Engine, *, bump_revision: bool = True) -> Iterator[Session]:
@@ -21,7 +35,7 @@ def write_session(engine: Engine, *, bump_revision: bool = True) -> Iterator[Ses
     (store/faults.py has the rule for running the call again).
     """
     load_all()  # a flush orders the tables it writes by their foreign keys: all must be known
-    bound = engine.execution_options(**{WRITE_OPTION: True})
+    bound = writer_engine(engine)
     committing = False
     with (
         lost_connections(committing=lambda: committing),
@@ -46,16 +60,18 @@ def read_session(engine: Engine) -> Iterator[Session]:
         yield session
 
 
+_BUMP_SQLITE = text("UPDATE state_revision SET revision = revision + 1 WHERE id = 1")
+_BUMP_PG = text("SELECT nextval('bcfleet_state_revision')")
+
+
 def bump(session: Session) -> None:
-    """Advance the state revision that saved plans compare against."""
-    if is_sqlite(session.get_bind().engine):
-        updated = session.execute(
-            text("UPDATE state_revision SET revision = revision + 1 WHERE id = 1")
-        )
-        if updated.rowcount == 0:  # type: ignore[attr-defined]
-            session.execute(text("INSERT INTO state_revision (id, revision) VALUES (1, 1)"))
+    """Advance the state revision that saved plans compare against (on the session's connection)."""
+    connection = session.connection()
+    if is_sqlite(connection.engine):
+        if connection.execute(_BUMP_SQLITE).rowcount == 0:
+            connection.execute(text("INSERT INTO state_revision (id, revision) VALUES (1, 1)"))
     else:
-        session.execute(text("SELECT nextval('bcfleet_state_revision')"))
+        connection.execute(_BUMP_PG)
 
 
 def current_revision(session: Session) -> int:

@@ -545,3 +545,10 @@ def test_inventory_json_round_trip() -> None:
     assert inv.to_json() == doc
     with pytest.raises(ValueError):
         Inventory.from_json({"cpus": []})
+
+
+def test_a_host_holds_nothing_only_with_rows_and_nothing_allocated_on_any() -> None:
+    assert host().holds_nothing
+    assert not host(vcpu=(32, 2)).holds_nothing
+    assert not host(disk=(2000, 40)).holds_nothing
+    assert not HostSnapshot(node_id="node_b").holds_nothing  # no inventory: nothing known

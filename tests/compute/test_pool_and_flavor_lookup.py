@@ -1,0 +1,65 @@
+"""The create path's one-statement lookup of pool and flavor answers as find_pool then find_flavor would."""
+
+from __future__ import annotations
+
+import pytest
+
+from bcfleet.api.auth import LOCAL_OPERATOR, Actor, acting_for
+from bcfleet.api.lookup import find_flavor, find_pool, find_pool_and_flavor
+from bcfleet.errors import NotFoundError
+from bcfleet.fleet import Fleet
+from tests.support.builders import OP, flavor, hosted_pool
+
+
+def _as(fleet: Fleet, tenant: str) -> Actor:
+    with fleet.read() as session:
+        root = Actor("root", "admin", None, (), True)
+        return acting_for(session, root, tenant) if tenant != "root" else root
+
+
+def _both_ways(fleet: Fleet, actor: Actor, pool_ref: str, flavor_ref: str) -> list[object]:
+    """What each lookup answers: (pool id, flavor id), or the NOT_FOUND's message."""
+    answers: list[object] = []
+    for joined in (True, False):
+        with fleet.read() as session:
+            try:
+                if joined:
+                    pool, row = find_pool_and_flavor(session, actor, pool_ref, flavor_ref)
+                else:
+                    pool = find_pool(session, actor, pool_ref)
+                    row = find_flavor(session, pool, flavor_ref)
+                answers.append((pool.id, row.id))
+            except NotFoundError as error:
+                answers.append(str(error))
+    return answers
+
+
+def test_the_joined_lookup_answers_like_the_two_lookups(any_fleet: Fleet) -> None:
+    fleet = any_fleet
+    fleet.api.tenants.create(OP, "other")
+    pool = hosted_pool(fleet, offered_to=("acme",))
+    small = flavor(fleet, pool["id"], "g1.small")
+    gone = flavor(fleet, pool["id"], "g1.gone")
+    fleet.api.instances.create(
+        LOCAL_OPERATOR, tenant_id="root", pool_id=pool["id"], flavor="g1.gone"
+    )
+    fleet.api.flavors.delete(OP, tenant_id="root", pool_id=pool["id"], name="g1.gone")  # archived
+    cases = [
+        ("root", pool["id"], "g1.small"),
+        ("root", pool["name"], small["id"]),
+        ("acme", pool["name"], "g1.small"),  # offered
+        ("other", pool["id"], "g1.small"),  # neither owner nor offered: no such pool
+        ("acme", pool["id"], "g1.gone"),  # archived
+        ("acme", pool["id"], gone["id"]),
+        ("acme", pool["id"], "g1.none"),
+        ("acme", "pool_none", "g1.small"),
+    ]
+    for tenant, pool_ref, flavor_ref in cases:
+        joined, apart = _both_ways(fleet, _as(fleet, tenant), pool_ref, flavor_ref)
+        assert joined == apart, (tenant, pool_ref, flavor_ref)
+    assert _both_ways(fleet, _as(fleet, "acme"), pool["id"], "g1.small")[0] == (
+        pool["id"],
+        small["id"],
+    )
+    with pytest.raises(NotFoundError):
+        fleet.api.instances.create(OP, tenant_id="other", pool_id=pool["id"], flavor="g1.small")
