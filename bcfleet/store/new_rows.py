@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any, TypeVar
 
+from sqlalchemy.orm import class_mapper
 from sqlmodel import SQLModel
 
 M = TypeVar("M", bound=SQLModel)
@@ -32,7 +33,8 @@ def new_row(model: type[M], values: Mapping[str, Any]) -> M:
     its INSERT); attributes set afterwards are tracked as usual. The caller gives every
     required field.
     """
-    obj: M = model._sa_class_manager.new_instance()  # type: ignore[attr-defined]
+    # as the ORM makes an object it loads: SQLModel's __new__ sets pydantic's own attributes
+    obj: M = class_mapper(model).class_manager.new_instance()
     plain, made = _defaults(model)
     fields = dict(plain)
     for name, factory in made:
