@@ -232,14 +232,13 @@ def _found(word: str | re.Pattern[str], text: str) -> bool:
 
 
 def matches(row: Row, terms: Sequence[Term]) -> bool:
-    texts = row.searchable()
     for index, word, negated in terms:
         if index is not None:
-            found = _found(word, texts[index])
+            found = _found(word, row.searchable()[index])
         elif isinstance(word, str):  # words hold no whitespace, so no match spans two texts
             found = word in row.searched()
         else:  # a regex may anchor (^, $) to each text's ends
-            found = any(word.search(t) is not None for t in texts)
+            found = any(word.search(t) is not None for t in row.searchable())
         if found == negated:
             return False
     return True
