@@ -113,6 +113,9 @@ COLUMNS = (Column("name", "NAME"), Column("pool", "POOL"), Column("state", "STAT
         pytest.param("state:drain fra", {"fra-07"}, id="words-and-columns-together"),
         pytest.param("STATE:ready pool:vps-fra", {"fra-01"}, id="case-does-not-matter"),
         pytest.param("nope:fra", set(), id="unknown-column-is-a-plain-word"),
+        pytest.param("01vps", set(), id="a-word-never-spans-two-cells"),
+        pytest.param("~^vps-fra$", {"fra-01", "fra-07"}, id="a-regex-anchors-to-each-cell"),
+        pytest.param("!ready", {"fra-07"}, id="an-inverted-word"),
     ],
 )
 def test_the_filter(text: str, hits: set[str]) -> None:
@@ -123,6 +126,13 @@ def test_the_filter(text: str, hits: set[str]) -> None:
     ]
     terms = parse_filter(text, COLUMNS)
     assert {str(r.cells[0]) for r in rows if matches(r, terms)} == hits
+
+
+def test_a_row_given_its_search_texts_is_searched_by_those() -> None:
+    row = Row("1", ("fra-01", "vps-fra"), search=("fra-01", "gpu-node"))
+    assert matches(row, parse_filter("gpu", COLUMNS))
+    assert not matches(row, parse_filter("vps", COLUMNS))
+    assert matches(row, parse_filter("pool:gpu", COLUMNS))
 
 
 def test_describe_spells_out_nested_documents() -> None:

@@ -15,7 +15,8 @@ before their first cell.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, cast
 
@@ -112,8 +113,26 @@ class _Drawn:
 
 
 def _cell_width(cell: Cell) -> int:
-    """Cells here are one line of text: their width is their length in cells."""
-    return cell.cell_len if isinstance(cell, Text) else cell_len(cell)
+    """Cells here are one line of printable text: their width is their length in cells,
+    which for ASCII (most cells) is their length."""
+    text = cell.plain if isinstance(cell, Text) else cell
+    return len(text) if text.isascii() else cell_len(text)
+
+
+def _widest(rows: Sequence[Sequence[Cell]], columns: int) -> list[int]:
+    """The widest cell of each column, a column at a time: when a column is all ASCII (one
+    test of its joined text), its widest cell is its longest."""
+    widths = []
+    for index in range(columns):
+        texts = [
+            (c.plain if isinstance(c, Text) else c)
+            for c in (cells[index] for cells in rows if index < len(cells))
+        ]
+        if "".join(texts).isascii():
+            widths.append(max(map(len, texts), default=0))
+        else:
+            widths.append(max(map(cell_len, texts), default=0))
+    return widths
 
 
 def _printable_cell(cell: Cell) -> Cell:
@@ -133,6 +152,9 @@ class Row:
     cells: tuple[Cell, ...]
     sort: tuple[Any, ...] = ()
     search: tuple[str, ...] = field(default=(), compare=False)
+    joined: str = field(default="", compare=False, repr=False)
+    """The search texts joined by newlines, made on the first search: a word (no whitespace)
+    is in one of the texts exactly when it is in this one string."""
 
     def __post_init__(self) -> None:
         # A name holding a newline or a bidi override must not draw a row of its own.
@@ -146,11 +168,18 @@ class Row:
         return cell.plain if isinstance(cell, Text) else cell
 
     def searchable(self) -> tuple[str, ...]:
-        if self.search:
-            return self.search
-        texts = tuple((c.plain if isinstance(c, Text) else c).lower() for c in self.cells)
-        object.__setattr__(self, "search", texts)
-        return texts
+        if not self.search:
+            texts = tuple(self.searched().split("\n")) if self.cells else ()
+            object.__setattr__(self, "search", texts)
+        return self.search
+
+    def searched(self) -> str:
+        """The search texts as one string (see `joined`), lowered once for the whole row."""
+        if not self.joined:
+            texts = self.search or [c.plain if isinstance(c, Text) else c for c in self.cells]
+            joined = "\n".join(texts)
+            object.__setattr__(self, "joined", joined if self.search else joined.lower())
+        return self.joined
 
 
 MARK = "✓ "
@@ -203,10 +232,13 @@ def _found(word: str | re.Pattern[str], text: str) -> bool:
 
 
 def matches(row: Row, terms: Sequence[Term]) -> bool:
-    texts = row.searchable()
     for index, word, negated in terms:
-        looked_in = texts if index is None else (texts[index],)
-        found = any(_found(word, t) for t in looked_in)
+        if index is not None:
+            found = _found(word, row.searchable()[index])
+        elif isinstance(word, str):  # words hold no whitespace, so no match spans two texts
+            found = word in row.searched()
+        else:  # a regex may anchor (^, $) to each text's ends
+            found = any(word.search(t) is not None for t in row.searchable())
         if found == negated:
             return False
     return True
@@ -648,16 +680,32 @@ class KeyedTable(SteadyTable):
     def _append(self, keys: Sequence[str]) -> None:
         """Add the rows at the bottom; their cells widen the columns that are too narrow."""
         rows = [self.shown_cells(self.all_rows[key]) for key in keys]
-        for key, cells in zip(keys, rows, strict=True):
-            drawn = tuple(map(_Drawn, cells))
-            self._cells[key] = drawn
-            self.add_row(*drawn, key=key)
-        for index in range(len(self.spec)):
-            widest = max((_cell_width(cells[index]) for cells in rows if index < len(cells)),
-                         default=0)  # fmt: skip
+        with self._cursor_left_alone():
+            for key, cells in zip(keys, rows, strict=True):
+                drawn = tuple(map(_Drawn, cells))
+                self._cells[key] = drawn
+                self.add_row(*drawn, key=key)
+        for index, widest in enumerate(_widest(rows, len(self.spec))):
             if widest > self._natural[index]:
                 self._natural[index] = widest
                 self._widened = True
+
+    @contextmanager
+    def _cursor_left_alone(self) -> Iterator[None]:
+        """Rows added at the bottom leave the cursor where it is, yet `add_row` assigns the
+        cursor to itself for every row, running its validator and watcher each time (a third
+        of what a row costs). While rows are added, this widget has none of the two: the
+        reactive finds no callable of those names and only stores the same coordinate again.
+        """
+        names = ("validate_cursor_coordinate", "watch_cursor_coordinate")
+        for name in names:
+            setattr(self, name, None)
+        try:
+            yield
+        finally:
+            for name in names:
+                delattr(self, name)
+        self.cursor_coordinate = self.cursor_coordinate  # validated and watched once
 
     def _reorder(self, wanted: Sequence[str]) -> None:
         """Put the rows in the wanted order with DataTable.sort, without re-adding them.
