@@ -15,8 +15,7 @@ before their first cell.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, cast
 
@@ -680,32 +679,14 @@ class KeyedTable(SteadyTable):
     def _append(self, keys: Sequence[str]) -> None:
         """Add the rows at the bottom; their cells widen the columns that are too narrow."""
         rows = [self.shown_cells(self.all_rows[key]) for key in keys]
-        with self._cursor_left_alone():
-            for key, cells in zip(keys, rows, strict=True):
-                drawn = tuple(map(_Drawn, cells))
-                self._cells[key] = drawn
-                self.add_row(*drawn, key=key)
+        for key, cells in zip(keys, rows, strict=True):
+            drawn = tuple(map(_Drawn, cells))
+            self._cells[key] = drawn
+            self.add_row(*drawn, key=key)
         for index, widest in enumerate(_widest(rows, len(self.spec))):
             if widest > self._natural[index]:
                 self._natural[index] = widest
                 self._widened = True
-
-    @contextmanager
-    def _cursor_left_alone(self) -> Iterator[None]:
-        """Rows added at the bottom leave the cursor where it is, yet `add_row` assigns the
-        cursor to itself for every row, running its validator and watcher each time (a third
-        of what a row costs). While rows are added, this widget has none of the two: the
-        reactive finds no callable of those names and only stores the same coordinate again.
-        """
-        names = ("validate_cursor_coordinate", "watch_cursor_coordinate")
-        for name in names:
-            setattr(self, name, None)
-        try:
-            yield
-        finally:
-            for name in names:
-                delattr(self, name)
-        self.cursor_coordinate = self.cursor_coordinate  # validated and watched once
 
     def _reorder(self, wanted: Sequence[str]) -> None:
         """Put the rows in the wanted order with DataTable.sort, without re-adding them.
