@@ -533,6 +533,21 @@ class DeletedJson(TypedDict):
     deleted: bool
 
 
+class FlavorDeletedJson(TypedDict):
+    """What deleting a flavor did: deleted when no instance ever used it, else archived."""
+
+    deleted: bool
+    archived: bool
+
+
+class TokenRevokedJson(TypedDict):
+    """A revoked token: its id, and when it stopped working."""
+
+    id: str
+    revoked: bool
+    revokedAt: Time
+
+
 class TenantPageJson(TypedDict):
     items: list[TenantJson]
 
@@ -566,6 +581,8 @@ class ProviderAccountPageJson(TypedDict):
 
 
 DOCUMENTS: tuple[type[Any], ...] = (
+    FlavorDeletedJson,
+    TokenRevokedJson,
     JobRunJson,
     LeaseHolderJson,
     JobJson,

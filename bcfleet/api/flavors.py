@@ -12,7 +12,7 @@ from sqlmodel import Session, SQLModel, col, select
 
 from bcfleet.api.auth import Actor, Credential, pool_resource
 from bcfleet.api.base import Area
-from bcfleet.api.documents import FlavorJson, FlavorPageJson
+from bcfleet.api.documents import FlavorDeletedJson, FlavorJson, FlavorPageJson
 from bcfleet.api.events import emit
 from bcfleet.api.lookup import find_flavor, find_pool
 from bcfleet.api.views import flavor_json, flavor_row_json
@@ -356,7 +356,7 @@ class FlavorsAPI(Area):
 
     def delete(
         self, credential: Credential | None, *, tenant_id: str, pool_id: str, name: str
-    ) -> dict[str, Any]:
+    ) -> FlavorDeletedJson:
         """Delete a flavor no instance ever used; archive one that any instance row references."""
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
@@ -366,7 +366,7 @@ class FlavorsAPI(Area):
                 flavor.archived = True
                 flavor.updated_at = self.fleet.now()
                 session.add(flavor)
-                result = {"deleted": False, "archived": True}
+                result: FlavorDeletedJson = {"deleted": False, "archived": True}
             else:
                 session.delete(flavor)
                 result = {"deleted": True, "archived": False}

@@ -16,7 +16,13 @@ from bcfleet.api.auth import (
     token_state,
 )
 from bcfleet.api.base import Area
-from bcfleet.api.documents import PrincipalJson, TokenInfoJson, TokenJson, TokenPageJson
+from bcfleet.api.documents import (
+    PrincipalJson,
+    TokenInfoJson,
+    TokenJson,
+    TokenPageJson,
+    TokenRevokedJson,
+)
 from bcfleet.api.lookup import get_tenant
 from bcfleet.api.views import principal_json
 from bcfleet.clock import format_time
@@ -188,7 +194,7 @@ class IamAPI(Area):
 
     def revoke_token(
         self, credential: Credential | None, *, tenant_id: str, token_id: str
-    ) -> dict[str, Any]:
+    ) -> TokenRevokedJson:
         """Revoke a token by its id (from list_tokens); revoking twice keeps the first time."""
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from bcfleet.api.documents import FlavorJson, FlavorPageJson, FlavorPlacementJson
+from bcfleet.api.documents import (
+    FlavorDeletedJson,
+    FlavorJson,
+    FlavorPageJson,
+    FlavorPlacementJson,
+)
 from bcfleet.domain.bounds import HUGEPAGE_SIZES
 from bcfleet.domain.flavor_rules import FLAVOR_NAME
 from bcfleet.http.operations import TENANT, Call, Operation
@@ -56,7 +61,7 @@ SCHEMAS = {
         {**ASKED, "offerId": OFFER, "placement": nullable(PLACEMENT)},
         required=["vcpu", "memoryGiB", "diskGiB"],
     ),
-    "FlavorDeleted": obj({"deleted": BOOL, "archived": BOOL}),
+    **document_schemas((FlavorDeletedJson,)),
 }
 
 

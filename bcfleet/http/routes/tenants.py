@@ -11,13 +11,14 @@ from bcfleet.api.documents import (
     TokenInfoJson,
     TokenJson,
     TokenPageJson,
+    TokenRevokedJson,
 )
 from bcfleet.api.tenants import TENANT_ID, TENANT_NAME_MAX
 from bcfleet.domain.policy import ROLES
 from bcfleet.domain.token_lifetime import MAX_TOKEN_LIFETIME
 from bcfleet.http.operations import Call, Operation, Param
 from bcfleet.http.rules import duration, matching, one_of, text
-from bcfleet.http.schemas import BOOL, STRING, TIME, obj
+from bcfleet.http.schemas import obj
 from bcfleet.http.typed_schemas import document_schemas
 
 TAG = "tenants"
@@ -38,7 +39,7 @@ SCHEMAS = {
     ),
     "TokenRotate": obj({"expiresIn": LIFETIME}, required=[]),
     **document_schemas((TokenJson, TokenInfoJson, TokenPageJson)),
-    "TokenRevoked": obj({"id": STRING, "revoked": BOOL, "revokedAt": TIME}),
+    **document_schemas((TokenRevokedJson,)),
 }
 
 
