@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bcfleet.api.auth import Credential, authenticate, tenant_resource
 from bcfleet.api.documents import JobJson, JobPageJson
@@ -24,9 +24,7 @@ from bcfleet.jobs import registry, runner, scheduler, stop
 if TYPE_CHECKING:
     from bcfleet.fleet import Fleet
 
-JSON = dict[str, Any]
-Rows = list[JSON]  # (the class below has a method named list)
-Runs = list[JobRunJson]
+Runs = list[JobRunJson]  # (aliases: the class below has a method named list)
 Statuses = list[JobStatusJson]
 READ = "compute:jobs:read"
 RUN = "compute:jobs:run"
