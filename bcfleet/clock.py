@@ -120,11 +120,6 @@ def format_time(value: datetime | None) -> str | None:
     return text.replace("+00:00", "Z")
 
 
-def epoch_ms(value: datetime) -> int:
-    """Milliseconds since the epoch, as capacity.preview's startsAt (document 003)."""
-    return int(as_utc(value).timestamp() * 1000)
-
-
 def clock_from_env(environ: dict[str, str] | None = None) -> Clock:
     """BCFLEET_NOW makes the process take that time as now (for replays and scripted tests)."""
     env = os.environ if environ is None else environ

@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 
 from bcfleet.client.fleet_client import FleetClient
+from bcfleet.domain.instance_spec import InstanceSpecJson
 from bcfleet.errors import FleetError
 
 
@@ -33,7 +34,7 @@ class AgentConnection:
     def report_inventory(self, host: str, inventory: dict[str, Any]) -> dict[str, Any]:
         return self.client.report_inventory(host, inventory)
 
-    def specs(self, host: str) -> list[dict[str, Any]]:
+    def specs(self, host: str) -> list[InstanceSpecJson]:
         """The InstanceSpecs the server wants on this host."""
         return self.client.host_specs(host)
 

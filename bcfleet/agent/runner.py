@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -108,7 +108,7 @@ class Agent:
         return self.report
 
 
-def write_domains(directory: Path, specs: list[dict[str, Any]]) -> list[Path]:
+def write_domains(directory: Path, specs: Sequence[Mapping[str, Any]]) -> list[Path]:
     """Each spec's libvirt domain XML as <id>.xml (an instance id, or the opaque guest id a
     token other than root's admin gets); files of gone guests removed."""
     directory.mkdir(parents=True, exist_ok=True)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
 
 from bcfleet.api.auth import Credential, pool_resource
 from bcfleet.api.base import Area
 from bcfleet.api.host_view import host_view
 from bcfleet.api.reservations import parse_ask, vps_pool
 from bcfleet.domain.gpu_plan import GpuRequest
+from bcfleet.domain.preview_document import PreviewJson
 from bcfleet.placement.reservation_placer import preview
 
 
@@ -26,7 +26,7 @@ class CapacityAPI(Area):
         spot: bool = False,
         start: str | datetime | None = None,
         binding: str = "pool",
-    ) -> dict[str, Any]:
+    ) -> PreviewJson:
         """{fits, candidates, reason, preemptible: {reservations, startsAt}}: a count, never ids.
 
         A request that does not fit and preempting would not help has preemptReason
@@ -46,6 +46,6 @@ class CapacityAPI(Area):
             request = GpuRequest(ask.gpus, begin, begin + ask.duration, nodes=ask.nodes,
                                  binding=ask.binding, spot=ask.spot)  # fmt: skip
             body = preview(session, self.fleet, pool.id, request)
-            ids = [str(c["id"]) for c in body["candidates"]]
+            ids = [c["id"] for c in body["candidates"]]
             body["candidates"] = host_view(session, actor, ids).candidates(body["candidates"])
             return body

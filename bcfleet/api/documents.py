@@ -10,8 +10,17 @@ from collections.abc import Mapping
 from typing import Annotated, Any, NotRequired, TypedDict
 
 from bcfleet.domain.event_document import EventJson
+from bcfleet.domain.guest_view import HostBookingJson
+from bcfleet.domain.instance_spec import (
+    BalloonJson,
+    InstanceSpecJson,
+    SpecGpuJson,
+    SpecPlacementJson,
+)
 from bcfleet.domain.job_documents import JobRunJson, JobStatusJson, LeaseHolderJson
 from bcfleet.domain.json_types import OneOf, Time
+from bcfleet.domain.preview_document import PreemptibleJson, PreviewCandidateJson, PreviewJson
+from bcfleet.domain.shapes import ShapeJson
 from bcfleet.domain.states import (
     DeliveryState,
     HostState,
@@ -526,6 +535,22 @@ class JobRunPageJson(TypedDict):
     items: list[JobRunJson]
 
 
+class HostSpecsJson(TypedDict):
+    """The InstanceSpecs a host's agent applies: every live instance on the host."""
+
+    host: str
+    items: list[InstanceSpecJson]
+
+
+class HostReservationsJson(TypedDict):
+    """A node's desired GPU state: the reservations booked on it and their windows;
+    generation changes whenever the node's bookings change."""
+
+    host: str
+    generation: int
+    items: list[HostBookingJson]
+
+
 class DeletedJson(TypedDict):
     """What deleting an object answers: its id, and that it is gone."""
 
@@ -581,6 +606,17 @@ class ProviderAccountPageJson(TypedDict):
 
 
 DOCUMENTS: tuple[type[Any], ...] = (
+    ShapeJson,
+    SpecPlacementJson,
+    BalloonJson,
+    SpecGpuJson,
+    InstanceSpecJson,
+    HostSpecsJson,
+    HostBookingJson,
+    HostReservationsJson,
+    PreviewCandidateJson,
+    PreemptibleJson,
+    PreviewJson,
     FlavorDeletedJson,
     TokenRevokedJson,
     JobRunJson,

@@ -9,7 +9,7 @@ from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Actor, Credential, owned_resource, pool_resource, sees_guests
 from bcfleet.api.base import Area
-from bcfleet.api.documents import GuestStateJson, InstanceJson, InstancePageJson
+from bcfleet.api.documents import GuestStateJson, HostSpecsJson, InstanceJson, InstancePageJson
 from bcfleet.api.events import emit
 from bcfleet.api.guests import guest_state_json, host_guest
 from bcfleet.api.host_view import host_view, pool_host_view
@@ -28,7 +28,7 @@ from bcfleet.domain.bounds import check_limit, check_optional_text
 from bcfleet.domain.guest_view import guest_spec
 from bcfleet.domain.host_ids import HostView
 from bcfleet.domain.idempotency import check_idempotency_key, check_replay, input_digest
-from bcfleet.domain.instance_spec import instance_spec, render_libvirt_domain
+from bcfleet.domain.instance_spec import InstanceSpecJson, instance_spec, render_libvirt_domain
 from bcfleet.domain.numa import HostPlacement
 from bcfleet.domain.shapes import Shape, shape_delta
 from bcfleet.domain.states import AGENT_UP, INSTANCE_ON_HOST, AgentReport, InstanceState, PoolKind
@@ -361,7 +361,7 @@ class InstancesAPI(Area):
         *,
         tenant_id: str | None = None,
         format: str = "json",
-    ) -> dict[str, Any] | str:
+    ) -> InstanceSpecJson | str:
         """The InstanceSpec the host agent receives, or its libvirt domain XML."""
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)
@@ -413,7 +413,7 @@ class InstancesAPI(Area):
                 return guest_state_json(row, instance)
             return instance_json(session, actor, instance)
 
-    def specs_for_host(self, credential: Credential | None, host: str) -> dict[str, Any]:
+    def specs_for_host(self, credential: Credential | None, host: str) -> HostSpecsJson:
         """Every live instance's spec on one host: what its agent pulls (domain.guest_view:
         without names and under opaque ids for anyone but root's admin)."""
         from bcfleet.api.lookup import find_host
@@ -444,7 +444,7 @@ def report_state_of(session: Session, fleet: Any, instance: Instance, state: str
     return False
 
 
-def spec_of(session: Session, instance: Instance, balloon_floor_percent: int) -> dict[str, Any]:
+def spec_of(session: Session, instance: Instance, balloon_floor_percent: int) -> InstanceSpecJson:
     pci = (
         session.execute(
             select(GpuAtom.pci_address)

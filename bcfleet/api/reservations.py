@@ -20,13 +20,13 @@ from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Actor, Credential, owned_resource, pool_resource, sees_guests
 from bcfleet.api.base import Area
-from bcfleet.api.documents import ReservationJson, ReservationPageJson
+from bcfleet.api.documents import HostReservationsJson, ReservationJson, ReservationPageJson
 from bcfleet.api.host_view import host_view
 from bcfleet.api.lookup import find_host, find_pool
 from bcfleet.clock import format_time, parse_time
 from bcfleet.domain.bounds import check_whole
 from bcfleet.domain.durations import format_duration, parse_duration
-from bcfleet.domain.guest_view import guest_booking
+from bcfleet.domain.guest_view import HostBookingJson, guest_booking
 from bcfleet.domain.host_ids import HostView
 from bcfleet.domain.idempotency import check_idempotency_key, check_replay, input_digest
 from bcfleet.domain.states import PoolKind, ReservationState
@@ -329,7 +329,7 @@ class ReservationsAPI(Area):
                 release(session, self.fleet, rsv, "cancelled", self.fleet.now())
             return _render(session, actor, rsv)
 
-    def for_host(self, credential: Credential | None, host: str) -> dict[str, Any]:
+    def for_host(self, credential: Credential | None, host: str) -> HostReservationsJson:
         """A node's desired GPU state: the reservations booked on it, their GPUs and windows.
 
         Derived from the bookings, so a cut-back victim shows its deadline as the end the
@@ -342,7 +342,7 @@ class ReservationsAPI(Area):
             row, pool = find_host(session, actor, host)
             actor.require("compute:hosts:report", pool_resource(pool))
             version = session.get(GpuNodeVersion, row.id)
-            items: dict[str, dict[str, Any]] = {}
+            items: dict[str, HostBookingJson] = {}
             for rsv, pci, start, end in session.execute(
                 select(Reservation, GpuAtom.pci_address, Booking.starts_at, Booking.ends_at)
                 .join(Booking, col(Booking.consumer_id) == col(Reservation.id))

@@ -23,6 +23,8 @@ from bcfleet.api.documents import (
     GuestStateJson,
     HostDetailJson,
     HostJson,
+    HostReservationsJson,
+    HostSpecsJson,
     InstanceJson,
     InstancePageJson,
     JobJson,
@@ -32,6 +34,8 @@ from bcfleet.api.documents import (
     QuotaJson,
 )
 from bcfleet.clock import parse_time
+from bcfleet.domain.guest_view import HostBookingJson
+from bcfleet.domain.instance_spec import InstanceSpecJson
 from bcfleet.domain.job_documents import JobRunJson
 from bcfleet.errors import FleetError, error_from_document
 
@@ -213,9 +217,15 @@ class FleetClient:
         result: HostJson = self.request("POST", f"/v1/hosts/{_p(host)}/{action}")
         return result
 
-    def host_specs(self, host: str) -> list[JSON]:
+    def host_specs(self, host: str) -> list[InstanceSpecJson]:
         """The InstanceSpecs of a host's live guests (what its agent pulls)."""
-        return list(self.request("GET", f"/v1/hosts/{_p(host)}/specs")["items"])
+        result: HostSpecsJson = self.request("GET", f"/v1/hosts/{_p(host)}/specs")
+        return result["items"]
+
+    def host_reservations(self, host: str) -> list[HostBookingJson]:
+        """The GPU reservations booked on a host, their devices and windows."""
+        result: HostReservationsJson = self.request("GET", f"/v1/hosts/{_p(host)}/reservations")
+        return result["items"]
 
     def report_instance_state(
         self, host: str, instance_id: str, state: str

@@ -13,19 +13,29 @@ guests apart and act on them consistently, and nobody can turn it back into the 
 hides (object ids carry 80 random bits). Pure: no I/O.
 """
 
-from __future__ import annotations
-
 import hashlib
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
+from typing import Annotated, NotRequired, TypedDict
+
+from bcfleet.domain.instance_spec import InstanceSpecJson
+from bcfleet.domain.json_types import OneOf, Time
+from bcfleet.domain.states import ReservationState
 
 GUEST_PREFIX = "gst_"
 
-SPEC_FIELDS = ("state", "shape", "placement", "balloon", "gpus")
-"""What an InstanceSpec keeps in the guest view: what the host needs to run the guest."""
 
-BOOKING_FIELDS = ("state", "spot", "gpus", "start", "end")
-"""What a GPU booking keeps: its devices and window, not whose reservation it is."""
+class HostBookingJson(TypedDict):
+    """A reservation's GPUs on a node and their window. Root's admin gets the reservation's id
+    and tenant; anyone else gets an opaque id (gst_…) instead."""
+
+    id: NotRequired[str]
+    reservationId: NotRequired[str]
+    tenantId: NotRequired[str]
+    state: Annotated[str, OneOf(tuple(ReservationState))]
+    spot: bool
+    gpus: list[str]
+    start: Time
+    end: Time
 
 
 def opaque_guest_id(host_id: str, object_id: str) -> str:
@@ -34,18 +44,29 @@ def opaque_guest_id(host_id: str, object_id: str) -> str:
     return GUEST_PREFIX + digest[:32]
 
 
-def guest_spec(host_id: str, spec: Mapping[str, Any]) -> dict[str, Any]:
-    """An InstanceSpec without its name, under its opaque id."""
-    body: dict[str, Any] = {"id": opaque_guest_id(host_id, str(spec["id"]))}
-    body.update((key, spec[key]) for key in SPEC_FIELDS if key in spec)
-    return body
+def guest_spec(host_id: str, spec: InstanceSpecJson) -> InstanceSpecJson:
+    """An InstanceSpec without its name, under its opaque id: what the host needs to run it."""
+    return {
+        "id": opaque_guest_id(host_id, spec["id"]),
+        "state": spec["state"],
+        "shape": spec["shape"],
+        "placement": spec["placement"],
+        "balloon": spec["balloon"],
+        "gpus": spec["gpus"],
+    }
 
 
-def guest_booking(host_id: str, item: Mapping[str, Any]) -> dict[str, Any]:
-    """A reservation's bookings on a host without its id or tenant, under an opaque id."""
-    body: dict[str, Any] = {"id": opaque_guest_id(host_id, str(item["reservationId"]))}
-    body.update((key, item[key]) for key in BOOKING_FIELDS if key in item)
-    return body
+def guest_booking(host_id: str, item: HostBookingJson) -> HostBookingJson:
+    """A reservation's bookings on a host without its id or tenant, under an opaque id: its
+    devices and window, not whose reservation it is."""
+    return {
+        "id": opaque_guest_id(host_id, item["reservationId"]),
+        "state": item["state"],
+        "spot": item["spot"],
+        "gpus": item["gpus"],
+        "start": item["start"],
+        "end": item["end"],
+    }
 
 
 def find_guest(host_id: str, guest_id: str, object_ids: Iterable[str]) -> str | None:

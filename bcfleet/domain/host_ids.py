@@ -14,7 +14,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
+
+from bcfleet.domain.preview_document import PreviewCandidateJson
 
 HOST_ID_PREFIX = "hid_"
 
@@ -54,6 +56,10 @@ class HostView:
     def sees(self, node_id: str) -> bool:
         return self.tenant_id is None or node_id in self.shown
 
+    @overload
+    def node(self, node_id: str) -> str: ...
+    @overload
+    def node(self, node_id: None) -> None: ...
     def node(self, node_id: str | None) -> str | None:
         if node_id is None or self.sees(node_id):
             return node_id
@@ -63,11 +69,9 @@ class HostView:
     def nodes(self, node_ids: Iterable[str]) -> list[str]:
         return [self.node(n) or n for n in node_ids]
 
-    def candidates(self, items: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    def candidates(self, items: Iterable[PreviewCandidateJson]) -> list[PreviewCandidateJson]:
         """capacity.preview's candidates: ``{id, name}`` as they are, or ``{id}`` opaque."""
-        return [
-            dict(c) if self.sees(str(c["id"])) else {"id": self.node(str(c["id"]))} for c in items
-        ]
+        return [c.copy() if self.sees(c["id"]) else {"id": self.node(c["id"])} for c in items]
 
     def event_data(self, data: Mapping[str, Any]) -> dict[str, Any]:
         """An event's data with its node ids through this view; a host name stays only beside

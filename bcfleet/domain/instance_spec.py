@@ -17,21 +17,58 @@ nodes): a huge-page guest gets one guest cell holding all its vCPUs and memory, 
 is bound to the host nodes in ``<numatune>``.
 """
 
-from __future__ import annotations
-
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any, NotRequired, TypedDict
 
+from bcfleet.domain.json_types import OneOf
 from bcfleet.domain.numa import HostPlacement
-from bcfleet.domain.shapes import Shape
+from bcfleet.domain.shapes import Shape, ShapeJson
+from bcfleet.domain.states import InstanceState
 
 METADATA_NAMESPACE = "https://bcfleet.dev/xmlns/libvirt/instance/1"
 DEFAULT_BALLOON_FLOOR_PERCENT = 50
 _PCI_ADDRESS = re.compile(
     r"^(?P<domain>[0-9a-fA-F]{4}):(?P<bus>[0-9a-fA-F]{2}):(?P<slot>[0-9a-fA-F]{2})\.(?P<function>[0-7])$"
 )
+
+
+class SpecPlacementJson(TypedDict):
+    """Where the guest runs: the pinned CPU of each vCPU (null: floating), the CPUs its vCPUs may
+    use, the host NUMA nodes its memory comes from (null: any), its huge page size (null: none)."""
+
+    cpus: list[int] | None
+    cpuset: list[int]
+    mems: list[int] | None
+    hugepageSizeBytes: int | None
+
+
+class BalloonJson(TypedDict):
+    """Whether the guest's memory balloon is on, and the share of its memory it never gives back."""
+
+    enabled: bool
+    floorPercent: int
+
+
+class SpecGpuJson(TypedDict):
+    """A GPU passed through to the guest, by its PCI address."""
+
+    pciAddress: str
+
+
+class InstanceSpecJson(TypedDict):
+    """What a host agent applies (bcfleet.domain.instance_spec). In a host's specs, anyone but
+    root's admin gets each guest without its name and under an opaque id (gst_…), which is also
+    the id to report its state by."""
+
+    id: str
+    name: NotRequired[str]
+    state: Annotated[str, OneOf(tuple(InstanceState))]
+    shape: ShapeJson
+    placement: SpecPlacementJson
+    balloon: BalloonJson
+    gpus: list[SpecGpuJson]
 
 
 def instance_spec(
@@ -43,7 +80,7 @@ def instance_spec(
     placement: HostPlacement,
     gpu_pci_addresses: Sequence[str] = (),
     balloon_floor_percent: int = DEFAULT_BALLOON_FLOOR_PERCENT,
-) -> dict[str, Any]:
+) -> InstanceSpecJson:
     """The InstanceSpec of one hosted instance, as its host's agent pulls it."""
     return {
         "id": instance_id,

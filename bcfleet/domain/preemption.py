@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from itertools import combinations
-from typing import Any, Literal
+from typing import Literal
 
 from bcfleet.domain.gpu_plan import (
     GpuRequest,
@@ -48,6 +48,7 @@ from bcfleet.domain.gpu_plan import (
     spot_holders,
     window_masks,
 )
+from bcfleet.domain.preview_document import PreviewCandidateJson, PreviewJson
 
 DEFAULT_NOTICE = timedelta(minutes=2)
 DEFAULT_LIMIT = 64
@@ -345,18 +346,18 @@ def preview(
     now: datetime,
     notice: timedelta = DEFAULT_NOTICE,
     limit: int = DEFAULT_LIMIT,
-) -> dict[str, Any]:
+) -> PreviewJson:
     """capacity.preview: {fits, candidates, reason, preemptible?, preemptReason?}; never ids.
 
     A request that does not fit has either preemptible (how many spot reservations
     and when it would start) or preemptReason (why preempting would not help).
     """
     result = plan_placement(snapshot, request, free_spot=False, limit=limit)
-    seen: dict[str, dict[str, str]] = {}
+    seen: dict[str, PreviewCandidateJson] = {}
     for plan in result.plans:
         for node in plan.picks:
             seen.setdefault(node.node_id, {"id": node.node_id, "name": node.node_name})
-    body: dict[str, Any] = {
+    body: PreviewJson = {
         "fits": result.fits,
         "candidates": list(seen.values()),
         "reason": result.reason,

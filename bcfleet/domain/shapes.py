@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 from bcfleet.domain.bounds import (
     HUGEPAGE_COUNT_MAX,
@@ -51,6 +51,15 @@ def _node(value: Any, name: str) -> int | None:
     return None if value is None else _whole(value, name)
 
 
+class ShapeJson(TypedDict):
+    """What an instance is sized to: its vCPUs, memory and disk in GiB, and whole GPUs."""
+
+    vcpu: int
+    memoryGiB: int
+    diskGiB: int
+    gpus: int
+
+
 @dataclass(frozen=True)
 class Shape:
     """A flavor's shape, copied onto an instance at admission and kept whatever the flavor does."""
@@ -76,7 +85,7 @@ class Shape:
             gpus=_whole(doc.get("gpus", 0), "gpus"),
         )
 
-    def to_json(self) -> dict[str, int]:
+    def to_json(self) -> ShapeJson:
         return {
             "vcpu": self.vcpu,
             "memoryGiB": self.memory_gib,

@@ -105,7 +105,27 @@ def document_schema(
         for name, hint in hints.items()
     }
     required = [name for name in hints if name in document.__required_keys__]
+    _check_required_keys(document)
     return obj(properties, required, description=description or _doc(document))
+
+
+def _check_required_keys(document: type[Any]) -> None:
+    """Python 3.11 counts a ``NotRequired`` key as required when the TypedDict's module has
+    postponed annotations (``from __future__ import annotations``): refuse it, as the schema
+    would then demand a key the API leaves out."""
+    written = getattr(document, "__annotations__", {})
+    wrong = sorted(
+        name
+        for name, hint in written.items()
+        if name in document.__required_keys__
+        # postponed, a hint is its text, or a ForwardRef holding it
+        and str(getattr(hint, "__forward_arg__", hint)).startswith("NotRequired[")
+    )
+    if wrong:
+        raise TypeError(
+            f"{document.__name__}: {wrong} are NotRequired but counted as required; define it "
+            "in a module without 'from __future__ import annotations'"
+        )
 
 
 def _doc(document: type[Any]) -> str:

@@ -10,12 +10,13 @@ with Unschedulable and the planner's counted reason.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlmodel import Session
 
 from bcfleet.domain.gpu_plan import GpuRequest, plan_placement
 from bcfleet.domain.preemption import preview as preview_plan
+from bcfleet.domain.preview_document import PreviewJson
 from bcfleet.placement.gpu_cache import pool_snapshot
 from bcfleet.placement.preempt import notice_of, preempt
 from bcfleet.placement.reservations import (
@@ -59,7 +60,7 @@ def place(session: Session, fleet: Fleet, rsv: Reservation) -> bool:
     return False
 
 
-def preview(session: Session, fleet: Fleet, pool_id: str, request: GpuRequest) -> dict[str, Any]:
+def preview(session: Session, fleet: Fleet, pool_id: str, request: GpuRequest) -> PreviewJson:
     """capacity.preview: {fits, candidates, reason, preemptible?}; a count and a start, never ids."""
     now = fleet.now()
     snapshot = pool_snapshot(session, fleet.placement, pool_id, now)

@@ -30,7 +30,10 @@ from bcfleet.domain.compute_settings import (
     ComputeSettings,
     draft_change,
 )
+from bcfleet.domain.guest_view import HostBookingJson
+from bcfleet.domain.instance_spec import InstanceSpecJson
 from bcfleet.domain.job_documents import JobRunJson
+from bcfleet.domain.preview_document import PreviewJson
 from bcfleet.tui.source import (
     DEGRADED,
     JSON,
@@ -131,15 +134,14 @@ class RemoteSource:
         page = self.client.instances_page(limit)
         return with_host_names(list(page["items"]), self.hosts), int(page["total"])
 
-    def host_guests(self, host: str) -> list[JSON]:
+    def host_guests(self, host: str) -> list[InstanceSpecJson]:
         return self.client.host_specs(host)
 
     def degraded(self) -> list[JSON]:
         return with_host_names(self.client.instances(condition=DEGRADED), self.hosts)
 
-    def host_bookings(self, host: str) -> list[JSON]:
-        items: list[JSON] = self.client.request("GET", f"/v1/hosts/{host}/reservations")["items"]
-        return items
+    def host_bookings(self, host: str) -> list[HostBookingJson]:
+        return self.client.host_reservations(host)
 
     def reservations(self) -> list[ReservationJson]:
         items: list[ReservationJson] = self.client.request("GET", "/v1/reservations")["items"]
@@ -149,10 +151,10 @@ class RemoteSource:
         answer: ReservationJson = self.client.request("GET", f"/v1/reservations/{reservation_id}")
         return answer
 
-    def preview(self, request: PreviewRequest) -> JSON:
+    def preview(self, request: PreviewRequest) -> PreviewJson:
         body = {"pool": request.pool, "gpus": request.gpus, "duration": request.duration,
                 "nodes": request.nodes, "spot": request.spot}  # fmt: skip
-        answer: JSON = self.client.request(
+        answer: PreviewJson = self.client.request(
             "POST", "/v1/capacity/preview", json_body=body, params={"tenant": request.tenant}
         )
         return answer

@@ -38,7 +38,10 @@ from bcfleet.domain.compute_settings import (
     SizeUser,
     draft_change,
 )
+from bcfleet.domain.guest_view import HostBookingJson
+from bcfleet.domain.instance_spec import InstanceSpecJson
 from bcfleet.domain.job_documents import JobRunJson
+from bcfleet.domain.preview_document import PreviewJson
 from bcfleet.domain.sizes import SIZE_NAMES
 from bcfleet.fleet import Fleet
 
@@ -131,11 +134,11 @@ class FleetSource(Protocol):
         many there are in all."""
         ...
 
-    def host_guests(self, host: str) -> list[JSON]:
+    def host_guests(self, host: str) -> list[InstanceSpecJson]:
         """The InstanceSpecs of a host's live guests: pinned CPUs, NUMA nodes, GPUs."""
         ...
 
-    def host_bookings(self, host: str) -> list[JSON]:
+    def host_bookings(self, host: str) -> list[HostBookingJson]:
         """The reservations booked on a host: their GPUs (PCI addresses), spot, window."""
         ...
 
@@ -147,7 +150,7 @@ class FleetSource(Protocol):
 
     def reservation(self, reservation_id: str) -> ReservationJson: ...
 
-    def preview(self, request: PreviewRequest) -> JSON: ...
+    def preview(self, request: PreviewRequest) -> PreviewJson: ...
 
     def compute_settings(self, tenant: str) -> ComputeSnapshot: ...
 
@@ -307,17 +310,15 @@ class LocalSource:
         page = self.api.instances.list(self.credential, limit=limit)
         return with_host_names(page["items"], self.hosts), int(page["total"])
 
-    def host_guests(self, host: str) -> list[JSON]:
-        items: list[JSON] = self.api.instances.specs_for_host(self.credential, host)["items"]
-        return items
+    def host_guests(self, host: str) -> list[InstanceSpecJson]:
+        return self.api.instances.specs_for_host(self.credential, host)["items"]
 
     def degraded(self) -> list[JSON]:
         found = self.api.instances.list(self.credential, condition=DEGRADED)["items"]
         return with_host_names(found, self.hosts)
 
-    def host_bookings(self, host: str) -> list[JSON]:
-        items: list[JSON] = self.api.reservations.for_host(self.credential, host)["items"]
-        return items
+    def host_bookings(self, host: str) -> list[HostBookingJson]:
+        return self.api.reservations.for_host(self.credential, host)["items"]
 
     def reservations(self) -> list[ReservationJson]:
         return self.api.reservations.list(self.credential)["items"]
@@ -325,7 +326,7 @@ class LocalSource:
     def reservation(self, reservation_id: str) -> ReservationJson:
         return self.api.reservations.get(self.credential, reservation_id)
 
-    def preview(self, request: PreviewRequest) -> JSON:
+    def preview(self, request: PreviewRequest) -> PreviewJson:
         return self.api.capacity.preview(
             self.credential,
             tenant_id=request.tenant,

@@ -4,7 +4,7 @@ and every answer the API renders for those objects validates against its schema.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any, get_type_hints
+from typing import Any, NotRequired, TypedDict, get_type_hints
 
 import pytest
 from jsonschema import Draft202012Validator
@@ -79,6 +79,20 @@ def test_a_type_without_a_json_schema_is_refused() -> None:
         document_schema(BadJson)
     with pytest.raises(KeyError, match="no fields"):
         document_schema(DOCUMENTS[0], {"nosuch": {"type": "string"}})
+
+
+def test_an_optional_key_written_under_postponed_annotations_is_refused() -> None:
+    """This module postpones its annotations: Python 3.11 would count ``note`` as required."""
+
+    class NoteJson(TypedDict):
+        id: str
+        note: NotRequired[str]
+
+    if "note" in NoteJson.__required_keys__:
+        with pytest.raises(TypeError, match="NotRequired but counted as required"):
+            document_schema(NoteJson)
+    else:  # a Python that reads it right: the schema leaves it optional
+        assert document_schema(NoteJson)["required"] == ["id"]
 
 
 def test_every_answer_for_the_typed_objects_validates(fleet: Fleet) -> None:
@@ -213,6 +227,44 @@ def test_every_answer_for_instances_and_guests_validates(fleet: Fleet) -> None:
     assert "deletedAt" in deleted
     answers.append(("Instance", deleted))
     answers.append(("InstancePage", api.instances.list(OP, include_deleted=True)))
+    for component, body in answers:
+        assert _problems(component, body) == [], (component, body)
+
+
+def test_every_answer_for_the_host_agents_views_and_previews_validates(fleet: Fleet) -> None:
+    api = fleet.api
+    world = build_world(fleet)
+    owner = world["tokens"][("owner", "admin")]
+    offered = world["tokens"][("offered", "admin")]
+    api.reservations.create(OP, tenant_id="initech", pool_id="shared", gpus=1, duration="1h",
+                            spot=True)  # fmt: skip
+    answers: list[tuple[str, Any]] = []
+    specs = api.instances.specs_for_host(OP, "shared-h1")
+    (spec,) = specs["items"]
+    assert spec["name"] == "acme-secret-vm" and spec["shape"]["vcpu"] == 2
+    answers += [("HostSpecs", specs), ("InstanceSpec", spec)]
+    answers.append(("InstanceSpec", api.instances.spec(OP, world["acme"]["instance"]["id"])))
+    guest_specs = api.instances.specs_for_host(owner, "shared-h1")
+    (guest,) = guest_specs["items"]
+    assert "name" not in guest and guest["id"].startswith("gst_")
+    answers.append(("HostSpecs", guest_specs))
+    booked = api.reservations.for_host(OP, "shared-h1")
+    assert {b["tenantId"] for b in booked["items"]} == {"acme", "initech"}
+    answers.append(("HostReservations", booked))
+    guest_booked = api.reservations.for_host(owner, "shared-h1")
+    assert all(set(b) >= {"id", "gpus"} and "tenantId" not in b for b in guest_booked["items"])
+    answers.append(("HostReservations", guest_booked))
+    ask = {"tenant_id": "acme", "pool_id": "shared", "duration": "1h"}
+    behind_spot = api.capacity.preview(OP, gpus=1, **ask)
+    assert not behind_spot["fits"] and behind_spot["preemptible"]["reservations"] == 1
+    too_big = api.capacity.preview(OP, gpus=2, **ask)
+    assert not too_big["fits"] and too_big["preemptReason"]
+    api.reservations.cancel(OP, world["acme"]["reservation"]["id"])
+    as_guest = api.capacity.preview(offered, gpus=1, **ask)
+    assert as_guest["fits"] and set(as_guest["candidates"][0]) == {"id"}
+    as_owner = api.capacity.preview(owner, gpus=1, **{**ask, "tenant_id": "hostco"})
+    assert as_owner["candidates"] == [{"id": world["host"]["id"], "name": "shared-h1"}]
+    answers += [("Preview", p) for p in (behind_spot, too_big, as_guest, as_owner)]
     for component, body in answers:
         assert _problems(component, body) == [], (component, body)
 

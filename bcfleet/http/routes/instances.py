@@ -6,6 +6,7 @@ from typing import Any
 
 from bcfleet.api.documents import (
     GuestStateJson,
+    HostSpecsJson,
     InstanceJson,
     InstancePageJson,
     QuotaJson,
@@ -15,15 +16,19 @@ from bcfleet.api.instance_list import CONDITION_TYPE
 from bcfleet.api.instances import INSTANCE_NAME_MAX
 from bcfleet.domain.bounds import PAGE_MAX
 from bcfleet.domain.idempotency import IDEMPOTENCY_KEY_MAX
+from bcfleet.domain.instance_spec import (
+    BalloonJson,
+    InstanceSpecJson,
+    SpecGpuJson,
+    SpecPlacementJson,
+)
+from bcfleet.domain.shapes import ShapeJson
 from bcfleet.domain.states import AgentReport
 from bcfleet.http.operations import TENANT, Call, Operation, Param
 from bcfleet.http.rules import matching, one_of, reference, text
 from bcfleet.http.schemas import (
-    ANY_OBJECT,
-    BOOL,
     INT,
     QUOTA,
-    STRING,
     array,
     nullable,
     obj,
@@ -69,31 +74,9 @@ SCHEMAS = {
     "InstanceStateReport": obj(
         {"state": one_of([r.value for r in AgentReport])}, required=["state"]
     ),
-    "InstanceSpec": obj(
-        {
-            "id": STRING,
-            "name": STRING,
-            "state": STRING,
-            "shape": ANY_OBJECT,
-            "placement": obj(
-                {
-                    "cpus": nullable(INTS),
-                    "cpuset": INTS,
-                    "mems": nullable(INTS),
-                    "hugepageSizeBytes": nullable(INT),
-                },
-                strict=False,
-            ),
-            "balloon": obj({"enabled": BOOL, "floorPercent": INT}, strict=False),
-            "gpus": array(obj({"pciAddress": STRING}, strict=False)),
-        },
-        required=["id", "state", "shape", "placement", "balloon", "gpus"],
-        strict=False,
-        description="What a host agent applies (bcfleet.domain.instance_spec). In a host's "
-        "specs, anyone but root's admin gets each guest without its name and under an opaque id "
-        "(gst_…), which is also the id to report its state by.",
+    **document_schemas(
+        (ShapeJson, SpecPlacementJson, BalloonJson, SpecGpuJson, InstanceSpecJson, HostSpecsJson)
     ),
-    "HostSpecs": obj({"host": STRING, "items": array(ref("InstanceSpec"))}),
     **document_schemas((QuotaJson, QuotaPageJson)),
     "QuotaSet": obj({r: nullable(QUOTA) for r in RESOURCES}, required=[]),
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bcfleet.api.documents import (
+    HostReservationsJson,
     ReservationDeviceJson,
     ReservationJson,
     ReservationPageJson,
@@ -16,14 +17,13 @@ from bcfleet.api.reservations import (
     MAX_GPUS,
     MAX_NODES,
 )
+from bcfleet.domain.guest_view import HostBookingJson
 from bcfleet.domain.idempotency import IDEMPOTENCY_KEY_MAX
+from bcfleet.domain.preview_document import PreemptibleJson, PreviewCandidateJson, PreviewJson
 from bcfleet.http.operations import TENANT, Call, Operation, Param
 from bcfleet.http.rules import duration, one_of, reference, text, time
 from bcfleet.http.schemas import (
-    ANY_OBJECT,
     BOOL,
-    INT,
-    STRING,
     array,
     nullable,
     obj,
@@ -73,26 +73,9 @@ SCHEMAS = {
             },
         }
     ),
-    "HostReservations": obj(
-        {"host": STRING, "generation": INT, "items": array(ANY_OBJECT)},
-        description="A node's desired GPU state: reservations booked on it and their windows. "
-        "Anyone but root's admin gets each under an opaque id (gst_…), without the "
-        "reservation's id or tenant.",
-    ),
+    **document_schemas((HostBookingJson, HostReservationsJson)),
     "PreviewRequest": ask({"pool": POOL_REF}, ["pool", "gpus", "duration"]),
-    "Preview": obj(
-        {
-            "fits": BOOL,
-            "candidates": array(ANY_OBJECT),
-            "reason": nullable(STRING),
-            "preemptible": ANY_OBJECT,
-            "preemptReason": STRING,
-        },  # fmt: skip
-        required=["fits"],
-        strict=False,
-        description="Candidate nodes, and what it would preempt as a count and a start (startsAt, epoch ms), "
-        "or why preempting would not make it fit (preemptReason).",
-    ),
+    **document_schemas((PreviewCandidateJson, PreemptibleJson, PreviewJson)),
 }
 
 

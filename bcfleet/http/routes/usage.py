@@ -22,7 +22,6 @@ from bcfleet.domain.cursors import CURSOR_MAX, CURSOR_MIN
 from bcfleet.domain.usage_csv import csv_lines
 from bcfleet.http.operations import TENANT, Call, Operation, Param
 from bcfleet.http.rules import reference, time
-from bcfleet.http.schemas import INT, obj
 from bcfleet.http.serving import bearer_token, served
 from bcfleet.http.typed_schemas import document_schemas
 
@@ -36,7 +35,6 @@ SCHEMAS = {
         {"UsageWindow": {"quantity": QUANTITY}},
     ),
     "UsageExport": {"type": "string", "description": "NDJSON (one window a line) or CSV."},
-    "Replayed": obj({"replayed": INT, "billed": INT, "pending": INT}),
 }
 
 FILTERS = (
