@@ -20,9 +20,13 @@ import httpx
 from bcfleet import __version__
 from bcfleet.api.documents import (
     EventPageJson,
+    FlavorJson,
+    FlavorPageJson,
     GuestStateJson,
     HostDetailJson,
     HostJson,
+    HostListItemJson,
+    HostPageJson,
     HostReservationsJson,
     HostSpecsJson,
     InstanceJson,
@@ -31,7 +35,10 @@ from bcfleet.api.documents import (
     JobPageJson,
     JobRunPageJson,
     PoolJson,
+    PoolPageJson,
     QuotaJson,
+    TenantJson,
+    TenantPageJson,
 )
 from bcfleet.clock import parse_time
 from bcfleet.domain.guest_view import HostBookingJson
@@ -126,8 +133,9 @@ class FleetClient:
         return result
 
     # tenants and tokens
-    def tenants(self) -> list[JSON]:
-        return list(self.request("GET", "/v1/tenants")["items"])
+    def tenants(self) -> list[TenantJson]:
+        result: TenantPageJson = self.request("GET", "/v1/tenants")
+        return result["items"]
 
     def create_tenant(self, tenant_id: str, name: str | None = None) -> JSON:
         result: JSON = self.request(
@@ -141,8 +149,9 @@ class FleetClient:
         return result
 
     # pools
-    def pools(self) -> list[JSON]:
-        return list(self.request("GET", "/v1/pools")["items"])
+    def pools(self) -> list[PoolJson]:
+        result: PoolPageJson = self.request("GET", "/v1/pools")
+        return result["items"]
 
     def pool(self, pool: str) -> JSON:
         result: JSON = self.request("GET", f"/v1/pools/{_p(pool)}")
@@ -171,8 +180,9 @@ class FleetClient:
         return result
 
     # flavors
-    def flavors(self, pool: str) -> list[JSON]:
-        return list(self.request("GET", f"/v1/pools/{_p(pool)}/flavors")["items"])
+    def flavors(self, pool: str) -> list[FlavorJson]:
+        result: FlavorPageJson = self.request("GET", f"/v1/pools/{_p(pool)}/flavors")
+        return result["items"]
 
     def flavor(self, pool: str, name: str) -> JSON:
         result: JSON = self.request("GET", f"/v1/pools/{_p(pool)}/flavors/{_p(name)}")
@@ -194,8 +204,9 @@ class FleetClient:
         return result
 
     # hosts
-    def hosts(self, pool: str | None = None) -> list[JSON]:
-        return list(self.request("GET", "/v1/hosts", params={"pool": pool})["items"])
+    def hosts(self, pool: str | None = None) -> list[HostListItemJson]:
+        result: HostPageJson = self.request("GET", "/v1/hosts", params={"pool": pool})
+        return result["items"]
 
     def host(self, host: str) -> HostDetailJson:
         result: HostDetailJson = self.request("GET", f"/v1/hosts/{_p(host)}")

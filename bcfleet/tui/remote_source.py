@@ -13,8 +13,10 @@ import httpx
 from bcfleet.api.documents import (
     EnvironmentJson,
     EventPageJson,
+    FlavorJson,
     HostDetailJson,
     HostJson,
+    HostListItemJson,
     IndexJson,
     InstanceJson,
     JobJson,
@@ -22,6 +24,9 @@ from bcfleet.api.documents import (
     QuotaJson,
     ReservationJson,
     ServiceJson,
+    TenantJson,
+    UsagePageJson,
+    UsageWindowJson,
 )
 from bcfleet.client.fleet_client import FleetClient
 from bcfleet.domain.compute_settings import (
@@ -36,12 +41,15 @@ from bcfleet.domain.job_documents import JobRunJson
 from bcfleet.domain.preview_document import PreviewJson
 from bcfleet.tui.source import (
     DEGRADED,
-    JSON,
     USAGE_WINDOWS_READ,
+    AccountRowJson,
     ComputeSnapshot,
     Disconnected,
+    FlavorRowJson,
+    InstanceRowJson,
     PreviewRequest,
     SaveOutcome,
+    UsageReadJson,
     snapshot_of,
     with_host_names,
     with_pool_names,
@@ -109,13 +117,13 @@ class RemoteSource:
     def revision(self) -> int | None:
         return None  # no cheap change marker over HTTP yet: every refresh reads
 
-    def tenants(self) -> list[JSON]:
+    def tenants(self) -> list[TenantJson]:
         return self.client.tenants()
 
-    def pools(self) -> list[JSON]:
+    def pools(self) -> list[PoolJson]:
         return self.client.pools()
 
-    def hosts(self) -> list[JSON]:
+    def hosts(self) -> list[HostListItemJson]:
         return self.client.hosts()
 
     def host(self, host: str) -> HostDetailJson:
@@ -127,17 +135,17 @@ class RemoteSource:
     def instance(self, instance_id: str) -> InstanceJson:
         return self.client.instance(instance_id)
 
-    def instances(self) -> list[JSON]:
+    def instances(self) -> list[InstanceRowJson]:
         return with_host_names(self.client.instances(), self.hosts)
 
-    def instances_page(self, limit: int) -> tuple[list[JSON], int]:
+    def instances_page(self, limit: int) -> tuple[list[InstanceRowJson], int]:
         page = self.client.instances_page(limit)
         return with_host_names(list(page["items"]), self.hosts), int(page["total"])
 
     def host_guests(self, host: str) -> list[InstanceSpecJson]:
         return self.client.host_specs(host)
 
-    def degraded(self) -> list[JSON]:
+    def degraded(self) -> list[InstanceRowJson]:
         return with_host_names(self.client.instances(condition=DEGRADED), self.hosts)
 
     def host_bookings(self, host: str) -> list[HostBookingJson]:
@@ -181,17 +189,17 @@ class RemoteSource:
         notices = tuple(str(n["message"]) for n in body.get("notices") or ())
         return SaveOutcome(snapshot_of(body).settings, str(body["message"]), notices)
 
-    def usage(self, since: datetime) -> JSON:
-        items: list[JSON] = []
+    def usage(self, since: datetime) -> UsageReadJson:
+        items: list[UsageWindowJson] = []
         cursor = None
         while len(items) < USAGE_WINDOWS_READ:
-            page = self.client.request(
+            page: UsagePageJson = self.client.request(
                 "GET",
                 "/v1/usage",
                 params={"since": since.isoformat(), "after": cursor, "limit": 10_000},
             )
             items.extend(page["items"])
-            if len(page["items"]) < 10_000 or page.get("cursor") is None:
+            if len(page["items"]) < 10_000 or page["cursor"] is None:
                 return {"items": items, "complete": True}
             cursor = page["cursor"]
         return {"items": items, "complete": False}
@@ -206,21 +214,21 @@ class RemoteSource:
         params = {"tenant": tenant} if tenant is not None else None
         return list(self.client.request("GET", path, params=params)["items"])
 
-    def flavors(self) -> list[JSON]:
+    def flavors(self) -> list[FlavorRowJson]:
         pools = self.pools()
-        items: list[JSON] = []
+        items: list[FlavorJson] = []
         for pool in pools:
             items.extend(self.client.flavors(pool["id"]))
         return with_pool_names(items, pools)
 
-    def quotas(self) -> list[JSON]:
-        items: list[JSON] = []
+    def quotas(self) -> list[QuotaJson]:
+        items: list[QuotaJson] = []
         for tenant in self.tenants():
             items.extend(self.items("/v1/quotas", tenant["id"]))
         return items
 
-    def provider_accounts(self) -> list[JSON]:
-        items: list[JSON] = []
+    def provider_accounts(self) -> list[AccountRowJson]:
+        items: list[AccountRowJson] = []
         for tenant in self.tenants():
             found = self.items("/v1/provider-accounts", tenant["id"])
             items.extend(with_tenant(found, tenant["id"]))

@@ -10,24 +10,28 @@ so instead of inventing data. API errors arrive as `FleetError`; anything else
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 from bcfleet.api.auth import LOCAL_OPERATOR, Credential
 from bcfleet.api.documents import (
     EnvironmentJson,
     EventPageJson,
+    FlavorJson,
     HostDetailJson,
     HostJson,
+    HostListItemJson,
     IndexJson,
     InstanceJson,
     JobJson,
     PoolJson,
+    ProviderAccountJson,
     QuotaJson,
     ReservationJson,
     ServiceJson,
+    TenantJson,
     UsageWindowJson,
 )
 from bcfleet.domain.compute_settings import (
@@ -113,11 +117,11 @@ class FleetSource(Protocol):
         """A number that changes whenever the state does (None: unknown, always refetch)."""
         ...
 
-    def tenants(self) -> list[JSON]: ...
+    def tenants(self) -> list[TenantJson]: ...
 
-    def pools(self) -> list[JSON]: ...
+    def pools(self) -> list[PoolJson]: ...
 
-    def hosts(self) -> list[JSON]: ...
+    def hosts(self) -> list[HostListItemJson]: ...
 
     def host(self, host: str) -> HostDetailJson: ...
 
@@ -125,11 +129,11 @@ class FleetSource(Protocol):
 
     def instance(self, instance_id: str) -> InstanceJson: ...
 
-    def instances(self) -> list[JSON]:
+    def instances(self) -> list[InstanceRowJson]:
         """The caller's instances, each with its host's name as `host` (None: not visible)."""
         ...
 
-    def instances_page(self, limit: int) -> tuple[list[JSON], int]:
+    def instances_page(self, limit: int) -> tuple[list[InstanceRowJson], int]:
         """At most `limit` of them (pending first, then the newest) with host names, and how
         many there are in all."""
         ...
@@ -142,7 +146,7 @@ class FleetSource(Protocol):
         """The reservations booked on a host: their GPUs (PCI addresses), spot, window."""
         ...
 
-    def degraded(self) -> list[JSON]:
+    def degraded(self) -> list[InstanceRowJson]:
         """Live instances with a PlacementDegraded condition, each with its host's name."""
         ...
 
@@ -162,7 +166,7 @@ class FleetSource(Protocol):
         self, tenant: str, current: ComputeSettings, desired: ComputeChange
     ) -> SaveOutcome: ...
 
-    def usage(self, since: datetime) -> JSON:
+    def usage(self, since: datetime) -> UsageReadJson:
         """Usage windows from `since` on: {"items": […], "complete": whether all were read}."""
         ...
 
@@ -170,15 +174,15 @@ class FleetSource(Protocol):
         self, after: int | None, types: Sequence[str] = (), limit: int = 200
     ) -> EventPageJson: ...
 
-    def flavors(self) -> list[JSON]:
+    def flavors(self) -> list[FlavorRowJson]:
         """Every visible pool's flavors (archived ones hidden), each with its pool's name as `pool`."""
         ...
 
-    def quotas(self) -> list[JSON]:
+    def quotas(self) -> list[QuotaJson]:
         """Each visible tenant's quotas, one item per tenant and pool: limits and what is used."""
         ...
 
-    def provider_accounts(self) -> list[JSON]:
+    def provider_accounts(self) -> list[AccountRowJson]:
         """Each visible tenant's provider accounts, each with its `tenantId` (never a token)."""
         ...
 
@@ -244,25 +248,53 @@ def snapshot_of(body: Mapping[str, Any]) -> ComputeSnapshot:
     return ComputeSnapshot(str(body["tenant"]), settings, users)
 
 
-def with_pool_names(flavors: list[JSON], pools: list[JSON]) -> list[JSON]:
+class InstanceRowJson(InstanceJson):
+    """An instance as the dashboard lists it: with its host's name (None: a host the caller
+    cannot see, or none)."""
+
+    host: str | None
+
+
+class FlavorRowJson(FlavorJson):
+    """A flavor as the dashboard lists it: with its pool's name."""
+
+    pool: str
+
+
+class AccountRowJson(ProviderAccountJson):
+    """A provider account as the dashboard lists it: with the tenant it was read for."""
+
+    tenantId: str
+
+
+class UsageReadJson(TypedDict):
+    """Usage windows read for the dashboard, and whether that was all of them."""
+
+    items: list[UsageWindowJson]
+    complete: bool
+
+
+def with_pool_names(
+    flavors: Iterable[FlavorJson], pools: Iterable[PoolJson]
+) -> list[FlavorRowJson]:
     """The flavors, each with its pool's name as `pool`."""
     names = {p["id"]: p["name"] for p in pools}
     return [{**f, "pool": names.get(f["poolId"], f["poolId"])} for f in flavors]
 
 
-def with_tenant(items: list[JSON], tenant: str) -> list[JSON]:
-    """Items read for one tenant, each saying which (`tenantId`)."""
-    return [{"tenantId": tenant, **item} for item in items]
+def with_tenant(accounts: Iterable[ProviderAccountJson], tenant: str) -> list[AccountRowJson]:
+    """Accounts read for one tenant, each saying which (`tenantId`)."""
+    return [{**account, "tenantId": tenant} for account in accounts]
 
 
 def with_host_names(
-    instances: Sequence[Mapping[str, Any]], hosts: Callable[[], list[JSON]]
-) -> list[JSON]:
+    instances: Sequence[InstanceJson], hosts: Callable[[], Iterable[HostListItemJson]]
+) -> list[InstanceRowJson]:
     """The instances, each with its host's name as `host` (None for hosts the caller cannot see)."""
-    if not any(i.get("nodeId") for i in instances):
+    if not any(i["nodeId"] for i in instances):
         return [{**i, "host": None} for i in instances]
     names = {h["id"]: h["name"] for h in hosts()}
-    return [{**i, "host": names.get(i.get("nodeId") or "")} for i in instances]
+    return [{**i, "host": names.get(i["nodeId"] or "")} for i in instances]
 
 
 class LocalSource:
@@ -285,14 +317,14 @@ class LocalSource:
     def revision(self) -> int | None:
         return self.api.state.revision(self.credential)
 
-    def tenants(self) -> list[JSON]:
-        return [dict(t) for t in self.api.tenants.list(self.credential)["items"]]
+    def tenants(self) -> list[TenantJson]:
+        return self.api.tenants.list(self.credential)["items"]
 
-    def pools(self) -> list[JSON]:
-        return [dict(p) for p in self.api.pools.list(self.credential)["items"]]
+    def pools(self) -> list[PoolJson]:
+        return self.api.pools.list(self.credential)["items"]
 
-    def hosts(self) -> list[JSON]:
-        return [dict(h) for h in self.api.hosts.list(self.credential)["items"]]
+    def hosts(self) -> list[HostListItemJson]:
+        return self.api.hosts.list(self.credential)["items"]
 
     def host(self, host: str) -> HostDetailJson:
         return self.api.hosts.show(self.credential, host=host)
@@ -303,17 +335,17 @@ class LocalSource:
     def instance(self, instance_id: str) -> InstanceJson:
         return self.api.instances.show(self.credential, instance_id)
 
-    def instances(self) -> list[JSON]:
+    def instances(self) -> list[InstanceRowJson]:
         return with_host_names(self.api.instances.list(self.credential)["items"], self.hosts)
 
-    def instances_page(self, limit: int) -> tuple[list[JSON], int]:
+    def instances_page(self, limit: int) -> tuple[list[InstanceRowJson], int]:
         page = self.api.instances.list(self.credential, limit=limit)
         return with_host_names(page["items"], self.hosts), int(page["total"])
 
     def host_guests(self, host: str) -> list[InstanceSpecJson]:
         return self.api.instances.specs_for_host(self.credential, host)["items"]
 
-    def degraded(self) -> list[JSON]:
+    def degraded(self) -> list[InstanceRowJson]:
         found = self.api.instances.list(self.credential, condition=DEGRADED)["items"]
         return with_host_names(found, self.hosts)
 
@@ -353,7 +385,7 @@ class LocalSource:
         notices = tuple(str(n["message"]) for n in body.get("notices") or ())
         return SaveOutcome(snapshot_of(body).settings, str(body["message"]), notices)
 
-    def usage(self, since: datetime) -> JSON:
+    def usage(self, since: datetime) -> UsageReadJson:
         items: list[UsageWindowJson] = []
         cursor = None
         while len(items) < USAGE_WINDOWS_READ:
@@ -369,28 +401,27 @@ class LocalSource:
     ) -> EventPageJson:
         return self.api.events.list(self.credential, after=after, types=types, limit=limit)
 
-    def flavors(self) -> list[JSON]:
+    def flavors(self) -> list[FlavorRowJson]:
         pools = self.pools()
-        items: list[JSON] = []
+        items: list[FlavorJson] = []
         for pool in pools:
             found = self.api.flavors.list(
                 self.credential, tenant_id=pool["owner"], pool_id=pool["id"]
             )
-            items.extend(dict(f) for f in found["items"])
+            items.extend(found["items"])
         return with_pool_names(items, pools)
 
-    def quotas(self) -> list[JSON]:
-        items: list[JSON] = []
+    def quotas(self) -> list[QuotaJson]:
+        items: list[QuotaJson] = []
         for tenant in self.tenants():
-            found = self.api.quotas.show(self.credential, tenant_id=tenant["id"])
-            items.extend(dict(q) for q in found["items"])
+            items.extend(self.api.quotas.show(self.credential, tenant_id=tenant["id"])["items"])
         return items
 
-    def provider_accounts(self) -> list[JSON]:
-        items: list[JSON] = []
+    def provider_accounts(self) -> list[AccountRowJson]:
+        items: list[AccountRowJson] = []
         for tenant in self.tenants():
             found = self.api.provider_accounts.list(self.credential, tenant_id=tenant["id"])
-            items.extend(with_tenant([dict(a) for a in found["items"]], tenant["id"]))
+            items.extend(with_tenant(found["items"], tenant["id"]))
         return items
 
     def services(self) -> list[ServiceJson]:

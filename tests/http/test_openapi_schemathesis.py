@@ -131,7 +131,19 @@ def _serverless_pool(found: Found) -> bool:
     )
 
 
+def _kept_after_delete(found: Found) -> bool:
+    """instances.show: 'A deleted instance stays readable by its id, with state deleted'."""
+    answer = found.answer if isinstance(found.answer, dict) else {}
+    return (
+        found.operation == "GET /v1/instances/{id}"
+        and found.status == 200
+        and answer.get("state") == "deleted"
+        and answer.get("deletedAt") is not None
+    )
+
+
 DOCUMENTED: dict[str, tuple[Callable[[Found], bool], ...]] = {
+    "use_after_free": (_kept_after_delete,),
     "positive_data_acceptance": (
         _duration_total,
         _time_offset,
@@ -276,6 +288,18 @@ def test_the_server_agrees_with_its_openapi_document_under_every_check(fleet: Fl
             Found("POST /v1/services/{id}/deploy", "not_a_server_error", "", 500,
                   {"error": {"code": "INTERNAL", "message": "", "details": {}}}, ""),
             False, id="an-internal-error-is-never-documented"),
+        pytest.param(
+            Found("GET /v1/instances/{id}", "use_after_free", "", 200,
+                  {"id": "ins_1", "state": "deleted", "deletedAt": "2026-11-30T10:00:00Z"}, ""),
+            True, id="a-deleted-instance-stays-readable"),
+        pytest.param(
+            Found("GET /v1/instances/{id}", "use_after_free", "", 200,
+                  {"id": "ins_1", "state": "running", "deletedAt": None}, ""),
+            False, id="a-deleted-instance-shown-as-live-is-not"),
+        pytest.param(
+            Found("GET /v1/webhooks/{id}", "use_after_free", "", 200,
+                  {"id": "whk_1", "state": "deleted", "deletedAt": "2026-11-30T10:00:00Z"}, ""),
+            False, id="only-instances-stay-after-delete"),
     ],
 )  # fmt: skip
 def test_only_what_the_document_states_is_tolerated(found: Found, expected: bool) -> None:

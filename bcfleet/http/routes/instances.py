@@ -37,6 +37,10 @@ from bcfleet.http.schemas import (
 from bcfleet.http.typed_schemas import document_schemas
 
 TAG = "instances"
+KEPT_AFTER_DELETE = (
+    "A deleted instance stays readable by its id, with state deleted and deletedAt set: it is "
+    "the record its usage and events refer to (instances.list shows it with includeDeleted)."
+)
 
 INTS = array(INT)
 POOL_REF = reference("A pool id or name.")
@@ -185,9 +189,9 @@ OPERATIONS = [
     Operation("GET", "/v1/instances", "instances.list", "List the caller's instances", TAG,
               list_instances, response="InstancePage", query=LIST_QUERY),
     Operation("GET", ONE, "instances.show", "Show an instance", TAG, show_instance,
-              response="Instance", query=Q),
+              response="Instance", query=Q, description=KEPT_AFTER_DELETE),
     Operation("DELETE", ONE, "instances.delete", "Delete an instance, releasing its capacity",
-              TAG, delete_instance, response="Instance", query=Q),
+              TAG, delete_instance, response="Instance", query=Q, description=KEPT_AFTER_DELETE),
     Operation("POST", ONE + "/stop", "instances.stop", "Stop a running instance", TAG,
               stop_instance, response="Instance", query=Q),
     Operation("POST", ONE + "/start", "instances.start", "Start a stopped instance", TAG,

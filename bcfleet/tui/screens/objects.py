@@ -5,12 +5,11 @@ Enter and d describe the row (screens/describe.py); `row_of` is the view's pure 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 
 from bcfleet.tui.screens.table import TableView
-from bcfleet.tui.source import JSON
 from bcfleet.tui.widgets.keyed_table import Row
 
 
@@ -25,7 +24,7 @@ class ObjectsView(TableView):
         raise NotImplementedError
 
     def fetch(self) -> Any:
-        read: Callable[[], list[JSON]] = getattr(self.source, self.READ)
+        read: Callable[[], Sequence[Mapping[str, Any]]] = getattr(self.source, self.READ)
         return read()
 
     def rows(self, data: Any) -> Iterable[Row]:

@@ -15,7 +15,7 @@ from bcfleet.clock import parse_time
 from bcfleet.domain.compute_settings import credits_table
 from bcfleet.domain.sizes import SIZE_NAMES, format_credits, label
 from bcfleet.tui.screens.base import ViewScreen
-from bcfleet.tui.source import ComputeSnapshot, NotAvailable
+from bcfleet.tui.source import ComputeSnapshot, NotAvailable, UsageReadJson
 from bcfleet.tui.widgets.keyed_table import SteadyTable
 
 HOURS = 24
@@ -85,7 +85,7 @@ class UsageView(ViewScreen):
             credits = [self.source.compute_settings(t) for t in tenants]
         except NotAvailable as exc:
             credits = exc.area
-        windows: dict[str, Any] | str
+        windows: UsageReadJson | str
         try:
             windows = self.source.usage(self.source.now() - timedelta(hours=HOURS))
         except NotAvailable as exc:
