@@ -12,15 +12,10 @@ from typing import Annotated, Any, NotRequired, TypedDict
 from bcfleet.domain.event_document import EventJson
 from bcfleet.domain.guest_view import HostBookingJson
 from bcfleet.domain.instance_spec import (
-    BalloonJson,
     InstanceSpecJson,
-    SpecGpuJson,
-    SpecPlacementJson,
 )
-from bcfleet.domain.job_documents import JobRunJson, JobStatusJson, LeaseHolderJson
+from bcfleet.domain.job_documents import JobRunJson, JobStatusJson
 from bcfleet.domain.json_types import OneOf, Time
-from bcfleet.domain.preview_document import PreemptibleJson, PreviewCandidateJson, PreviewJson
-from bcfleet.domain.shapes import ShapeJson
 from bcfleet.domain.states import (
     DeliveryState,
     HostState,
@@ -603,80 +598,3 @@ class QuotaPageJson(TypedDict):
 
 class ProviderAccountPageJson(TypedDict):
     items: list[ProviderAccountJson]
-
-
-DOCUMENTS: tuple[type[Any], ...] = (
-    ShapeJson,
-    SpecPlacementJson,
-    BalloonJson,
-    SpecGpuJson,
-    InstanceSpecJson,
-    HostSpecsJson,
-    HostBookingJson,
-    HostReservationsJson,
-    PreviewCandidateJson,
-    PreemptibleJson,
-    PreviewJson,
-    FlavorDeletedJson,
-    TokenRevokedJson,
-    JobRunJson,
-    LeaseHolderJson,
-    JobJson,
-    JobPageJson,
-    JobRunPageJson,
-    DeletedJson,
-    TenantPageJson,
-    TokenPageJson,
-    PoolPageJson,
-    FlavorPageJson,
-    HostPageJson,
-    WebhookPageJson,
-    QuotaPageJson,
-    ProviderAccountPageJson,
-    TenantJson,
-    PrincipalJson,
-    TokenJson,
-    TokenInfoJson,
-    WebhookJson,
-    WebhookCreatedJson,
-    ProviderAccountJson,
-    QuotaJson,
-    PoolPolicyJson,
-    PoolJson,
-    FlavorPlacementJson,
-    FlavorJson,
-    NodeResourceJson,
-    GpuCountJson,
-    HostJson,
-    HostListItemJson,
-    HostDetailJson,
-    InstanceJson,
-    InstancePageJson,
-    GuestStateJson,
-    ReservationDeviceJson,
-    ReservationWindowJson,
-    ReservationJson,
-    ReservationPageJson,
-    ServiceComputeJson,
-    IndexComputeJson,
-    ServiceJson,
-    ServicePageJson,
-    IndexJson,
-    IndexPageJson,
-    EnvironmentJson,
-    EnvironmentPageJson,
-    LastErrorJson,
-    ComputeSizeJson,
-    DefaultSizeChoiceJson,
-    SizeInUseJson,
-    ComputeSettingsJson,
-    WebhookDeliveryJson,
-    WebhookDeliveryPageJson,
-    EventJson,
-    EventPageJson,
-    UsageWindowJson,
-    UsagePageJson,
-    DeadLetterPageJson,
-    ReplayedJson,
-)
-"""Every typed document, for the schema generator and its tests."""

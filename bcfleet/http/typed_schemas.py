@@ -134,12 +134,28 @@ def _doc(document: type[Any]) -> str:
     return "" if text.startswith(document.__name__ + "(") else text.strip()
 
 
+_GENERATED: dict[str, type[Any]] = {}
+"""Every document a schema was generated for, by component name (the routes' SCHEMAS fill it
+when they are imported)."""
+
+
+def generated_documents() -> tuple[type[Any], ...]:
+    """The typed documents whose schemas the OpenAPI document holds, for its tests."""
+    return tuple(_GENERATED.values())
+
+
 def document_schemas(
     documents: tuple[type[Any], ...],
     constraints: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
 ) -> dict[str, Schema]:
-    """The components of several documents, by name; constraints by component name."""
-    return {
-        component_name(d): document_schema(d, (constraints or {}).get(component_name(d)))
-        for d in documents
-    }
+    """The components of several documents, by name; constraints by component name.
+
+    Two documents may not claim one component name."""
+    schemas = {}
+    for document in documents:
+        name = component_name(document)
+        known = _GENERATED.setdefault(name, document)
+        if known is not document:
+            raise TypeError(f"{document.__qualname__} and {known.__qualname__} are both {name}")
+        schemas[name] = document_schema(document, (constraints or {}).get(name))
+    return schemas

@@ -9,11 +9,10 @@ from typing import Any, NotRequired, TypedDict, get_type_hints
 import pytest
 from jsonschema import Draft202012Validator
 
-from bcfleet.api.documents import DOCUMENTS
 from bcfleet.domain.compute_settings import ComputeChange
 from bcfleet.fleet import Fleet
 from bcfleet.http.app import openapi_document
-from bcfleet.http.typed_schemas import component_name, document_schema
+from bcfleet.http.typed_schemas import component_name, document_schema, generated_documents
 from bcfleet.jobs.vps_hosts import run_vps_hosts
 from bcfleet.store.job_faults import upsert_fault
 from tests.support import metering as mb
@@ -22,6 +21,7 @@ from tests.support.fleet import T0
 from tests.support.security_world import build_world
 
 COMPONENTS = openapi_document()["components"]
+DOCUMENTS = generated_documents()
 
 
 JSON_TYPES = (str, int, float, bool, type(None), list, dict)
@@ -55,6 +55,36 @@ def test_the_schema_has_the_documents_keys_and_required_keys(document: type[Any]
     assert set(schema["properties"]) == set(get_type_hints(document))
     assert set(schema["required"]) == set(document.__required_keys__)
     assert schema["additionalProperties"] is False
+
+
+def test_every_document_of_the_api_has_its_schema() -> None:
+    from typing import is_typeddict
+
+    from bcfleet.api import documents
+
+    not_served = {
+        documents.HostFieldsJson,  # the fields the host documents extend
+        documents.JobStatusJson,  # extended by Job
+        documents.MeterJson,  # the meters are the CLI's, no route serves them
+        documents.MeterPageJson,
+    }
+    typed = {
+        value
+        for name, value in vars(documents).items()
+        if name.endswith("Json") and is_typeddict(value)
+    }
+    missing = typed - not_served - set(DOCUMENTS)
+    assert typed and not missing, sorted(t.__name__ for t in missing)
+
+
+def test_two_documents_cannot_claim_one_component() -> None:
+    from bcfleet.http.typed_schemas import document_schemas
+
+    class TenantJson(TypedDict):  # another type under the name of the API's Tenant
+        id: str
+
+    with pytest.raises(TypeError, match="are both Tenant"):
+        document_schemas((TenantJson,))
 
 
 def test_the_bounds_the_rules_say_are_kept_over_the_types() -> None:
