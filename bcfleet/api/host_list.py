@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import Connection, Select, Table, func, or_, select
 from sqlmodel import Session
@@ -98,21 +98,18 @@ def list_hosts(session: Session, scope: Scope, now: datetime) -> list[HostListIt
             name=name,
             pool_id=pool_id,
             pool=pool,
-            labels={} if labels == "{}" else dict(json_value(labels) or {}),
+            labels={} if labels == "{}" else json_value(labels) or {},
             tenant_controlled=controlled,
             state=str(state),
             inventory_reported_at=time_text(reported),
             inventory_error=error,
             created_at=time_text(created),
         )
-        items.append(
-            {
-                **fields,
-                "resources": resources.get(node, []),
-                "gpus": {"total": total, "used": used},
-                "degradedGuests": degraded[node],
-            }
-        )
+        item = cast(HostListItemJson, fields)  # a fresh dict: completed, not copied
+        item["resources"] = resources.get(node, [])
+        item["gpus"] = {"total": total, "used": used}
+        item["degradedGuests"] = degraded[node]
+        items.append(item)
     return items
 
 
@@ -124,8 +121,10 @@ def _resources(connection: Connection, scope: Scope) -> dict[str, list[NodeResou
         scope,
     ).order_by(c.node_id, c.resource)
     out: dict[str, list[NodeResourceJson]] = {}
-    for node, *fields in plain_rows(connection, query):
-        out.setdefault(node, []).append(node_resource_row_json(*fields))
+    # unpacked by name: `node, *fields` would build a list for each of 15,000 rows
+    for node, resource, allocatable, ratio, capacity, allocated in plain_rows(connection, query):
+        row = node_resource_row_json(resource, allocatable, ratio, capacity, allocated)
+        out.setdefault(node, []).append(row)
     return out
 
 
