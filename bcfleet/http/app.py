@@ -55,7 +55,6 @@ from bcfleet.http.serving import (
 )
 from bcfleet.http.serving import served as served_by
 from bcfleet.http.streams import StreamSlots
-from bcfleet.jobs.runner import recent_runs
 
 log = logging.getLogger("bcfleet.http")
 
@@ -199,7 +198,7 @@ def _tallies(fleet: Fleet, served: Served) -> tuple[EventTally, JobRunTally]:
         return fleet.api.events.list(LOCAL_OPERATOR, after=after, limit=1000)
 
     def read_runs(limit: int) -> list[JobRunJson]:
-        return recent_runs(fleet, limit=limit)
+        return fleet.api.jobs.runs(LOCAL_OPERATOR, limit=limit)
 
     return EventTally(served.metrics, read_page), JobRunTally(served.metrics, read_runs)
 
