@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from rich.console import Console
-from textual.widgets import DataTable
 
 from bcfleet.api.auth import LOCAL_OPERATOR as OP
 from bcfleet.tui.screens.base import ViewScreen
@@ -315,13 +314,13 @@ async def test_a_refresh_draws_again_only_the_cells_that_changed(
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         drawn: list[int] = []
-        original = DataTable._render_cell
+        original = KeyedTable.render_row
 
-        def counted(self: Any, row_index: int, *args: Any, **kwargs: Any) -> Any:
+        def counted(self: Any, row_index: int) -> Any:
             drawn.append(row_index)
-            return original(self, row_index, *args, **kwargs)
+            return original(self, row_index)
 
-        monkeypatch.setattr(DataTable, "_render_cell", counted)
+        monkeypatch.setattr(KeyedTable, "render_row", counted)
         fleet.api.hosts.set_state(OP, host="fra-01", draining=True)
         await pilot.press("r")
         await settle(pilot)
