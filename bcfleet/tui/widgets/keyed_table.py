@@ -429,7 +429,6 @@ class KeyedTable(ScrollView, can_focus=True):
         self.fit(force=True)
 
     def on_resize(self, _event: events.Resize) -> None:
-        self._lines.clear()
         self.fit()
 
     # -- drawing --------------------------------------------------------------------------------
