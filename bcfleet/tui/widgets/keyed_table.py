@@ -284,8 +284,10 @@ class KeyedTable(ScrollView, can_focus=True):
             self._scroll_to_cursor()
 
     def _refresh_row(self, index: int) -> None:
-        y = index + self._header_lines() - int(self.scroll_y)
-        if self._header_lines() <= y < self.size.height:
+        """Draw the row at index (HEADER: the header) again, when it is on screen."""
+        header = self._header_lines()
+        y = 0 if index == HEADER else index + header - int(self.scroll_y)
+        if (index == HEADER or y >= header) and y < self.size.height:
             self.refresh(Region(0, y, self.size.width, 1))
 
     def _scroll_to_cursor(self, row: int | None = None, animate: bool = False) -> None:
