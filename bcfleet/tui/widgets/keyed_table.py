@@ -14,7 +14,7 @@ line with the cells it showed, so a refresh draws again only the rows that chang
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from rich.cells import cell_len
 from rich.console import RenderableType
@@ -69,6 +69,8 @@ __all__ = [
 
 LINE_CACHE = 512
 """Drawn lines remembered across updates: a few screenfuls of rows."""
+CELL_CACHE = 4096
+"""Drawn cells remembered across updates: a few screenfuls of rows of a dozen columns."""
 HEADER = -1
 """The row index of the header line, as DataTable numbers it (in the cells' meta too)."""
 _EMPTY = Text(no_wrap=True, end="")
@@ -119,6 +121,15 @@ class ShownCell:
 
     def __contains__(self, text: str) -> bool:
         return text in str(self)
+
+
+def _same(before: Cell, after: Cell) -> bool:
+    """Whether a cell shows the same as before (a Text's equality leaves out its style)."""
+    if before is after:
+        return True
+    if type(before) is not type(after) or before != after:
+        return False
+    return not isinstance(before, Text) or before.style == cast(Text, after).style
 
 
 def _renderable(cell: Cell) -> RenderableType:
@@ -214,6 +225,10 @@ class KeyedTable(ScrollView, can_focus=True):
         """The columns in the spec's order (they never move)."""
         self.columns = {c.key: c for c in self.ordered_columns}
         self._lines: LRUCache[tuple[Any, ...], tuple[object, Strip]] = LRUCache(LINE_CACHE)
+        self._drawn_cells: LRUCache[tuple[Any, ...], tuple[object, list[Segment]]]
+        self._drawn_cells = LRUCache(CELL_CACHE)
+        """Each drawn cell with the cell object it showed: a row whose widths or one cell
+        changed draws with Rich only the cells that did."""
         self._layout_changes = 0
         """Counts the changes of column widths, labels and hidden columns."""
         self._pseudo_classes: Any = None
@@ -474,27 +489,30 @@ class KeyedTable(ScrollView, can_focus=True):
         cursor = index == self.cursor_row
         hovered = self._hovered(index)
         component, post = self._styles(header, hovered, cursor, css_priority=True)
-        cells: Sequence[RenderableType]
-        if header:
-            cells = [c.label for c in self.ordered_columns]
-        else:
-            cells = [_renderable(c) for c in self._cells[self._shown[index]]]
-        console = self.app.console
-        options = self.app.console_options
+        cells: Sequence[Cell] = (
+            [c.label for c in self.ordered_columns] if header else self._cells[self._shown[index]]
+        )
         padding = self.cell_padding
+        state = (index, hovered, cursor, self._pseudo_classes, base)
         segments: list[Segment] = []
         for number, column in enumerate(self.ordered_columns):
             width = column.render_width(padding)
-            cell_options = options.update_dimensions(width, 1).update(no_wrap=True)
-            lines = console.render_lines(
+            cell = cells[number] if number < len(cells) else None
+            cell_key = (number, width, *state)
+            known = self._drawn_cells.get(cell_key)
+            if known is not None and known[0] is cell:
+                segments.extend(known[1])
+                continue
+            drawn = self.app.console.render_lines(
                 Styled(
-                    Padding(cells[number] if number < len(cells) else _EMPTY, (0, padding)),
+                    Padding(_EMPTY if cell is None else _renderable(cell), (0, padding)),
                     pre_style=row_style + cell_meta(index, number) + component,
                     post_style=post,
                 ),
-                cell_options,
-            )
-            segments.extend(lines[0])
+                self.app.console_options.update_dimensions(width, 1).update(no_wrap=True),
+            )[0]
+            self._drawn_cells[cell_key] = (cell, drawn)
+            segments.extend(drawn)
         width = self.size.width
         extend, _ = self._styles(header, hovered, cursor, css_priority=False)
         blank = max(0, width - self._table_width())
@@ -531,6 +549,7 @@ class KeyedTable(ScrollView, can_focus=True):
         """New CSS or theme: every line is drawn anew (the keys above do not hold the styles)."""
         super().notify_style_update()
         self._lines.clear()
+        self._drawn_cells.clear()
         self._cell_styles.clear()
         self.refresh()
 
@@ -594,7 +613,7 @@ class KeyedTable(ScrollView, can_focus=True):
             if row is None or key not in self._cells:
                 continue
             cells = self.shown_cells(row)
-            self._cells[key] = cells
+            self._cells[key] = (*cells[:1], *self._cells[key][1:])
             if cells:
                 self._widen(0, cells[0])
         self._refit_if_widened()
@@ -650,28 +669,38 @@ class KeyedTable(ScrollView, can_focus=True):
     def _sync(self) -> None:
         wanted = self._visible()
         cursor = self.cursor_key
-        self._update_cells(wanted)
-        if wanted != self._shown:
+        changed = self._update_cells(wanted)
+        moved = wanted != self._shown
+        if moved:
             self._shown = wanted
             self._places = None
         everything = len(wanted) == len(self.all_rows)
         self._drawn = dict(self.all_rows) if everything else {k: self.all_rows[k] for k in wanted}
         if self.is_mounted:
-            self.fit(force=self._widened)
+            self.fit(force=self._widened)  # a change of widths draws every line again
             self._widened = False
-            self.refresh()
+            if moved:
+                self.refresh()
+            else:
+                for key in changed:
+                    self._refresh_row(self.get_row_index(key))
             if cursor is not None and cursor in self._cells:
                 self.move_cursor(row=self.get_row_index(cursor), scroll=False)
             else:
                 self.cursor_row = self.cursor_row  # kept in the rows that are left
         self.post_message(self.Changed(self))
 
-    def _update_cells(self, wanted: Sequence[str]) -> None:
+    def _update_cells(self, wanted: Sequence[str]) -> list[str]:
         """The cells of every shown row: a changed row's new, a new row's measured (its cells
-        widen the columns that are too narrow), a row no longer shown forgotten."""
+        widen the columns that are too narrow), a row no longer shown forgotten. Returns the
+        keys of the rows shown before whose cells changed.
+
+        A changed row keeps the cell objects that show the same as before: their drawings
+        are known by those objects."""
         cells = self._cells
         drawn = self._drawn
         new = []
+        changed = []
         for key in wanted:
             row = self.all_rows[key]
             if drawn.get(key) is row:
@@ -681,11 +710,16 @@ class KeyedTable(ScrollView, can_focus=True):
                 new.append(key)
                 continue
             after = self.shown_cells(row)
-            if after != old:
-                cells[key] = after
-                for index, (before, cell) in enumerate(zip(old, after, strict=False)):
-                    if before != cell:
-                        self._widen(index, cell)
+            if len(after) == len(old) and all(map(_same, old, after)):
+                continue
+            merged = list(after)
+            for index, (before, cell) in enumerate(zip(old, after, strict=False)):
+                if _same(before, cell):
+                    merged[index] = before
+                else:
+                    self._widen(index, cell)
+            cells[key] = tuple(merged)
+            changed.append(key)
         if len(cells) > len(wanted) - len(new):
             kept = set(wanted)
             for key in [k for k in cells if k not in kept]:
@@ -696,6 +730,7 @@ class KeyedTable(ScrollView, can_focus=True):
             if width > self._natural[index]:
                 self._natural[index] = width
                 self._widened = True
+        return changed
 
     def _widen(self, index: int, cell: Cell) -> None:
         """Columns grow to fit a wider cell and never shrink on updates (remeasure shrinks them)."""
