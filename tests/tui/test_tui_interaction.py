@@ -51,6 +51,27 @@ async def test_slash_filters_by_words_and_by_column(fleet_db: Path) -> None:
         assert names(app) == ["burst-01", "burst-02"]
 
 
+async def test_the_mouse_sorts_by_a_header_moves_the_cursor_and_opens_a_row(
+    fleet_db: Path,
+) -> None:
+    app, _ = local_app(fleet_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        t = table(app)
+        await pilot.click(KeyedTable, offset=(2, 0))  # the NAME header
+        assert (t.sort_index, t.sort_reverse) == (0, False)
+        await pilot.click(KeyedTable, offset=(2, 0))
+        assert (t.sort_index, t.sort_reverse) == (0, True)
+        top = int(t.scroll_y)  # the cursor stayed on its row, now the last one
+        await pilot.click(KeyedTable, offset=(2, 3))  # the third row on screen
+        assert t.cursor_row == top + 2
+        key = t.cursor_key
+        await pilot.click(KeyedTable, offset=(2, 3))  # again: open it
+        await settle(pilot)
+        assert isinstance(app.screen, HostDetail)
+        assert app.screen.host_id == key
+
+
 async def test_escape_in_the_filter_prompt_drops_the_filter(fleet_db: Path) -> None:
     app, _ = local_app(fleet_db)
     async with app.run_test(size=(80, 24)) as pilot:
