@@ -170,6 +170,7 @@ class KeyedTable(ScrollView, can_focus=True):
     cell_padding = 1
     """Cells between a column's text and its neighbours', on each side."""
     show_cursor = True
+    """The cursor is always drawn (DataTable's switch, read where its styles are composed)."""
 
     class Changed(Message):
         """The shown rows, filter or sort changed (the status line counts them)."""
@@ -466,7 +467,7 @@ class KeyedTable(ScrollView, can_focus=True):
         if index >= len(self._shown):
             return Strip.blank(self.size.width, self.rich_style)
         key = None if index == HEADER else self._shown[index]
-        cells: object = self._layout_changes if key is None else self._cells[key]
+        cells: object = self.ordered_columns if key is None else self._cells[key]
         line_key = (index, key, index == self.cursor_row, self._hovered(index), self.size.width,
                     int(self.scroll_x), self._layout_changes, self._pseudo_classes,
                     self.rich_style)  # fmt: skip
