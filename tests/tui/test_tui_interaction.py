@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from rich.console import Console
-from textual.widgets import DataTable
 
 from bcfleet.api.auth import LOCAL_OPERATOR as OP
 from bcfleet.tui.screens.base import ViewScreen
@@ -50,6 +49,27 @@ async def test_slash_filters_by_words_and_by_column(fleet_db: Path) -> None:
         assert len(names(app)) == 52
         await pilot.press("slash", *"burst", "enter")
         assert names(app) == ["burst-01", "burst-02"]
+
+
+async def test_the_mouse_sorts_by_a_header_moves_the_cursor_and_opens_a_row(
+    fleet_db: Path,
+) -> None:
+    app, _ = local_app(fleet_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        t = table(app)
+        await pilot.click(KeyedTable, offset=(2, 0))  # the NAME header
+        assert (t.sort_index, t.sort_reverse) == (0, False)
+        await pilot.click(KeyedTable, offset=(2, 0))
+        assert (t.sort_index, t.sort_reverse) == (0, True)
+        top = int(t.scroll_y)  # the cursor stayed on its row, now the last one
+        await pilot.click(KeyedTable, offset=(2, 3))  # the third row on screen
+        assert t.cursor_row == top + 2
+        key = t.cursor_key
+        await pilot.click(KeyedTable, offset=(2, 3))  # again: open it
+        await settle(pilot)
+        assert isinstance(app.screen, HostDetail)
+        assert app.screen.host_id == key
 
 
 async def test_escape_in_the_filter_prompt_drops_the_filter(fleet_db: Path) -> None:
@@ -315,13 +335,13 @@ async def test_a_refresh_draws_again_only_the_cells_that_changed(
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         drawn: list[int] = []
-        original = DataTable._render_cell
+        original = KeyedTable.render_row
 
-        def counted(self: Any, row_index: int, *args: Any, **kwargs: Any) -> Any:
+        def counted(self: Any, row_index: int) -> Any:
             drawn.append(row_index)
-            return original(self, row_index, *args, **kwargs)
+            return original(self, row_index)
 
-        monkeypatch.setattr(DataTable, "_render_cell", counted)
+        monkeypatch.setattr(KeyedTable, "render_row", counted)
         fleet.api.hosts.set_state(OP, host="fra-01", draining=True)
         await pilot.press("r")
         await settle(pilot)

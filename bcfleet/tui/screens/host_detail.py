@@ -26,7 +26,7 @@ from bcfleet.tui.format import DASH, age, cpulist, parse_stamp, ratio_text, shor
 from bcfleet.tui.screens.base import DrillDown
 from bcfleet.tui.screens.reservations import day_time
 from bcfleet.tui.source import NotAvailable
-from bcfleet.tui.widgets.keyed_table import SteadyTable
+from bcfleet.tui.widgets.steady_table import SteadyTable
 
 DEFAULT_RESERVE_VCPU = 2
 RESOURCE_LABELS = {"vcpu": "vCPU", "memoryGiB": "memory GiB", "diskGiB": "disk GiB"}

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from rich.text import Text
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.widgets import DataTable, Input
+from textual.widgets import Input
 
 from bcfleet.tui.format import short_id
 from bcfleet.tui.screens.acting import ActingView
@@ -109,10 +109,9 @@ class TableView(ActingView):
         if key is not None:
             self.describe_row(key)
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+    def on_keyed_table_selected(self, event: KeyedTable.Selected) -> None:
         event.stop()
-        if event.row_key.value is not None:
-            self.open_row(event.row_key.value)
+        self.open_row(event.key)
 
     def on_keyed_table_changed(self, _event: KeyedTable.Changed) -> None:
         self.update_status()

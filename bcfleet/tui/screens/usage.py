@@ -16,7 +16,7 @@ from bcfleet.domain.compute_settings import credits_table
 from bcfleet.domain.sizes import SIZE_NAMES, format_credits, label
 from bcfleet.tui.screens.base import ViewScreen
 from bcfleet.tui.source import ComputeSnapshot, NotAvailable, UsageReadJson
-from bcfleet.tui.widgets.keyed_table import SteadyTable
+from bcfleet.tui.widgets.steady_table import SteadyTable
 
 HOURS = 24
 

@@ -1,101 +1,113 @@
-"""A DataTable of keyed rows updated in place, with a text filter and a sort by any column.
+"""The list views' table: rows kept by key, drawn a visible line at a time, filtered and sorted.
 
 Views hand it every row they have (`set_rows`); it shows the ones the filter
-keeps, in the chosen order, touching only the cells that changed, so the
-cursor stays on the same row (by key) and the scroll where it was, as
-Dolphie's process list does. The filter is words, all of which must match
-somewhere in the row; `column:word` matches one column (`pool:fra`,
-`state:draining`), `~regex` is a regular expression (`~^fra-0[1-3]$`,
-`name:~^gpu`), and a leading `!` inverts a term (`!state:ready`). Columns fit
-the table's width (widgets/fit.py): less important ones give way and come back
-when there is room again. Marked rows (space, for bulk actions) show MARK
-before their first cell.
+keeps (table_rows.py), in the chosen order, so the cursor stays on the same row (by
+key) and the scroll where it was, as Dolphie's process list does. Columns fit the
+table's width (widgets/fit.py): less important ones give way and come back when there
+is room again. Marked rows (space, for bulk actions) show MARK before their first cell.
+
+It is a `ScrollView` on Textual's line API: `render_line(y)` draws only the rows on
+screen, each as Textual's DataTable draws a row (table_look.py), and keeps every drawn
+line with the cells it showed, so a refresh draws again only the rows that changed.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, ClassVar, cast
 
 from rich.cells import cell_len
-from rich.console import Console, ConsoleOptions, RenderResult
+from rich.console import RenderableType
+from rich.padding import Padding
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
-from textual.geometry import Region, Size
+from textual.geometry import Region, Size, Spacing
 from textual.message import Message
-from textual.render import measure
+from textual.reactive import Reactive
+from textual.renderables.styled import Styled
+from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from textual.widgets import DataTable
-from textual.widgets.data_table import CellDoesNotExist, ColumnKey
-from textual.widgets.data_table import Column as TableColumn
 
-from bcfleet.domain.bounds import printable
 from bcfleet.tui.widgets.fit import Fit, fit_columns
+from bcfleet.tui.widgets.table_look import (
+    TABLE_COMPONENTS,
+    beyond_meta,
+    cell_meta,
+    crop_line,
+    default_css,
+)
+from bcfleet.tui.widgets.table_rows import (
+    MARK,
+    Cell,
+    Column,
+    FilterError,
+    Row,
+    cell_width,
+    matches,
+    parse_filter,
+    sort_key,
+    unknown_columns,
+    widest,
+)
 
-Cell = Text | str
-REBUILD_ABOVE = 64
-"""Removing more rows than this rebuilds the table (remove_row is linear in the row count)."""
+__all__ = [
+    "MARK",
+    "Cell",
+    "Column",
+    "FilterError",
+    "KeyedTable",
+    "Row",
+    "ShownCell",
+    "matches",
+    "parse_filter",
+    "unknown_columns",
+]
+
 LINE_CACHE = 512
 """Drawn lines remembered across updates: a few screenfuls of rows."""
+CELL_CACHE = 4096
+"""Drawn cells remembered across updates: a few screenfuls of rows of a dozen columns."""
+HEADER = -1
+"""The row index of the header line, as DataTable numbers it (in the cells' meta too)."""
+_EMPTY = Text(no_wrap=True, end="")
 
 
-@dataclass(frozen=True)
-class Column:
-    """A column: `give_way` > 0 lets it be hidden on a narrow screen (the highest rank first);
-    `crop_to` lets long free text be cropped to that width before anything is hidden."""
+class ShownColumn:
+    """A column as the table shows it: its key, its label (with the sort arrow), its content
+    width, and whether it is hidden to fit the width (then it is drawn 0 cells wide)."""
 
-    key: str
-    label: str
-    width: int | None = None
-    give_way: int = 0
-    crop_to: int | None = None
+    __slots__ = ("hidden", "key", "label", "width")
 
+    def __init__(self, key: str, label: Text, width: int) -> None:
+        self.key = key
+        self.label = label
+        self.width = width
+        self.hidden = False
 
-@dataclass
-class _FitColumn(TableColumn):
-    """DataTable's column with the width the table gives it; a hidden one is drawn 0 cells wide."""
-
-    hidden: bool = False
-
-    def get_render_width(self, data_table: DataTable[Any]) -> int:
-        return 0 if self.hidden else super().get_render_width(data_table)
+    def render_width(self, padding: int) -> int:
+        return 0 if self.hidden else self.width + 2 * padding
 
 
-class _Drawn:
-    """A cell as the table hands it to DataTable: drawn as DataTable draws a str or Text.
+class ShownCell:
+    """A cell as `get_row_at` hands it out: it reads, compares and sorts as its text."""
 
-    It has no Rich measure: the table sets every column's width itself, so DataTable's
-    measuring of new rows finds nothing to read (with Rich, measuring 5,000 rows took
-    longer than the rest of a first paint). It reads, compares and sorts as its text.
-    """
-
-    __slots__ = ("cell", "_text")
+    __slots__ = ("cell",)
 
     def __init__(self, cell: Cell) -> None:
         self.cell = cell
-        self._text: Text | None = None
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        if self._text is None:
-            if isinstance(self.cell, Text):
-                self._text = self.cell
-            else:  # as DataTable reads a str: markup, one line
-                self._text = Text.from_markup(self.cell, end="")
-                self._text.no_wrap = True
-        yield self._text
 
     def __str__(self) -> str:
         return self.cell.plain if isinstance(self.cell, Text) else self.cell
 
     def __repr__(self) -> str:
-        return f"_Drawn({self.cell!r})"
+        return f"ShownCell({self.cell!r})"
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, _Drawn):
+        if isinstance(other, ShownCell):
             return self.cell == other.cell
         if isinstance(other, str | Text):
             return self.cell == other
@@ -111,213 +123,54 @@ class _Drawn:
         return text in str(self)
 
 
-def _cell_width(cell: Cell) -> int:
-    """Cells here are one line of printable text: their width is their length in cells,
-    which for ASCII (most cells) is their length."""
-    text = cell.plain if isinstance(cell, Text) else cell
-    return len(text) if text.isascii() else cell_len(text)
+def _same(before: Cell, after: Cell) -> bool:
+    """Whether a cell shows the same as before (a Text's equality leaves out its style)."""
+    if before is after:
+        return True
+    if type(before) is not type(after) or before != after:
+        return False
+    return not isinstance(before, Text) or before.style == cast(Text, after).style
 
 
-def _widest(rows: Sequence[Sequence[Cell]], columns: int) -> list[int]:
-    """The widest cell of each column, a column at a time: when a column is all ASCII (one
-    test of its joined text), its widest cell is its longest."""
-    widths = []
-    for index in range(columns):
-        texts = [
-            (c.plain if isinstance(c, Text) else c)
-            for c in (cells[index] for cells in rows if index < len(cells))
-        ]
-        if "".join(texts).isascii():
-            widths.append(max(map(len, texts), default=0))
-        else:
-            widths.append(max(map(cell_len, texts), default=0))
-    return widths
-
-
-def _printable_cell(cell: Cell) -> Cell:
-    """The cell with control and format characters written as escapes (bounds.printable)."""
+def _renderable(cell: Cell) -> RenderableType:
+    """A cell as DataTable draws it: a str is markup on one line."""
     if isinstance(cell, Text):
-        if cell.plain.isprintable():
-            return cell
-        return Text(printable(cell.plain), style=cell.style)
-    return printable(cell)
-
-
-@dataclass(frozen=True)
-class Row:
-    """One row: what it shows, one sort value per column, and the text the filter searches."""
-
-    key: str
-    cells: tuple[Cell, ...]
-    sort: tuple[Any, ...] = ()
-    search: tuple[str, ...] = field(default=(), compare=False)
-    joined: str = field(default="", compare=False, repr=False)
-    """The search texts joined by newlines, made on the first search: a word (no whitespace)
-    is in one of the texts exactly when it is in this one string."""
-
-    def __post_init__(self) -> None:
-        # A name holding a newline or a bidi override must not draw a row of its own.
-        if not all((c.plain if isinstance(c, Text) else c).isprintable() for c in self.cells):
-            object.__setattr__(self, "cells", tuple(_printable_cell(c) for c in self.cells))
-
-    def sort_value(self, index: int) -> Any:
-        if index < len(self.sort):
-            return self.sort[index]
-        cell = self.cells[index]
-        return cell.plain if isinstance(cell, Text) else cell
-
-    def searchable(self) -> tuple[str, ...]:
-        if not self.search:
-            texts = tuple(self.searched().split("\n")) if self.cells else ()
-            object.__setattr__(self, "search", texts)
-        return self.search
-
-    def searched(self) -> str:
-        """The search texts as one string (see `joined`), lowered once for the whole row."""
-        if not self.joined:
-            texts = self.search or [c.plain if isinstance(c, Text) else c for c in self.cells]
-            joined = "\n".join(texts)
-            object.__setattr__(self, "joined", joined if self.search else joined.lower())
-        return self.joined
-
-
-MARK = "✓ "
-"""Drawn before the first cell of a marked row."""
-REGEX = "~"
-"""A filter term starting with this (after any `!` and `column:`) is a regular expression."""
-
-Term = tuple[int | None, str | re.Pattern[str], bool]
-"""(column index or None for anywhere, the word or regex, whether it is inverted with a leading !)."""
-
-
-class FilterError(ValueError):
-    """A filter term that cannot be read (a bad regular expression); the message says why."""
-
-
-def _regex(source: str) -> re.Pattern[str]:
-    try:
-        return re.compile(source, re.IGNORECASE)
-    except re.error as exc:
-        raise FilterError(f"bad regex {source!r}: {exc.msg}") from None
-
-
-def parse_filter(text: str, columns: Sequence[Column]) -> list[Term]:
-    """'pool:fra !ready ~^fra-0[1-3]$' → [(index of pool, 'fra', False), (None, 'ready', True),
-    (None, re.compile('^fra-0[1-3]$'), False)]; unknown columns match anywhere (a time like
-    10:02 is a word). A bad regular expression raises FilterError."""
-    names = {c.key.lower(): i for i, c in enumerate(columns)}
-    names.update({c.label.lower(): i for i, c in enumerate(columns)})
-    terms: list[Term] = []
-    for given in text.split():  # a regex keeps its case (\S is not \s)
-        negated = given.startswith("!")
-        given = given.lstrip("!")
-        if given in ("", REGEX):  # a lone ! or ~ (a term still being typed) is no term
-            continue
-        name, sep, value = given.partition(":")
-        index = names.get(name.lower()) if sep else None
-        if index is not None and value.startswith(REGEX):
-            terms.append((index, _regex(value[1:]), negated))
-        elif given.startswith(REGEX) and len(given) > 1:
-            terms.append((None, _regex(given[1:]), negated))
-        elif index is not None:
-            terms.append((index, value.lower(), negated))
-        else:
-            terms.append((None, given.lower(), negated))
-    return terms
-
-
-def _found(word: str | re.Pattern[str], text: str) -> bool:
-    return word in text if isinstance(word, str) else word.search(text) is not None
-
-
-def matches(row: Row, terms: Sequence[Term]) -> bool:
-    for index, word, negated in terms:
-        if index is not None:
-            found = _found(word, row.searchable()[index])
-        elif isinstance(word, str):  # words hold no whitespace, so no match spans two texts
-            found = word in row.searched()
-        else:  # a regex may anchor (^, $) to each text's ends
-            found = any(word.search(t) is not None for t in row.searchable())
-        if found == negated:
-            return False
-    return True
-
-
-def unknown_columns(text: str, columns: Sequence[Column], rows: Iterable[Row]) -> list[str]:
-    """The `name:` of each `name:value` term that names no column and matches no row as a word."""
-    names = {c.key.lower() for c in columns} | {c.label.lower() for c in columns}
-    suspects = []
-    for word in text.lower().split():
-        name, sep, _value = word.lstrip("!").partition(":")
-        if sep and name.isalpha() and name not in names:
-            suspects.append((name, word.lstrip("!")))
-    if not suspects:
-        return []
-    rows = list(rows)
-    return [
-        name
-        for name, word in suspects
-        if not any(any(word in t for t in row.searchable()) for row in rows)
-    ]
-
-
-def _sort_key(value: Any) -> tuple[int, Any]:
-    """Numbers before text, None last, so a mixed column still sorts."""
-    if value is None:
-        return (2, 0)
-    if isinstance(value, int | float):
-        return (0, value)
-    return (1, str(value).lower())
-
-
-def _as_text(cell: object) -> Text | None:
-    """A cell as DataTable draws it, for measuring: a str is read as markup."""
-    if cell is None or isinstance(cell, Text):
         return cell
-    if isinstance(cell, str):
-        return Text.from_markup(cell)
-    return Text(f"{cell:.2f}" if isinstance(cell, float) else str(cell))
+    text = Text.from_markup(cell, end="")
+    text.no_wrap = True
+    return text
 
 
-class SteadyTable(DataTable[Cell | _Drawn]):
-    """A DataTable filled all at once, its columns as wide as their widest cell from the start."""
+class KeyedTable(ScrollView, can_focus=True):
+    """The table of every list view; j/k/g/G move as in vi and less, beside the arrows."""
 
-    def fill(self, rows: Iterable[Sequence[Cell]], keys: Sequence[str] | None = None) -> None:
-        """Replace every row, each with its key when keys are given.
-
-        The widths are set before the first line is drawn: DataTable measures new rows
-        only when idle, and lines drawn before that would keep the narrower widths.
-        """
-        self.clear()
-        columns = list(self.ordered_columns)
-        widths = [c.content_width for c in columns]
-        for index, row in enumerate(rows):
-            self.add_row(*row, key=keys[index] if keys is not None else None)
-            for i, cell in enumerate(row[: len(columns)]):
-                text = _as_text(cell)
-                if text is not None:
-                    widths[i] = max(widths[i], measure(self.app.console, text, 1))
-        for column, width in zip(columns, widths, strict=True):
-            if column.auto_width:
-                column.content_width = width
-
-
-class KeyedTable(SteadyTable):
-    """The table of every list view; j/k/g/G move as in vi and less, beside the arrows.
-
-    Every column has a width the table computes itself (DataTable measures no cell), rows
-    are added, updated, removed and ordered by key through DataTable's public methods.
-    """
-
-    _column_order: list[_FitColumn] = []  # noqa: RUF012 - replaced, never changed in place
-    """The columns once mounted, in the spec's order (DataTable asks for them in __init__)."""
-
+    ALLOW_SELECT = False
+    COMPONENT_CLASSES: ClassVar[set[str]] = TABLE_COMPONENTS
+    DEFAULT_CSS = default_css("KeyedTable")
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "select_cursor", "Select", show=False),
+        Binding("up", "cursor_up", "Cursor up", show=False),
+        Binding("down", "cursor_down", "Cursor down", show=False),
+        Binding("right", "scroll_right", "Scroll right", show=False),
+        Binding("left", "scroll_left", "Scroll left", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+        Binding("ctrl+home", "scroll_top", "Top", show=False),
+        Binding("ctrl+end", "scroll_bottom", "Bottom", show=False),
+        Binding("home", "scroll_home", "Home", show=False),
+        Binding("end", "scroll_end", "End", show=False),
         Binding("j", "cursor_down", "Down", show=False),
         Binding("k", "cursor_up", "Up", show=False),
         Binding("g", "scroll_top", "First row", show=False),
         Binding("G", "scroll_bottom", "Last row", show=False),
     ]
+
+    cursor_row: Reactive[int] = Reactive(0, repaint=False, always_update=True)
+    """The index of the shown row the cursor is on."""
+    cell_padding = 1
+    """Cells between a column's text and its neighbours', on each side."""
+    show_cursor = True
+    """The cursor is always drawn (DataTable's switch, read where its styles are composed)."""
 
     class Changed(Message):
         """The shown rows, filter or sort changed (the status line counts them)."""
@@ -326,8 +179,24 @@ class KeyedTable(SteadyTable):
             super().__init__()
             self.table = table
 
+        @property
+        def control(self) -> KeyedTable:
+            return self.table
+
+    class Selected(Message):
+        """Enter (or a click on the cursor's row) on a row: the view opens it."""
+
+        def __init__(self, table: KeyedTable, key: str) -> None:
+            super().__init__()
+            self.table = table
+            self.key = key
+
+        @property
+        def control(self) -> KeyedTable:
+            return self.table
+
     def __init__(self, columns: Sequence[Column], **kwargs: Any) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
+        super().__init__(**kwargs)
         self.spec = tuple(columns)
         self.all_rows: dict[str, Row] = {}
         self.filter_text = ""
@@ -340,56 +209,201 @@ class KeyedTable(SteadyTable):
         self.sort_index: int | None = None
         self.sort_reverse = False
         self._shown: list[str] = []
+        """The keys of the rows shown, in their order."""
+        self._places: dict[str, int] | None = None
+        """Each shown key's index, made when first asked after a change of the shown rows."""
         self._drawn: dict[str, Row] = {}
-        """The rows the DataTable holds, as of the last sync: the same Row object again is
-        known to be drawn already, so a refresh of 5,000 unchanged rows compares none."""
-        self._cells: dict[str, tuple[_Drawn, ...]] = {}
-        """The cells handed to the DataTable for each row key, as it holds them."""
+        """The rows as of the last sync: the same Row object again is known to show the same
+        cells, so a refresh of 5,000 unchanged rows compares none."""
+        self._cells: dict[str, tuple[Cell, ...]] = {}
+        """The cells each shown row draws (a marked row's first one with MARK): a changed row
+        gets a new tuple, which tells its drawn line apart from the one kept."""
         self._natural = [cell_len(c.label) for c in self.spec]
         """Each column's widest cell (or its label); it grows as cells do."""
-        self._drawn_lines: LRUCache[tuple[Any, ...], tuple[tuple[_Drawn, ...] | None, Strip]]
-        self._drawn_lines = LRUCache(LINE_CACHE)
+        self.ordered_columns = [
+            ShownColumn(c.key, Text(c.label), c.width or cell_len(c.label)) for c in self.spec
+        ]
+        """The columns in the spec's order (they never move)."""
+        self.columns = {c.key: c for c in self.ordered_columns}
+        self._lines: LRUCache[tuple[Any, ...], tuple[object, Strip]] = LRUCache(LINE_CACHE)
+        self._drawn_cells: LRUCache[tuple[Any, ...], tuple[object, list[Segment]]]
+        self._drawn_cells = LRUCache(CELL_CACHE)
+        """Each drawn cell with the cell object it showed: a row whose widths or one cell
+        changed draws with Rich only the cells that did."""
         self._layout_changes = 0
         """Counts the changes of column widths, labels and hidden columns."""
         self._pseudo_classes: Any = None
+        self._cell_styles: dict[tuple[Any, ...], tuple[Style, Style]] = {}
+        self.hover_row = 0
+        """The row under the mouse (HEADER: the header), when `_show_hover` is set."""
+        self._show_hover = False
+        self._widened = False
 
     def on_mount(self) -> None:
-        for column in self.spec:
-            self.add_column(column.label, width=column.width or cell_len(column.label),
-                            key=column.key)  # fmt: skip
-            key = ColumnKey(column.key)
-            old = self.columns[key]
-            self.columns[key] = _FitColumn(key, old.label, old.width, old.content_width)
-        self._column_order = self._fit_columns()
+        self.fit(force=True)
+
+    # -- DataTable's reading interface -------------------------------------------------------------
 
     @property
-    def ordered_columns(self) -> list[TableColumn]:
-        """The columns in the order of the spec (they never move): DataTable asks for them a
-        few times for every row it adds, and would look each one up again every time."""
-        if len(self._column_order) == len(self.columns):
-            return list(self._column_order)
-        return super().ordered_columns
+    def row_count(self) -> int:
+        return len(self._shown)
+
+    @property
+    def shown_count(self) -> int:
+        return len(self._shown)
+
+    def get_row_index(self, key: str) -> int:
+        """The index of the shown row with this key; KeyError when it is not shown."""
+        if self._places is None:
+            self._places = {k: i for i, k in enumerate(self._shown)}
+        return self._places[key]
+
+    def get_row_at(self, index: int) -> list[ShownCell]:
+        """The cells of the index-th shown row, as drawn."""
+        return [ShownCell(c) for c in self._cells[self._shown[index]]]
+
+    def get_row(self, key: str) -> list[ShownCell]:
+        """The cells of the shown row with this key, as drawn."""
+        return [ShownCell(c) for c in self._cells[key]]
+
+    @property
+    def cursor_key(self) -> str | None:
+        if 0 <= self.cursor_row < len(self._shown):
+            return self._shown[self.cursor_row]
+        return None
+
+    def move_to_key(self, key: str) -> bool:
+        try:
+            index = self.get_row_index(key)
+        except KeyError:
+            return False
+        self.move_cursor(row=index, scroll=True)
+        return True
+
+    def move_cursor(self, *, row: int | None = None, animate: bool = False,
+                    scroll: bool = True) -> None:  # fmt: skip
+        """Put the cursor on a row (the scroll follows it)."""
+        if scroll:
+            self._scroll_to_cursor(row, animate)
+        if row is not None:
+            self.cursor_row = row
+
+    # -- the cursor and the scroll ---------------------------------------------------------------
+
+    def validate_cursor_row(self, row: int) -> int:
+        return max(0, min(row, len(self._shown) - 1))
+
+    def watch_cursor_row(self, old: int, new: int) -> None:
+        if old != new:
+            self._refresh_row(old)
+            self._refresh_row(new)
+            self._scroll_to_cursor()
+
+    def _refresh_row(self, index: int) -> None:
+        """Draw the row at index (HEADER: the header) again, when it is on screen."""
+        header = self._header_lines()
+        y = 0 if index == HEADER else index + header - int(self.scroll_y)
+        if (index == HEADER or y >= header) and y < self.size.height:
+            self.refresh(Region(0, y, self.size.width, 1))
+
+    def _scroll_to_cursor(self, row: int | None = None, animate: bool = False) -> None:
+        """Scroll so that the cursor's row (or `row`) is in view below the header."""
+        index = self.cursor_row if row is None else self.validate_cursor_row(row)
+        top = self._header_lines()
+        width = max(self.size.width, self._table_width())
+        region = Region(int(self.scroll_x), index + top, width, 1)
+        self.scroll_to_region(region, animate=animate, spacing=Spacing(top, 0, 0, 0), force=True)
+
+    def _set_hover(self, shown: bool) -> None:
+        self._show_hover = shown
+        self._refresh_row(self.hover_row)
+
+    def action_cursor_up(self) -> None:
+        self._set_hover(False)
+        self.cursor_row -= 1
+
+    def action_cursor_down(self) -> None:
+        self._set_hover(False)
+        self.cursor_row += 1
+
+    def action_scroll_top(self) -> None:
+        self._set_hover(False)
+        self.cursor_row = 0
+
+    def action_scroll_bottom(self) -> None:
+        self._set_hover(False)
+        self.cursor_row = len(self._shown) - 1
+
+    def action_scroll_home(self) -> None:
+        self._set_hover(False)
+        self.scroll_x = 0
+
+    def action_scroll_end(self) -> None:
+        self._set_hover(False)
+        self.scroll_x = self.max_scroll_x
+
+    def action_page_down(self) -> None:
+        """The cursor a page further down, the rows scrolled by a page (as DataTable does)."""
+        self._set_hover(False)
+        height = self.scrollable_content_region.height - self._header_lines()
+        rows = min(height + 1, len(self._shown) - self.cursor_row)
+        self.scroll_relative(y=height, animate=False, force=True)
+        self.move_cursor(row=self.cursor_row + rows - 1, scroll=False)
+
+    def action_page_up(self) -> None:
+        self._set_hover(False)
+        height = self.scrollable_content_region.height - self._header_lines()
+        rows = min(height + 1, self.cursor_row + 1)
+        self.scroll_relative(y=-height, animate=False)
+        self.move_cursor(row=self.cursor_row - rows + 1, scroll=False)
+
+    def action_select_cursor(self) -> None:
+        self._set_hover(False)
+        key = self.cursor_key
+        if key is not None:
+            self.post_message(self.Selected(self, key))
+
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        meta = event.style.meta
+        if "row" not in meta:
+            self._set_hover(False)
+            return
+        self._refresh_row(self.hover_row)
+        self.hover_row = meta["row"]
+        self._set_hover(True)
+
+    def on_leave(self, _event: events.Leave) -> None:
+        self._set_hover(False)
+
+    def on_click(self, event: events.Click) -> None:
+        """A click on a header sorts by its column; on a row puts the cursor there, and on the
+        cursor's row selects it."""
+        self._set_hover(True)
+        meta = event.style.meta
+        if "row" not in meta or "column" not in meta:
+            return
+        row, column = meta["row"], meta["column"]
+        event.stop()
+        if row == HEADER:
+            if not meta.get("out_of_bounds", False):
+                self.sort_by(column)
+            return
+        if row == self.cursor_row:
+            self.action_select_cursor()
+        self.cursor_row = row
+        self._scroll_to_cursor(animate=True)
 
     # -- fitting the width -------------------------------------------------------------------
-
-    def _fit_columns(self) -> list[_FitColumn]:
-        return [cast(_FitColumn, self.columns[ColumnKey(c.key)]) for c in self.spec]
-
-    def _ready(self) -> bool:
-        return self.is_mounted and len(self.columns) == len(self.spec)
 
     @property
     def hidden_columns(self) -> list[str]:
         """The keys of the columns hidden to fit the width."""
-        if not self._ready():
-            return []
-        return [c.key.value or "" for c in self._fit_columns() if c.hidden]
+        return [c.key for c in self.ordered_columns if c.hidden]
 
     def fit(self, force: bool = False) -> None:
         """Hide or crop columns so that the ones that matter fit the table's width."""
-        if not self._ready():
+        if not self.is_mounted:
             return
-        columns = self._fit_columns()
         rules = [
             Fit(max(spec.width or natural, cell_len(label)), spec.give_way, spec.crop_to)
             for natural, spec, label in zip(self._natural, self.spec, self._labels(), strict=True)
@@ -402,81 +416,148 @@ class KeyedTable(SteadyTable):
         else:
             widths = [rule.natural for rule in rules]
         changed = force
-        for column, width in zip(columns, widths, strict=True):
+        for column, width in zip(self.ordered_columns, widths, strict=True):
             hidden = width is None
             drawn = column.width if width is None else width
             if (column.hidden, column.width) != (hidden, drawn):
                 column.hidden, column.width = hidden, drawn
                 changed = True
         if changed:
-            self._redraw_all()
+            self._layout_changes += 1
+            self._lines.clear()
+            self.refresh()
+        self._size_to_rows()
+
+    def _size_to_rows(self) -> None:
+        self.virtual_size = Size(self._table_width(), len(self._shown) + self._header_lines())
+
+    def _table_width(self) -> int:
+        return sum(c.render_width(self.cell_padding) for c in self.ordered_columns)
 
     def _header_lines(self) -> int:
-        return self.header_height if self.show_header else 0
-
-    def _redraw_all(self) -> None:
-        """Draw every line anew with the columns' new widths and labels.
-
-        DataTable keeps its drawn lines until its rows or styles change; telling it that
-        its styles changed is its public way to let go of them.
-        """
-        width = sum(c.get_render_width(self) for c in self.columns.values())
-        self.virtual_size = Size(width, self.row_count + self._header_lines())
-        self._layout_changes += 1
-        self.notify_style_update()
+        return 1
 
     def remeasure(self) -> None:
         """Measure the columns again from the rows shown (they may have become narrower)."""
-        if not self._ready():
-            return
         widths = [cell_len(label) for label in self._labels()]
         for key in self._shown:
             for i, cell in enumerate(self._cells[key]):
-                widths[i] = max(widths[i], _cell_width(cell.cell))
+                widths[i] = max(widths[i], cell_width(cell))
         self._natural = widths
         self.fit(force=True)
 
     def on_resize(self, _event: events.Resize) -> None:
         self.fit()
 
+    # -- drawing --------------------------------------------------------------------------------
+
     def render_lines(self, crop: Region) -> list[Strip]:
         self._pseudo_classes = self.get_pseudo_class_state()
         return super().render_lines(crop)
 
     def render_line(self, y: int) -> Strip:
-        """A row's line as drawn last time when nothing it shows has changed, else DataTable's.
+        """The line at y on screen: the header, a row, or blank below the last row.
 
-        DataTable lets go of every drawn line when any cell changes, so a refresh that
-        changed one row would draw every visible row again with Rich. The line of a row is
-        kept with the cells it showed (the very objects: a changed cell is a new object),
-        its place, whether the cursor is on it, the widths and the widget's styles.
+        A row's line is drawn once and kept with the cells it showed (a changed row has a new
+        tuple of cells), its place, whether the cursor or the mouse is on it, the widths and
+        the widget's styles.
         """
-        row_index = y - self._header_lines() + self.scroll_offset.y
-        if y < self._header_lines() or not 0 <= row_index < len(self._shown):
-            return super().render_line(y)
-        if self.mouse_hover and row_index == self.hover_row:  # the hover highlight is DataTable's
-            return super().render_line(y)
-        key = self._shown[row_index]
-        cells = self._cells.get(key)
-        line_key = (key, row_index, row_index == self.cursor_row, self.show_cursor,
-                    self.cursor_type, self.size.width, self.scroll_offset.x, self._layout_changes,
-                    self._pseudo_classes, self.rich_style, self.cell_padding)  # fmt: skip
-        known = self._drawn_lines.get(line_key)
+        header = self._header_lines()
+        index = HEADER if y < header else y - header + int(self.scroll_y)
+        if index >= len(self._shown):
+            return Strip.blank(self.size.width, self.rich_style)
+        key = None if index == HEADER else self._shown[index]
+        cells: object = self.ordered_columns if key is None else self._cells[key]
+        line_key = (index, key, index == self.cursor_row, self._hovered(index), self.size.width,
+                    int(self.scroll_x), self._layout_changes, self._pseudo_classes,
+                    self.rich_style)  # fmt: skip
+        known = self._lines.get(line_key)
         if known is not None and known[0] is cells:
             return known[1]
-        strip = super().render_line(y)
-        self._drawn_lines[line_key] = (cells, strip)
+        strip = self.render_row(index)
+        self._lines[line_key] = (cells, strip)
         return strip
+
+    def _hovered(self, index: int) -> bool:
+        return self._show_hover and self.show_cursor and index == self.hover_row
+
+    def render_row(self, index: int) -> Strip:
+        """Draw the shown row at index (HEADER: the header) as DataTable draws it, cropped to
+        the scrolled window and padded to the width."""
+        base = self.rich_style
+        header = index == HEADER
+        row_style = self.get_component_styles("datatable--header").rich_style if header else base
+        cursor = index == self.cursor_row
+        hovered = self._hovered(index)
+        component, post = self._styles(header, hovered, cursor, css_priority=True)
+        cells: Sequence[Cell] = (
+            [c.label for c in self.ordered_columns] if header else self._cells[self._shown[index]]
+        )
+        padding = self.cell_padding
+        state = (index, hovered, cursor, self._pseudo_classes, base)
+        segments: list[Segment] = []
+        for number, column in enumerate(self.ordered_columns):
+            width = column.render_width(padding)
+            cell = cells[number] if number < len(cells) else None
+            cell_key = (number, width, *state)
+            known = self._drawn_cells.get(cell_key)
+            if known is not None and known[0] is cell:
+                segments.extend(known[1])
+                continue
+            drawn = self.app.console.render_lines(
+                Styled(
+                    Padding(_EMPTY if cell is None else _renderable(cell), (0, padding)),
+                    pre_style=row_style + cell_meta(index, number) + component,
+                    post_style=post,
+                ),
+                self.app.console_options.update_dimensions(width, 1).update(no_wrap=True),
+            )[0]
+            self._drawn_cells[cell_key] = (cell, drawn)
+            segments.extend(drawn)
+        width = self.size.width
+        extend, _ = self._styles(header, hovered, cursor, css_priority=False)
+        blank = max(0, width - self._table_width())
+        segments.append(Segment(" " * blank, row_style + extend + beyond_meta(index)))
+        scroll_x = int(self.scroll_x)
+        cropped = crop_line(segments, scroll_x, scroll_x + width, width)
+        return Strip(cropped).adjust_cell_length(width, base).simplify()
+
+    def _styles(self, header: bool, hovered: bool, cursor: bool,
+                css_priority: bool) -> tuple[Style, Style]:  # fmt: skip
+        """The cursor's and the mouse's styles over a cell, and the colours put back over the
+        cell's own (the CSS has priority), as DataTable composes them."""
+        key = (header, hovered, cursor, css_priority, self._pseudo_classes)
+        known = self._cell_styles.get(key)
+        if known is not None:
+            return known
+        component = self.get_component_rich_style
+        style = Style()
+        if hovered:
+            style += component("datatable--hover")
+            if header:
+                style += component("datatable--header-hover")
+        if cursor and self.show_cursor:
+            style += component("datatable--cursor")
+            if header:
+                style += component("datatable--header-cursor")
+        post = Style.null()
+        if css_priority:
+            post = Style.from_color(color=style.color) + Style.from_color(bgcolor=style.bgcolor)
+        self._cell_styles[key] = (style, post)
+        return style, post
 
     def notify_style_update(self) -> None:
         """New CSS or theme: every line is drawn anew (the keys above do not hold the styles)."""
         super().notify_style_update()
-        self._drawn_lines.clear()
+        self._lines.clear()
+        self._drawn_cells.clear()
+        self._cell_styles.clear()
+        self.refresh()
 
     # -- what the view calls ------------------------------------------------------------------
 
     def set_rows(self, rows: Iterable[Row]) -> None:
-        """Replace the data: rows are matched by key and only changed cells are redrawn."""
+        """Replace the data: rows are matched by key and only changed rows are drawn again."""
         self.all_rows = {row.key: row for row in rows}
         if self.marked:  # a row that is gone is no longer marked
             self.marked = {k: None for k in self.marked if k in self.all_rows}
@@ -528,19 +609,16 @@ class KeyedTable(SteadyTable):
         return (marked, *row.cells[1:])
 
     def _redraw_marks(self, keys: Iterable[str]) -> None:
-        if not self.spec:
-            return
-        column = self.spec[0].key
         for key in keys:
             row = self.all_rows.get(key)
             if row is None or key not in self._cells:
                 continue
-            first = self.shown_cells(row)[0]
-            drawn = _Drawn(first)
-            self.update_cell(key, column, drawn)
-            self._cells[key] = (drawn, *self._cells[key][1:])
-            self._widen(0, first)
+            cells = self.shown_cells(row)
+            self._cells[key] = (*cells[:1], *self._cells[key][1:])
+            if cells:
+                self._widen(0, cells[0])
         self._refit_if_widened()
+        self.refresh()
 
     def set_filter(self, text: str) -> None:
         if text != self.filter_text:
@@ -552,7 +630,9 @@ class KeyedTable(SteadyTable):
         if reverse is None:
             reverse = not self.sort_reverse if index == self.sort_index else False
         self.sort_index, self.sort_reverse = index, reverse
-        self._relabel()
+        for column, label in zip(self.ordered_columns, self._labels(), strict=True):
+            column.label = Text(label)
+        self.fit(force=True)
         self._sync()
 
     def sort_next(self) -> None:
@@ -560,29 +640,16 @@ class KeyedTable(SteadyTable):
         nxt = 0 if self.sort_index is None else self.sort_index + 1
         self.sort_by(nxt if nxt < len(self.spec) else None, reverse=False)
 
-    @property
-    def cursor_key(self) -> str | None:
-        if not self.row_count:
-            return None
-        try:
-            key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key
-        except CellDoesNotExist:
-            return None
-        return key.value
+    def _labels(self) -> list[str]:
+        labels = []
+        for index, column in enumerate(self.spec):
+            label = column.label
+            if index == self.sort_index:
+                label += " ▼" if self.sort_reverse else " ▲"
+            labels.append(label)
+        return labels
 
-    def move_to_key(self, key: str) -> bool:
-        try:
-            index = self.get_row_index(key)
-        except Exception:  # noqa: BLE001 - RowDoesNotExist and friends
-            return False
-        self.move_cursor(row=index, scroll=True)
-        return True
-
-    @property
-    def shown_count(self) -> int:
-        return len(self._shown)
-
-    # -- keeping the DataTable in step -----------------------------------------------------------
+    # -- keeping the shown rows in step -----------------------------------------------------------
 
     def _visible(self) -> list[str]:
         try:
@@ -597,122 +664,84 @@ class KeyedTable(SteadyTable):
         )
         if self.sort_index is not None:
             index = self.sort_index
-            rows.sort(key=lambda r: _sort_key(r.sort_value(index)), reverse=self.sort_reverse)
+            rows.sort(key=lambda r: sort_key(r.sort_value(index)), reverse=self.sort_reverse)
         return [r.key for r in rows]
 
     def _sync(self) -> None:
-        if not self._ready():
-            return
         wanted = self._visible()
         cursor = self.cursor_key
-        wanted_set = set(wanted)
-        gone = [k for k in self._shown if k not in wanted_set]
-        with self.app.batch_update():
-            if len(gone) > REBUILD_ABOVE:
-                self._rebuild(wanted)
-            else:
-                for key in gone:
-                    self.remove_row(key)
-                    del self._cells[key]
-                added = self._update_and_add(wanted)
-                # With no row added or removed the table is still in the order last shown.
-                order = self._ordered_keys() if gone or added else self._shown
-                if list(order) != wanted:
-                    self._reorder(wanted)
+        changed = self._update_cells(wanted)
+        moved = wanted != self._shown
+        if moved:
             self._shown = wanted
-            everything = len(wanted) == len(self.all_rows)
-            self._drawn = (
-                dict(self.all_rows) if everything else {k: self.all_rows[k] for k in wanted}
-            )
-            self._refit_if_widened()
-            if cursor is not None and cursor in wanted_set:
-                index = self.get_row_index(cursor)
-                if index != self.cursor_row:
-                    self.move_cursor(row=index, scroll=False)
+            self._places = None
+        everything = len(wanted) == len(self.all_rows)
+        self._drawn = dict(self.all_rows) if everything else {k: self.all_rows[k] for k in wanted}
+        if self.is_mounted:
+            self.fit(force=self._widened)  # a change of widths draws every line again
+            self._widened = False
+            if moved:
+                self.refresh()
+            else:
+                for key in changed:
+                    self._refresh_row(self.get_row_index(key))
+            if cursor is not None and cursor in self._cells:
+                self.move_cursor(row=self.get_row_index(cursor), scroll=False)
+            else:
+                self.cursor_row = self.cursor_row  # kept in the rows that are left
         self.post_message(self.Changed(self))
 
-    def _ordered_keys(self) -> Iterable[str]:
-        return (str(row.key.value) for row in self.ordered_rows)
+    def _update_cells(self, wanted: Sequence[str]) -> list[str]:
+        """The cells of every shown row: a changed row's new, a new row's measured (its cells
+        widen the columns that are too narrow), a row no longer shown forgotten. Returns the
+        keys of the rows shown before whose cells changed.
 
-    def _update_and_add(self, wanted: Sequence[str]) -> int:
-        """Update the rows that changed, append the new ones; returns how many were new."""
-        keys = [c.key for c in self.spec]
-        new = []
+        A changed row keeps the cell objects that show the same as before: their drawings
+        are known by those objects."""
+        cells = self._cells
         drawn = self._drawn
+        new = []
+        changed = []
         for key in wanted:
             row = self.all_rows[key]
             if drawn.get(key) is row:
                 continue
-            old = self._cells.get(key)
+            old = cells.get(key)
             if old is None:
                 new.append(key)
                 continue
-            held = list(old)  # the objects DataTable holds: _reorder knows rows by them
-            for index, (column, after) in enumerate(zip(keys, self.shown_cells(row), strict=False)):
-                if held[index].cell != after:
-                    held[index] = _Drawn(after)
-                    self.update_cell(key, column, held[index])
-                    self._widen(index, after)
-            self._cells[key] = tuple(held)
-        self._append(new)
-        return len(new)
+            after = self.shown_cells(row)
+            if len(after) == len(old) and all(map(_same, old, after)):
+                continue
+            merged = list(after)
+            for index, (before, cell) in enumerate(zip(old, after, strict=False)):
+                if _same(before, cell):
+                    merged[index] = before
+                else:
+                    self._widen(index, cell)
+            cells[key] = tuple(merged)
+            changed.append(key)
+        if len(cells) > len(wanted) - len(new):
+            kept = set(wanted)
+            for key in [k for k in cells if k not in kept]:
+                del cells[key]
+        added = [self.shown_cells(self.all_rows[key]) for key in new]
+        cells.update(zip(new, added, strict=True))
+        for index, width in enumerate(widest(added, len(self.spec))):
+            if width > self._natural[index]:
+                self._natural[index] = width
+                self._widened = True
+        return changed
 
     def _widen(self, index: int, cell: Cell) -> None:
         """Columns grow to fit a wider cell and never shrink on updates (remeasure shrinks them)."""
-        width = _cell_width(cell)
-        if width > self._natural[index]:
-            self._natural[index] = width
-            self._widened = True
-
-    _widened = False
+        if index < len(self._natural):
+            width = cell_width(cell)
+            if width > self._natural[index]:
+                self._natural[index] = width
+                self._widened = True
 
     def _refit_if_widened(self) -> None:
         if self._widened:
             self._widened = False
             self.fit(force=True)
-
-    def _rebuild(self, wanted: Sequence[str]) -> None:
-        self.clear()
-        self._cells.clear()
-        self._append(wanted)
-
-    def _append(self, keys: Sequence[str]) -> None:
-        """Add the rows at the bottom; their cells widen the columns that are too narrow."""
-        rows = [self.shown_cells(self.all_rows[key]) for key in keys]
-        for key, cells in zip(keys, rows, strict=True):
-            drawn = tuple(map(_Drawn, cells))
-            self._cells[key] = drawn
-            self.add_row(*drawn, key=key)
-        for index, widest in enumerate(_widest(rows, len(self.spec))):
-            if widest > self._natural[index]:
-                self._natural[index] = widest
-                self._widened = True
-
-    def _reorder(self, wanted: Sequence[str]) -> None:
-        """Put the rows in the wanted order with DataTable.sort, without re-adding them.
-
-        DataTable sorts by cell values; each row's first cell is an object of its own
-        (a _Drawn made for that row), so its identity names the row.
-        """
-        position = {id(self._cells[key][0]): index for index, key in enumerate(wanted)}
-        self.sort(self.spec[0].key, key=lambda first: position[id(first)])
-
-    def _labels(self) -> list[str]:
-        labels = []
-        for index, column in enumerate(self.spec):
-            label = column.label
-            if index == self.sort_index:
-                label += " ▼" if self.sort_reverse else " ▲"
-            labels.append(label)
-        return labels
-
-    def _relabel(self) -> None:
-        if not self._ready():
-            return
-        for column, label in zip(self._fit_columns(), self._labels(), strict=True):
-            column.label = Text(label)
-        self.fit(force=True)
-
-    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
-        event.stop()
-        self.sort_by(event.column_index)
