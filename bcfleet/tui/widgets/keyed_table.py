@@ -37,7 +37,6 @@ from bcfleet.tui.widgets.table_look import (
     TABLE_COMPONENTS,
     beyond_meta,
     cell_meta,
-    crop_line,
     default_css,
 )
 from bcfleet.tui.widgets.table_rows import (
@@ -519,8 +518,7 @@ class KeyedTable(ScrollView, can_focus=True):
         blank = max(0, width - self._table_width())
         segments.append(Segment(" " * blank, row_style + extend + beyond_meta(index)))
         scroll_x = int(self.scroll_x)
-        cropped = crop_line(segments, scroll_x, scroll_x + width, width)
-        return Strip(cropped).adjust_cell_length(width, base).simplify()
+        return Strip(segments).crop(scroll_x).adjust_cell_length(width, base).simplify()
 
     def _styles(self, header: bool, hovered: bool, cursor: bool,
                 css_priority: bool) -> tuple[Style, Style]:  # fmt: skip
