@@ -30,7 +30,7 @@ READ_ONLY = "Read-only: {verb} is refused (the dashboard was opened with --read-
 
 
 @dataclass(frozen=True)
-class Plan:
+class PendingAction:
     """An action about to run: the rows (key, item, facts looked up) and the value asked for."""
 
     action: Action
@@ -65,12 +65,12 @@ class ActingView(ViewScreen):
     ACTIONS: ClassVar[tuple[Action, ...]] = ()
 
     class Prepared(Message):
-        def __init__(self, plan: Plan) -> None:
+        def __init__(self, plan: PendingAction) -> None:
             super().__init__()
             self.plan = plan
 
     class Finished(Message):
-        def __init__(self, plan: Plan, outcomes: list[Outcome]) -> None:
+        def __init__(self, plan: PendingAction, outcomes: list[Outcome]) -> None:
             super().__init__()
             self.plan, self.outcomes = plan, outcomes
 
@@ -94,7 +94,7 @@ class ActingView(ViewScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.acting: Plan | None = None
+        self.acting: PendingAction | None = None
         """The action whose worker runs now (one at a time)."""
         self.outcomes: list[Outcome] = []
         """The last action's results, row by row."""
@@ -187,7 +187,7 @@ class ActingView(ViewScreen):
 
     def _look(self, action: Action, rows: list[tuple[str, Item]], value: Any) -> None:
         if action.look is None:
-            self._confirm(Plan(action, tuple((k, i, {}) for k, i in rows), value))
+            self._confirm(PendingAction(action, tuple((k, i, {}) for k, i in rows), value))
         else:
             self._look_in_thread(action, rows, value)
 
@@ -200,7 +200,7 @@ class ActingView(ViewScreen):
         except Exception as exc:  # noqa: BLE001 - said to the operator; nothing changed
             self.post_message(self.Refused(action, exc))
             return
-        self.post_message(self.Prepared(Plan(action, found, value)))
+        self.post_message(self.Prepared(PendingAction(action, found, value)))
 
     def on_acting_view_prepared(self, message: Prepared) -> None:
         self._confirm(message.plan)
@@ -208,7 +208,7 @@ class ActingView(ViewScreen):
     def on_acting_view_refused(self, message: Refused) -> None:
         self.notify(error_text(message.error), title="Not changed", severity="error")
 
-    def _confirm(self, plan: Plan) -> None:
+    def _confirm(self, plan: PendingAction) -> None:
         def answer(yes: bool | None) -> None:
             if yes and self.acting is None:
                 self.acting = plan
@@ -218,7 +218,7 @@ class ActingView(ViewScreen):
         self.app.push_screen(Confirm(plan.question, plan.action.verb), answer)
 
     @work(thread=True, group="action", exit_on_error=False)
-    def _run_in_thread(self, plan: Plan) -> None:
+    def _run_in_thread(self, plan: PendingAction) -> None:
         action, outcomes = plan.action, []
         for key, item, _facts in plan.rows:
             try:
