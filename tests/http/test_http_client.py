@@ -40,6 +40,12 @@ def test_the_client_walks_the_api(fleet: Fleet, client: FleetClient) -> None:
     made = client.create_instance("vps-fra", "g1.small")
     assert client.instance(made["id"])["state"] == "running"
     assert [s["id"] for s in client.host_specs("fra-01")] == [made["id"]]
+    assert client.host_reservations("fra-01") == []  # no GPU booked on it
+    assert [h["name"] for h in client.hosts()] == ["fra-01"]
+    assert [p["name"] for p in client.pools()] == ["vps-fra"]
+    assert "acme" in [t["id"] for t in client.tenants()]
+    with pytest.raises(NotFoundError):
+        client.host_reservations("no/such host")  # the name is quoted into the path, not split
     assert client.instance_action(made["id"], "stop")["state"] == "stopped"
     assert client.set_draining("fra-01", True)["state"] == "draining"
     assert client.set_quota("acme", "vps-fra", vcpu=4)["limits"] == {"vcpu": 4}
