@@ -26,7 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import emit, peak_rss_mb  # noqa: E402
+from bench.common import emit, peak_rss_mb, scratch_pg  # noqa: E402
 
 TARGETS = {"plan-empty": 1.0, "plan-matching": 1.0, "apply-empty": 10.0}
 
@@ -102,28 +102,6 @@ def run_engine(url: str, path: str) -> dict[str, Any]:
     }
 
 
-def fresh_pg(admin_url: str) -> str:
-    import uuid
-
-    from sqlalchemy import create_engine, text
-
-    name = f"bcfleet_bench_{uuid.uuid4().hex[:8]}"
-    engine = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with engine.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    engine.dispose()
-    return admin_url.rsplit("/", 1)[0] + f"/{name}"
-
-
-def drop_pg(admin_url: str, url: str) -> None:
-    from sqlalchemy import create_engine, text
-
-    engine = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with engine.connect() as connection:
-        connection.execute(text(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[-1]}" WITH (FORCE)'))
-    engine.dispose()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pools", type=int, default=100)
@@ -144,11 +122,8 @@ def main() -> None:
         results["sqlite"] = run_engine(f"sqlite:///{tmp}/fleet.db", path)
         if args.pg:
             print("PostgreSQL")
-            url = fresh_pg(args.pg)
-            try:
+            with scratch_pg(args.pg) as url:
                 results["postgres"] = run_engine(url, path)
-            finally:
-                drop_pg(args.pg, url)
     emit(results)
 
 

@@ -17,7 +17,6 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -30,17 +29,16 @@ from bcfleet.api.auth import LOCAL_OPERATOR  # noqa: E402
 from bcfleet.clock import FakeClock  # noqa: E402
 from bcfleet.fleet import Fleet  # noqa: E402
 from bcfleet.settings import FleetSettings  # noqa: E402
-from bench.common import T0, emit, peak_rss_mb, seed_pool, summary, timed  # noqa: E402
+from bench.common import (  # noqa: E402
+    T0,
+    emit,
+    peak_rss_mb,
+    scratch_pg,
+    seed_pool,
+    summary,
+    timed,
+)
 from bench.floor_placement import floor_pg, floor_pg_processes, floor_sqlite  # noqa: E402
-
-
-def fresh_pg(admin_url: str) -> str:
-    name = f"bcfleet_bench_{uuid.uuid4().hex[:8]}"
-    engine = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with engine.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    engine.dispose()
-    return admin_url.rsplit("/", 1)[0] + f"/{name}"
 
 
 def analyze(fleet: Fleet) -> None:
@@ -162,19 +160,19 @@ def main() -> None:
                 floor_sqlite(hosts, args.placements),
             )
         if not args.no_pg:
+            with scratch_pg(args.pg) as url:
+                placed = run_one(url, hosts, args.placements)
             results[f"postgres_{hosts}"] = beside_floor(
-                run_one(fresh_pg(args.pg), hosts, args.placements),
-                floor_pg(args.pg, hosts, args.placements),
+                placed, floor_pg(args.pg, hosts, args.placements)
             )
     if not args.no_pg and args.processes > 1:
         hosts, each = max(args.hosts), args.placements // args.processes
         floor = floor_pg_processes(args.pg, hosts, each, args.processes)
         for tenants in (1, args.processes):
             name = f"postgres_{hosts}_{args.processes}proc_{tenants}tenant"
-            results[name] = beside_floor(
-                run_processes(fresh_pg(args.pg), hosts, each, args.processes, tenants=tenants),
-                floor,
-            )
+            with scratch_pg(args.pg) as url:
+                placed = run_processes(url, hosts, each, args.processes, tenants=tenants)
+            results[name] = beside_floor(placed, floor)
     results["peakRssMb"] = peak_rss_mb()
     emit(results)
 

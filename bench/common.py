@@ -7,7 +7,9 @@ import resource
 import statistics
 import sys
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,6 +20,29 @@ from bcfleet.fleet import Fleet
 from bcfleet.store.models import Host, NodeResource
 
 T0 = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
+
+
+def libpq_url(url: str) -> str:
+    """A SQLAlchemy PostgreSQL URL as libpq (and psycopg) takes it."""
+    return url.replace("postgresql+psycopg://", "postgresql://", 1)
+
+
+@contextmanager
+def scratch_pg(admin_url: str, prefix: str = "bcfleet_bench") -> Iterator[str]:
+    """A new empty PostgreSQL database beside admin_url's for one benchmark, dropped afterwards.
+
+    Yields its URL in admin_url's form. Nothing is written to admin_url's own database.
+    """
+    import psycopg  # only the PostgreSQL benchmarks need the driver
+
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(libpq_url(admin_url), autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield admin_url.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with psycopg.connect(libpq_url(admin_url), autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def seed_pool(

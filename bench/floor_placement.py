@@ -26,7 +26,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import emit, summary, timed  # noqa: E402
+from bench.common import emit, libpq_url, scratch_pg, summary, timed  # noqa: E402
 
 FLAVOR = {"vcpu": 2, "memoryGiB": 4, "diskGiB": 40}
 HOST = (("vcpu", 64, 2.0), ("memoryGiB", 256, 1.0), ("diskGiB", 2000, 1.0))
@@ -149,20 +149,7 @@ def sqlite_connection(path: str) -> sqlite3.Connection:
 
 def pg_connection(url: str) -> psycopg.Connection[Any]:
     """A psycopg connection in autocommit mode, so BEGIN/COMMIT are the floor's own."""
-    return psycopg.connect(raw_pg_url(url), autocommit=True)
-
-
-def raw_pg_url(url: str) -> str:
-    """A SQLAlchemy PostgreSQL URL as libpq takes it."""
-    return url.replace("postgresql+psycopg://", "postgresql://", 1)
-
-
-def fresh_pg_db(admin_url: str) -> str:
-    """A new empty PostgreSQL database next to admin_url's; its libpq URL."""
-    name = f"bcfleet_floor_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(raw_pg_url(admin_url), autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    return raw_pg_url(admin_url).rsplit("/", 1)[0] + f"/{name}"
+    return psycopg.connect(libpq_url(url), autocommit=True)
 
 
 def floor_sqlite(hosts: int, placements: int) -> dict[str, Any]:
@@ -179,7 +166,7 @@ def floor_sqlite(hosts: int, placements: int) -> dict[str, Any]:
 
 def floor_pg(admin_url: str, hosts: int, placements: int) -> dict[str, Any]:
     """The same on a fresh PostgreSQL database, one process."""
-    with pg_connection(fresh_pg_db(admin_url)) as connection:
+    with scratch_pg(admin_url, "bcfleet_floor") as url, pg_connection(url) as connection:
         seed(connection, False, hosts)
         floor = Floor(connection, False)
         timed(floor.place, 20)
@@ -195,7 +182,11 @@ def floor_pg_processes(
     admin_url: str, hosts: int, placements: int, processes: int
 ) -> dict[str, Any]:
     """`processes` processes placing at once on one PostgreSQL database; no host overbooked."""
-    url = fresh_pg_db(admin_url)
+    with scratch_pg(admin_url, "bcfleet_floor") as url:
+        return _place_in_processes(url, hosts, placements, processes)
+
+
+def _place_in_processes(url: str, hosts: int, placements: int, processes: int) -> dict[str, Any]:
     with pg_connection(url) as connection:
         seed(connection, False, hosts)
     queue: Any = multiprocessing.Queue()

@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +30,8 @@ from bcfleet.api.auth import LOCAL_OPERATOR  # noqa: E402
 from bcfleet.clock import FakeClock  # noqa: E402
 from bcfleet.fleet import Fleet  # noqa: E402
 from bcfleet.settings import FleetSettings  # noqa: E402
-from bench.bench_placement import analyze, fresh_pg  # noqa: E402
-from bench.common import T0, emit, seed_pool  # noqa: E402
+from bench.bench_placement import analyze  # noqa: E402
+from bench.common import T0, emit, scratch_pg, seed_pool  # noqa: E402
 
 
 class StatementLog:
@@ -67,8 +68,11 @@ def main() -> None:
     parser.add_argument("--db", help="a PostgreSQL admin URL (default: a fresh SQLite file)")
     parser.add_argument("--top", type=int, default=30)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        url = fresh_pg(args.db) if args.db else f"sqlite:///{tmp}/profile.db"
+    with ExitStack() as scratch:
+        tmp = scratch.enter_context(tempfile.TemporaryDirectory())
+        url = (
+            scratch.enter_context(scratch_pg(args.db)) if args.db else f"sqlite:///{tmp}/profile.db"
+        )
         fleet = Fleet.open(url, clock=FakeClock(T0), settings=FleetSettings(db_url=url))
         pool = seed_pool(fleet, args.hosts)
         analyze(fleet)

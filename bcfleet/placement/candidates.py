@@ -20,6 +20,7 @@ from bcfleet.domain.shapes import SCALARS
 from bcfleet.domain.states import HostState
 from bcfleet.placement.context import PlacementContext
 from bcfleet.placement.gpus import free_counts
+from bcfleet.store.driver_sql import DriverStatement
 from bcfleet.store.models import Host, NodeResource
 
 PAGE = 32
@@ -53,8 +54,11 @@ _FEASIBLE = (
     "AND v.allocated + :vcpu <= v.capacity AND m.allocated + :mem <= m.capacity "
     "AND d.allocated + :disk <= d.capacity ORDER BY h.id LIMIT :limit"
 )
-# A statement built once: SQLAlchemy's construction of the aliased join cost more than running it.
-FEASIBLE_PAGE = text(_FEASIBLE).columns(column("id", String), column("labels", JSON))
+# A statement built once (SQLAlchemy's construction of the aliased join cost more than running
+# it) and run on the driver's cursor.
+FEASIBLE_PAGE = DriverStatement(
+    text(_FEASIBLE).columns(column("id", String), column("labels", JSON))
+)
 MAX_ID = "~"  # sorts after every prefixed ULID id
 
 
@@ -75,7 +79,7 @@ def _feasible_page(
         "mem": int(claims.get("memoryGiB", 0)),
         "disk": int(claims.get("diskGiB", 0)),
     }
-    return list(session.connection().execute(FEASIBLE_PAGE, params).all())
+    return FEASIBLE_PAGE.run(session, params).all()
 
 
 def _snapshot(row: Any, gpus: tuple[int, int]) -> HostSnapshot:

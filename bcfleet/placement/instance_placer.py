@@ -36,6 +36,7 @@ from bcfleet.placement import gpus as gpu_atoms
 from bcfleet.placement.candidates import feasible_hosts, pool_snapshots
 from bcfleet.placement.conditions import clear_condition, set_condition
 from bcfleet.placement.quotas import charge, quota_charge_of, refund
+from bcfleet.store.driver_sql import DriverStatement
 from bcfleet.store.engine import is_sqlite
 from bcfleet.store.models import Allocation, Instance, Pool
 from bcfleet.store.new_rows import new_row
@@ -45,8 +46,8 @@ if TYPE_CHECKING:
     from bcfleet.fleet import Fleet
 
 CANDIDATES_TO_SCORE = 16
-_INSERT_ALLOCATION = Allocation.__table__.insert()  # type: ignore[attr-defined]
-_INSERT_INSTANCE = Instance.__table__.insert()  # type: ignore[attr-defined]
+_INSERT_ALLOCATION = DriverStatement(Allocation.__table__.insert())  # type: ignore[attr-defined]
+_INSERT_INSTANCE = DriverStatement(Instance.__table__.insert())  # type: ignore[attr-defined]
 _COLUMNS = tuple(c.key for c in Instance.__table__.columns)  # type: ignore[attr-defined]
 
 
@@ -89,8 +90,8 @@ def place_instance(
         instance.state = InstanceState.PROVISIONING  # the providers.reconcile job makes the server
     else:
         try_place(session, fleet, instance, pool)
-    # One Core INSERT with the outcome, then the object joins the session as a loaded row.
-    session.connection().execute(_INSERT_INSTANCE, {c: getattr(instance, c) for c in _COLUMNS})
+    # One INSERT with the outcome, then the object joins the session as a loaded row.
+    _INSERT_INSTANCE.run(session, {c: getattr(instance, c) for c in _COLUMNS})
     make_transient_to_detached(instance)
     session.add(instance)
     return instance
@@ -153,14 +154,16 @@ def _mark_unschedulable(
 
 # All of a node's scalar claims in one guarded statement (SQLite, whose writers are serialized):
 # every row is updated, or none is when any of them would go over its capacity.
-_CLAIM_ALL = text(
-    "UPDATE node_resources SET allocated = allocated + CASE resource "
-    "WHEN 'vcpu' THEN :vcpu WHEN 'memoryGiB' THEN :mem ELSE :disk END, "
-    "generation = generation + 1 "
-    "WHERE node_id = :node AND resource IN ('vcpu', 'memoryGiB', 'diskGiB') "
-    "AND NOT EXISTS (SELECT 1 FROM node_resources o WHERE o.node_id = :node AND "
-    "o.resource IN ('vcpu', 'memoryGiB', 'diskGiB') AND o.allocated + CASE o.resource "
-    "WHEN 'vcpu' THEN :vcpu WHEN 'memoryGiB' THEN :mem ELSE :disk END > o.capacity)"
+_CLAIM_ALL = DriverStatement(
+    text(
+        "UPDATE node_resources SET allocated = allocated + CASE resource "
+        "WHEN 'vcpu' THEN :vcpu WHEN 'memoryGiB' THEN :mem ELSE :disk END, "
+        "generation = generation + 1 "
+        "WHERE node_id = :node AND resource IN ('vcpu', 'memoryGiB', 'diskGiB') "
+        "AND NOT EXISTS (SELECT 1 FROM node_resources o WHERE o.node_id = :node AND "
+        "o.resource IN ('vcpu', 'memoryGiB', 'diskGiB') AND o.allocated + CASE o.resource "
+        "WHEN 'vcpu' THEN :vcpu WHEN 'memoryGiB' THEN :mem ELSE :disk END > o.capacity)"
+    )
 )
 
 
@@ -172,17 +175,19 @@ _CLAIM_ONE = text(
 # PostgreSQL: the node's rows locked in the lock order (vcpu, memoryGiB, diskGiB) by the CTE,
 # then each claimed under its own guard, re-checked on the row's newest version; the rows
 # returned are the ones claimed.
-_CLAIM_LOCKED = text(
-    "WITH wanted (resource, n, rank) AS (VALUES ('vcpu', :vcpu, 0), ('memoryGiB', :mem, 1), "
-    "('diskGiB', :disk, 2)), "
-    "locked AS MATERIALIZED (SELECT r.resource FROM node_resources r "
-    "JOIN wanted w ON w.resource = r.resource WHERE r.node_id = :node AND w.n > 0 "
-    "ORDER BY w.rank FOR UPDATE OF r) "
-    "UPDATE node_resources SET allocated = allocated + w.n, generation = generation + 1 "
-    "FROM wanted w JOIN locked l ON l.resource = w.resource "
-    "WHERE node_resources.node_id = :node AND node_resources.resource = w.resource "
-    "AND node_resources.allocated + w.n <= node_resources.capacity "
-    "RETURNING node_resources.resource, node_resources.allocated - w.n"
+_CLAIM_LOCKED = DriverStatement(
+    text(
+        "WITH wanted (resource, n, rank) AS (VALUES ('vcpu', :vcpu, 0), ('memoryGiB', :mem, 1), "
+        "('diskGiB', :disk, 2)), "
+        "locked AS MATERIALIZED (SELECT r.resource FROM node_resources r "
+        "JOIN wanted w ON w.resource = r.resource WHERE r.node_id = :node AND w.n > 0 "
+        "ORDER BY w.rank FOR UPDATE OF r) "
+        "UPDATE node_resources SET allocated = allocated + w.n, generation = generation + 1 "
+        "FROM wanted w JOIN locked l ON l.resource = w.resource "
+        "WHERE node_resources.node_id = :node AND node_resources.resource = w.resource "
+        "AND node_resources.allocated + w.n <= node_resources.capacity "
+        "RETURNING node_resources.resource, node_resources.allocated - w.n"
+    )
 )
 
 
@@ -222,11 +227,11 @@ def claim_host(session: Session, node_id: str, claims: Mapping[str, int]) -> Cla
     }
     if is_sqlite(session.get_bind().engine):
         if len(wanted) == len(SCALARS):
-            if session.connection().execute(_CLAIM_ALL, params).rowcount == len(SCALARS):
+            if _CLAIM_ALL.run(session, params).rowcount == len(SCALARS):
                 return Claim(None)
             return Claim(_refusing_resource(session, node_id, claims))
         return Claim(_claim_each(session, node_id, wanted))
-    rows = session.connection().execute(_CLAIM_LOCKED, params).all()
+    rows = _CLAIM_LOCKED.run(session, params).all()
     before = {str(resource): int(allocated) for resource, allocated in rows}
     if len(before) == len(wanted):
         held_nothing = len(before) == len(SCALARS) and not any(before.values())
@@ -348,8 +353,8 @@ def _claim_on(
             return_scalars(session, host.node_id, claims)
         return refused.no_fit()
     allocation_id = fleet.new_id("alloc")
-    session.connection().execute(
-        _INSERT_ALLOCATION,
+    _INSERT_ALLOCATION.run(
+        session,
         {
             "id": allocation_id,
             "node_id": host.node_id,
@@ -414,18 +419,21 @@ def choose_atoms(
 
 
 _LIVE_IN = ", ".join(f"'{state.value}'" for state in INSTANCE_LIVE)
-_OTHERS_ON = text(
-    "SELECT host_placement FROM instances WHERE node_id = :node AND id != :exclude "
-    f"AND state IN ({_LIVE_IN}) AND host_placement IS NOT NULL"
-).columns(column("host_placement", JSON))
+_OTHERS_ON = DriverStatement(
+    text(
+        "SELECT host_placement FROM instances WHERE node_id = :node AND id != :exclude "
+        f"AND state IN ({_LIVE_IN}) AND host_placement IS NOT NULL"
+    ).columns(column("host_placement", JSON))
+)
 
 
 def others_on(session: Session, node_id: str, exclude: str) -> list[HostPlacement]:
     """The placements of the host's other live guests (read after the vcpu row was claimed).
 
-    A Core read: callers have flushed the session (CoreSavepoint does, resize's ORM reads do).
+    Read on the driver's cursor: callers have flushed the session (CoreSavepoint does,
+    resize's ORM reads do).
     """
-    docs = session.connection().execute(_OTHERS_ON, {"node": node_id, "exclude": exclude}).scalars()
+    docs = _OTHERS_ON.run(session, {"node": node_id, "exclude": exclude}).scalars()
     return [HostPlacement.from_json(doc) for doc in docs if doc]
 
 
@@ -460,9 +468,11 @@ def choose_placement(
 
 # The document as text, unless the kept copy is of the current generation: hosts of one hardware
 # model report the same inventory, and share one parsed copy (keyed by the text).
-_INVENTORY_UNLESS_KEPT = text(
-    "SELECT inventory_generation, CASE WHEN inventory_generation = :kept THEN NULL "
-    "ELSE CAST(inventory AS TEXT) END FROM hosts WHERE id = :n"
+_INVENTORY_UNLESS_KEPT = DriverStatement(
+    text(
+        "SELECT inventory_generation, CASE WHEN inventory_generation = :kept THEN NULL "
+        "ELSE CAST(inventory AS TEXT) END FROM hosts WHERE id = :n"
+    )
 )
 
 
@@ -479,7 +489,7 @@ def host_inventory(
     if kept is not None and known_generation == kept[0] and is_sqlite(session.get_bind().engine):
         return kept[1]
     params = {"n": node_id, "kept": kept[0] if kept is not None else -1}
-    generation, document = session.connection().execute(_INVENTORY_UNLESS_KEPT, params).one()
+    generation, document = _INVENTORY_UNLESS_KEPT.run(session, params).one()
     if document is None and kept is not None and kept[0] == generation:
         return kept[1]
     assert document is not None

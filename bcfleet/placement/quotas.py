@@ -6,10 +6,11 @@ import random
 from collections.abc import Mapping
 from functools import lru_cache
 
-from sqlalchemy import TextClause, bindparam, text
+from sqlalchemy import bindparam, text
 from sqlmodel import Session
 
 from bcfleet.errors import QuotaExceededError
+from bcfleet.store.driver_sql import DriverStatement
 from bcfleet.store.engine import is_sqlite
 from bcfleet.store.models import Quota
 
@@ -25,18 +26,20 @@ def _ensure_rows(session: Session, tenant_id: str, pool_id: str, resources: list
 
 
 @lru_cache(maxsize=64)
-def _charge_all(count: int) -> TextClause:
+def _charge_all(count: int) -> DriverStatement:
     """One guarded UPDATE charging `count` resources: every row is charged, or none is."""
     amount = "CASE {col} " + " ".join(f"WHEN :r{i} THEN :n{i}" for i in range(count)) + " END"
     names = ", ".join(f":r{i}" for i in range(count))
-    return text(
-        f"UPDATE quotas SET used = used + {amount.format(col='resource')} "
-        f"WHERE tenant_id = :t AND pool_id = :p AND resource IN ({names}) "
-        "AND (SELECT count(*) FROM quotas c WHERE c.tenant_id = :t AND c.pool_id = :p "
-        f"AND c.resource IN ({names})) = {count} "
-        "AND NOT EXISTS (SELECT 1 FROM quotas q WHERE q.tenant_id = :t AND q.pool_id = :p "
-        f'AND q.resource IN ({names}) AND q."limit" IS NOT NULL '
-        f'AND q.used + {amount.format(col="q.resource")} > q."limit")'
+    return DriverStatement(
+        text(
+            f"UPDATE quotas SET used = used + {amount.format(col='resource')} "
+            f"WHERE tenant_id = :t AND pool_id = :p AND resource IN ({names}) "
+            "AND (SELECT count(*) FROM quotas c WHERE c.tenant_id = :t AND c.pool_id = :p "
+            f"AND c.resource IN ({names})) = {count} "
+            "AND NOT EXISTS (SELECT 1 FROM quotas q WHERE q.tenant_id = :t AND q.pool_id = :p "
+            f'AND q.resource IN ({names}) AND q."limit" IS NOT NULL '
+            f'AND q.used + {amount.format(col="q.resource")} > q."limit")'
+        )
     )
 
 
@@ -47,7 +50,7 @@ def _charge_at_once(
     params: dict[str, object] = {"t": tenant_id, "p": pool_id}
     for i, resource in enumerate(sorted(wanted)):
         params[f"r{i}"], params[f"n{i}"] = resource, wanted[resource]
-    updated = session.connection().execute(_charge_all(len(wanted)), params)
+    updated = _charge_all(len(wanted)).run(session, params)
     return bool(updated.rowcount == len(wanted))
 
 
@@ -98,7 +101,7 @@ STRIPES = 32
 
 
 @lru_cache(maxsize=64)
-def _stripe_upsert(count: int) -> TextClause:
+def _stripe_upsert(count: int) -> DriverStatement:
     """Add to one stripe of each unlimited row among `count` resources (PostgreSQL), in one statement.
 
     The quota rows are read FOR SHARE: chargers do not wait for one another, while setting a
@@ -111,20 +114,22 @@ def _stripe_upsert(count: int) -> TextClause:
     chargers of one tenant then seldom wait on one another's stripe.
     """
     values = ", ".join(f"(:r{i}, :n{i})" for i in range(count))
-    return text(
-        "WITH wanted (resource, n) AS (VALUES " + values + "), "
-        "open_rows AS MATERIALIZED (SELECT q.resource FROM quotas q WHERE q.tenant_id = :t AND q.pool_id = :p "
-        'AND q.resource IN (SELECT resource FROM wanted) AND q."limit" IS NULL '
-        "ORDER BY q.resource FOR SHARE), "
-        "free AS MATERIALIZED (SELECT f.stripe FROM quota_stripes f WHERE f.tenant_id = :t "
-        f"AND f.pool_id = :p AND f.resource = :r0 ORDER BY (f.stripe + :s) % {STRIPES} "
-        "LIMIT 1 FOR UPDATE SKIP LOCKED) "
-        "INSERT INTO quota_stripes (tenant_id, pool_id, resource, stripe, used) "
-        "SELECT :t, :p, w.resource, coalesce((SELECT stripe FROM free), :s), w.n "
-        "FROM wanted w JOIN open_rows o ON o.resource = w.resource "
-        "ORDER BY w.resource "
-        "ON CONFLICT (tenant_id, pool_id, resource, stripe) "
-        "DO UPDATE SET used = quota_stripes.used + excluded.used RETURNING resource"
+    return DriverStatement(
+        text(
+            "WITH wanted (resource, n) AS (VALUES " + values + "), "
+            "open_rows AS MATERIALIZED (SELECT q.resource FROM quotas q WHERE q.tenant_id = :t AND q.pool_id = :p "
+            'AND q.resource IN (SELECT resource FROM wanted) AND q."limit" IS NULL '
+            "ORDER BY q.resource FOR SHARE), "
+            "free AS MATERIALIZED (SELECT f.stripe FROM quota_stripes f WHERE f.tenant_id = :t "
+            f"AND f.pool_id = :p AND f.resource = :r0 ORDER BY (f.stripe + :s) % {STRIPES} "
+            "LIMIT 1 FOR UPDATE SKIP LOCKED) "
+            "INSERT INTO quota_stripes (tenant_id, pool_id, resource, stripe, used) "
+            "SELECT :t, :p, w.resource, coalesce((SELECT stripe FROM free), :s), w.n "
+            "FROM wanted w JOIN open_rows o ON o.resource = w.resource "
+            "ORDER BY w.resource "
+            "ON CONFLICT (tenant_id, pool_id, resource, stripe) "
+            "DO UPDATE SET used = quota_stripes.used + excluded.used RETURNING resource"
+        )
     )
 
 
@@ -135,7 +140,7 @@ def _add_to_stripe(
     params: dict[str, object] = {"t": tenant_id, "p": pool_id, "s": random.randrange(STRIPES)}
     for i, resource in enumerate(sorted(amounts)):
         params[f"r{i}"], params[f"n{i}"] = resource, int(amounts[resource])
-    return set(session.connection().execute(_stripe_upsert(len(amounts)), params).scalars())
+    return set(_stripe_upsert(len(amounts)).run(session, params).scalars())
 
 
 def lock_quotas(session: Session, tenant_id: str, pool_id: str) -> list[str]:

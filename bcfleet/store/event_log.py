@@ -12,9 +12,10 @@ from bcfleet.clock import format_time
 from bcfleet.domain.event_document import EventJson
 from bcfleet.domain.host_ids import HostView
 from bcfleet.ids import IdFactory
+from bcfleet.store.driver_sql import DriverStatement
 from bcfleet.store.models import Event
 
-_INSERT_EVENT = Event.__table__.insert()  # type: ignore[attr-defined]
+_INSERT_EVENT = DriverStatement(Event.__table__.insert())  # type: ignore[attr-defined]
 
 
 def emit(
@@ -29,11 +30,11 @@ def emit(
 ) -> None:
     """Add one tenant's copy of an event to the log, in the caller's transaction.
 
-    Written at once with a Core insert (no unit of work): events take their sequence numbers
-    in the order they were emitted.
+    Written at once on the driver's cursor (no unit of work): events take their sequence
+    numbers in the order they were emitted.
     """
-    session.connection().execute(
-        _INSERT_EVENT,
+    _INSERT_EVENT.run(
+        session,
         {
             "id": ids.new("evt", at),
             "type": event_type,

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from sqlalchemy import Engine, text
 from sqlmodel import Session
 
+from bcfleet.store.driver_sql import DriverStatement
 from bcfleet.store.engine import CHANGED_FLAG, WRITE_OPTION, is_sqlite
 from bcfleet.store.faults import commit_is_next, lost_connections
 from bcfleet.store.models import load_all
@@ -60,18 +61,20 @@ def read_session(engine: Engine) -> Iterator[Session]:
         yield session
 
 
-_BUMP_SQLITE = text("UPDATE state_revision SET revision = revision + 1 WHERE id = 1")
-_BUMP_PG = text("SELECT nextval('bcfleet_state_revision')")
+_BUMP_SQLITE = DriverStatement(
+    text("UPDATE state_revision SET revision = revision + 1 WHERE id = 1")
+)
+_BUMP_PG = DriverStatement(text("SELECT nextval('bcfleet_state_revision')"))
 
 
 def bump(session: Session) -> None:
     """Advance the state revision that saved plans compare against (on the session's connection)."""
     connection = session.connection()
     if is_sqlite(connection.engine):
-        if connection.execute(_BUMP_SQLITE).rowcount == 0:
+        if _BUMP_SQLITE.run(connection, {}).rowcount == 0:
             connection.execute(text("INSERT INTO state_revision (id, revision) VALUES (1, 1)"))
     else:
-        connection.execute(_BUMP_PG)
+        _BUMP_PG.run(connection, {})
 
 
 def current_revision(session: Session) -> int:

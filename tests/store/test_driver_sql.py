@@ -1,0 +1,181 @@
+"""Statements run on the driver's cursor write and read what Connection.execute would, fire the
+engine's cursor events, and fail as SQLAlchemy's wrapped errors, on both engines."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from sqlalchemy import JSON, String, bindparam, column, event, text
+from sqlalchemy.exc import DBAPIError, IntegrityError
+
+from bcfleet.api.auth import LOCAL_OPERATOR
+from bcfleet.domain.states import InstanceState
+from bcfleet.errors import DatabaseUnavailableError
+from bcfleet.fleet import Fleet
+from bcfleet.store.driver_sql import DriverStatement
+from bcfleet.store.engine import CHANGED_FLAG
+from bcfleet.store.faults import connection_lost
+from bcfleet.store.models import Event, Instance
+from tests.support.builders import hosted_pool
+from tests.support.db_faults import kill
+
+AT = datetime(2026, 12, 2, 5, 41, 28, 123456, tzinfo=UTC)
+INSERT_EVENT = DriverStatement(Event.__table__.insert())  # type: ignore[attr-defined]
+INSERT_INSTANCE = DriverStatement(Instance.__table__.insert())  # type: ignore[attr-defined]
+
+
+def _event(event_id: str, data: dict[str, Any] | None) -> dict[str, Any]:
+    return {
+        "id": event_id,
+        "type": "test.stored",
+        "tenant_id": None,
+        "subject_id": "ins_1",
+        "data": data,
+        "at": AT,
+    }
+
+
+def _instance(instance_id: str, pool_id: str) -> dict[str, Any]:
+    values: dict[str, Any] = {c.key: None for c in Instance.__table__.columns}  # type: ignore[attr-defined]
+    values.update(
+        id=instance_id,
+        tenant_id="root",
+        pool_id=pool_id,
+        name=instance_id,
+        state=InstanceState.RUNNING,
+        shape={"vcpu": 2, "placement": {"numaAffine": True}},
+        host_placement=None,
+        conditions=[{"type": "Unschedulable", "status": "False"}],
+        purpose="tenant",
+        created_at=AT,
+        updated_at=AT,
+    )
+    return values
+
+
+def _stored(fleet: Fleet, sql: str, ids: tuple[str, str]) -> list[tuple[Any, ...]]:
+    """The rows as the driver reads them back, no column type applied."""
+    with fleet.read() as session:
+        rows = session.connection().exec_driver_sql(sql, ids).all()
+    return [tuple(row)[1:] for row in rows]
+
+
+def test_an_insert_stores_the_same_values_as_connection_execute(any_fleet: Fleet) -> None:
+    params = "(?, ?)" if any_fleet.engine.dialect.name == "sqlite" else "(%s, %s)"
+    pool_id = hosted_pool(any_fleet, "vps-fra")["id"]
+    with any_fleet.write() as session:
+        INSERT_EVENT.run(session, _event("evt_driver", {"a": [1, 2.5, None], "ü": "✓"}))
+        session.connection().execute(
+            INSERT_EVENT.statement, _event("evt_core", {"a": [1, 2.5, None], "ü": "✓"})
+        )
+        INSERT_INSTANCE.run(session, _instance("ins_driver", pool_id))
+        session.connection().execute(INSERT_INSTANCE.statement, _instance("ins_core", pool_id))
+    events = _stored(
+        any_fleet,
+        f"SELECT id, type, subject_id, data, at FROM events WHERE id IN {params}",
+        ("evt_driver", "evt_core"),
+    )
+    assert len(events) == 2 and events[0] == events[1]
+    instances = _stored(
+        any_fleet,
+        "SELECT id, state, shape, host_placement, conditions, created_at, node_id "
+        f"FROM instances WHERE id IN {params}",
+        ("ins_driver", "ins_core"),
+    )
+    assert len(instances) == 2 and instances[0] == instances[1]
+    assert instances[0][0] == "running"
+
+
+def test_a_json_none_is_stored_as_sqlalchemy_stores_it(any_fleet: Fleet) -> None:
+    with any_fleet.write() as session:
+        INSERT_EVENT.run(session, _event("evt_driver", None))
+        session.connection().execute(INSERT_EVENT.statement, _event("evt_core", None))
+        rows = session.connection().execute(
+            text("SELECT data IS NULL FROM events WHERE id IN ('evt_driver', 'evt_core')")
+        )
+        assert len({bool(r[0]) for r in rows}) == 1
+
+
+@pytest.mark.parametrize("typed", ["every column", "some columns"])
+def test_typed_columns_read_back_as_connection_execute_reads_them(
+    any_fleet: Fleet, typed: str
+) -> None:
+    with any_fleet.write() as session:
+        INSERT_EVENT.run(session, _event("evt_1", {"n": 1}))
+        INSERT_EVENT.run(session, _event("evt_2", {"n": 2}))
+    at_type = Event.__table__.c.at.type  # type: ignore[attr-defined]
+    columns = (
+        [column("id", String), column("data", JSON), column("at", at_type)]
+        if typed == "every column"
+        else [column("id", String), column("data", JSON)]  # the first ones, as SQLAlchemy matches
+    )
+    query = text("SELECT id, data, at FROM events WHERE type = :t ORDER BY seq").columns(*columns)
+    with any_fleet.read() as session:
+        expected = [tuple(r) for r in session.connection().execute(query, {"t": "test.stored"})]
+        found = DriverStatement(query).run(session, {"t": "test.stored"}).all()
+    assert found == expected
+    assert found[0][:2] == ("evt_1", {"n": 1})
+    assert (found[0][2] == AT) is (typed == "every column")
+
+
+def test_the_engines_cursor_events_see_every_statement_and_the_changed_flag_follows_rowcount(
+    any_fleet: Fleet,
+) -> None:
+    seen: list[str] = []
+
+    def before(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        seen.append(statement)
+
+    event.listen(any_fleet.engine, "before_cursor_execute", before)
+    touch = DriverStatement(text("UPDATE events SET type = type WHERE id = :id"))
+    try:
+        with any_fleet.write() as session:
+            connection = session.connection()
+            INSERT_EVENT.run(session, _event("evt_1", {}))
+            connection.info[CHANGED_FLAG] = False
+            assert touch.run(session, {"id": "no-such"}).rowcount == 0
+            assert connection.info[CHANGED_FLAG] is False
+            assert touch.run(session, {"id": "evt_1"}).rowcount == 1
+            assert connection.info[CHANGED_FLAG] is True
+    finally:
+        event.remove(any_fleet.engine, "before_cursor_execute", before)
+    assert [s.split()[0] for s in seen if "events" in s] == ["INSERT", "UPDATE", "UPDATE"]
+
+
+def test_a_broken_constraint_is_sqlalchemys_integrity_error(any_fleet: Fleet) -> None:
+    with pytest.raises(IntegrityError), any_fleet.write() as session:
+        INSERT_EVENT.run(session, _event("evt_1", {}))
+        INSERT_EVENT.run(session, _event("evt_1", {}))
+    with any_fleet.read() as session:
+        assert session.execute(text("SELECT count(*) FROM events")).scalar_one() == 0
+
+
+def test_a_lost_connection_is_wrapped_and_invalidated_as_the_fault_rules_expect(
+    any_fleet: Fleet,
+) -> None:
+    with pytest.raises(DatabaseUnavailableError) as raised, any_fleet.write() as session:
+        kill(any_fleet, session.connection().connection.dbapi_connection)
+        INSERT_EVENT.run(session, _event("evt_1", {}))
+    assert raised.value.details["reason"] == "connection_lost"
+    cause = raised.value.__cause__
+    assert isinstance(cause, DBAPIError) and connection_lost(cause)
+    assert any_fleet.api.tenants.list(LOCAL_OPERATOR)[
+        "items"
+    ]  # the next call gets a new connection
+
+
+def test_statements_it_cannot_run_faithfully_are_refused(any_fleet: Fleet) -> None:
+    with any_fleet.write() as session:
+        missing_default = _event("evt_1", {})
+        del missing_default["data"]  # a column with a Python-side default
+        with pytest.raises(TypeError, match="must give data"):
+            INSERT_EVENT.run(session, missing_default)
+        expanding = DriverStatement(
+            text("SELECT id FROM events WHERE id IN :ids").bindparams(
+                bindparam("ids", expanding=True)
+            )
+        )
+        with pytest.raises(TypeError, match="expanding"):
+            expanding.run(session, {"ids": ["a"]})
