@@ -10,7 +10,8 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam
-from sqlmodel import Session, select
+from sqlalchemy import select as sql_select
+from sqlmodel import Session, col, select
 
 from bcfleet.domain.policy import (
     ROOT_TENANT,
@@ -22,6 +23,7 @@ from bcfleet.domain.policy import (
 from bcfleet.domain.policy_bounds import principal_statements
 from bcfleet.domain.states import TokenState
 from bcfleet.errors import ForbiddenError, NotFoundError, UnauthenticatedError
+from bcfleet.store.driver_sql import DriverStatement
 from bcfleet.store.models import (
     ApiToken,
     Policy,
@@ -140,9 +142,9 @@ def resolve(session: Session, credential: Credential | None, now: datetime) -> A
     return Actor(principal.tenant_id, principal.role, principal.id, tuple(statements))
 
 
-# Existence checks on the path of every call: prebuilt statements, no entity loaded
-# (through the session, so rows added earlier in the same transaction are seen).
-_TENANT_EXISTS = select(Tenant.id).where(Tenant.id == bindparam("t"))
+# Existence checks on the path of every call: prebuilt statements, no entity loaded (the
+# session flushed first, so rows added earlier in the same transaction are seen).
+_TENANT_EXISTS = DriverStatement(sql_select(col(Tenant.id)).where(col(Tenant.id) == bindparam("t")))
 _OFFERED = select(PoolOffer.pool_id).where(
     PoolOffer.pool_id == bindparam("p"), PoolOffer.tenant_id == bindparam("t")
 )
@@ -154,7 +156,8 @@ def acting_for(session: Session, actor: Actor, tenant_id: str | None) -> Actor:
         return actor
     if not actor.is_root_admin:
         raise ForbiddenError("this credential belongs to another tenant", {"tenant": tenant_id})
-    if session.execute(_TENANT_EXISTS, {"t": tenant_id}).first() is None:
+    session.flush()
+    if _TENANT_EXISTS.run(session, {"t": tenant_id}).first() is None:
         raise NotFoundError(f"tenant {tenant_id!r} not found", {"tenant": tenant_id})
     return replace(
         actor,

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from sqlalchemy import bindparam, exists
-from sqlmodel import Session, select
+from sqlalchemy import select as sql_select
+from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Actor, owns_pool, pool_visible
 from bcfleet.errors import NotFoundError
 from bcfleet.ids import has_prefix
+from bcfleet.store.driver_sql import DriverStatement
 from bcfleet.store.models import Flavor, Host, Pool, PoolOffer, Tenant
+from bcfleet.store.new_rows import loaded_row
 
 
 def get_tenant(session: Session, tenant_id: str) -> Tenant:
@@ -73,12 +76,21 @@ _OFFERED_TO_ACTOR = exists().where(
     PoolOffer.pool_id == Pool.id,  # type: ignore[arg-type]
     PoolOffer.tenant_id == bindparam("tenant"),  # type: ignore[arg-type]
 )
+_POOL_COLUMNS = tuple(Pool.__table__.columns)  # type: ignore[attr-defined]
+_FLAVOR_COLUMNS = tuple(Flavor.__table__.columns)  # type: ignore[attr-defined]
+_POOL_KEYS = tuple(str(c.key) for c in _POOL_COLUMNS)
+_FLAVOR_KEYS = tuple(str(c.key) for c in _FLAVOR_COLUMNS)
+# Read on the driver's cursor: loading two entities through the ORM cost a placement more than
+# running the statement.
 _POOL_AND_FLAVOR = {
-    (pool_by_id, flavor_by_id): select(Pool, Flavor, _OFFERED_TO_ACTOR)
-    .join(Flavor, Flavor.pool_id == Pool.id)  # type: ignore[arg-type]
-    .where(
-        (Pool.id if pool_by_id else Pool.name) == bindparam("pool"),
-        (Flavor.id if flavor_by_id else Flavor.name) == bindparam("flavor"),
+    (pool_by_id, flavor_by_id): DriverStatement(
+        sql_select(*_POOL_COLUMNS, *_FLAVOR_COLUMNS, _OFFERED_TO_ACTOR)
+        .join_from(Pool.__table__, Flavor.__table__, Flavor.pool_id == Pool.id)  # type: ignore[attr-defined, arg-type]
+        .where(
+            col(Pool.id if pool_by_id else Pool.name) == bindparam("pool"),
+            col(Flavor.id if flavor_by_id else Flavor.name) == bindparam("flavor"),
+        )
+        .limit(1)
     )
     for pool_by_id in (True, False)
     for flavor_by_id in (True, False)
@@ -95,10 +107,15 @@ def find_pool_and_flavor(
     """
     query = _POOL_AND_FLAVOR[(has_prefix(pool_ref, "pool"), has_prefix(flavor_ref, "flv"))]
     params = {"pool": pool_ref, "flavor": flavor_ref, "tenant": actor.tenant_id}
-    row = session.execute(query, params).first()
+    session.flush()  # as a query's autoflush would: rows added earlier in the call are seen
+    row = query.run(session, params).first()
     if row is not None:
-        pool, flavor, offered = row
-        offered_to = (actor.tenant_id,) if offered else ()
+        pools, flavors = len(_POOL_COLUMNS), len(_POOL_COLUMNS) + len(_FLAVOR_COLUMNS)
+        pool = loaded_row(session, Pool, dict(zip(_POOL_KEYS, row[:pools], strict=True)))
+        flavor = loaded_row(
+            session, Flavor, dict(zip(_FLAVOR_KEYS, row[pools:flavors], strict=True))
+        )
+        offered_to = (actor.tenant_id,) if row[flavors] else ()
         if not flavor.archived and pool_visible(session, actor, pool, offered_to):
             return pool, flavor
     pool = find_pool(session, actor, pool_ref)

@@ -36,9 +36,10 @@ class _Compiled:
     sql: str
     positional: tuple[str, ...] | None  # bind names in order for a positional paramstyle
     binds: tuple[tuple[str, Processor], ...]  # the binds whose type converts the value
-    # The typed columns' processors, matched to the result's first columns by position as
-    # SQLAlchemy matches a textual select's columns (None when none converts).
-    results: tuple[Processor | None, ...] | None
+    fixed: Mapping[str, Any]  # values the statement carries itself (a LIMIT's), unless given
+    # (position, processor) of the typed columns that convert their values, matched to the
+    # result's columns by position as SQLAlchemy matches a textual select's columns.
+    results: tuple[tuple[int, Processor], ...]
 
 
 class DriverRows:
@@ -81,7 +82,7 @@ class DriverStatement:
         """Run once in the transaction of `on` (a session's connection is begun if it is not)."""
         connection = on.connection() if isinstance(on, Session) else on
         compiled = self._for(connection.dialect, params)
-        values = dict(params)
+        values = {**compiled.fixed, **params} if compiled.fixed else dict(params)
         for name, process in compiled.binds:
             values[name] = process(values[name])
         arguments: Sequence[Any] | Mapping[str, Any] = (
@@ -95,12 +96,8 @@ class DriverStatement:
             rowcount = cursor.rowcount
         finally:
             cursor.close()
-        if compiled.results is not None and rows:
-            processors = compiled.results + (None,) * (len(description) - len(compiled.results))
-            rows = [
-                tuple(v if p is None else p(v) for p, v in zip(processors, row, strict=True))
-                for row in rows
-            ]
+        if compiled.results and rows:
+            rows = [_converted(row, compiled.results) for row in rows]
         return DriverRows(rows, rowcount)
 
     def _for(self, dialect: Dialect, params: Mapping[str, Any]) -> _Compiled:
@@ -120,22 +117,30 @@ class DriverStatement:
         compiled = statement.compile(dialect=dialect, column_keys=sorted(keys) or None)
         assert isinstance(compiled, SQLCompiler)
         binds: list[tuple[str, Processor]] = []
+        fixed: dict[str, Any] = {}
         for name, bind in compiled.binds.items():
             if bind.expanding or bind.literal_execute:
                 raise TypeError(f"{name}: a DriverStatement takes no expanding or literal binds")
+            if bind.value is not None:
+                fixed[name] = bind.value
             process = bind.type.dialect_impl(dialect).bind_processor(dialect)
             if process is not None:
                 binds.append((name, process))
         positional = tuple(compiled.positiontup or ()) if compiled.positional else None
-        results = None
+        results: list[tuple[int, Processor]] = []
         if isinstance(statement, SelectBase):
-            processors = tuple(
-                column.type.dialect_impl(dialect).result_processor(dialect, None)
-                for column in statement.selected_columns
-            )
-            if any(p is not None for p in processors):
-                results = processors
-        return _Compiled(compiled.string, positional, tuple(binds), results)
+            for position, column in enumerate(statement.selected_columns):
+                process = column.type.dialect_impl(dialect).result_processor(dialect, None)
+                if process is not None:
+                    results.append((position, process))
+        return _Compiled(compiled.string, positional, tuple(binds), fixed, tuple(results))
+
+
+def _converted(row: tuple[Any, ...], results: tuple[tuple[int, Processor], ...]) -> tuple[Any, ...]:
+    values = list(row)
+    for position, process in results:
+        values[position] = process(values[position])
+    return tuple(values)
 
 
 def _check_insert(statement: Insert, keys: frozenset[str]) -> None:

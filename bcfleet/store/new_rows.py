@@ -1,4 +1,5 @@
-"""New ORM objects without the model's constructor: for a hot path that writes the row itself with Core."""
+"""ORM objects without the model's constructor: new ones for a hot path that writes the row itself,
+and loaded ones for a hot path that read the row itself."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any, TypeVar
 
-from sqlalchemy.orm import class_mapper
-from sqlmodel import SQLModel
+from sqlalchemy.orm import class_mapper, make_transient_to_detached
+from sqlalchemy.orm.util import identity_key
+from sqlmodel import Session, SQLModel
 
 M = TypeVar("M", bound=SQLModel)
 
@@ -42,4 +44,28 @@ def new_row(model: type[M], values: Mapping[str, Any]) -> M:
             fields[name] = factory()
     fields.update(values)
     obj.__dict__.update(fields)
+    return obj
+
+
+@cache
+def _primary_key(model: type[SQLModel]) -> tuple[str, ...]:
+    mapper = class_mapper(model)
+    return tuple(mapper.get_property_by_column(column).key for column in mapper.primary_key)
+
+
+def loaded_row(session: Session, model: type[M], values: Mapping[str, Any]) -> M:
+    """The session's object for a row read by hand, as an ORM query would answer it.
+
+    The object the session already holds for that primary key when there is one (a query
+    does not overwrite it either); otherwise one made from `values` (every column) and added
+    as loaded, so later changes to it are flushed as usual.
+    """
+    ident = tuple(values[name] for name in _primary_key(model))
+    held = session.identity_map.get(identity_key(model, ident))
+    if held is not None:
+        found: M = held
+        return found
+    obj = new_row(model, values)
+    make_transient_to_detached(obj)
+    session.add(obj)
     return obj

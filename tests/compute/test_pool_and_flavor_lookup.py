@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from sqlmodel import SQLModel
 
 from bcfleet.api.auth import LOCAL_OPERATOR, Actor, acting_for
 from bcfleet.api.lookup import find_flavor, find_pool, find_pool_and_flavor
 from bcfleet.errors import NotFoundError
 from bcfleet.fleet import Fleet
+from bcfleet.store.models import Flavor, Pool
 from tests.support.builders import OP, flavor, hosted_pool
 
 
@@ -17,8 +19,13 @@ def _as(fleet: Fleet, tenant: str) -> Actor:
         return acting_for(session, root, tenant) if tenant != "root" else root
 
 
+def _fields(obj: SQLModel) -> dict[str, object]:
+    """Every column's value as the object holds it (types included)."""
+    return {name: (type(value), value) for name, value in obj.model_dump().items()}
+
+
 def _both_ways(fleet: Fleet, actor: Actor, pool_ref: str, flavor_ref: str) -> list[object]:
-    """What each lookup answers: (pool id, flavor id), or the NOT_FOUND's message."""
+    """What each lookup answers: (pool id, flavor id, their fields), or the NOT_FOUND's message."""
     answers: list[object] = []
     for joined in (True, False):
         with fleet.read() as session:
@@ -28,7 +35,7 @@ def _both_ways(fleet: Fleet, actor: Actor, pool_ref: str, flavor_ref: str) -> li
                 else:
                     pool = find_pool(session, actor, pool_ref)
                     row = find_flavor(session, pool, flavor_ref)
-                answers.append((pool.id, row.id))
+                answers.append((pool.id, row.id, _fields(pool), _fields(row)))
             except NotFoundError as error:
                 answers.append(str(error))
     return answers
@@ -57,9 +64,27 @@ def test_the_joined_lookup_answers_like_the_two_lookups(any_fleet: Fleet) -> Non
     for tenant, pool_ref, flavor_ref in cases:
         joined, apart = _both_ways(fleet, _as(fleet, tenant), pool_ref, flavor_ref)
         assert joined == apart, (tenant, pool_ref, flavor_ref)
-    assert _both_ways(fleet, _as(fleet, "acme"), pool["id"], "g1.small")[0] == (
+    assert _both_ways(fleet, _as(fleet, "acme"), pool["id"], "g1.small")[0][:2] == (
         pool["id"],
         small["id"],
     )
     with pytest.raises(NotFoundError):
         fleet.api.instances.create(OP, tenant_id="other", pool_id=pool["id"], flavor="g1.small")
+
+
+def test_the_objects_it_reads_are_the_sessions_own_and_their_changes_are_saved(
+    any_fleet: Fleet,
+) -> None:
+    pool = hosted_pool(any_fleet)
+    flavor(any_fleet, pool["id"], "g1.small")
+    root = Actor("root", "admin", None, (), True)
+    with any_fleet.write() as session:
+        held = session.get(Pool, pool["id"])
+        found, row = find_pool_and_flavor(session, root, pool["id"], "g1.small")
+        assert found is held  # the object the session holds, as a query answers it
+        again = find_pool_and_flavor(session, root, pool["id"], "g1.small")[1]
+        assert again is row
+        row.vcpu = 7  # a change to an object it read is flushed as usual
+    with any_fleet.read() as session:
+        stored = session.get(Flavor, row.id)
+        assert stored is not None and stored.vcpu == 7
