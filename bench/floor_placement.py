@@ -26,7 +26,6 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bcfleet.store.engine import WAL_AUTOCHECKPOINT_PAGES  # noqa: E402
 from bench.common import emit, libpq_url, scratch_pg, summary, timed  # noqa: E402
 
 FLAVOR = {"vcpu": 2, "memoryGiB": 4, "diskGiB": 40}
@@ -136,15 +135,13 @@ def seed(connection: Any, sqlite: bool, hosts: int) -> None:
 
 
 def sqlite_connection(path: str) -> sqlite3.Connection:
-    """sqlite3 as bcfleet's engine sets it up: our BEGIN, WAL (checkpointed at the same size),
-    foreign keys, synchronous=NORMAL."""
+    """sqlite3 as bcfleet's engine sets it up: our BEGIN, WAL, foreign keys, synchronous=NORMAL."""
     connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
     for pragma in (
         "journal_mode=WAL",
         "foreign_keys=ON",
         "busy_timeout=30000",
         "synchronous=NORMAL",
-        f"wal_autocheckpoint={WAL_AUTOCHECKPOINT_PAGES}",
     ):
         connection.execute(f"PRAGMA {pragma}")
     return connection

@@ -48,13 +48,6 @@ def make_engine(url: str, *, echo: bool = False) -> Engine:
     return engine
 
 
-# SQLite copies the WAL back into the database inside the COMMIT of the writer that finds it
-# past this many pages, and that commit waits for two fsyncs. At the default 1,000 pages one
-# placement in about thirty paid 7-9 ms for it (a placement writes ~30 pages), which set the
-# p99; at 4,000 (a WAL of up to ~16 MiB) one in about 130 does, for ~20 ms (docs/speed.md).
-WAL_AUTOCHECKPOINT_PAGES = 4000
-
-
 def _sqlite_engine(url: str, echo: bool) -> Engine:
     memory = url in ("sqlite://", "sqlite:///:memory:")
     # Connections are pooled: closing the last one of a WAL database checkpoints it, which is
@@ -75,7 +68,6 @@ def _sqlite_engine(url: str, echo: bool) -> Engine:
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA busy_timeout=30000")
         cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT_PAGES}")
         cursor.close()
 
     @event.listens_for(engine, "begin")
