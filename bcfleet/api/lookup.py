@@ -80,6 +80,8 @@ _POOL_COLUMNS = tuple(Pool.__table__.columns)  # type: ignore[attr-defined]
 _FLAVOR_COLUMNS = tuple(Flavor.__table__.columns)  # type: ignore[attr-defined]
 _POOL_KEYS = tuple(str(c.key) for c in _POOL_COLUMNS)
 _FLAVOR_KEYS = tuple(str(c.key) for c in _FLAVOR_COLUMNS)
+_POOL_END = len(_POOL_COLUMNS)  # the row: pool columns, flavor columns, then the offer flag
+_FLAVOR_END = _POOL_END + len(_FLAVOR_COLUMNS)
 # Read on the driver's cursor: loading two entities through the ORM cost a placement more than
 # running the statement.
 _POOL_AND_FLAVOR = {
@@ -110,12 +112,11 @@ def find_pool_and_flavor(
     session.flush()  # as a query's autoflush would: rows added earlier in the call are seen
     row = query.run(session, params).first()
     if row is not None:
-        pools, flavors = len(_POOL_COLUMNS), len(_POOL_COLUMNS) + len(_FLAVOR_COLUMNS)
-        pool = loaded_row(session, Pool, dict(zip(_POOL_KEYS, row[:pools], strict=True)))
+        pool = loaded_row(session, Pool, dict(zip(_POOL_KEYS, row[:_POOL_END], strict=True)))
         flavor = loaded_row(
-            session, Flavor, dict(zip(_FLAVOR_KEYS, row[pools:flavors], strict=True))
+            session, Flavor, dict(zip(_FLAVOR_KEYS, row[_POOL_END:_FLAVOR_END], strict=True))
         )
-        offered_to = (actor.tenant_id,) if row[flavors] else ()
+        offered_to = (actor.tenant_id,) if row[_FLAVOR_END] else ()
         if not flavor.archived and pool_visible(session, actor, pool, offered_to):
             return pool, flavor
     pool = find_pool(session, actor, pool_ref)

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import JSON, column, text
-from sqlalchemy.orm import make_transient_to_detached
 from sqlmodel import Session
 
 from bcfleet.domain.fit import HostSnapshot, NoFit, check_fit, explain_no_fit, rank, weigher
@@ -39,7 +38,7 @@ from bcfleet.placement.quotas import charge, quota_charge_of, refund
 from bcfleet.store.driver_sql import DriverStatement
 from bcfleet.store.engine import is_sqlite
 from bcfleet.store.models import Allocation, Instance, Pool
-from bcfleet.store.new_rows import new_row
+from bcfleet.store.new_rows import add_as_loaded, new_row
 from bcfleet.store.uow import CoreSavepoint
 
 if TYPE_CHECKING:
@@ -92,9 +91,7 @@ def place_instance(
         try_place(session, fleet, instance, pool)
     # One INSERT with the outcome, then the object joins the session as a loaded row.
     _INSERT_INSTANCE.run(session, {c: getattr(instance, c) for c in _COLUMNS})
-    make_transient_to_detached(instance)
-    session.add(instance)
-    return instance
+    return add_as_loaded(session, instance)
 
 
 def try_place(session: Session, fleet: Fleet, instance: Instance, pool: Pool) -> bool:

@@ -65,7 +65,11 @@ def loaded_row(session: Session, model: type[M], values: Mapping[str, Any]) -> M
     if held is not None:
         found: M = held
         return found
-    obj = new_row(model, values)
+    return add_as_loaded(session, new_row(model, values))
+
+
+def add_as_loaded(session: Session, obj: M) -> M:
+    """Join an object whose row is in the database (written or read by hand) to the session as a loaded one."""
     make_transient_to_detached(obj)
     session.add(obj)
     return obj
