@@ -100,11 +100,17 @@ class CoreSavepoint:
     def __init__(self, session: Session) -> None:
         session.flush()
         self._connection = session.connection()
-        self._connection.exec_driver_sql(f"SAVEPOINT {self.NAME}")
+        _SAVEPOINT.run(self._connection, {})
 
     def release(self) -> None:
-        self._connection.exec_driver_sql(f"RELEASE SAVEPOINT {self.NAME}")
+        _RELEASE.run(self._connection, {})
 
     def rollback(self) -> None:
-        self._connection.exec_driver_sql(f"ROLLBACK TO SAVEPOINT {self.NAME}")
-        self._connection.exec_driver_sql(f"RELEASE SAVEPOINT {self.NAME}")
+        _ROLLBACK_TO.run(self._connection, {})
+        _RELEASE.run(self._connection, {})
+
+
+# On the driver's cursor, as the placement's other statements are (about 40 us less a pair on PostgreSQL).
+_SAVEPOINT = DriverStatement(text(f"SAVEPOINT {CoreSavepoint.NAME}"))
+_RELEASE = DriverStatement(text(f"RELEASE SAVEPOINT {CoreSavepoint.NAME}"))
+_ROLLBACK_TO = DriverStatement(text(f"ROLLBACK TO SAVEPOINT {CoreSavepoint.NAME}"))
