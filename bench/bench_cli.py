@@ -3,7 +3,10 @@
 The demo fleet (`fleet demo --no-tui`, its default 50 hosts) is made once in a temporary
 directory; then `fleet --help`, `fleet hosts list`, `fleet validate -f fleet.example.yaml`
 and `fleet tenants list` each run --runs times after one warm-up, as cron or CI would run them.
-Bytecode is cached (in the temporary directory, whatever PYTHONDONTWRITEBYTECODE says), as it is
+Two floors run the same way in the same run: the interpreter alone (`python -c pass`) and the
+import of the libraries every command that reads the database needs (SQLAlchemy's ORM and
+SQLModel); each such command's `overOrmFloorMs` is its median less that floor's, the part bcfleet's
+own code can act on, and it stays comparable on a machine whose speed varies. Bytecode is cached (in the temporary directory, whatever PYTHONDONTWRITEBYTECODE says), as it is
 for an installed package, so the figures are start-up and not compilation. Prints a JSON line
 last.
 
@@ -33,13 +36,23 @@ COMMANDS = {
     "validate": ["validate", "-f", str(ROOT / "fleet.example.yaml")],
     "tenants list": ["tenants", "list"],
 }
+FLOORS = {
+    "python -c pass": ["-c", "pass"],
+    "import sqlalchemy.orm, sqlmodel": ["-c", "import sqlalchemy.orm, sqlmodel"],
+}
+ORM_FLOOR = "import sqlalchemy.orm, sqlmodel"
 
 
 def fleet(args: list[str], env: dict[str, str]) -> float:
     """Run `python -m bcfleet ARGS` to its end; its wall-clock seconds (a failure stops the bench)."""
+    return python(["-m", "bcfleet", *args], env)
+
+
+def python(args: list[str], env: dict[str, str]) -> float:
+    """Run `python ARGS` to its end; its wall-clock seconds (a failure stops the bench)."""
     start = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "bcfleet", *args],
+        [sys.executable, *args],
         env=env,
         check=True,
         stdout=subprocess.DEVNULL,
@@ -61,14 +74,20 @@ def main() -> None:
         }
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         fleet(["demo", "--no-tui"], env)
-        for name, argv in COMMANDS.items():
-            fleet(argv, env)
-            samples = [fleet(argv, env) for _ in range(args.runs)]
+        runs = [(name, ["-m", "bcfleet", *argv]) for name, argv in COMMANDS.items()]
+        for name, argv in [*FLOORS.items(), *runs]:
+            python(argv, env)
+            samples = [python(argv, env) for _ in range(args.runs)]
             results[name] = {
                 "runs": len(samples),
                 "minMs": round(min(samples) * 1000, 1),
                 "medianMs": round(statistics.median(samples) * 1000, 1),
             }
+    floor = results[ORM_FLOOR]["medianMs"]
+    for name in COMMANDS:
+        if name == "help":
+            continue  # help reads no database and imports no ORM
+        results[name]["overOrmFloorMs"] = round(results[name]["medianMs"] - floor, 1)
     emit(results)
 
 
