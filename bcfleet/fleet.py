@@ -16,6 +16,7 @@ from bcfleet.clock import Clock, clock_from_env
 from bcfleet.ids import IdFactory
 from bcfleet.placement.context import PlacementContext
 from bcfleet.settings import FleetSettings, load_fleet_settings
+from bcfleet.store import wal_checkpoints
 from bcfleet.store.engine import make_engine
 from bcfleet.store.faults import lost_connections, run_retrying
 from bcfleet.store.schema import ensure_schema, forget_schema
@@ -177,5 +178,6 @@ class Fleet:
 
     def close(self) -> None:
         """Dispose of the connections; a later open checks the schema again (the file may go)."""
+        wal_checkpoints.stop(self.engine)  # nothing of this process checkpoints the file after this
         self.engine.dispose()
         forget_schema(self.engine)

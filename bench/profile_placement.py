@@ -39,6 +39,7 @@ class StatementLog:
 
     def __init__(self) -> None:
         self.kinds: Counter[str] = Counter()
+        self.kind_seconds: Counter[str] = Counter()
         self.seconds = 0.0
         self._started: list[float] = []
 
@@ -50,7 +51,8 @@ class StatementLog:
         self._started.append(time.perf_counter())
 
     def _after(self, _conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        self.seconds += time.perf_counter() - self._started.pop()
+        took = time.perf_counter() - self._started.pop()
+        self.seconds += took
         words = statement.split()
         kind = words[0].upper() if words else "?"
         if kind in ("INSERT", "UPDATE", "DELETE") and len(words) > 2:
@@ -59,6 +61,7 @@ class StatementLog:
         elif kind == "SELECT" and "FROM" in statement:
             kind = "SELECT " + statement.split("FROM", 1)[1].split()[0].strip(chr(34))
         self.kinds[kind] += 1
+        self.kind_seconds[kind] += took
 
 
 def main() -> None:
@@ -91,6 +94,7 @@ def main() -> None:
             place()
         plain = time.perf_counter() - start
         plain_driver, log.seconds = log.seconds, 0.0
+        plain_kinds = dict(log.kind_seconds)
         log.kinds.clear()
         profile = cProfile.Profile()
         start = time.perf_counter()
@@ -105,7 +109,8 @@ def main() -> None:
     sys.stdout.write(out.getvalue())
     n = args.placements
     for kind, count in log.kinds.most_common():
-        sys.stdout.write(f"{count / n:6.2f} per placement  {kind}\n")
+        ms = 1000 * plain_kinds.get(kind, 0.0) / n
+        sys.stdout.write(f"{count / n:6.2f} per placement {ms:7.3f} ms  {kind}\n")
     emit(
         {
             "placements": n,

@@ -80,7 +80,7 @@ class DriverStatement:
 
     def run(self, on: Session | Connection, params: Mapping[str, Any]) -> DriverRows:
         """Run once in the transaction of `on` (a session's connection is begun if it is not)."""
-        connection = on.connection() if isinstance(on, Session) else on
+        connection = connection_of(on) if isinstance(on, Session) else on
         compiled = self._for(connection.dialect, params)
         values = {**compiled.fixed, **params} if compiled.fixed else dict(params)
         for name, process in compiled.binds:
@@ -91,8 +91,7 @@ class DriverStatement:
         cursor = connection.connection.cursor()
         try:
             connection._cursor_execute(cursor, compiled.sql, arguments)
-            description = cursor.description
-            rows: list[tuple[Any, ...]] = list(cursor.fetchall()) if description else []
+            rows: list[tuple[Any, ...]] = list(cursor.fetchall()) if _has_rows(cursor) else []
             rowcount = cursor.rowcount
         finally:
             cursor.close()
@@ -134,6 +133,44 @@ class DriverStatement:
                 if process is not None:
                     results.append((position, process))
         return _Compiled(compiled.string, positional, tuple(binds), fixed, tuple(results))
+
+
+_CONNECTION = "bcfleet.driver_connection"
+_TUPLES_OK = 2  # libpq's PGRES_TUPLES_OK
+
+
+def connection_of(session: Session) -> Connection:
+    """The connection of the session's transaction, kept in session.info while that one is active.
+
+    session.connection() walks the ORM's transaction states on every call, which cost a
+    placement about as much as two of its statements; a transaction no longer active (committed,
+    rolled back after a failed flush) is never handed out.
+    """
+    transaction = session.get_transaction()
+    kept = session.info.get(_CONNECTION)
+    if (
+        transaction is not None
+        and kept is not None
+        and kept[0] is transaction
+        and transaction.is_active
+    ):
+        connection: Connection = kept[1]
+        return connection
+    connection = session.connection()
+    session.info[_CONNECTION] = (session.get_transaction(), connection)
+    return connection
+
+
+def _has_rows(cursor: Any) -> bool:
+    """Whether the statement returned rows: psycopg's result status (its description builds
+    a column object per column on every read), else the DB-API description."""
+    result: Any = getattr(cursor, "pgresult", _NOT_PSYCOPG)
+    if result is _NOT_PSYCOPG:
+        return cursor.description is not None
+    return result is not None and result.status == _TUPLES_OK
+
+
+_NOT_PSYCOPG = object()
 
 
 def _converted(row: tuple[Any, ...], results: tuple[tuple[int, Processor], ...]) -> tuple[Any, ...]:

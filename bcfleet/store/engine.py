@@ -1,10 +1,12 @@
-"""Engines for SQLite (WAL, foreign keys, busy timeout, BEGIN IMMEDIATE for writers) and PostgreSQL."""
+"""Engines for SQLite (WAL checkpointed off the commit path, foreign keys, busy timeout, BEGIN IMMEDIATE for writers) and PostgreSQL."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
+
+from bcfleet.store import wal_checkpoints
 
 WRITE_OPTION = "bcfleet_write"
 
@@ -56,6 +58,8 @@ def _sqlite_engine(url: str, echo: bool) -> Engine:
     if not memory:
         kwargs.update(pool_size=8, max_overflow=8)
     engine = create_engine(url, echo=echo, **kwargs)
+    named = not memory and not engine.url.query.get("uri")  # a plain file path
+    checkpoints = wal_checkpoints.attach(engine, str(engine.url.database)) if named else None
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -68,6 +72,8 @@ def _sqlite_engine(url: str, echo: bool) -> Engine:
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA busy_timeout=30000")
         cursor.execute("PRAGMA synchronous=NORMAL")
+        if checkpoints is not None:  # the log is checkpointed off the commit path
+            cursor.execute(f"PRAGMA wal_autocheckpoint={wal_checkpoints.BACKSTOP_PAGES}")
         cursor.close()
 
     @event.listens_for(engine, "begin")

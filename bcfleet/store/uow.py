@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from sqlalchemy import Engine, text
 from sqlmodel import Session
 
+from bcfleet.store import wal_checkpoints
 from bcfleet.store.driver_sql import DriverStatement
 from bcfleet.store.engine import CHANGED_FLAG, WRITE_OPTION, is_sqlite
 from bcfleet.store.faults import commit_is_next, lost_connections
@@ -52,6 +53,7 @@ def write_session(engine: Engine, *, bump_revision: bool = True) -> Iterator[Ses
             bump(session)
         committing = True  # leaving session.begin() sends COMMIT
         commit_is_next()
+    wal_checkpoints.committed(engine)
 
 
 @contextmanager

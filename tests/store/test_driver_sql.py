@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 from sqlalchemy import JSON, String, bindparam, column, event, text
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError, PendingRollbackError
+from sqlmodel import Session
 
 from bcfleet.api.auth import LOCAL_OPERATOR
 from bcfleet.domain.states import InstanceState
@@ -179,3 +180,38 @@ def test_statements_it_cannot_run_faithfully_are_refused(any_fleet: Fleet) -> No
         )
         with pytest.raises(TypeError, match="expanding"):
             expanding.run(session, {"ids": ["a"]})
+
+
+def test_each_transaction_of_a_session_runs_on_its_own_connection_and_a_failed_one_on_none(
+    any_fleet: Fleet,
+) -> None:
+    count = DriverStatement(text("SELECT count(*) FROM events"))
+    with Session(any_fleet.engine) as session:
+        INSERT_EVENT.run(session, _event("evt_1", {}))
+        first = session.connection()
+        session.commit()
+        assert count.run(session, {}).scalar() == 1  # a new transaction, begun as run() needs
+        assert session.connection() is not first
+        session.rollback()
+        assert count.run(session, {}).scalar() == 1  # the third transaction's connection kept
+        session.add(Event(**_event("evt_1", {})))  # the same id: the flush fails
+        with pytest.raises(IntegrityError):
+            session.flush()
+        # The transaction is rolled back: nothing runs on its connection outside it.
+        with pytest.raises(PendingRollbackError):
+            INSERT_EVENT.run(session, _event("evt_2", {}))
+        session.rollback()
+        assert count.run(session, {}).scalar() == 1
+
+
+def test_statements_that_return_no_rows_and_those_that_return_none_read_alike(
+    any_fleet: Fleet,
+) -> None:
+    returning = DriverStatement(text("UPDATE events SET type = type WHERE id = :id RETURNING id"))
+    plain = DriverStatement(text("UPDATE events SET type = type WHERE id = :id"))
+    with any_fleet.write() as session:
+        INSERT_EVENT.run(session, _event("evt_1", {}))
+        assert returning.run(session, {"id": "evt_1"}).all() == [("evt_1",)]
+        assert returning.run(session, {"id": "no-such"}).all() == []
+        updated = plain.run(session, {"id": "evt_1"})
+        assert updated.all() == [] and updated.rowcount == 1

@@ -1,0 +1,143 @@
+"""SQLite WAL checkpoints off the commit path: a thread of the process copies the log into the database file.
+
+SQLite's own rule checkpoints inside the COMMIT that takes the log past 1,000 pages, so about
+one write in thirty (a placement writes about thirty pages) waited several milliseconds for
+it, and a placement's p99 was that wait. Here the writer connections checkpoint inline only
+past a far backstop (BACKSTOP_PAGES), and every EVERY_COMMITS commits of the engine wake a
+thread that runs a PASSIVE checkpoint on a connection of its own, opened for that checkpoint
+alone: a PASSIVE checkpoint takes no lock that writers or readers wait for, and what it
+cannot copy yet (frames written while it ran) the next one copies. When the log reaches the
+backstop, the committing writer checkpoints inline as before: with no writer beside it, that
+one copies the last frames and lets the log start over from its beginning.
+
+The thread starts with an engine's first EVERY_COMMITS commits; a process that writes a little
+(one CLI command) never starts it and leaves the log to SQLite's checkpoint when its last
+connection closes. Fleet.close() stops it and waits for a checkpoint in progress, so nothing
+of this process touches the file once close returns (`fleet demo --reset` removes it).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+import weakref
+from pathlib import Path
+
+from sqlalchemy import Engine
+
+log = logging.getLogger(__name__)
+
+EVERY_COMMITS = 32  # about 1,000 pages of placements: the cadence of SQLite's own rule
+BACKSTOP_PAGES = 4_000  # a writer connection checkpoints inline past this (wal_autocheckpoint)
+_ATTRIBUTE = "_bcfleet_wal_checkpoints"
+_ALL: weakref.WeakSet[WalCheckpoints] = weakref.WeakSet()
+
+
+class WalCheckpoints:
+    """The checkpoint thread of one engine's database file (started by the commits that need it)."""
+
+    def __init__(self, path: str) -> None:
+        # read-write, never create: a checkpoint never makes a file that was removed
+        self._uri = Path(path).resolve().as_uri() + "?mode=rw"
+        self._commits = 0
+        self._wake = threading.Event()
+        self._stopped = False
+        self._thread: threading.Thread | None = None
+        self._starting = threading.Lock()
+        self.done = 0  # checkpoints run (tests and benchmarks read it)
+        _ALL.add(self)
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def committed(self) -> None:
+        """A write transaction of the engine committed; every EVERY_COMMITS-th wakes the thread."""
+        self._commits += 1  # an increment lost between two threads only delays a checkpoint
+        if self._commits < EVERY_COMMITS or self._stopped:
+            return
+        self._commits = 0
+        if self._thread is None:
+            with self._starting:
+                if self._thread is None and not self._stopped:
+                    self._thread = threading.Thread(
+                        target=self._run, name="bcfleet-wal-checkpoints", daemon=True
+                    )
+                    self._thread.start()
+        self._wake.set()
+
+    def stop(self, *, wait: bool = True) -> None:
+        """End the thread; with wait, return once it is over (a later commit starts a new one)."""
+        with self._starting:
+            self._stopped = True
+            self._wake.set()
+            thread = self._thread
+            if not wait or thread is threading.current_thread():
+                return
+            if thread is not None:
+                thread.join()
+            self._thread, self._stopped, self._commits = None, False, 0
+            self._wake.clear()
+
+    def forget_thread(self) -> None:
+        """In a forked child: the parent's thread is not here; the child's commits start its own."""
+        self._thread, self._commits = None, 0
+        self._starting = threading.Lock()
+        self._wake = threading.Event()
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            if self._stopped:
+                return
+            self._checkpoint()
+
+    def _checkpoint(self) -> None:
+        try:
+            connection = sqlite3.connect(self._uri, timeout=0, isolation_level=None, uri=True)
+            try:
+                connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            finally:
+                connection.close()
+            self.done += 1
+        except sqlite3.Error as error:  # another process's checkpoint running, the file gone
+            log.debug("WAL checkpoint skipped: %s", error)
+
+
+def _forget_threads_in_child() -> None:
+    for checkpoints in list(_ALL):
+        checkpoints.forget_thread()
+
+
+os.register_at_fork(after_in_child=_forget_threads_in_child)
+
+
+def attach(engine: Engine, path: str) -> WalCheckpoints:
+    """Give a file database's engine its checkpoint thread, stopped when the engine goes."""
+    checkpoints = WalCheckpoints(path)
+    setattr(engine, _ATTRIBUTE, checkpoints)
+    weakref.finalize(engine, checkpoints.stop, wait=False)
+    return checkpoints
+
+
+def of(engine: Engine) -> WalCheckpoints | None:
+    """The engine's checkpoint thread; None for PostgreSQL and in-memory SQLite."""
+    found: WalCheckpoints | None = getattr(engine, _ATTRIBUTE, None)
+    return found
+
+
+def committed(engine: Engine) -> None:
+    """Count a committed write transaction of the engine (nothing on PostgreSQL)."""
+    checkpoints = of(engine)
+    if checkpoints is not None:
+        checkpoints.committed()
+
+
+def stop(engine: Engine) -> None:
+    """Stop the engine's checkpoint thread and wait for it (before its connections are disposed)."""
+    checkpoints = of(engine)
+    if checkpoints is not None:
+        checkpoints.stop()
