@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.exc import InvalidatePoolError
 
 from bcfleet.store import wal_checkpoints
 
@@ -45,9 +47,47 @@ def make_engine(url: str, *, echo: bool = False) -> Engine:
     if url.startswith("sqlite"):
         engine = _sqlite_engine(url, echo)
     else:
-        engine = create_engine(url, echo=echo, pool_pre_ping=True, pool_size=5, max_overflow=10)
+        engine = create_engine(url, echo=echo, pool_size=5, max_overflow=10)
+        _ping_after_idle(engine)
     _track_changes(engine)
     return engine
+
+
+PING_AFTER_IDLE_S = 10.0
+_IDLE_SINCE = "bcfleet_idle_since"
+
+
+def _ping_after_idle(engine: Engine) -> None:
+    """Ping a pooled PostgreSQL connection before use only when it sat idle PING_AFTER_IDLE_S or more.
+
+    SQLAlchemy's pool_pre_ping pings on every checkout: a round trip (and the driver's work for
+    it) in every transaction, about a fifth of a placement. A connection left idle is the one a
+    restart, a failover or an idle timeout may have closed, and it is pinged; when the ping finds
+    it dead, the pool drops every connection as old as it and the call gets a new one. One in
+    steady use that dies under a call is the fault rules' (store/faults.py: the call runs once
+    more when nothing of it can have been saved, on a new connection).
+    """
+
+    @event.listens_for(engine, "checkin")
+    def _checked_in(_dbapi_connection: Any, record: Any) -> None:
+        record.info[_IDLE_SINCE] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _checked_out(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        since = record.info.get(_IDLE_SINCE)
+        if since is None or time.monotonic() - since < PING_AFTER_IDLE_S:
+            return
+        try:
+            cursor = dbapi_connection.cursor()
+            try:
+                cursor.execute("SELECT 1")
+            finally:
+                cursor.close()
+            dbapi_connection.rollback()
+        except Exception as error:
+            if engine.dialect.is_disconnect(error, dbapi_connection, None):  # type: ignore[arg-type]
+                raise InvalidatePoolError(str(error)) from error
+            raise
 
 
 def _sqlite_engine(url: str, echo: bool) -> Engine:

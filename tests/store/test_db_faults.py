@@ -9,18 +9,19 @@ import httpx
 import psycopg
 import pytest
 from sqlalchemy import text
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from bcfleet.errors import ConflictError, DatabaseUnavailableError, InvalidInputError
 from bcfleet.fleet import Fleet
 from bcfleet.http.app import all_operations
 from bcfleet.http.operations import Param
 from bcfleet.jobs.vps_hosts import run_vps_hosts
+from bcfleet.store import engine as engine_module
 from bcfleet.store.event_log import emit
 from bcfleet.store.faults import COMMIT_OUTCOME_UNKNOWN, CONNECTION_LOST, flush_or_conflict
 from bcfleet.store.models import Tenant
 from tests.support.builders import OP, flavor, host, hosted_pool, inventory
-from tests.support.db_faults import TERMINATE_OTHERS, Faults, libpq_url
+from tests.support.db_faults import TERMINATE_OTHERS, Faults, kill, libpq_url
 from tests.support.fleet import run_cli
 from tests.support.http import PLACEMENT, error_code, served
 
@@ -312,3 +313,40 @@ def test_a_broken_constraint_at_a_flush_is_the_callers_conflict(any_fleet: Fleet
     assert isinstance(caught.value.__cause__, IntegrityError)
     with any_fleet.read() as session:
         assert session.get(Tenant, "root").name == "root"  # type: ignore[union-attr]
+
+
+# ----- pooled PostgreSQL connections: pinged after an idle spell, not in steady use ----------
+
+
+def _pooled_backend(fleet: Fleet) -> object:
+    """Check a connection out and back in; its DB-API connection, now idle in the pool."""
+    with fleet.engine.connect() as connection:
+        connection.exec_driver_sql("SELECT 1")
+        return connection.connection.dbapi_connection
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("db_url", ["postgres"], indirect=True)
+def test_a_pooled_connection_that_died_while_idle_is_replaced_before_use(
+    any_fleet: Fleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(engine_module, "PING_AFTER_IDLE_S", 0.0)  # every spell in the pool counts
+    dead = _pooled_backend(any_fleet)
+    kill(any_fleet, dead)
+    with any_fleet.engine.connect() as connection:  # the checkout's ping finds it dead
+        assert connection.exec_driver_sql("SELECT 1").scalar() == 1
+        assert connection.connection.dbapi_connection is not dead
+    assert tenant_ids(any_fleet) == ["root"]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("db_url", ["postgres"], indirect=True)
+def test_a_connection_in_steady_use_is_not_pinged_and_its_loss_is_the_fault_rules(
+    any_fleet: Fleet,
+) -> None:
+    dead = _pooled_backend(any_fleet)
+    kill(any_fleet, dead)
+    with pytest.raises(DBAPIError) as raised, any_fleet.engine.connect() as connection:
+        connection.exec_driver_sql("SELECT 1")  # no ping went first: the statement meets it
+    assert raised.value.connection_invalidated
+    assert tenant_ids(any_fleet) == ["root"]  # the pool let the dead ones go: a new connection
