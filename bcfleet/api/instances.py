@@ -35,6 +35,7 @@ from bcfleet.domain.states import AGENT_UP, INSTANCE_ON_HOST, AgentReport, Insta
 from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError, UnsupportedError
 from bcfleet.placement.instance_placer import place_instance, release_instance
 from bcfleet.placement.resize import resize_hosted
+from bcfleet.store.faults import may_run_again_carefully
 from bcfleet.store.models import Booking, Flavor, GpuAtom, Host, Instance, Pool
 
 INSTANCE_NAME_MAX = 63
@@ -150,6 +151,7 @@ class InstancesAPI(Area):
                 flavor_id=row.id,
                 idempotency_key=key,
                 input_hash=digest if key is not None else None,
+                may_run_again=may_run_again_carefully(),
             )
             kind = "instance.placed" if instance.node_id else "instance.unschedulable"
             if pool.kind == PoolKind.PROVIDER:

@@ -37,6 +37,7 @@ from bcfleet.placement.conditions import clear_condition, set_condition
 from bcfleet.placement.quotas import charge, quota_charge_of, refund
 from bcfleet.store.driver_sql import DriverStatement
 from bcfleet.store.engine import is_sqlite
+from bcfleet.store.faults import RunAgainCarefully
 from bcfleet.store.models import Allocation, Instance, Pool
 from bcfleet.store.new_rows import add_as_loaded, new_row
 from bcfleet.store.uow import CoreSavepoint
@@ -63,8 +64,13 @@ def place_instance(
     size: str | None = None,
     idempotency_key: str | None = None,
     input_hash: str | None = None,
+    may_run_again: bool = False,
 ) -> Instance:
-    """Admit (charge quota) and place an instance; pending with Unschedulable when nothing fits."""
+    """Admit (charge quota) and place an instance; pending with Unschedulable when nothing fits.
+
+    may_run_again: the caller's attempt may raise RunAgainCarefully (store/faults.py), so the
+    first host is claimed without a savepoint (try_place).
+    """
     now = fleet.now()
     instance = new_row(
         Instance,
@@ -88,14 +94,21 @@ def place_instance(
     if pool.kind == PoolKind.PROVIDER:
         instance.state = InstanceState.PROVISIONING  # the providers.reconcile job makes the server
     else:
-        try_place(session, fleet, instance, pool)
+        try_place(session, fleet, instance, pool, may_run_again=may_run_again)
     # One INSERT with the outcome, then the object joins the session as a loaded row.
     _INSERT_INSTANCE.run(session, {c: getattr(instance, c) for c in _COLUMNS})
     return add_as_loaded(session, instance)
 
 
-def try_place(session: Session, fleet: Fleet, instance: Instance, pool: Pool) -> bool:
-    """Place a pending hosted instance; on failure keep it pending with a counted Unschedulable reason."""
+def try_place(
+    session: Session, fleet: Fleet, instance: Instance, pool: Pool, *, may_run_again: bool = False
+) -> bool:
+    """Place a pending hosted instance; on failure keep it pending with a counted Unschedulable reason.
+
+    may_run_again (PostgreSQL): claim without a savepoint, and when a claim is refused or the
+    host turns out not to fit, raise RunAgainCarefully rather than move on holding the refused
+    host's row locks (_claim_on).
+    """
     shape = Shape.from_json(instance.shape)
     policy = placement_from_json(instance.shape.get("placement"))
     now = fleet.now()
@@ -117,7 +130,9 @@ def try_place(session: Session, fleet: Fleet, instance: Instance, pool: Pool) ->
             if h.node_id not in tried
         ]
         for host in rank(candidates, strategy):
-            outcome = _claim_on(session, fleet, instance, pool, host, shape, policy)
+            outcome = _claim_on(
+                session, fleet, instance, pool, host, shape, policy, may_run_again=may_run_again
+            )
             if outcome is None:
                 fleet.placement.advance_cursor(pool.id, host.node_id)
                 return True
@@ -300,6 +315,8 @@ def _claim_on(
     host: HostSnapshot,
     shape: Shape,
     policy: PlacementPolicy | None,
+    *,
+    may_run_again: bool = False,
 ) -> NoFit | None:
     """Claim one host; a NoFit (and nothing written) when it cannot take the guest.
 
@@ -309,11 +326,16 @@ def _claim_on(
     trying the same hosts in different orders never wait on each other in a cycle. On
     SQLite, whose writers are serialized, a guest without GPUs skips the savepoint's round
     trips: its claim is the only write before the allocation and all or nothing by itself.
+    On PostgreSQL with may_run_again, a guest without GPUs skips them too: a refusal then
+    raises RunAgainCarefully, and the whole transaction (locks, claims, quota charge) is
+    rolled back before the call runs again with savepoints, so no lock is held while another
+    host is tried.
     """
     now = fleet.now()
     claims = shape.claims()
     sqlite = is_sqlite(session.get_bind().engine)
-    savepoint = CoreSavepoint(session) if shape.gpus or not sqlite else None
+    bare = sqlite or may_run_again  # no savepoint: SQLite's claim is all or nothing
+    savepoint = None if bare and not shape.gpus else CoreSavepoint(session)
     if savepoint is None:
         session.flush()  # the Core writes below and others_on see what the ORM holds
     claim = claim_host(session, host.node_id, claims)
@@ -321,6 +343,8 @@ def _claim_on(
     if failed is not None:
         if savepoint is not None:
             savepoint.rollback()
+        elif not sqlite:
+            raise RunAgainCarefully  # this host's row locks are held: start over, careful
         return NoFit(failed, f"{failed} claimed concurrently")
     # No other guest on the host, so none of their placements to read. SQLite: the candidate
     # query read the host in this write transaction, which no other writer can interleave with.
@@ -346,6 +370,8 @@ def _claim_on(
     except NotCandidate as refused:
         if savepoint is not None:
             savepoint.rollback()
+        elif not sqlite:
+            raise RunAgainCarefully from None  # as a refused claim: no locks kept, start over
         else:
             return_scalars(session, host.node_id, claims)
         return refused.no_fit()

@@ -142,8 +142,8 @@ _TUPLES_OK = 2  # libpq's PGRES_TUPLES_OK
 def connection_of(session: Session) -> Connection:
     """The connection of the session's transaction, kept in session.info while that one is active.
 
-    session.connection() walks the ORM's transaction states on every call, which cost a
-    placement about as much as two of its statements; a transaction no longer active (committed,
+    session.connection() walks the ORM's transaction states on every call (about 1 us, against
+    0.25 us here: a few microseconds of a placement); a transaction no longer active (committed,
     rolled back after a failed flush) is never handed out.
     """
     transaction = session.get_transaction()

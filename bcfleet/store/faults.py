@@ -21,6 +21,12 @@ The rule for running a call again:
 - Never inside Fleet.transaction() (`fleet apply`): the enclosing transaction is lost
   as a whole and its caller sees the error.
 
+An attempt may also ask to be run again itself, once, by raising RunAgainCarefully: a first
+run with nothing committed (may_run_again_carefully()) may take a path that is cheaper and
+correct only while no concurrent writer meets it, and when one does, the transaction is
+rolled back and the call runs again on the careful path. A placement on PostgreSQL claims
+its first host without a savepoint this way (placement/instance_placer.py).
+
 What counts as lost: SQLAlchemy invalidated the connection (it saw a disconnect), a
 driver InterfaceError, or a psycopg OperationalError of SQLSTATE class 08 (connection
 exception), 57P01-57P03 (administrator or crash shutdown, starting up), or with no
@@ -100,9 +106,24 @@ def aborted() -> ConflictError:
 
 @dataclass
 class Attempt:
-    """One run of one API call: how many of its write transactions reached COMMIT."""
+    """One run of one API call: how many of its write transactions reached COMMIT, and whether
+    it is a careful run (one after RunAgainCarefully)."""
 
     commits: int = 0
+    careful: bool = False
+
+
+class RunAgainCarefully(Exception):  # noqa: N818 - a request to the retry loop, not an error
+    """Raised by an attempt that took a cheaper path, valid only while no concurrent writer
+    meets it, when one did (a placement that claimed without a savepoint and was refused):
+    the transaction is rolled back and the call runs once more, careful (run_retrying)."""
+
+
+def may_run_again_carefully() -> bool:
+    """Whether the running attempt may take such a path: the first run of an API call (not
+    one inside Fleet.transaction()), with none of its writes committed."""
+    attempt = _ATTEMPT.get()
+    return attempt is not None and not attempt.careful and attempt.commits == 0
 
 
 _ATTEMPT: ContextVar[Attempt | None] = ContextVar("bcfleet_attempt", default=None)
@@ -165,11 +186,17 @@ def run_retrying(call: Callable[[], T]) -> T:
     if _ATTEMPT.get() is not None:
         return call()
     runs = dict.fromkeys(_RUNS_AGAIN, 0)
+    careful = False
     while True:
-        attempt = Attempt()
+        attempt = Attempt(careful=careful)
         token = _ATTEMPT.set(attempt)
         try:
             return call()
+        except RunAgainCarefully:
+            if careful or attempt.commits:  # may_run_again_carefully() said no to both
+                raise RuntimeError("RunAgainCarefully raised where it may not be") from None
+            careful = True
+            continue
         except (DatabaseUnavailableError, ConflictError) as error:
             reason = _reason(error)
             if reason is None:
