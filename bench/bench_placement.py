@@ -7,6 +7,7 @@ transaction on the same pool, run in the same process run) and its share of the 
 noisy machine cannot fake progress. Prints a JSON line last.
 
     python bench/bench_placement.py [--hosts 1000 5000] [--placements 500] [--pg URL] [--processes 4]
+        [--no-pg] [--inline-checkpoints]
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from bcfleet.api.auth import LOCAL_OPERATOR  # noqa: E402
 from bcfleet.clock import FakeClock  # noqa: E402
 from bcfleet.fleet import Fleet  # noqa: E402
 from bcfleet.settings import FleetSettings  # noqa: E402
+from bcfleet.store import wal_checkpoints  # noqa: E402
 from bench.common import (  # noqa: E402
     T0,
     emit,
@@ -151,7 +153,16 @@ def main() -> None:
     parser.add_argument("--pg", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
     parser.add_argument("--no-pg", action="store_true")
     parser.add_argument("--processes", type=int, default=4)
+    parser.add_argument(
+        "--inline-checkpoints",
+        action="store_true",
+        help="SQLite: no checkpoint thread, SQLite's own rule (the log checkpointed inside the "
+        "commit that takes it past 1,000 pages), to compare with store/wal_checkpoints.py",
+    )
     args = parser.parse_args()
+    if args.inline_checkpoints:
+        wal_checkpoints.EVERY_COMMITS = 2**62
+        wal_checkpoints.BACKSTOP_PAGES = 1_000
     results: dict[str, Any] = {}
     for hosts in args.hosts:
         with tempfile.TemporaryDirectory() as tmp:
