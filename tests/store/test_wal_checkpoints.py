@@ -77,14 +77,20 @@ def test_a_few_commits_start_no_thread_and_writers_checkpoint_inline_only_past_t
         engine.dispose()
 
 
-def test_steady_commits_are_checkpointed_by_the_thread_and_close_stops_it(
-    fleet: Fleet, sqlite_url: str
-) -> None:
+def _checkpointed_once(fleet: Fleet) -> wal_checkpoints.WalCheckpoints:
+    """EVERY_COMMITS commits, then the checkpoint they woke has run."""
     checkpoints = wal_checkpoints.of(fleet.engine)
     assert checkpoints is not None
     _commits(fleet, wal_checkpoints.EVERY_COMMITS)
     assert checkpoints.running
     _eventually(lambda: checkpoints.done == 1)
+    return checkpoints
+
+
+def test_steady_commits_are_checkpointed_by_the_thread_and_close_stops_it(
+    fleet: Fleet, sqlite_url: str
+) -> None:
+    checkpoints = _checkpointed_once(fleet)
     fleet.close()
     assert not checkpoints.running
     reopened = Fleet.open(sqlite_url, clock=fleet.clock)
@@ -104,12 +110,9 @@ def test_steady_commits_are_checkpointed_by_the_thread_and_close_stops_it(
 def test_the_thread_copies_the_log_while_the_writer_holds_its_connections(
     fleet: Fleet, sqlite_url: str
 ) -> None:
-    checkpoints = wal_checkpoints.of(fleet.engine)
-    assert checkpoints is not None
-    path = sqlite_url.removeprefix("sqlite:///")
-    _commits(fleet, wal_checkpoints.EVERY_COMMITS)
-    _eventually(lambda: checkpoints.done == 1)
+    checkpoints = _checkpointed_once(fleet)
     checkpoints.stop()
+    path = sqlite_url.removeprefix("sqlite:///")
     frames, copied = _log_left(path)
     assert frames > 0 and copied == frames
 
