@@ -334,7 +334,8 @@ def _claim_on(
     now = fleet.now()
     claims = shape.claims()
     sqlite = is_sqlite(session.get_bind().engine)
-    bare = sqlite or may_run_again  # no savepoint: SQLite's claim is all or nothing
+    # No savepoint on SQLite (its claim is all or nothing) nor on a first run that may run again.
+    bare = sqlite or may_run_again
     savepoint = None if bare and not shape.gpus else CoreSavepoint(session)
     if savepoint is None:
         session.flush()  # the Core writes below and others_on see what the ORM holds

@@ -136,7 +136,9 @@ class DriverStatement:
 
 
 _CONNECTION = "bcfleet.driver_connection"
-_TUPLES_OK = 2  # libpq's PGRES_TUPLES_OK
+# libpq's PGRES_TUPLES_OK (psycopg.pq.ExecStatus.TUPLES_OK), not imported from psycopg so that
+# an SQLite process never loads the driver (tests/store/test_driver_sql.py checks the value).
+_TUPLES_OK = 2
 
 
 def connection_of(session: Session) -> Connection:

@@ -120,8 +120,9 @@ class RunAgainCarefully(Exception):  # noqa: N818 - a request to the retry loop,
 
 
 def may_run_again_carefully() -> bool:
-    """Whether the running attempt may take such a path: the first run of an API call (not
-    one inside Fleet.transaction()), with none of its writes committed."""
+    """Whether the running attempt may take such a path: the first run of a call run_retrying
+    is running (never a call with no such loop around it, as `fleet apply`'s transaction and
+    the jobs' own writes), with none of its writes committed."""
     attempt = _ATTEMPT.get()
     return attempt is not None and not attempt.careful and attempt.commits == 0
 

@@ -215,3 +215,11 @@ def test_statements_that_return_no_rows_and_those_that_return_none_read_alike(
         assert returning.run(session, {"id": "no-such"}).all() == []
         updated = plain.run(session, {"id": "evt_1"})
         assert updated.all() == [] and updated.rowcount == 1
+
+
+def test_the_rows_status_is_the_one_psycopg_names() -> None:
+    from psycopg import pq
+
+    from bcfleet.store import driver_sql
+
+    assert driver_sql._TUPLES_OK == pq.ExecStatus.TUPLES_OK

@@ -3,6 +3,7 @@ starts only when a process writes steadily, stops with the fleet and never creat
 
 from __future__ import annotations
 
+import multiprocessing
 import sqlite3
 import time
 from collections.abc import Callable
@@ -148,3 +149,57 @@ def test_in_memory_and_postgresql_engines_have_no_checkpoint_thread(db_url: str)
             assert wal_checkpoints.of(engine) is None
         finally:
             engine.dispose()
+
+
+def _commit_in_child(url: str, count: int) -> None:
+    """In a forked child: its commits start a thread of its own, not the parent's."""
+    engine = make_engine(url)
+    try:
+        checkpoints = wal_checkpoints.of(engine)
+        assert checkpoints is not None and not checkpoints.running
+        for i in range(count):
+            with write_session(engine, bump_revision=False) as session:
+                session.execute(text(f"CREATE TABLE child{i} (a INTEGER)"))
+        assert checkpoints.running
+        _eventually(lambda: checkpoints.done == 1)
+    finally:
+        wal_checkpoints.stop(engine)
+        engine.dispose()
+
+
+def test_a_forked_child_forgets_the_parents_thread_and_starts_its_own(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'forked.db'}"
+    engine = make_engine(url)
+    try:
+        checkpoints = wal_checkpoints.of(engine)
+        assert checkpoints is not None
+        for i in range(wal_checkpoints.EVERY_COMMITS):
+            with write_session(engine, bump_revision=False) as session:
+                session.execute(text(f"CREATE TABLE parent{i} (a INTEGER)"))
+        assert checkpoints.running
+        child = multiprocessing.get_context("fork").Process(
+            target=_commit_in_child, args=(url, wal_checkpoints.EVERY_COMMITS)
+        )
+        child.start()
+        child.join(30)
+        assert child.exitcode == 0
+    finally:
+        wal_checkpoints.stop(engine)
+        engine.dispose()
+
+
+def test_a_path_with_spaces_and_signs_a_uri_escapes_is_checkpointed(tmp_path: Path) -> None:
+    folder = tmp_path / "a fleet #1 [é]"
+    folder.mkdir()
+    engine = make_engine(f"sqlite:///{folder / 'fleet.db'}")
+    try:
+        checkpoints = wal_checkpoints.of(engine)
+        assert checkpoints is not None
+        for i in range(wal_checkpoints.EVERY_COMMITS):
+            with write_session(engine, bump_revision=False) as session:
+                session.execute(text(f"CREATE TABLE t{i} (a INTEGER)"))
+        _eventually(lambda: checkpoints.done == 1)
+        assert sorted(p.name for p in folder.iterdir())[0] == "fleet.db"  # nothing beside it made
+    finally:
+        wal_checkpoints.stop(engine)
+        engine.dispose()
