@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -250,6 +251,40 @@ async def test_an_unchanged_fleet_is_not_fetched_again(fleet_db: Path) -> None:
         await pilot.press("r")  # r always fetches
         await settle(pilot)
         assert fetched == ["hosts", "hosts"]
+
+
+async def test_a_refresh_asked_for_while_a_fetch_runs_fetches_again_after_it(
+    fleet_db: Path,
+) -> None:
+    """An action that ends while a fetch (say, on coming back from its confirm) still runs must
+    not lose its refresh: that fetch may have read before the change."""
+    held = threading.Event()
+    release = threading.Event()
+
+    class Held(LocalSource):
+        def hosts(self) -> list[dict[str, Any]]:
+            rows = super().hosts()
+            if held.is_set():
+                release.wait(30)
+            return rows
+
+    fleet = open_test_fleet(fleet_db)
+    app = make_app(Held(fleet, label="x"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"fra-01", "enter")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ViewScreen)
+        held.set()
+        screen.request_refresh(force=True)  # reads the hosts, then waits
+        await pilot.pause(0.1)
+        fleet.api.hosts.set_state(OP, host="fra-01", draining=True)
+        held.clear()
+        screen.request_refresh(force=True)  # asked for while the first one still runs
+        release.set()
+        await settle(pilot)
+        assert "draining" in str(table(app).get_row_at(0)[2])
 
 
 async def test_refreshes_that_stop_arriving_show_stale(fleet_db: Path) -> None:

@@ -79,6 +79,8 @@ class ViewScreen(Screen[None]):
         self.freshness = Freshness()
         self._revision: int | None = None
         self._busy = False
+        self._asked_again = False
+        """A forced refresh asked for while a fetch ran; it runs when that fetch ends."""
         self._last_ok = 0.0
         self._fetch_seconds = 0.0
         self._fetched_at = 0.0
@@ -161,6 +163,9 @@ class ViewScreen(Screen[None]):
 
     def request_refresh(self, *, force: bool = False) -> None:
         if self._busy:
+            # The running fetch may have read before the change that asks (an action's end): fetch
+            # once more after it. A timed or resumed check has the running one answer it.
+            self._asked_again = self._asked_again or force
             return
         self._busy = True
         force = force or self.data is None
@@ -172,7 +177,9 @@ class ViewScreen(Screen[None]):
         self.freshness.loading = True
         self.update_status()
 
-    @work(thread=True, exclusive=True, group="fetch", exit_on_error=False)
+    # Not exclusive: `_busy` keeps one fetch at a time, and the fetch asked for meanwhile starts
+    # while the thread that posted Loaded may still be returning; cancelling it would say so.
+    @work(thread=True, group="fetch", exit_on_error=False)
     def _fetch_in_thread(self, force: bool) -> None:
         source = self.source
         started = time.monotonic()
@@ -199,6 +206,12 @@ class ViewScreen(Screen[None]):
         """From inside `fetch`: show what is already fetched while the rest is still coming."""
         self.post_message(self.Loaded(data, None, self.source.now(), partial=True))
 
+    def _fetch_asked_again(self) -> None:
+        """The fetch is over and shown; a forced refresh asked for meanwhile starts now."""
+        if self._asked_again and not self._busy:
+            self._asked_again = False
+            self.request_refresh(force=True)
+
     def on_view_screen_loaded(self, message: Loaded) -> None:
         if not message.partial:
             self._busy = False
@@ -211,6 +224,7 @@ class ViewScreen(Screen[None]):
         self.update_status()
         if not message.partial:
             self.fleet_app.first_load_shown()
+            self._fetch_asked_again()
 
     def on_view_screen_fetching(self, _message: Fetching) -> None:
         if self._busy:
@@ -223,12 +237,14 @@ class ViewScreen(Screen[None]):
             self.now = message.at
             self.clock_tick()
         self.update_status()
+        self._fetch_asked_again()
 
     def on_view_screen_failed(self, message: Failed) -> None:
         self._busy = False
         self.freshness.loading = False
         self.show_failure(message.error, disconnected=message.disconnected, area=message.area)
         self.update_status()
+        self._fetch_asked_again()
 
     def show_failure(self, error: Exception, *, disconnected: bool, area: str | None) -> None:
         """Not available in this build, disconnected (rows kept, marked), or an API error."""
