@@ -97,22 +97,34 @@ class WalCheckpoints:
 
     def _checkpoint(self) -> None:
         try:
-            connection = sqlite3.connect(self._uri, timeout=0, isolation_level=None, uri=True)
-            try:
-                connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-            finally:
-                connection.close()
+            with _IN_SQLITE:
+                connection = sqlite3.connect(self._uri, timeout=0, isolation_level=None, uri=True)
+                try:
+                    connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                finally:
+                    connection.close()
             self.done += 1
         except sqlite3.Error as error:  # another process's checkpoint running, the file gone
             log.debug("WAL checkpoint skipped: %s", error)
 
 
+# Held by a checkpoint thread while it is inside SQLite, and by os.fork() across the fork: a
+# child forked mid-checkpoint would inherit SQLite's internal mutexes locked by a thread it
+# does not have, and hang at its first connection. A fork waits for the checkpoint instead.
+_IN_SQLITE = threading.Lock()
+
+
 def _forget_threads_in_child() -> None:
+    _IN_SQLITE.release()
     for checkpoints in list(_ALL):
         checkpoints.forget_thread()
 
 
-os.register_at_fork(after_in_child=_forget_threads_in_child)
+os.register_at_fork(
+    before=_IN_SQLITE.acquire,
+    after_in_parent=_IN_SQLITE.release,
+    after_in_child=_forget_threads_in_child,
+)
 
 
 def attach(engine: Engine, path: str) -> WalCheckpoints:

@@ -4,11 +4,14 @@ starts only when a process writes steadily, stops with the fleet and never creat
 from __future__ import annotations
 
 import multiprocessing
+import os
 import sqlite3
+import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import text
 
@@ -201,5 +204,47 @@ def test_a_path_with_spaces_and_signs_a_uri_escapes_is_checkpointed(tmp_path: Pa
         _eventually(lambda: checkpoints.done == 1)
         assert sorted(p.name for p in folder.iterdir())[0] == "fleet.db"  # nothing beside it made
     finally:
+        wal_checkpoints.stop(engine)
+        engine.dispose()
+
+
+def test_a_fork_waits_for_a_checkpoint_in_progress(tmp_path: Path, monkeypatch: Any) -> None:
+    """A child forked while the thread is inside SQLite would inherit SQLite's mutexes held by a
+    thread it does not have, and hang at its first connection (seen about once in 150 forks)."""
+    inside, leave = threading.Event(), threading.Event()
+    real_connect = sqlite3.connect
+
+    def slow_connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        inside.set()
+        leave.wait(10)
+        return real_connect(*args, **kwargs)
+
+    monkeypatch.setattr(wal_checkpoints.sqlite3, "connect", slow_connect)
+    url = f"sqlite:///{tmp_path / 'fork.db'}"
+    engine = make_engine(url)
+    forked: list[float] = []
+    try:
+        for i in range(wal_checkpoints.EVERY_COMMITS):
+            with write_session(engine, bump_revision=False) as session:
+                session.execute(text(f"CREATE TABLE t{i} (a INTEGER)"))
+        assert inside.wait(10), "the checkpoint thread did not start its checkpoint"
+
+        def fork() -> None:
+            pid = os.fork()
+            if pid == 0:
+                os._exit(0)
+            forked.append(time.monotonic())
+            os.waitpid(pid, 0)
+
+        forking = threading.Thread(target=fork)
+        forking.start()
+        time.sleep(0.3)
+        assert forked == []  # os.fork() is held back while the checkpoint runs
+        released = time.monotonic()
+        leave.set()
+        forking.join(10)
+        assert forked and forked[0] >= released
+    finally:
+        leave.set()
         wal_checkpoints.stop(engine)
         engine.dispose()
