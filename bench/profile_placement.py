@@ -5,7 +5,7 @@ cProfile while every statement is counted and timed at the cursor (and as many b
 the profiler, for the plain figures). Prints the heaviest
 functions (cumulative), the statements by kind, and a JSON line last.
 
-    python bench/profile_placement.py [--hosts 5000] [--placements 300] [--db URL]
+    python bench/profile_placement.py [--hosts 5000] [--placements 300] [--db URL] [--sort tottime]
 """
 
 from __future__ import annotations
@@ -70,6 +70,7 @@ def main() -> None:
     parser.add_argument("--placements", type=int, default=300)
     parser.add_argument("--db", help="a PostgreSQL admin URL (default: a fresh SQLite file)")
     parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--sort", default="cumulative", help="pstats order: cumulative, tottime")
     args = parser.parse_args()
     with ExitStack() as scratch:
         tmp = scratch.enter_context(tempfile.TemporaryDirectory())
@@ -105,7 +106,7 @@ def main() -> None:
         elapsed = time.perf_counter() - start
         fleet.close()
     out = io.StringIO()
-    pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(args.top)
+    pstats.Stats(profile, stream=out).sort_stats(args.sort).print_stats(args.top)
     sys.stdout.write(out.getvalue())
     n = args.placements
     for kind, count in log.kinds.most_common():

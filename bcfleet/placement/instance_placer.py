@@ -96,7 +96,7 @@ def place_instance(
     else:
         try_place(session, fleet, instance, pool, may_run_again=may_run_again)
     # One INSERT with the outcome, then the object joins the session as a loaded row.
-    _INSERT_INSTANCE.run(session, {c: getattr(instance, c) for c in _COLUMNS})
+    _INSERT_INSTANCE.send(session, {c: getattr(instance, c) for c in _COLUMNS})
     return add_as_loaded(session, instance)
 
 
@@ -377,7 +377,7 @@ def _claim_on(
             return_scalars(session, host.node_id, claims)
         return refused.no_fit()
     allocation_id = fleet.new_id("alloc")
-    _INSERT_ALLOCATION.run(
+    _INSERT_ALLOCATION.send(
         session,
         {
             "id": allocation_id,

@@ -11,16 +11,27 @@ injection, statement counts) and a driver error is raised as SQLAlchemy wraps it
 
 For plain statements only: text (optionally with typed columns) and single-row INSERT, UPDATE
 or DELETE with every column given that has a Python-side default; no expanding IN lists.
+
+A statement whose answer nobody reads (an INSERT of a new row, the revision bump) can be sent
+instead of run: on PostgreSQL it waits in psycopg's pipeline and goes to the server with the
+next statement that is read, or with COMMIT, in one round trip; a placement's
+last five statements (three INSERTs, the bump, COMMIT) are one. The pipeline never outlives
+the statements sent into it: a statement run any other way (SQLAlchemy's, the ORM's flush)
+first has the waiting ones answered (watch_pipelines), so a failed INSERT raises there, as
+SQLAlchemy wraps it, before anything is read that it might have changed. On SQLite (no
+round trips) send is run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, event
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.dml import Insert
@@ -81,16 +92,16 @@ class DriverStatement:
     def run(self, on: Session | Connection, params: Mapping[str, Any]) -> DriverRows:
         """Run once in the transaction of `on` (a session's connection is begun if it is not)."""
         connection = connection_of(on) if isinstance(on, Session) else on
-        compiled = self._for(connection.dialect, params)
-        values = {**compiled.fixed, **params} if compiled.fixed else dict(params)
-        for name, process in compiled.binds:
-            values[name] = process(values[name])
-        arguments: Sequence[Any] | Mapping[str, Any] = (
-            values if compiled.positional is None else [values[n] for n in compiled.positional]
-        )
+        compiled, arguments = self._bound(connection, params)
         cursor = connection.connection.cursor()
+        queued = _queued_on(connection)
         try:
-            connection._cursor_execute(cursor, compiled.sql, arguments)
+            if queued is None:
+                connection._cursor_execute(cursor, compiled.sql, arguments)
+            else:  # sent behind the waiting statements; all are answered in one round trip
+                queued.reading = cursor
+                connection._cursor_execute(cursor, compiled.sql, arguments)
+                _answer(connection, queued, compiled.sql, arguments)
             rows: list[tuple[Any, ...]] = list(cursor.fetchall()) if _has_rows(cursor) else []
             rowcount = cursor.rowcount
         finally:
@@ -98,6 +109,30 @@ class DriverStatement:
         if compiled.results and rows:
             rows = [_converted(row, compiled.results) for row in rows]
         return DriverRows(rows, rowcount)
+
+    def send(self, on: Session | Connection, params: Mapping[str, Any]) -> None:
+        """Run once, its answer not read: on PostgreSQL it waits in the pipeline (module docstring).
+
+        Its error, if any, is raised by the next statement or by send_commit.
+        """
+        connection = connection_of(on) if isinstance(on, Session) else on
+        if not _pipelines(connection):
+            self.run(connection, params)
+            return
+        compiled, arguments = self._bound(connection, params)
+        queued = _queued_on(connection) or _open_pipeline(connection)
+        connection._cursor_execute(queued.cursor, compiled.sql, arguments)
+
+    def _bound(
+        self, connection: Connection, params: Mapping[str, Any]
+    ) -> tuple[_Compiled, Sequence[Any] | Mapping[str, Any]]:
+        compiled = self._for(connection.dialect, params)
+        values = {**compiled.fixed, **params} if compiled.fixed else dict(params)
+        for name, process in compiled.binds:
+            values[name] = process(values[name])
+        if compiled.positional is None:
+            return compiled, values
+        return compiled, [values[n] for n in compiled.positional]
 
     def _for(self, dialect: Dialect, params: Mapping[str, Any]) -> _Compiled:
         by_keys = self._compiled.get(dialect)
@@ -133,6 +168,118 @@ class DriverStatement:
                 if process is not None:
                     results.append((position, process))
         return _Compiled(compiled.string, positional, tuple(binds), fixed, tuple(results))
+
+
+class _Queued:
+    """A pipeline open on a connection: what was sent on its cursor is not answered yet."""
+
+    __slots__ = ("cursor", "driver", "pipeline", "reading")
+
+    def __init__(self, driver: Any, pipeline: Any, cursor: Any) -> None:
+        self.driver = driver
+        self.pipeline = pipeline
+        self.cursor = cursor
+        self.reading: Any = None  # the cursor of a statement run behind them, if any
+
+
+_QUEUED = "bcfleet.queued"
+
+
+def _pipelines(connection: Connection) -> bool:
+    """Whether statements can wait in a pipeline here: psycopg with a libpq that has pipelines."""
+    return connection.dialect.driver == "psycopg" and _libpq_pipelines()
+
+
+@cache
+def _libpq_pipelines() -> bool:
+    import psycopg  # only asked on a psycopg connection: loaded already
+
+    return bool(psycopg.Pipeline.is_supported())
+
+
+def _queued_on(connection: Connection) -> _Queued | None:
+    if connection.invalidated:  # lost: no pipeline to end, and its info is gone with it
+        return None
+    queued: _Queued | None = connection.info.get(_QUEUED)
+    if queued is not None and queued.driver is not connection.connection.driver_connection:
+        connection.info.pop(_QUEUED, None)  # left by a connection the pool has replaced
+        return None
+    return queued
+
+
+def _open_pipeline(connection: Connection) -> _Queued:
+    driver: Any = connection.connection.driver_connection
+    pipeline = driver.pipeline()
+    try:
+        pipeline.__enter__()
+    except connection.dialect.loaded_dbapi.Error as exc:
+        connection._handle_dbapi_exception(exc, None, None, None, None)
+    queued = _Queued(driver, pipeline, driver.cursor())
+    connection.info[_QUEUED] = queued
+    return queued
+
+
+def _answer(
+    connection: Connection,
+    queued: _Queued,
+    statement: str | None = None,
+    parameters: Any = None,
+) -> None:
+    """Send what waits and read every answer (psycopg raises the first error); the pipeline ends.
+
+    A driver error is raised as SQLAlchemy wraps it (a lost connection invalidated), named by
+    the statement that made the answers needed.
+    """
+    try:
+        _end_pipeline(connection, queued)
+    except connection.dialect.loaded_dbapi.Error as exc:
+        connection._handle_dbapi_exception(exc, statement, parameters, queued.reading, None)
+
+
+def _end_pipeline(connection: Connection, queued: _Queued) -> None:
+    """Sync and leave pipeline mode, raising the driver's own first error."""
+    connection.info.pop(_QUEUED, None)
+    try:
+        queued.pipeline.__exit__(None, None, None)
+    finally:
+        queued.cursor.close()
+
+
+def _send_commit(connection: Connection) -> None:
+    """Send COMMIT behind the statements waiting on the connection, in their round trip.
+
+    The driver's commit() that follows finds the transaction ended and sends nothing.
+    """
+    queued = _queued_on(connection)
+    if queued is not None:
+        connection._cursor_execute(queued.cursor, "COMMIT", ())
+        _answer(connection, queued, "COMMIT", ())
+
+
+def _abandon(connection: Connection) -> None:
+    """End the pipeline of a transaction being rolled back: the answers no longer matter.
+
+    Else the ROLLBACK would be queued behind them and the connection go back to the pool in
+    pipeline mode.
+    """
+    queued = _queued_on(connection)
+    if queued is not None:
+        with suppress(connection.dialect.loaded_dbapi.Error):  # the rollback's cause is raised
+            _end_pipeline(connection, queued)
+
+
+def watch_pipelines(engine: Any) -> None:
+    """End a connection's pipeline before anything not sent through it: another statement, COMMIT, ROLLBACK."""
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def _before(conn: Connection, cursor: Any, *_: Any) -> None:
+        queued = _queued_on(conn)
+        if queued is not None and cursor is not queued.cursor and cursor is not queued.reading:
+            # A driver error raised here is wrapped by SQLAlchemy, as the statement's would be.
+            _end_pipeline(conn, queued)
+
+    event.listen(engine, "commit", _send_commit)
+    event.listen(engine, "rollback", _abandon)
 
 
 _CONNECTION = "bcfleet.driver_connection"

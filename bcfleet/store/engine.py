@@ -9,6 +9,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.exc import InvalidatePoolError
 
 from bcfleet.store import wal_checkpoints
+from bcfleet.store.driver_sql import watch_pipelines
 
 WRITE_OPTION = "bcfleet_write"
 
@@ -49,6 +50,7 @@ def make_engine(url: str, *, echo: bool = False) -> Engine:
     else:
         engine = create_engine(url, echo=echo, pool_size=5, max_overflow=10)
         _ping_after_idle(engine)
+        watch_pipelines(engine)
     _track_changes(engine)
     return engine
 

@@ -30,10 +30,11 @@ def emit(
 ) -> None:
     """Add one tenant's copy of an event to the log, in the caller's transaction.
 
-    Written at once on the driver's cursor (no unit of work): events take their sequence
-    numbers in the order they were emitted.
+    Sent at once on the driver's cursor (no unit of work): events take their sequence
+    numbers in the order they were emitted. On PostgreSQL it waits for the next statement
+    (store/driver_sql.py): an error of the insert is raised there.
     """
-    _INSERT_EVENT.run(
+    _INSERT_EVENT.send(
         session,
         {
             "id": ids.new("evt", at),

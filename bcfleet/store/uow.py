@@ -51,7 +51,9 @@ def write_session(engine: Engine, *, bump_revision: bool = True) -> Iterator[Ses
         # A transaction that changed nothing (a job tick finding all as it was) leaves saved plans valid.
         if bump_revision and connection.info.get(CHANGED_FLAG):
             bump(session)
-        committing = True  # leaving session.begin() sends COMMIT
+        committing = (
+            True  # leaving session.begin() sends COMMIT (with the statements sent before it)
+        )
         commit_is_next()
     wal_checkpoints.committed(engine)
 
@@ -76,7 +78,7 @@ def bump(session: Session) -> None:
         if _BUMP_SQLITE.run(connection, {}).rowcount == 0:
             connection.execute(text("INSERT INTO state_revision (id, revision) VALUES (1, 1)"))
     else:
-        _BUMP_PG.run(connection, {})
+        _BUMP_PG.send(connection, {})  # its value is not read: it waits for COMMIT
 
 
 def current_revision(session: Session) -> int:

@@ -43,7 +43,9 @@ class Faults:
 
     ``statement`` is the start of the SQL to watch (``INSERT INTO tenants``); ``kills`` how many
     of its runs lose their connection just before the statement is sent; with ``at_commit``
-    the connection is lost instead as a write transaction sends COMMIT.
+    the connection is lost instead as a write transaction sends COMMIT (the engine's commit,
+    or on PostgreSQL the COMMIT sent behind the statements waiting in the pipeline, see
+    store/driver_sql.py: the commit event after it then finds the write counted).
     """
 
     fleet: Fleet
@@ -64,6 +66,9 @@ class Faults:
         event.remove(self.fleet.engine, "commit", self._commit)
 
     def _before(self, conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if statement == "COMMIT":  # PostgreSQL: sent with the statements waiting for it
+            self._commit(conn)
+            return
         if not statement.lstrip().upper().startswith(self.statement.upper()):
             return
         self.runs += 1

@@ -1,0 +1,137 @@
+"""Statements sent without reading their answer: stored as if run, their errors raised before
+anything later is read or committed, and no connection left in pipeline mode, on both engines."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, select
+
+from bcfleet.api.auth import LOCAL_OPERATOR
+from bcfleet.errors import DatabaseUnavailableError
+from bcfleet.fleet import Fleet
+from bcfleet.jobs.vps_hosts import run_vps_hosts
+from bcfleet.store.driver_sql import DriverStatement
+from bcfleet.store.faults import COMMIT_OUTCOME_UNKNOWN
+from bcfleet.store.models import Event
+from tests.support.builders import OP, flavor, host, hosted_pool, inventory
+from tests.support.db_faults import Faults
+
+AT = datetime(2026, 12, 3, 8, 0, tzinfo=UTC)
+INSERT_EVENT = DriverStatement(Event.__table__.insert())  # type: ignore[attr-defined]
+COUNT = DriverStatement(text("SELECT count(*) FROM events WHERE type = 'test.sent'"))
+
+
+def _event(event_id: str) -> dict[str, Any]:
+    return {
+        "id": event_id,
+        "type": "test.sent",
+        "tenant_id": None,
+        "subject_id": None,
+        "data": {},
+        "at": AT,
+    }
+
+
+def _stored(fleet: Fleet) -> int:
+    with fleet.read() as session:
+        return int(COUNT.run(session, {}).scalar())
+
+
+def _in_pipeline(session: Session) -> bool:
+    """Whether the session's connection is in libpq's pipeline mode (never on SQLite)."""
+    driver = session.connection().connection.driver_connection
+    pgconn = getattr(driver, "pgconn", None)
+    return pgconn is not None and pgconn.pipeline_status != 0
+
+
+def test_sent_statements_are_seen_by_every_later_statement_and_stored_at_commit(
+    any_fleet: Fleet,
+) -> None:
+    postgres = any_fleet.engine.dialect.name == "postgresql"
+    with any_fleet.write() as session:
+        INSERT_EVENT.send(session, _event("evt_1"))
+        assert _in_pipeline(session) is postgres  # waiting for its answer
+        assert COUNT.run(session, {}).scalar() == 1  # a statement run here reads it
+        assert not _in_pipeline(session)
+        INSERT_EVENT.send(session, _event("evt_2"))
+        # The ORM's query (SQLAlchemy's execution) sees it too.
+        assert len(session.exec(select(Event).where(Event.type == "test.sent")).all()) == 2
+        assert not _in_pipeline(session)
+        INSERT_EVENT.send(session, _event("evt_3"))  # answered with COMMIT
+    assert _stored(any_fleet) == 3
+    with any_fleet.read() as session:
+        assert not _in_pipeline(session)  # the pooled connection went back out of pipeline mode
+
+
+def _driver_read(session: Session) -> None:
+    COUNT.run(session, {})
+
+
+def _orm_read(session: Session) -> None:
+    session.exec(select(Event)).all()
+
+
+def _commit(session: Session) -> None:
+    pass  # leaving the block commits
+
+
+@pytest.mark.parametrize(
+    "then", [_driver_read, _orm_read, _commit], ids=["driver read", "ORM read", "commit"]
+)
+def test_a_sent_insert_that_fails_raises_integrity_error_before_anything_later_and_saves_nothing(
+    any_fleet: Fleet, then: Callable[[Session], None]
+) -> None:
+    with pytest.raises(IntegrityError, match="evt_1|UNIQUE|unique"), any_fleet.write() as session:
+        INSERT_EVENT.send(session, _event("evt_1"))
+        INSERT_EVENT.send(session, _event("evt_1"))  # the same key
+        INSERT_EVENT.send(session, _event("evt_2"))
+        then(session)
+    assert _stored(any_fleet) == 0
+    assert any_fleet.api.tenants.list(LOCAL_OPERATOR)["items"]  # the connection is usable again
+
+
+def test_a_transaction_failing_after_a_send_rolls_it_back_and_pools_no_pipeline(
+    any_fleet: Fleet,
+) -> None:
+    with pytest.raises(RuntimeError), any_fleet.write() as session:
+        INSERT_EVENT.send(session, _event("evt_1"))
+        raise RuntimeError("the caller's own failure")
+    assert _stored(any_fleet) == 0
+    for n in range(3):  # every pooled connection is out of pipeline mode and usable
+        with any_fleet.write() as session:
+            assert not _in_pipeline(session)
+            INSERT_EVENT.send(session, _event(f"evt_{n}"))
+    assert _stored(any_fleet) == 3
+
+
+def test_a_connection_lost_as_commit_goes_behind_sent_statements_is_an_unknown_outcome(
+    any_fleet: Fleet,
+) -> None:
+    pool = hosted_pool(any_fleet, "vps-fra", gpu_model=None)
+    host(any_fleet, pool["id"], "h1", inventory())
+    run_vps_hosts(any_fleet, any_fleet.now())
+    flavor(any_fleet, pool["id"], "b1.small")
+    faults = Faults(any_fleet, "INSERT INTO instances", at_commit=True)
+    with pytest.raises(DatabaseUnavailableError) as raised:
+        any_fleet.api.instances.create(OP, tenant_id="acme", pool_id=pool["id"], flavor="b1.small")
+    faults.remove()
+    assert raised.value.details == {"reason": COMMIT_OUTCOME_UNKNOWN}
+    assert (faults.runs, faults.commits) == (1, 1)  # never sent twice
+    # Nothing half-applied: the COMMIT never reached the server, so nothing of it is stored.
+    assert any_fleet.api.instances.list(OP, tenant_id="acme")["items"] == []
+    assert _stored_placements(any_fleet) == (0, 0)
+
+
+def _stored_placements(fleet: Fleet) -> tuple[int, int]:
+    with fleet.read() as session:
+        allocations = session.execute(text("SELECT count(*) FROM allocations")).scalar_one()
+        claimed = session.execute(
+            text("SELECT coalesce(sum(allocated), 0) FROM node_resources")
+        ).scalar_one()
+    return int(allocations), int(claimed)
