@@ -31,7 +31,7 @@ from functools import cache
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from sqlalchemy import Connection, event
+from sqlalchemy import Connection, event, text
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.dml import Insert
@@ -278,9 +278,23 @@ def watch_pipelines(engine: Any) -> None:
             # A driver error raised here is wrapped by SQLAlchemy, as the statement's would be.
             _end_pipeline(conn, queued)
 
+    event.listen(engine, "begin", _send_begin)
     event.listen(engine, "commit", _send_commit)
     event.listen(engine, "rollback", _abandon)
 
+
+def _send_begin(connection: Connection) -> None:
+    """Begin the transaction with BEGIN sent to wait for the first statement, in its round trip.
+
+    The driver is in autocommit mode (store/engine.py), so it begins nothing of its own; its
+    commit() and rollback() end the transaction begun here, as they go by the server's
+    transaction status. On a driver connection that begins its own, nothing is sent.
+    """
+    if connection.connection.driver_connection.autocommit:  # type: ignore[union-attr]
+        _BEGIN.send(connection, {})
+
+
+_BEGIN = DriverStatement(text("BEGIN"))
 
 _CONNECTION = "bcfleet.driver_connection"
 # libpq's PGRES_TUPLES_OK (psycopg.pq.ExecStatus.TUPLES_OK), not imported from psycopg so that

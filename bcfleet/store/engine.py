@@ -48,7 +48,11 @@ def make_engine(url: str, *, echo: bool = False) -> Engine:
     if url.startswith("sqlite"):
         engine = _sqlite_engine(url, echo)
     else:
-        engine = create_engine(url, echo=echo, pool_size=5, max_overflow=10)
+        # The driver in autocommit mode: each transaction's BEGIN is sent by watch_pipelines,
+        # with the first statement, rather than by psycopg in a round trip of its own.
+        engine = create_engine(
+            url, echo=echo, pool_size=5, max_overflow=10, isolation_level="AUTOCOMMIT"
+        )
         _ping_after_idle(engine)
         watch_pipelines(engine)
     _track_changes(engine)

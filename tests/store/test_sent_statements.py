@@ -3,6 +3,7 @@ anything later is read or committed, and no connection left in pipeline mode, on
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -55,6 +56,8 @@ def test_sent_statements_are_seen_by_every_later_statement_and_stored_at_commit(
 ) -> None:
     postgres = any_fleet.engine.dialect.name == "postgresql"
     with any_fleet.write() as session:
+        COUNT.run(session, {})
+        assert not _in_pipeline(session)
         INSERT_EVENT.send(session, _event("evt_1"))
         assert _in_pipeline(session) is postgres  # waiting for its answer
         assert COUNT.run(session, {}).scalar() == 1  # a statement run here reads it
@@ -65,8 +68,17 @@ def test_sent_statements_are_seen_by_every_later_statement_and_stored_at_commit(
         assert not _in_pipeline(session)
         INSERT_EVENT.send(session, _event("evt_3"))  # answered with COMMIT
     assert _stored(any_fleet) == 3
-    with any_fleet.read() as session:
-        assert not _in_pipeline(session)  # the pooled connection went back out of pipeline mode
+    assert not _pooled_in_pipeline(any_fleet)
+
+
+def _pooled_in_pipeline(fleet: Fleet) -> bool:
+    """Whether a connection the pool hands out is in pipeline mode."""
+    raw = fleet.engine.raw_connection()
+    try:
+        pgconn = getattr(raw.driver_connection, "pgconn", None)
+        return pgconn is not None and pgconn.pipeline_status != 0
+    finally:
+        raw.close()
 
 
 def _driver_read(session: Session) -> None:
@@ -103,9 +115,9 @@ def test_a_transaction_failing_after_a_send_rolls_it_back_and_pools_no_pipeline(
         INSERT_EVENT.send(session, _event("evt_1"))
         raise RuntimeError("the caller's own failure")
     assert _stored(any_fleet) == 0
-    for n in range(3):  # every pooled connection is out of pipeline mode and usable
+    assert not _pooled_in_pipeline(any_fleet)
+    for n in range(3):  # and usable
         with any_fleet.write() as session:
-            assert not _in_pipeline(session)
             INSERT_EVENT.send(session, _event(f"evt_{n}"))
     assert _stored(any_fleet) == 3
 
@@ -135,3 +147,25 @@ def _stored_placements(fleet: Fleet) -> tuple[int, int]:
             text("SELECT coalesce(sum(allocated), 0) FROM node_resources")
         ).scalar_one()
     return int(allocations), int(claimed)
+
+
+def test_a_postgresql_session_is_one_transaction_begun_with_its_first_statement(
+    pg_fleet: Fleet,
+) -> None:
+    """The driver runs in autocommit mode and BEGIN waits for the first statement: each
+    session is still one transaction (now() is its start), invisible to others until COMMIT."""
+    started = DriverStatement(text("SELECT now()"))
+    with pg_fleet.read() as session:
+        first = started.run(session, {}).scalar()  # BEGIN went with it
+        time.sleep(0.02)
+        assert session.execute(text("SELECT now()")).scalar() == first
+    with pg_fleet.write() as session:
+        INSERT_EVENT.run(session, _event("evt_1"))
+        assert _stored(pg_fleet) == 0  # another connection does not see it yet
+        time.sleep(0.02)
+        assert started.run(session, {}).scalar() == session.execute(text("SELECT now()")).scalar()
+    assert _stored(pg_fleet) == 1
+    with pytest.raises(RuntimeError), pg_fleet.write() as session:
+        INSERT_EVENT.run(session, _event("evt_2"))
+        raise RuntimeError("rolled back")
+    assert _stored(pg_fleet) == 1
