@@ -8,7 +8,7 @@ savepoint back and moves on to the next candidate. Nothing here reads the wall c
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +34,7 @@ from bcfleet.domain.states import INSTANCE_LIVE, InstanceState, PoolKind
 from bcfleet.placement import gpus as gpu_atoms
 from bcfleet.placement.candidates import feasible_hosts, pool_snapshots
 from bcfleet.placement.conditions import clear_condition, set_condition
-from bcfleet.placement.quotas import charge, quota_charge_of, refund
+from bcfleet.placement.quotas import quota_charge_of, refund, start_charge
 from bcfleet.store.driver_sql import DriverStatement
 from bcfleet.store.engine import is_sqlite
 from bcfleet.store.faults import RunAgainCarefully
@@ -90,24 +90,35 @@ def place_instance(
             "input_hash": input_hash,
         },
     )
-    charge(session, tenant_id, pool.id, quota_charge_of(shape))
+    # Finished before the first claim (quota rows come first in the lock order); on PostgreSQL
+    # its answer comes with the candidate search's.
+    finish_charge = start_charge(session, tenant_id, pool.id, quota_charge_of(shape))
     if pool.kind == PoolKind.PROVIDER:
         instance.state = InstanceState.PROVISIONING  # the providers.reconcile job makes the server
     else:
-        try_place(session, fleet, instance, pool, may_run_again=may_run_again)
+        try_place(
+            session, fleet, instance, pool, may_run_again=may_run_again, before_claim=finish_charge
+        )
+    finish_charge()
     # One INSERT with the outcome, then the object joins the session as a loaded row.
     _INSERT_INSTANCE.send(session, {c: getattr(instance, c) for c in _COLUMNS})
     return add_as_loaded(session, instance)
 
 
 def try_place(
-    session: Session, fleet: Fleet, instance: Instance, pool: Pool, *, may_run_again: bool = False
+    session: Session,
+    fleet: Fleet,
+    instance: Instance,
+    pool: Pool,
+    *,
+    may_run_again: bool = False,
+    before_claim: Callable[[], None] = lambda: None,
 ) -> bool:
     """Place a pending hosted instance; on failure keep it pending with a counted Unschedulable reason.
 
     may_run_again (PostgreSQL): claim without a savepoint, and when a claim is refused or the
     host turns out not to fit, raise RunAgainCarefully rather than move on holding the refused
-    host's row locks (_claim_on).
+    host's row locks (_claim_on). before_claim runs before the first claim (a charge to finish).
     """
     shape = Shape.from_json(instance.shape)
     policy = placement_from_json(instance.shape.get("placement"))
@@ -130,6 +141,7 @@ def try_place(
             if h.node_id not in tried
         ]
         for host in rank(candidates, strategy):
+            before_claim()
             outcome = _claim_on(
                 session, fleet, instance, pool, host, shape, policy, may_run_again=may_run_again
             )

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 
 from sqlalchemy import bindparam, text
 from sqlmodel import Session
 
 from bcfleet.errors import QuotaExceededError
-from bcfleet.store.driver_sql import DriverStatement
+from bcfleet.store.driver_sql import DriverStatement, SentRows
 from bcfleet.store.engine import is_sqlite
 from bcfleet.store.models import Quota
 
@@ -56,25 +56,50 @@ def _charge_at_once(
 
 def charge(session: Session, tenant_id: str, pool_id: str, amounts: Mapping[str, int]) -> None:
     """Charge the tenant's quota in the pool; QUOTA_EXCEEDED (and nothing charged) when any would overrun."""
+    start_charge(session, tenant_id, pool_id, amounts)()
+
+
+def start_charge(
+    session: Session, tenant_id: str, pool_id: str, amounts: Mapping[str, int]
+) -> Callable[[], None]:
+    """charge() in two steps: the call returned finishes it (QUOTA_EXCEEDED there), once.
+
+    On PostgreSQL the stripe upsert is sent to wait for the caller's next statement (a
+    placement's candidate search: one round trip for both). The caller finishes the charge
+    before it takes a lock that comes after the quota rows' in the lock order (node rows, GPU
+    atoms, see lock_quotas): what finish does (the rows with a limit) locks quota rows.
+    """
     wanted = {r: n for r, n in amounts.items() if n > 0}
     if not wanted:
-        return
+        return _charged
     if is_sqlite(session.get_bind().engine):
-        if _charge_at_once(session, tenant_id, pool_id, wanted):
+        if not _charge_at_once(session, tenant_id, pool_id, wanted):
+            _ensure_rows(session, tenant_id, pool_id, sorted(wanted))
+            if not _charge_at_once(session, tenant_id, pool_id, wanted):
+                _charge_rows(session, tenant_id, pool_id, wanted)
+        return _charged
+    sent = _send_to_stripe(session, tenant_id, pool_id, wanted)
+    finished = False
+
+    def finish() -> None:
+        nonlocal finished
+        if finished:
             return
-        _ensure_rows(session, tenant_id, pool_id, sorted(wanted))
-        if _charge_at_once(session, tenant_id, pool_id, wanted):
-            return
-        _charge_rows(session, tenant_id, pool_id, wanted)
-        return
-    striped = _add_to_stripe(session, tenant_id, pool_id, wanted)
-    rest = {r: n for r, n in wanted.items() if r not in striped}
-    if rest:
-        _ensure_rows(session, tenant_id, pool_id, sorted(rest))
-        striped = _add_to_stripe(session, tenant_id, pool_id, rest)
-        _charge_rows(
-            session, tenant_id, pool_id, {r: n for r, n in rest.items() if r not in striped}
-        )
+        finished = True
+        striped = set(sent.rows().scalars())
+        rest = {r: n for r, n in wanted.items() if r not in striped}
+        if rest:
+            _ensure_rows(session, tenant_id, pool_id, sorted(rest))
+            striped = _add_to_stripe(session, tenant_id, pool_id, rest)
+            _charge_rows(
+                session, tenant_id, pool_id, {r: n for r, n in rest.items() if r not in striped}
+            )
+
+    return finish
+
+
+def _charged() -> None:
+    """A charge finished already (nothing to charge, or charged on SQLite at once)."""
 
 
 _CHARGE_ROW = text(
@@ -137,10 +162,17 @@ def _add_to_stripe(
     session: Session, tenant_id: str, pool_id: str, amounts: Mapping[str, int]
 ) -> set[str]:
     """Add amounts (negative to give back) to a random stripe of the unlimited rows; the resources done."""
+    return set(_send_to_stripe(session, tenant_id, pool_id, amounts).rows().scalars())
+
+
+def _send_to_stripe(
+    session: Session, tenant_id: str, pool_id: str, amounts: Mapping[str, int]
+) -> SentRows:
+    """_add_to_stripe, its answer (the resources done) read when the caller needs it."""
     params: dict[str, object] = {"t": tenant_id, "p": pool_id, "s": random.randrange(STRIPES)}
     for i, resource in enumerate(sorted(amounts)):
         params[f"r{i}"], params[f"n{i}"] = resource, int(amounts[resource])
-    return set(_stripe_upsert(len(amounts)).run(session, params).scalars())
+    return _stripe_upsert(len(amounts)).send_reading(session, params)
 
 
 def lock_quotas(session: Session, tenant_id: str, pool_id: str) -> list[str]:

@@ -14,12 +14,16 @@ or DELETE with every column given that has a Python-side default; no expanding I
 
 A statement whose answer nobody reads (an INSERT of a new row, the revision bump) can be sent
 instead of run: on PostgreSQL it waits in psycopg's pipeline and goes to the server with the
-next statement that is read, or with COMMIT, in one round trip; a placement's
-last five statements (three INSERTs, the bump, COMMIT) are one. The pipeline never outlives
-the statements sent into it: a statement run any other way (SQLAlchemy's, the ORM's flush)
-first has the waiting ones answered (watch_pipelines), so a failed INSERT raises there, as
-SQLAlchemy wraps it, before anything is read that it might have changed. On SQLite (no
-round trips) send is run.
+next statement that is read, or with COMMIT, in one round trip. So do a transaction's BEGIN
+(the driver runs in autocommit mode and the engine's begin event sends it) and a statement
+whose rows are read only later (send_reading, a quota charge read after the candidate search
+sent behind it). A placement's BEGIN goes with its first read and its last five statements
+(three INSERTs, the bump, COMMIT) are one round trip. The pipeline never outlives the
+statements sent into it (watch_pipelines): a statement run any other way (SQLAlchemy's, the
+ORM's flush) first has the waiting ones answered, COMMIT goes behind them, ROLLBACK ends them.
+So a failed INSERT raises, as SQLAlchemy wraps it, before anything is read that it might have
+changed, and before anything is committed. On
+SQLite (no round trips) send is run.
 """
 
 from __future__ import annotations
@@ -80,6 +84,44 @@ class DriverRows:
         return self.rows[0][0] if self.rows else None
 
 
+def _read(cursor: Any, compiled: _Compiled) -> DriverRows:
+    """The answered statement's rows, converted by their column types; the cursor closed."""
+    try:
+        rows: list[tuple[Any, ...]] = list(cursor.fetchall()) if _has_rows(cursor) else []
+        rowcount = cursor.rowcount
+    finally:
+        cursor.close()
+    if compiled.results and rows:
+        rows = [_converted(row, compiled.results) for row in rows]
+    return DriverRows(rows, rowcount)
+
+
+class SentRows:
+    """The rows of a statement sent with DriverStatement.send_reading, once it is answered."""
+
+    __slots__ = ("_rows", "_waiting")
+
+    def __init__(self, rows: DriverRows | None, waiting: tuple[Any, ...] | None = None) -> None:
+        self._rows = rows
+        self._waiting = waiting  # (connection, its pipeline, cursor, compiled, arguments)
+
+    def rows(self) -> DriverRows:
+        """Its rows; when it still waits, it and every statement before it are answered now."""
+        if self._rows is None:
+            assert self._waiting is not None
+            connection, queued, cursor, compiled, arguments = self._waiting
+            self._waiting = None
+            try:
+                waiting = _queued_on(connection)
+                if waiting is not None and waiting is queued:  # not answered yet
+                    _answer(connection, waiting, compiled.sql, arguments)
+            except BaseException:
+                cursor.close()
+                raise
+            self._rows = _read(cursor, compiled)
+        return self._rows
+
+
 class DriverStatement:
     """A Core statement compiled once per dialect (and, for an INSERT, per set of columns given)."""
 
@@ -99,16 +141,33 @@ class DriverStatement:
             if queued is None:
                 connection._cursor_execute(cursor, compiled.sql, arguments)
             else:  # sent behind the waiting statements; all are answered in one round trip
-                queued.reading = cursor
+                queued.readers.append(cursor)
                 connection._cursor_execute(cursor, compiled.sql, arguments)
                 _answer(connection, queued, compiled.sql, arguments)
-            rows: list[tuple[Any, ...]] = list(cursor.fetchall()) if _has_rows(cursor) else []
-            rowcount = cursor.rowcount
-        finally:
+        except BaseException:
             cursor.close()
-        if compiled.results and rows:
-            rows = [_converted(row, compiled.results) for row in rows]
-        return DriverRows(rows, rowcount)
+            raise
+        return _read(cursor, compiled)
+
+    def send_reading(self, on: Session | Connection, params: Mapping[str, Any]) -> SentRows:
+        """Run once, its rows read later (SentRows.rows()): on PostgreSQL it waits in the
+        pipeline until a statement after it is run, and is answered in that one's round trip.
+
+        Its error, if any, is raised there or by rows().
+        """
+        connection = connection_of(on) if isinstance(on, Session) else on
+        if not _pipelines(connection):
+            return SentRows(self.run(connection, params))
+        compiled, arguments = self._bound(connection, params)
+        queued = _queued_on(connection) or _open_pipeline(connection)
+        cursor = connection.connection.cursor()
+        queued.readers.append(cursor)
+        try:
+            connection._cursor_execute(cursor, compiled.sql, arguments)
+        except BaseException:
+            cursor.close()
+            raise
+        return SentRows(None, (connection, queued, cursor, compiled, arguments))
 
     def send(self, on: Session | Connection, params: Mapping[str, Any]) -> None:
         """Run once, its answer not read: on PostgreSQL it waits in the pipeline (module docstring).
@@ -173,13 +232,13 @@ class DriverStatement:
 class _Queued:
     """A pipeline open on a connection: what was sent on its cursor is not answered yet."""
 
-    __slots__ = ("cursor", "driver", "pipeline", "reading")
+    __slots__ = ("cursor", "driver", "pipeline", "readers")
 
     def __init__(self, driver: Any, pipeline: Any, cursor: Any) -> None:
         self.driver = driver
         self.pipeline = pipeline
         self.cursor = cursor
-        self.reading: Any = None  # the cursor of a statement run behind them, if any
+        self.readers: list[Any] = []  # cursors of statements in it whose rows will be read
 
 
 _QUEUED = "bcfleet.queued"
@@ -233,7 +292,8 @@ def _answer(
     try:
         _end_pipeline(connection, queued)
     except connection.dialect.loaded_dbapi.Error as exc:
-        connection._handle_dbapi_exception(exc, statement, parameters, queued.reading, None)
+        cursor = queued.readers[-1] if queued.readers else None
+        connection._handle_dbapi_exception(exc, statement, parameters, cursor, None)
 
 
 def _end_pipeline(connection: Connection, queued: _Queued) -> None:
@@ -274,7 +334,7 @@ def watch_pipelines(engine: Any) -> None:
     @event.listens_for(engine, "before_cursor_execute")
     def _before(conn: Connection, cursor: Any, *_: Any) -> None:
         queued = _queued_on(conn)
-        if queued is not None and cursor is not queued.cursor and cursor is not queued.reading:
+        if queued is not None and cursor is not queued.cursor and cursor not in queued.readers:
             # A driver error raised here is wrapped by SQLAlchemy, as the statement's would be.
             _end_pipeline(conn, queued)
 

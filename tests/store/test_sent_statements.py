@@ -169,3 +169,35 @@ def test_a_postgresql_session_is_one_transaction_begun_with_its_first_statement(
         INSERT_EVENT.run(session, _event("evt_2"))
         raise RuntimeError("rolled back")
     assert _stored(pg_fleet) == 1
+
+
+INSERT_RETURNING = DriverStatement(
+    text(
+        "INSERT INTO events (id, type, data, at) VALUES (:id, 'test.sent', '{}', :at) RETURNING id"
+    )
+)
+
+
+def test_rows_sent_for_reading_come_with_the_next_statement(any_fleet: Fleet) -> None:
+    with any_fleet.write() as session:
+        COUNT.run(session, {})
+        sent = INSERT_RETURNING.send_reading(session, {"id": "evt_1", "at": AT})
+        later = INSERT_RETURNING.send_reading(session, {"id": "evt_2", "at": AT})
+        assert COUNT.run(session, {}).scalar() == 2  # both answered with this one
+        assert not _in_pipeline(session)
+        assert later.rows().all() == [("evt_2",)]
+        assert sent.rows().all() == [("evt_1",)]
+        assert sent.rows().rowcount == 1  # read once, kept
+        alone = INSERT_RETURNING.send_reading(session, {"id": "evt_3", "at": AT})
+        assert alone.rows().scalars() == ["evt_3"]  # nothing after it: answered when read
+    assert _stored(any_fleet) == 3
+
+
+def test_a_statement_sent_for_reading_that_fails_raises_at_the_next_statement(
+    any_fleet: Fleet,
+) -> None:
+    with pytest.raises(IntegrityError), any_fleet.write() as session:
+        INSERT_RETURNING.send_reading(session, {"id": "evt_1", "at": AT})
+        INSERT_RETURNING.send_reading(session, {"id": "evt_1", "at": AT})
+        COUNT.run(session, {})
+    assert _stored(any_fleet) == 0
