@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import URL, Engine, create_engine, event
 from sqlalchemy.exc import InvalidatePoolError
 
 from bcfleet.store import wal_checkpoints
@@ -15,9 +15,13 @@ WRITE_OPTION = "bcfleet_write"
 
 
 def normalize_url(url: str) -> str:
-    """Accept the short forms people type: a bare path, postgres://, postgresql://."""
+    """Accept the short forms people type: a bare path, postgres://, postgresql://.
+
+    A bare path is the file's name as it is: a ?, # or % in it is escaped, not read as a URL's
+    query, fragment or escape (a.db?x named the file a.db).
+    """
     if "://" not in url:
-        return f"sqlite:///{url}"
+        return URL.create("sqlite", database=url).render_as_string(hide_password=False)
     if url.startswith("postgres://"):
         return "postgresql+psycopg://" + url[len("postgres://") :]
     if url.startswith("postgresql://"):

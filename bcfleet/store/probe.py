@@ -32,7 +32,9 @@ FLEET_TABLES = frozenset({"alembic_version", "tenants", "pools", "hosts"})
 
 
 def shown(url: str) -> str:
-    """The URL as messages show it: the password hidden."""
+    """The URL as messages show it: the password hidden (a path or an SQLite URL as given)."""
+    if "://" not in url or url.startswith("sqlite:"):
+        return url
     try:
         return make_url(normalize_url(url)).render_as_string(hide_password=True)
     except (ArgumentError, ValueError):  # ValueError: an unclosed [ in the host
@@ -58,6 +60,12 @@ def check_url(url: str) -> str:
     if backend == "sqlite":
         if not parsed.database or parsed.host or not normalized.startswith("sqlite:///"):
             raise _bad(url, f"an SQLite URL names a file, as sqlite:///fleet.db; use {SCHEMES}")
+        if "?" in normalized:  # SQLAlchemy would open the file before the ? (options ignored)
+            raise _bad(
+                url,
+                "an SQLite URL takes no query string; a ? in the file's name is written %3F "
+                "(or give the bare path)",
+            )
         return normalized
     if backend == "postgresql" and parsed.get_driver_name() == "psycopg":
         if not parsed.database:

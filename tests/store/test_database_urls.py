@@ -84,3 +84,23 @@ def test_plan_on_no_fleet_plans_against_an_empty_one_and_creates_nothing(tmp_pat
     assert result.exit_code == 0, result.stderr
     assert "planning against an empty one" in result.stderr and "to add" in result.stdout
     assert not db.exists()
+
+
+@pytest.mark.parametrize("name", ["a?b.db", "a%41.db", "a#b.db", "a b.db"])
+def test_a_bare_path_names_that_very_file(name: str, tmp_path: Path) -> None:
+    """?, #, % in a file's name are the name, not a URL's query, fragment or escape."""
+    db = tmp_path / name
+    made = run_cli("--json", "tenants", "create", "acme", db=str(db))
+    assert made.exit_code == 0, made.stdout
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(name + "-")) == [name]
+    listed = run_cli("--json", "tenants", "list", db=str(db))
+    assert "acme" in listed.stdout
+
+
+def test_an_sqlite_url_with_a_query_string_is_refused_and_opens_nothing(tmp_path: Path) -> None:
+    result = run_cli("--json", "tenants", "create", "acme", "--db", f"sqlite:///{tmp_path}/a.db?b")
+    assert result.exit_code == 1
+    error = json.loads(result.stdout)["error"]
+    assert error["code"] == "INVALID_INPUT" and "%3F" in error["message"]
+    assert f"{tmp_path}/a.db?b" in error["message"]  # shown as given
+    assert list(tmp_path.iterdir()) == []
