@@ -338,6 +338,15 @@ def watch_pipelines(engine: Any) -> None:
             # A driver error raised here is wrapped by SQLAlchemy, as the statement's would be.
             _end_pipeline(conn, queued)
 
+    @event.listens_for(engine, "invalidate")
+    def _lost(_dbapi_connection: Any, record: Any, _exception: Any) -> None:
+        # The connection is gone and its pipeline with it: end it quietly now, not at
+        # garbage collection (where psycopg would log the failed sync).
+        queued = record.info.pop(_QUEUED, None)
+        if queued is not None:
+            with suppress(engine.dialect.loaded_dbapi.Error):
+                queued.pipeline.__exit__(None, None, None)
+
     event.listen(engine, "begin", _send_begin)
     event.listen(engine, "commit", _send_commit)
     event.listen(engine, "rollback", _abandon)
