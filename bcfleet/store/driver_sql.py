@@ -172,7 +172,9 @@ class DriverStatement:
     def send(self, on: Session | Connection, params: Mapping[str, Any]) -> None:
         """Run once, its answer not read: on PostgreSQL it waits in the pipeline (module docstring).
 
-        Its error, if any, is raised by the next statement or by send_commit.
+        Its error, if any, is raised by the next statement or at COMMIT. Until answered its
+        rowcount is unknown, so a sent INSERT, UPDATE or DELETE counts as a change (the
+        revision bump); only statements that always change a row are sent.
         """
         connection = connection_of(on) if isinstance(on, Session) else on
         if not _pipelines(connection):
