@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sqlalchemy import URL, Engine, create_engine, event
+from sqlalchemy import URL, Engine, create_engine, event, text
 from sqlalchemy.exc import InvalidatePoolError
 
 from bcfleet.store import wal_checkpoints
-from bcfleet.store.driver_sql import watch_pipelines
+from bcfleet.store.driver_sql import DriverStatement, watch_pipelines
 
 WRITE_OPTION = "bcfleet_write"
 
@@ -100,6 +100,10 @@ def _ping_after_idle(engine: Engine) -> None:
             raise
 
 
+_BEGIN = DriverStatement(text("BEGIN"))
+_BEGIN_IMMEDIATE = DriverStatement(text("BEGIN IMMEDIATE"))
+
+
 def _sqlite_engine(url: str, echo: bool) -> Engine:
     memory = url in ("sqlite://", "sqlite:///:memory:")
     # Connections are pooled: closing the last one of a WAL database checkpoints it, which is
@@ -130,7 +134,8 @@ def _sqlite_engine(url: str, echo: bool) -> Engine:
     def _on_begin(connection: Any) -> None:
         # A writer takes the write lock up front: two deferred writers upgrading at once
         # would otherwise deadlock with SQLITE_BUSY, which busy_timeout cannot wait out.
+        # On the driver's cursor: SQLAlchemy's exec_driver_sql cost a placement more than BEGIN.
         immediate = connection.get_execution_options().get(WRITE_OPTION, False)
-        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        (_BEGIN_IMMEDIATE if immediate else _BEGIN).run(connection, {})
 
     return engine
