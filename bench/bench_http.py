@@ -20,6 +20,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ from bcfleet.domain.simulated_inventory import two_socket_host  # noqa: E402
 from bcfleet.fleet import Fleet  # noqa: E402
 from bcfleet.jobs.vps_hosts import run_vps_hosts  # noqa: E402
 from bcfleet.settings import FleetSettings  # noqa: E402
-from bench.common import T0, emit, summary  # noqa: E402
+from bench.common import T0, emit, scratch_pg, summary  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 PLACEMENT = {"bc.dev/cap.instance.placement": "true"}
@@ -166,10 +167,15 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--hosts", type=int, default=250, help="8 GPUs each")
-    parser.add_argument("--pg", help="A fresh PostgreSQL database URL instead of SQLite.")
+    parser.add_argument(
+        "--pg",
+        help="PostgreSQL instead of SQLite: an admin URL, beside which a scratch database is "
+        "made and dropped (nothing is written to its own database)",
+    )
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        url = args.pg or f"sqlite:///{tmp}/bench.db"
+    with ExitStack() as scratch:
+        tmp = scratch.enter_context(tempfile.TemporaryDirectory())
+        url = scratch.enter_context(scratch_pg(args.pg)) if args.pg else f"sqlite:///{tmp}/bench.db"
         pool_id, token = seed(url, args.hosts)
         port = free_port()
         server = start_server(url, port)

@@ -15,7 +15,7 @@ or DELETE with every column given that has a Python-side default; no expanding I
 A statement whose answer nobody reads (an INSERT of a new row, the revision bump) can be sent
 instead of run: on PostgreSQL it waits in psycopg's pipeline and goes to the server with the
 next statement that is read, or with COMMIT, in one round trip. So do a transaction's BEGIN
-(the driver runs in autocommit mode and the engine's begin event sends it) and a statement
+(the driver runs in autocommit mode; BEGIN is sent with the first statement) and a statement
 whose rows are read only later (send_reading, a quota charge read after the candidate search
 sent behind it). A placement's BEGIN goes with its first read and its last five statements
 (three INSERTs, the bump, COMMIT) are one round trip. The pipeline never outlives the
@@ -35,7 +35,7 @@ from functools import cache
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from sqlalchemy import Connection, event, text
+from sqlalchemy import Connection, event
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.dml import Insert
@@ -136,7 +136,7 @@ class DriverStatement:
         connection = connection_of(on) if isinstance(on, Session) else on
         compiled, arguments = self._bound(connection, params)
         cursor = connection.connection.cursor()
-        queued = _queued_on(connection)
+        queued = _waiting(connection)
         try:
             if queued is None:
                 connection._cursor_execute(cursor, compiled.sql, arguments)
@@ -159,7 +159,7 @@ class DriverStatement:
         if not _pipelines(connection):
             return SentRows(self.run(connection, params))
         compiled, arguments = self._bound(connection, params)
-        queued = _queued_on(connection) or _open_pipeline(connection)
+        queued = _waiting(connection) or _open_pipeline(connection)
         cursor = connection.connection.cursor()
         queued.readers.append(cursor)
         try:
@@ -181,7 +181,7 @@ class DriverStatement:
             self.run(connection, params)
             return
         compiled, arguments = self._bound(connection, params)
-        queued = _queued_on(connection) or _open_pipeline(connection)
+        queued = _waiting(connection) or _open_pipeline(connection)
         connection._cursor_execute(queued.cursor, compiled.sql, arguments)
 
     def _bound(
@@ -312,6 +312,7 @@ def _send_commit(connection: Connection) -> None:
 
     The driver's commit() that follows finds the transaction ended and sends nothing.
     """
+    _begin_pending(connection)  # a transaction that ran nothing: nothing to send
     queued = _queued_on(connection)
     if queued is not None:
         connection._cursor_execute(queued.cursor, "COMMIT", ())
@@ -324,6 +325,7 @@ def _abandon(connection: Connection) -> None:
     Else the ROLLBACK would be queued behind them and the connection go back to the pool in
     pipeline mode.
     """
+    _begin_pending(connection)
     queued = _queued_on(connection)
     if queued is not None:
         with suppress(connection.dialect.loaded_dbapi.Error):  # the rollback's cause is raised
@@ -335,37 +337,71 @@ def watch_pipelines(engine: Any) -> None:
 
     @event.listens_for(engine, "before_cursor_execute")
     def _before(conn: Connection, cursor: Any, *_: Any) -> None:
+        info = conn.info  # a connection running a statement is valid
+        if _QUEUED not in info and _BEGIN_PENDING not in info:
+            return  # nearly every statement: nothing waits
+        # A driver error raised here is wrapped by SQLAlchemy, as the statement's would be.
         queued = _queued_on(conn)
-        if queued is not None and cursor is not queued.cursor and cursor not in queued.readers:
-            # A driver error raised here is wrapped by SQLAlchemy, as the statement's would be.
+        if queued is None:
+            if _begin_pending(conn):  # begun as psycopg would begin it: BEGIN, then the statement
+                # on the statement's own cursor, unless it is a server-side one (yield_per),
+                # whose execute would declare a cursor for it
+                plain: Any = (
+                    conn.connection.driver_connection if hasattr(cursor, "name") else cursor
+                )
+                plain.execute("BEGIN")
+        elif cursor is not queued.cursor and cursor not in queued.readers:
             _end_pipeline(conn, queued)
 
     @event.listens_for(engine, "invalidate")
     def _lost(_dbapi_connection: Any, record: Any, _exception: Any) -> None:
         # The connection is gone and its pipeline with it: end it quietly now, not at
         # garbage collection (where psycopg would log the failed sync).
+        record.info.pop(_BEGIN_PENDING, None)
         queued = record.info.pop(_QUEUED, None)
         if queued is not None:
             with suppress(engine.dialect.loaded_dbapi.Error):
                 queued.pipeline.__exit__(None, None, None)
 
-    event.listen(engine, "begin", _send_begin)
+    event.listen(engine, "begin", _note_begin)
     event.listen(engine, "commit", _send_commit)
     event.listen(engine, "rollback", _abandon)
 
 
-def _send_begin(connection: Connection) -> None:
-    """Begin the transaction with BEGIN sent to wait for the first statement, in its round trip.
+def _note_begin(connection: Connection) -> None:
+    """A transaction begins: its BEGIN is sent with its first statement.
 
     The driver is in autocommit mode (store/engine.py), so it begins nothing of its own; its
     commit() and rollback() end the transaction begun here, as they go by the server's
-    transaction status. On a driver connection that begins its own, nothing is sent.
+    transaction status. When the first statement is a DriverStatement, BEGIN waits in the
+    pipeline with it (one round trip); before any other, it is sent on that statement's cursor
+    as psycopg would send it. A transaction that runs nothing sends nothing. On a driver
+    connection that begins its own, nothing is sent.
     """
-    if connection.connection.driver_connection.autocommit:  # type: ignore[union-attr]
-        _BEGIN.send(connection, {})
+    driver = connection.connection.driver_connection
+    if driver is not None and driver.autocommit:
+        connection.info[_BEGIN_PENDING] = driver
 
 
-_BEGIN = DriverStatement(text("BEGIN"))
+_BEGIN_PENDING = "bcfleet.begin_pending"
+
+
+def _begin_pending(connection: Connection) -> bool:
+    """Whether the transaction's BEGIN is yet to be sent; the caller sends it (or ends the transaction)."""
+    if connection.invalidated:
+        return False
+    driver = connection.info.pop(_BEGIN_PENDING, None)
+    return driver is not None and driver is connection.connection.driver_connection
+
+
+def _waiting(connection: Connection) -> _Queued | None:
+    """The connection's pipeline; opened with the transaction's BEGIN in it when that is pending."""
+    queued = _queued_on(connection)
+    if queued is None and _begin_pending(connection):
+        queued = _open_pipeline(connection)
+        connection._cursor_execute(queued.cursor, "BEGIN", ())
+    return queued
+
 
 _CONNECTION = "bcfleet.driver_connection"
 # libpq's PGRES_TUPLES_OK (psycopg.pq.ExecStatus.TUPLES_OK), not imported from psycopg so that

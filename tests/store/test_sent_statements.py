@@ -159,6 +159,20 @@ def test_a_postgresql_session_is_one_transaction_begun_with_its_first_statement(
         first = started.run(session, {}).scalar()  # BEGIN went with it
         time.sleep(0.02)
         assert session.execute(text("SELECT now()")).scalar() == first
+    with pg_fleet.read() as session:
+        first = session.execute(text("SELECT now()")).scalar()  # BEGIN sent before it
+        time.sleep(0.02)
+        assert started.run(session, {}).scalar() == first
+    with pg_fleet.read() as session:  # a server-side cursor first: BEGIN goes on a plain one
+        streamed = session.execute(
+            text("SELECT now() FROM generate_series(1, 3)").execution_options(yield_per=2)
+        )
+        times = streamed.scalars().all()
+        time.sleep(0.02)
+        assert times == [times[0]] * 3
+        assert started.run(session, {}).scalar() == times[0]
+    with pg_fleet.write():
+        pass  # runs nothing, sends nothing: the next transaction begins as ever
     with pg_fleet.write() as session:
         INSERT_EVENT.run(session, _event("evt_1"))
         assert _stored(pg_fleet) == 0  # another connection does not see it yet
