@@ -5,6 +5,7 @@ Checked on what a fresh process imports (`python -X importtime`), never on a clo
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -21,6 +22,8 @@ from bcfleet.fleet import Fleet
 from bcfleet.store.engine import make_engine
 from bcfleet.store.models import TABLE_MODULES
 from bcfleet.store.schema import HEAD_REVISION, alembic_config, stamped_revision
+from tests.support.cli_walk import SKIPPED, argv, command_tree, sqlite_world, write_files
+from tests.support.fleet import T0
 
 DATABASE_PACKAGES = ("sqlalchemy", "sqlmodel", "alembic")
 
@@ -58,6 +61,59 @@ def test_listing_hosts_of_an_existing_fleet_does_not_import_alembic(tmp_path: Pa
     modules = imported_by(["hosts", "list", "--json"], {"BCFLEET_DB": url})
     assert "sqlalchemy" in modules  # it did open the fleet
     assert "alembic" not in top_packages(modules)
+
+
+WRITES_SCHEMA = {"db upgrade": "creates or migrates the schema: Alembic's work"}
+"""The commands that may import Alembic on a fleet already at the newest revision, and why."""
+
+_EVERY_COMMAND = """
+import contextlib, io, json, sys
+from pathlib import Path
+from bcfleet.cli.main import main
+
+runs, template, work = json.loads(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+for path, args in runs:
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        try:
+            main(args)
+        except SystemExit:
+            pass
+    if "alembic" in sys.modules:
+        print(path)
+        break
+    for suffix in ("-wal", "-shm"):
+        Path(f"{work}{suffix}").unlink(missing_ok=True)
+    work.write_bytes(template.read_bytes())
+"""
+
+
+def test_no_command_but_a_schema_writer_imports_alembic_on_a_fleet_at_head(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every command the CLI walk runs (its valid defaults, on its seeded fleet), in one fresh
+    process, each on the seeded fleet again: none imports Alembic but those of WRITES_SCHEMA."""
+    monkeypatch.chdir(tmp_path)
+    write_files(tmp_path / "files")
+    world = sqlite_world(tmp_path / "sqlite", tmp_path / "files")
+    paths = {command.path for command in command_tree()}
+    assert set(WRITES_SCHEMA) <= paths
+    runs = [
+        (command.path, argv(world, command, None, None))
+        for command in command_tree()
+        if command.path not in SKIPPED and command.path not in WRITES_SCHEMA
+    ]
+    assert len(runs) > 80
+    run = subprocess.run(
+        [sys.executable, "-c", _EVERY_COMMAND, json.dumps(runs),
+         str(tmp_path / "sqlite" / "seeded.db"), str(tmp_path / "sqlite" / "fleet.db")],
+        capture_output=True,
+        text=True,
+        env={**{k: v for k, v in os.environ.items() if k not in ("BCFLEET_DB", "BCFLEET_TOKEN")},
+             "BCFLEET_NOW": T0.isoformat(), "HCLOUD_TOKEN": "startup-token"},
+        check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == "", f"{run.stdout.strip()!r} imported Alembic"
 
 
 def table_modules_loaded(args: list[str], url: str) -> set[str]:
