@@ -35,7 +35,7 @@ from bcfleet.placement import gpus as gpu_atoms
 from bcfleet.placement.candidates import feasible_hosts, pool_snapshots
 from bcfleet.placement.conditions import clear_condition, set_condition
 from bcfleet.placement.quotas import quota_charge_of, refund, start_charge
-from bcfleet.store.driver_sql import DriverStatement
+from bcfleet.store.driver_sql import DriverStatement, SentRows
 from bcfleet.store.engine import is_sqlite
 from bcfleet.store.faults import RunAgainCarefully
 from bcfleet.store.models import Allocation, Instance, Pool
@@ -240,28 +240,63 @@ def claim_host(session: Session, node_id: str, claims: Mapping[str, int]) -> Cla
     Each engine claims in one statement: on SQLite every row or none; on PostgreSQL the rows
     are locked in the lock order and those taken are given back when another refused.
     """
-    wanted = {r: int(claims.get(r, 0)) for r in SCALARS if int(claims.get(r, 0)) > 0}
+    if not is_sqlite(session.get_bind().engine):
+        return send_claim(session, node_id, claims).claim()
+    wanted = _wanted(claims)
     if not wanted:
         return Claim(None)
-    params = {
+    params = _claim_params(node_id, wanted)
+    if len(wanted) == len(SCALARS):
+        if _CLAIM_ALL.run(session, params).rowcount == len(SCALARS):
+            return Claim(None)
+        return Claim(_refusing_resource(session, node_id, claims))
+    return Claim(_claim_each(session, node_id, wanted))
+
+
+def _wanted(claims: Mapping[str, int]) -> dict[str, int]:
+    return {r: int(claims.get(r, 0)) for r in SCALARS if int(claims.get(r, 0)) > 0}
+
+
+def _claim_params(node_id: str, wanted: Mapping[str, int]) -> dict[str, Any]:
+    return {
         "node": node_id,
         "vcpu": wanted.get("vcpu", 0),
         "mem": wanted.get("memoryGiB", 0),
         "disk": wanted.get("diskGiB", 0),
     }
-    if is_sqlite(session.get_bind().engine):
-        if len(wanted) == len(SCALARS):
-            if _CLAIM_ALL.run(session, params).rowcount == len(SCALARS):
-                return Claim(None)
-            return Claim(_refusing_resource(session, node_id, claims))
-        return Claim(_claim_each(session, node_id, wanted))
-    rows = _CLAIM_LOCKED.run(session, params).all()
-    before = {str(resource): int(allocated) for resource, allocated in rows}
-    if len(before) == len(wanted):
-        held_nothing = len(before) == len(SCALARS) and not any(before.values())
-        return Claim(None, held_nothing)
-    return_scalars(session, node_id, {r: n for r, n in wanted.items() if r in before})
-    return Claim(next(r for r in SCALARS if r in wanted and r not in before))
+
+
+class SentClaim:
+    """A claim sent on PostgreSQL (claim_host's statement), its outcome read by claim().
+
+    Statements sent after it and before claim() go to the server in its round trip, and run
+    after it: under the row locks it took.
+    """
+
+    def __init__(self, session: Session, node_id: str, wanted: dict[str, int]) -> None:
+        self._session, self._node_id, self._wanted = session, node_id, wanted
+        self._rows = (
+            _CLAIM_LOCKED.send_reading(session, _claim_params(node_id, wanted)) if wanted else None
+        )
+
+    def claim(self) -> Claim:
+        """What claim_host answers: the claim, or the refusing resource with nothing kept."""
+        if self._rows is None:
+            return Claim(None)
+        wanted = self._wanted
+        before = {str(resource): int(allocated) for resource, allocated in self._rows.rows().all()}
+        if len(before) == len(wanted):
+            held_nothing = len(before) == len(SCALARS) and not any(before.values())
+            return Claim(None, held_nothing)
+        return_scalars(
+            self._session, self._node_id, {r: n for r, n in wanted.items() if r in before}
+        )
+        return Claim(next(r for r in SCALARS if r in wanted and r not in before))
+
+
+def send_claim(session: Session, node_id: str, claims: Mapping[str, int]) -> SentClaim:
+    """claim_host on PostgreSQL, sent now and read by SentClaim.claim()."""
+    return SentClaim(session, node_id, _wanted(claims))
 
 
 def _claim_each(session: Session, node_id: str, wanted: Mapping[str, int]) -> str | None:
@@ -351,7 +386,13 @@ def _claim_on(
     savepoint = None if bare and not shape.gpus else CoreSavepoint(session)
     if savepoint is None:
         session.flush()  # the Core writes below and others_on see what the ORM holds
-    claim = claim_host(session, host.node_id, claims)
+    behind: _ReadBehindClaim | None = None
+    if sqlite or shape.gpus:  # SQLite has no round trips; GPU atoms are locked before the reads
+        claim = claim_host(session, host.node_id, claims)
+    else:  # the host's inventory (and guests, unless it looked empty) read in the claim's round trip
+        sent = send_claim(session, host.node_id, claims)
+        behind = _ReadBehindClaim(session, fleet, host.node_id, instance.id, host.holds_nothing)
+        claim = sent.claim()
     failed = claim.refused
     if failed is not None:
         if savepoint is not None:
@@ -379,6 +420,7 @@ def _claim_on(
             instance.id,
             inventory_generation=host.inventory_generation,
             alone=alone,
+            read=behind,
         )
     except NotCandidate as refused:
         if savepoint is not None:
@@ -469,8 +511,39 @@ def others_on(session: Session, node_id: str, exclude: str) -> list[HostPlacemen
     Read on the driver's cursor: callers have flushed the session (CoreSavepoint does,
     resize's ORM reads do).
     """
-    docs = _OTHERS_ON.run(session, {"node": node_id, "exclude": exclude}).scalars()
+    return _placements(_OTHERS_ON.run(session, {"node": node_id, "exclude": exclude}).scalars())
+
+
+def _placements(docs: Sequence[Any]) -> list[HostPlacement]:
     return [HostPlacement.from_json(doc) for doc in docs if doc]
+
+
+class _ReadBehindClaim:
+    """What choose_placement reads, sent behind a claim (PostgreSQL, a guest without GPUs):
+    the host's inventory, and its other guests' placements unless the candidate query found it
+    empty. They run after the claim, under its row locks, and are answered in its round trip.
+    A host that had guests after all (the claim says so) has them read then.
+    """
+
+    def __init__(
+        self, session: Session, fleet: Fleet, node_id: str, exclude: str, looked_empty: bool
+    ) -> None:
+        self._session, self._fleet, self._node_id, self._exclude = session, fleet, node_id, exclude
+        self._kept = fleet.placement.kept_inventory(node_id)
+        self._inventory = _send_inventory_read(session, node_id, self._kept)
+        self._others = (
+            None
+            if looked_empty
+            else _OTHERS_ON.send_reading(session, {"node": node_id, "exclude": exclude})
+        )
+
+    def inventory(self) -> Inventory:
+        return _inventory_read(self._fleet, self._node_id, self._kept, self._inventory)
+
+    def others(self) -> list[HostPlacement]:
+        if self._others is None:
+            return others_on(self._session, self._node_id, self._exclude)
+        return _placements(self._others.rows().scalars())
 
 
 def choose_placement(
@@ -485,18 +558,26 @@ def choose_placement(
     *,
     inventory_generation: int | None = None,
     alone: bool = False,
+    read: _ReadBehindClaim | None = None,
 ) -> HostPlacement:
     """The NUMA chooser over this host's inventory and its other guests' placements.
 
     `alone`: the caller knows the host has no other guest (their placements are not read).
+    `read`: the inventory and placements sent behind the claim, when they were.
     """
     reserve = pool.host_reserve.get("vcpu", fleet.settings.host_reserve.vcpu)
+    if read is not None:
+        inventory = read.inventory()
+        others = [] if alone else read.others()
+    else:
+        inventory = host_inventory(session, fleet, node_id, inventory_generation)
+        others = [] if alone else others_on(session, node_id, instance_id)
     return choose_host_placement(
-        host_inventory(session, fleet, node_id, inventory_generation),
+        inventory,
         shape,
         policy,
         gpus=[Gpu(a.model, a.pci_address, a.numa_node) for a in atoms],
-        others=[] if alone else others_on(session, node_id, instance_id),
+        others=others,
         reserve_vcpu=int(reserve),
         memory_ratio=pool.overcommit.get("memoryGiB", 1.0),
     )
@@ -524,8 +605,21 @@ def host_inventory(
     kept = fleet.placement.kept_inventory(node_id)
     if kept is not None and known_generation == kept[0] and is_sqlite(session.get_bind().engine):
         return kept[1]
+    return _inventory_read(fleet, node_id, kept, _send_inventory_read(session, node_id, kept))
+
+
+def _send_inventory_read(
+    session: Session, node_id: str, kept: tuple[int, Inventory] | None
+) -> SentRows:
     params = {"n": node_id, "kept": kept[0] if kept is not None else -1}
-    generation, document = _INVENTORY_UNLESS_KEPT.run(session, params).one()
+    return _INVENTORY_UNLESS_KEPT.send_reading(session, params)
+
+
+def _inventory_read(
+    fleet: Fleet, node_id: str, kept: tuple[int, Inventory] | None, sent: SentRows
+) -> Inventory:
+    """The inventory _send_inventory_read asked for: the kept copy when it is current."""
+    generation, document = sent.rows().one()
     if document is None and kept is not None and kept[0] == generation:
         return kept[1]
     assert document is not None
