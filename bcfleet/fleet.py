@@ -2,30 +2,36 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, TypeVar
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine, select
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session
 
 from bcfleet.clock import Clock, clock_from_env
 from bcfleet.ids import IdFactory
-from bcfleet.placement.context import PlacementContext
 from bcfleet.settings import FleetSettings, load_fleet_settings
 from bcfleet.store import wal_checkpoints
+from bcfleet.store.driver_sql import core_connection
 from bcfleet.store.engine import make_engine
 from bcfleet.store.faults import lost_connections, run_retrying
 from bcfleet.store.schema import ensure_schema, forget_schema
-from bcfleet.store.uow import read_session, write_session
+from bcfleet.store.tables import TENANTS
+from bcfleet.store.uow import read_connection, read_session, write_session
 
 if TYPE_CHECKING:
+    from sqlmodel import Session
+
     from bcfleet.api.facade import FleetAPI
+    from bcfleet.placement.context import PlacementContext
 
 T = TypeVar("T")
+
+_ROOT_TENANT = select(TENANTS.c.id).where(TENANTS.c.id == "root")
 
 
 class Fleet:
@@ -45,10 +51,24 @@ class Fleet:
         self.clock: Clock = clock or clock_from_env()
         self.settings = settings or load_fleet_settings()
         self.ids = ids or IdFactory()
-        # cursors, parsed inventories, GPU snapshots
-        self.placement = placement or PlacementContext(random_start=not self.ids.seeded)
+        self._placement = placement
+        self._placement_lock = threading.Lock()
         # the open transaction of a handle made by transaction(); None for a fleet's own handle
         self.session = session
+
+    @property
+    def placement(self) -> PlacementContext:
+        """Cursors, parsed inventories, GPU snapshots: made by the first placement (a read never
+        imports the placement code), one per fleet handle and the transactions it makes."""
+        made = self._placement
+        if made is not None:
+            return made
+        from bcfleet.placement.context import PlacementContext
+
+        with self._placement_lock:  # one context, even when threads place at once
+            if self._placement is None:
+                self._placement = PlacementContext(random_start=not self.ids.seeded)
+            return self._placement
 
     @classmethod
     def open(
@@ -101,11 +121,11 @@ class Fleet:
 
     def seed(self) -> None:
         """Every fleet has the root tenant: it owns what the local operator creates."""
+        with self.reading() as connection:
+            if connection.execute(_ROOT_TENANT).first() is not None:
+                return
         from bcfleet.store.models import Tenant
 
-        with self.read() as session:
-            if session.get(Tenant, "root") is not None:
-                return
         try:
             with self.write(bump_revision=False) as session:
                 if session.get(Tenant, "root") is None:
@@ -136,6 +156,16 @@ class Fleet:
             return
         with read_session(self.engine) as session:
             yield session
+
+    @contextmanager
+    def reading(self) -> Iterator[Connection]:
+        """One read transaction as a Core connection, for reads that never load an entity (and
+        so never import SQLModel or the ORM); this handle's transaction when transaction() made it."""
+        if self.session is not None:
+            yield core_connection(self.session)
+            return
+        with read_connection(self.engine) as connection:
+            yield connection
 
     def run_call(self, call: Callable[[], T]) -> T:
         """Run one API call; after a lost connection, once more if nothing can have been saved.

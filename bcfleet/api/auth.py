@@ -1,4 +1,8 @@
-"""Credentials to actors, and the authorization every API call makes before it touches state."""
+"""Credentials to actors, and the authorization every API call makes before it touches state.
+
+Its reads are Core statements (bcfleet/store/tables.py) on a session or a bare connection, so
+a read that runs without the ORM (Fleet.reading) authorizes as every other call does.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +11,9 @@ import secrets
 from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from sqlalchemy import bindparam
-from sqlalchemy import select as sql_select
-from sqlmodel import Session, col, select
+from sqlalchemy import bindparam, select
 
 from bcfleet.domain.policy import (
     ROOT_TENANT,
@@ -23,16 +25,23 @@ from bcfleet.domain.policy import (
 from bcfleet.domain.policy_bounds import principal_statements
 from bcfleet.domain.states import TokenState
 from bcfleet.errors import ForbiddenError, NotFoundError, UnauthenticatedError
-from bcfleet.store.driver_sql import DriverStatement
-from bcfleet.store.models import (
-    ApiToken,
-    Policy,
-    PolicyAttachment,
-    Pool,
-    PoolOffer,
-    Principal,
-    Tenant,
+from bcfleet.store.driver_sql import DriverRows, DriverStatement, core_connection
+from bcfleet.store.tables import (
+    API_TOKENS,
+    POLICIES,
+    POLICY_ATTACHMENTS,
+    POOL_OFFERS,
+    POOLS,
+    PRINCIPALS,
+    TENANTS,
 )
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
+    from sqlmodel import Session
+
+    Transaction = Session | Connection
+    """Where a read runs: an API call's session, or a connection for reads without the ORM."""
 
 TOKEN_PREFIX = "bcf_"
 
@@ -97,7 +106,63 @@ def check_token_shape(credential: object) -> str:
     return credential
 
 
-def token_state(row: ApiToken, now: datetime) -> str:
+class TokenTimes(Protocol):
+    """What token_state reads of a token (an ApiToken row has it)."""
+
+    @property
+    def revoked_at(self) -> datetime | None: ...
+    @property
+    def expires_at(self) -> datetime | None: ...
+
+
+class PoolRef(Protocol):
+    """What authorization reads of a pool (a Pool row has it)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def owner_tenant_id(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class TokenHolder:
+    """The principal a live token belongs to."""
+
+    id: str
+    tenant_id: str
+    role: str
+
+
+@dataclass(frozen=True)
+class _TokenRow:
+    revoked_at: datetime | None
+    expires_at: datetime | None
+
+
+def _rows(on: Transaction, statement: DriverStatement, params: Mapping[str, Any]) -> DriverRows:
+    """The statement's rows in the transaction of `on`; a session is flushed first, as the ORM's
+    autoflush would, so rows added earlier in the same call are seen."""
+    return statement.run(core_connection(on), params)
+
+
+_TOKEN = DriverStatement(
+    select(API_TOKENS.c.revoked_at, API_TOKENS.c.expires_at, API_TOKENS.c.principal_id).where(
+        API_TOKENS.c.token_hash == bindparam("h")
+    )
+)
+_PRINCIPAL = DriverStatement(
+    select(PRINCIPALS.c.id, PRINCIPALS.c.tenant_id, PRINCIPALS.c.role).where(
+        PRINCIPALS.c.id == bindparam("p")
+    )
+)
+_ATTACHED = DriverStatement(
+    select(POLICIES.c.statements)
+    .join(POLICY_ATTACHMENTS, POLICY_ATTACHMENTS.c.policy_id == POLICIES.c.id)
+    .where(POLICY_ATTACHMENTS.c.principal_id == bindparam("p"))
+)
+
+
+def token_state(row: TokenTimes, now: datetime) -> str:
     """active, expired (expires_at at or before now) or revoked: what tokens.list shows."""
     if row.revoked_at is not None:
         return TokenState.REVOKED.value
@@ -106,58 +171,60 @@ def token_state(row: ApiToken, now: datetime) -> str:
     return TokenState.ACTIVE.value
 
 
-def token_principal(session: Session, credential: object, now: datetime) -> Principal:
+def token_principal(on: Transaction, credential: object, now: datetime) -> TokenHolder:
     """The principal of a live token: UNAUTHENTICATED for a malformed, unknown, revoked or expired one.
 
     The one place a token is checked: resolve() calls it, and the HTTP edge calls it
     (through IamAPI.check_token) before it reads a request's body.
     """
     token = check_token_shape(credential)
-    row = session.exec(select(ApiToken).where(ApiToken.token_hash == hash_token(token))).first()
-    if row is None or token_state(row, now) == "revoked":
+    row = _rows(on, _TOKEN, {"h": hash_token(token)}).first()
+    state = None if row is None else token_state(_TokenRow(row[0], row[1]), now)
+    if row is None or state == "revoked":
         raise UnauthenticatedError("unknown or revoked token")
-    if token_state(row, now) == "expired":
+    if state == "expired":
         raise UnauthenticatedError("token expired")
-    principal = session.get(Principal, row.principal_id)
+    principal = _PRINCIPAL.run(on, {"p": row[2]}).first()
     if principal is None:
         raise UnauthenticatedError("unknown or revoked token")
-    return principal
+    return TokenHolder(*principal)
 
 
-def resolve(session: Session, credential: Credential | None, now: datetime) -> Actor:
+def resolve(on: Transaction, credential: Credential | None, now: datetime) -> Actor:
     """The actor behind a credential; UNAUTHENTICATED for a missing, malformed, unknown,
     revoked or expired token (expired: expires_at <= now, the fleet's clock)."""
     if isinstance(credential, LocalOperator):
         return Actor(ROOT_TENANT, "admin", None, tuple(role_statements(ROOT_TENANT, "admin")), True)
-    principal = token_principal(session, credential, now)
-    attached = session.exec(
-        select(Policy)
-        .join(PolicyAttachment, PolicyAttachment.policy_id == Policy.id)  # type: ignore[arg-type]
-        .where(PolicyAttachment.principal_id == principal.id)
-    ).all()
+    principal = token_principal(on, credential, now)
+    attached = _ATTACHED.run(on, {"p": principal.id}).scalars()
     # Attached policies are clamped to the principal's own tenant (domain.policy_bounds).
     statements = principal_statements(
-        principal.tenant_id, principal.role, [s for p in attached for s in p.statements]
+        principal.tenant_id, principal.role, [s for listed in attached for s in listed]
     )
     return Actor(principal.tenant_id, principal.role, principal.id, tuple(statements))
 
 
 # Existence checks on the path of every call: prebuilt statements, no entity loaded (the
 # session flushed first, so rows added earlier in the same transaction are seen).
-_TENANT_EXISTS = DriverStatement(sql_select(col(Tenant.id)).where(col(Tenant.id) == bindparam("t")))
-_OFFERED = select(PoolOffer.pool_id).where(
-    PoolOffer.pool_id == bindparam("p"), PoolOffer.tenant_id == bindparam("t")
+_TENANT_EXISTS = DriverStatement(select(TENANTS.c.id).where(TENANTS.c.id == bindparam("t")))
+_OFFERED = DriverStatement(
+    select(POOL_OFFERS.c.pool_id).where(
+        POOL_OFFERS.c.pool_id == bindparam("p"), POOL_OFFERS.c.tenant_id == bindparam("t")
+    )
+)
+_OWNED_POOLS = DriverStatement(select(POOLS.c.id).where(POOLS.c.owner_tenant_id == bindparam("t")))
+_OFFERED_POOLS = DriverStatement(
+    select(POOL_OFFERS.c.pool_id).where(POOL_OFFERS.c.tenant_id == bindparam("t"))
 )
 
 
-def acting_for(session: Session, actor: Actor, tenant_id: str | None) -> Actor:
+def acting_for(on: Transaction, actor: Actor, tenant_id: str | None) -> Actor:
     """The actor scoped to a tenant: root's admin may act as (and see as) any tenant."""
     if tenant_id is None or tenant_id == actor.tenant_id:
         return actor
     if not actor.is_root_admin:
         raise ForbiddenError("this credential belongs to another tenant", {"tenant": tenant_id})
-    session.flush()
-    if _TENANT_EXISTS.run(session, {"t": tenant_id}).first() is None:
+    if _rows(on, _TENANT_EXISTS, {"t": tenant_id}).first() is None:
         raise NotFoundError(f"tenant {tenant_id!r} not found", {"tenant": tenant_id})
     return replace(
         actor,
@@ -167,17 +234,17 @@ def acting_for(session: Session, actor: Actor, tenant_id: str | None) -> Actor:
 
 
 def authenticate(
-    session: Session, credential: Credential | None, tenant_id: str | None, now: datetime
+    on: Transaction, credential: Credential | None, tenant_id: str | None, now: datetime
 ) -> Actor:
     """resolve() then acting_for(): the first step of every API call."""
-    return acting_for(session, resolve(session, credential, now), tenant_id)
+    return acting_for(on, resolve(on, credential, now), tenant_id)
 
 
 def tenant_resource(tenant_id: str) -> str:
     return f"tenant:{tenant_id}"
 
 
-def pool_resource(pool: Pool) -> str:
+def pool_resource(pool: PoolRef) -> str:
     return f"tenant:{pool.owner_tenant_id}/pool:{pool.id}"
 
 
@@ -186,30 +253,40 @@ def owned_resource(tenant_id: str, kind: str, object_id: str) -> str:
 
 
 def pool_visible(
-    session: Session, actor: Actor, pool: Pool, offered_to: Container[str] | None = None
+    on: Transaction, actor: Actor, pool: PoolRef, offered_to: Container[str] | None = None
 ) -> bool:
     """The owner, the tenants it is offered to, and root's admin know a pool exists.
 
     `offered_to`: the tenants the pool is offered to, when the caller read them already
     (otherwise the database is asked).
     """
-    offers = _OffersOf(session, pool.id) if offered_to is None else offered_to
+    offers = _OffersOf(on, pool.id) if offered_to is None else offered_to
     return actor.is_root_admin or may_use_pool(actor.tenant_id, pool.owner_tenant_id, offers)
+
+
+P = TypeVar("P", bound=PoolRef)
+
+
+def visible_pool(on: Transaction, actor: Actor, pool: P | None, ref: str) -> P:
+    """The pool found by `ref` (id or name); NOT_FOUND (never FORBIDDEN) when there is none
+    or the actor may not see it."""
+    if pool is None or not pool_visible(on, actor, pool):
+        raise NotFoundError(f"pool {ref!r} not found", {"pool": ref})
+    return pool
 
 
 @dataclass(frozen=True)
 class _OffersOf:
     """The tenants a pool is offered to, asked of the database one tenant at a time."""
 
-    session: Session
+    on: Transaction
     pool_id: str
 
     def __contains__(self, tenant: object) -> bool:
-        found = self.session.execute(_OFFERED, {"p": self.pool_id, "t": tenant})
-        return found.first() is not None
+        return _rows(self.on, _OFFERED, {"p": self.pool_id, "t": tenant}).first() is not None
 
 
-def owns_pool(actor: Actor, pool: Pool) -> bool:
+def owns_pool(actor: Actor, pool: PoolRef) -> bool:
     """The pool's owner and root's admin: who sees its hosts and who it is offered to.
 
     Tenants a pool is offered to see the pool and its flavors, never its hosts, whatever
@@ -227,12 +304,10 @@ def sees_guests(actor: Actor) -> bool:
     return actor.is_root_admin
 
 
-def visible_pool_ids(session: Session, actor: Actor) -> Sequence[str] | None:
+def visible_pool_ids(on: Transaction, actor: Actor) -> Sequence[str] | None:
     """The pool ids an actor may see, or None for all of them (root's admin)."""
     if actor.is_root_admin:
         return None
-    owned = session.exec(select(Pool.id).where(Pool.owner_tenant_id == actor.tenant_id)).all()
-    offered = session.exec(
-        select(PoolOffer.pool_id).where(PoolOffer.tenant_id == actor.tenant_id)
-    ).all()
+    owned = _rows(on, _OWNED_POOLS, {"t": actor.tenant_id}).scalars()
+    offered = _OFFERED_POOLS.run(on, {"t": actor.tenant_id}).scalars()
     return sorted(set(owned) | set(offered))

@@ -15,11 +15,12 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from sqlmodel import Session
-
 from bcfleet.api.auth import Actor, Credential, authenticate
 
 if TYPE_CHECKING:
+    from sqlalchemy import Connection
+    from sqlmodel import Session
+
     from bcfleet.fleet import Fleet
 
 
@@ -47,6 +48,6 @@ class Area:
         self.fleet = fleet
 
     def actor(
-        self, session: Session, credential: Credential | None, tenant_id: str | None
+        self, on: Session | Connection, credential: Credential | None, tenant_id: str | None
     ) -> Actor:
-        return authenticate(session, credential, tenant_id, self.fleet.now())
+        return authenticate(on, credential, tenant_id, self.fleet.now())

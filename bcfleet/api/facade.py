@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from bcfleet.api.environments import EnvironmentsAPI
     from bcfleet.api.events import EventsAPI
     from bcfleet.api.flavors import FlavorsAPI
+    from bcfleet.api.host_list import HostReads
     from bcfleet.api.hosts import HostsAPI
     from bcfleet.api.iam import IamAPI
     from bcfleet.api.indexes import IndexesAPI
@@ -92,6 +93,14 @@ class FleetAPI:
         from bcfleet.api.hosts import HostsAPI
 
         return self._area("hosts", lambda: HostsAPI(self.fleet))
+
+    @property
+    def host_reads(self) -> HostReads:
+        """hosts.list without the rest of the hosts area, whose module imports the ORM: what
+        `fleet hosts list` calls, so that it never imports SQLModel (api/host_list.py)."""
+        from bcfleet.api.host_list import HostReads
+
+        return self._area("host_reads", lambda: HostReads(self.fleet))
 
     @property
     def flavors(self) -> FlavorsAPI:

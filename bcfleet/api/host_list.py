@@ -3,6 +3,10 @@
 Each read is one Core statement over the listed hosts returning plain tuples, turned
 straight into the listing's JSON: no ORM entity, no query per host. Listing 5,000 hosts
 this way takes tens of milliseconds; loading them as entities took over a second.
+
+HostReads (hosts.list itself; HostsAPI inherits it) runs on a Core connection with the Core
+tables, authorization included, so `fleet hosts list` never imports SQLModel or the ORM: that
+import and mapping the tables were most of the command's start-up.
 """
 
 from __future__ import annotations
@@ -10,24 +14,25 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import Connection, Select, Table, func, or_, select
-from sqlmodel import Session
+from sqlalchemy import Connection, Select, bindparam, func, or_, select
 
-from bcfleet.api.documents import HostListItemJson, NodeResourceJson
-from bcfleet.api.instance_list import condition_is_true, mentions
+from bcfleet.api.auth import Credential, owns_pool, pool_resource, visible_pool
+from bcfleet.api.base import Area
+from bcfleet.api.conditions import condition_is_true, mentions
 from bcfleet.api.raw_rows import json_value, plain_rows, time_text
 from bcfleet.api.views import host_fields_json, node_resource_row_json
 from bcfleet.domain.states import InstanceState
-from bcfleet.store.models import Booking, GpuAtom, Host, Instance, NodeResource, Pool
+from bcfleet.errors import NotFoundError
+from bcfleet.ids import has_prefix
+from bcfleet.store.driver_sql import DriverStatement, core_connection
+from bcfleet.store.tables import BOOKINGS, GPU_ATOMS, HOSTS, INSTANCES, NODE_RESOURCES, POOLS
 
-HOSTS: Table = Host.__table__  # type: ignore[attr-defined]
-POOLS: Table = Pool.__table__  # type: ignore[attr-defined]
-RESOURCES: Table = NodeResource.__table__  # type: ignore[attr-defined]
-ATOMS: Table = GpuAtom.__table__  # type: ignore[attr-defined]
-BOOKINGS: Table = Booking.__table__  # type: ignore[attr-defined]
-INSTANCES: Table = Instance.__table__  # type: ignore[attr-defined]
+if TYPE_CHECKING:
+    from bcfleet.api.auth import Transaction
+    from bcfleet.api.documents import HostListItemJson, HostPageJson, NodeResourceJson
+
 
 DEGRADED = "PlacementDegraded"
 
@@ -57,10 +62,64 @@ def _scoped(query: Select[Any], node_id: Any, scope: Scope) -> Select[Any]:
     return query
 
 
-def list_hosts(session: Session, scope: Scope, now: datetime) -> list[HostListItemJson]:
-    """The listing's items, by host name (see HostsAPI.list for the fields)."""
-    session.flush()  # Core reads skip the ORM's autoflush: changes made in a joined transaction
-    connection = session.connection()
+@dataclass(frozen=True)
+class _PoolRow:
+    id: str
+    owner_tenant_id: str
+
+
+_POOL_BY = {
+    by_id: DriverStatement(
+        select(POOLS.c.id, POOLS.c.owner_tenant_id).where(
+            (POOLS.c.id if by_id else POOLS.c.name) == bindparam("ref")
+        )
+    )
+    for by_id in (True, False)
+}
+
+
+class HostReads(Area):
+    """hosts.list, on Core alone (module docstring)."""
+
+    def list(
+        self,
+        credential: Credential | None,
+        *,
+        tenant_id: str | None = None,
+        pool: str | None = None,
+    ) -> HostPageJson:
+        """Hosts by name, each as hosts.show has it without the inventory, and with:
+
+        - `resources`: its capacity rows (allocated of floor(allocatable × ratio));
+        - `gpus`: {"total": its GPUs present, "used": those booked now, by an instance or a
+          reservation};
+        - `degradedGuests`: its live instances with a PlacementDegraded condition;
+        - `inventoryError`: why vps.hosts could not derive its capacity rows, or null.
+        """
+        with self.fleet.reading() as connection:
+            actor = self.actor(connection, credential, tenant_id)
+            if pool is not None:
+                found = _POOL_BY[has_prefix(pool, "pool")].run(connection, {"ref": pool}).first()
+                row = visible_pool(
+                    connection, actor, None if found is None else _PoolRow(*found), pool
+                )
+                if not owns_pool(actor, row):  # offered to the tenant: its hosts are the owner's
+                    raise NotFoundError(
+                        f"no hosts of pool {pool!r} found: a pool's hosts are its owner's",
+                        {"pool": pool},
+                    )
+                actor.require("compute:hosts:read", pool_resource(row))
+                scope = Scope(pool_id=row.id)
+            elif not actor.is_root_admin:
+                scope = Scope(owner_tenant_id=actor.tenant_id)  # owns_pool, as a filter
+            else:
+                scope = Scope()
+            return {"items": list_hosts(connection, scope, self.fleet.now())}
+
+
+def list_hosts(on: Transaction, scope: Scope, now: datetime) -> list[HostListItemJson]:
+    """The listing's items, by host name (see HostReads.list for the fields)."""
+    connection = core_connection(on)  # a joined transaction's changes are seen
     hosts_query = (
         select(
             HOSTS.c.id,
@@ -105,7 +164,7 @@ def list_hosts(session: Session, scope: Scope, now: datetime) -> list[HostListIt
             inventory_error=error,
             created_at=time_text(created),
         )
-        item = cast(HostListItemJson, fields)  # a fresh dict: completed, not copied
+        item = cast("HostListItemJson", fields)  # a fresh dict: completed, not copied
         item["resources"] = resources.get(node, [])
         item["gpus"] = {"total": total, "used": used}
         item["degradedGuests"] = degraded[node]
@@ -114,7 +173,7 @@ def list_hosts(session: Session, scope: Scope, now: datetime) -> list[HostListIt
 
 
 def _resources(connection: Connection, scope: Scope) -> dict[str, list[NodeResourceJson]]:
-    c = RESOURCES.c
+    c = NODE_RESOURCES.c
     query = _scoped(
         select(c.node_id, c.resource, c.allocatable, c.ratio, c.capacity, c.allocated),
         c.node_id,
@@ -130,7 +189,7 @@ def _resources(connection: Connection, scope: Scope) -> dict[str, list[NodeResou
 
 def _gpus(connection: Connection, scope: Scope, now: datetime) -> dict[str, tuple[int, int]]:
     """node → (GPUs present, those of them booked now by an instance or a reservation)."""
-    atoms, bookings = ATOMS.c, BOOKINGS.c
+    atoms, bookings = GPU_ATOMS.c, BOOKINGS.c
     present = atoms.present.is_(True)
     totals = plain_rows(
         connection,
@@ -143,7 +202,7 @@ def _gpus(connection: Connection, scope: Scope, now: datetime) -> dict[str, tupl
         connection,
         _scoped(
             select(bookings.node_id, func.count(bookings.atom_id.distinct()))
-            .join(ATOMS, atoms.id == bookings.atom_id)
+            .join(GPU_ATOMS, atoms.id == bookings.atom_id)
             .where(
                 present,
                 bookings.released_at.is_(None),

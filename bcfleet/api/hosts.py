@@ -7,11 +7,10 @@ from typing import Any
 from sqlalchemy import delete
 from sqlmodel import Session, col, select
 
-from bcfleet.api.auth import Credential, owns_pool, pool_resource
-from bcfleet.api.base import Area
-from bcfleet.api.documents import DeletedJson, HostDetailJson, HostJson, HostPageJson
+from bcfleet.api.auth import Credential, pool_resource
+from bcfleet.api.documents import DeletedJson, HostDetailJson, HostJson
 from bcfleet.api.events import emit
-from bcfleet.api.host_list import Scope, list_hosts
+from bcfleet.api.host_list import HostReads, Scope, list_hosts
 from bcfleet.api.lookup import find_host, find_pool
 from bcfleet.api.names import add_named, require_free_name
 from bcfleet.api.pools import validate_name
@@ -19,7 +18,7 @@ from bcfleet.api.views import deleted_json, host_json
 from bcfleet.domain.bounds import printable, text_problem
 from bcfleet.domain.inventory import validate_inventory
 from bcfleet.domain.states import HostState, PoolKind
-from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError
+from bcfleet.errors import ConflictError, InvalidInputError
 from bcfleet.schemas import load_schema
 from bcfleet.store.faults import flush_or_conflict
 from bcfleet.store.models import (
@@ -78,7 +77,9 @@ def _live_allocations(session: Session, node_id: str) -> bool:
     return session.exec(query.limit(1)).first() is not None
 
 
-class HostsAPI(Area):
+class HostsAPI(HostReads):
+    """Hosts: adopt, report, drain, show, remove; list is HostReads', on Core alone."""
+
     def adopt(
         self,
         credential: Credential | None,
@@ -263,38 +264,6 @@ class HostsAPI(Area):
                 data={"name": row.name},
             )
             return host_json(row, pool, _resources(session, [row.id])[row.id])
-
-    def list(
-        self,
-        credential: Credential | None,
-        *,
-        tenant_id: str | None = None,
-        pool: str | None = None,
-    ) -> HostPageJson:
-        """Hosts by name, each as hosts.show has it without the inventory, and with:
-
-        - `resources`: its capacity rows (allocated of floor(allocatable × ratio));
-        - `gpus`: {"total": its GPUs present, "used": those booked now, by an instance or a
-          reservation};
-        - `degradedGuests`: its live instances with a PlacementDegraded condition;
-        - `inventoryError`: why vps.hosts could not derive its capacity rows, or null.
-        """
-        with self.fleet.read() as session:
-            actor = self.actor(session, credential, tenant_id)
-            if pool is not None:
-                row = find_pool(session, actor, pool)
-                if not owns_pool(actor, row):  # offered to the tenant: its hosts are the owner's
-                    raise NotFoundError(
-                        f"no hosts of pool {pool!r} found: a pool's hosts are its owner's",
-                        {"pool": pool},
-                    )
-                actor.require("compute:hosts:read", pool_resource(row))
-                scope = Scope(pool_id=row.id)
-            elif not actor.is_root_admin:
-                scope = Scope(owner_tenant_id=actor.tenant_id)  # owns_pool, as a filter
-            else:
-                scope = Scope()
-            return {"items": list_hosts(session, scope, self.fleet.now())}
 
     def show(
         self, credential: Credential | None, *, tenant_id: str | None = None, host: str

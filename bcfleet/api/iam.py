@@ -237,8 +237,8 @@ class IamAPI(Area):
 
     def check_token(self, token: str | None) -> None:
         """UNAUTHENTICATED unless the token is live: the HTTP edge's check before it reads a body."""
-        with self.fleet.read() as session:
-            token_principal(session, token, self.fleet.now())
+        with self.fleet.reading() as connection:
+            token_principal(connection, token, self.fleet.now())
 
     def create_policy(
         self,

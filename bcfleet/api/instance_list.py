@@ -9,23 +9,24 @@ checked exactly on the few rows left.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import ColumnElement, String, Table, case, cast, func, select
-from sqlmodel import Session
+from sqlalchemy import ColumnElement, case, func, select
 
 from bcfleet.api.auth import Actor
+from bcfleet.api.conditions import condition_is_true, mentions
 from bcfleet.api.documents import InstanceJson
 from bcfleet.api.host_view import host_view
 from bcfleet.api.raw_rows import json_value, plain_rows, time_text
 from bcfleet.domain.host_ids import HostView
 from bcfleet.domain.states import InstanceState
 from bcfleet.errors import InvalidInputError
-from bcfleet.store.models import Flavor, Instance
+from bcfleet.store.tables import FLAVORS, INSTANCES
 
-INSTANCES: Table = Instance.__table__  # type: ignore[attr-defined]
-FLAVORS: Table = Flavor.__table__  # type: ignore[attr-defined]
+if TYPE_CHECKING:
+    from sqlmodel import Session
+
 CONDITION_TYPE = re.compile(r"[A-Z][A-Za-z0-9]{0,62}")
 """A condition type as the API sets them: PlacementDegraded, Unschedulable, Preempted."""
 
@@ -56,18 +57,6 @@ TIME_FIELDS = ("created_at", "updated_at", "ready_at", "deleted_at")
 _JSON_FIELDS = ("shape", "host_placement")
 _NAMES = (*FIELDS, "flavor")
 COLUMNS = (*(_c[name] for name in FIELDS), FLAVORS.c.name)
-
-
-def condition_is_true(conditions: Iterable[Mapping[str, Any]] | None, kind: str) -> bool:
-    """Whether a condition of that type is set with status True (a missing status counts as True)."""
-    return any(
-        c.get("type") == kind and c.get("status", "True") == "True" for c in conditions or ()
-    )
-
-
-def mentions(column: Any, word: str) -> Any:
-    """The JSON column's text contains the word: a cheap first cut, checked exactly in Python."""
-    return cast(column, String).like(f"%{word}%")
 
 
 def check_condition(condition: str | None) -> None:

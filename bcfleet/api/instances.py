@@ -15,7 +15,6 @@ from bcfleet.api.guests import guest_state_json, host_guest
 from bcfleet.api.host_view import host_view, pool_host_view
 from bcfleet.api.instance_list import (
     FIELDS,
-    INSTANCES,
     TIME_FIELDS,
     check_condition,
     count_instances,
@@ -37,6 +36,7 @@ from bcfleet.placement.instance_placer import place_instance, release_instance
 from bcfleet.placement.resize import resize_hosted
 from bcfleet.store.faults import may_run_again_carefully
 from bcfleet.store.models import Booking, Flavor, GpuAtom, Host, Instance, Pool
+from bcfleet.store.tables import INSTANCES
 
 INSTANCE_NAME_MAX = 63
 

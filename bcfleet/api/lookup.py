@@ -6,7 +6,7 @@ from sqlalchemy import bindparam, exists
 from sqlalchemy import select as sql_select
 from sqlmodel import Session, col, select
 
-from bcfleet.api.auth import Actor, owns_pool, pool_visible
+from bcfleet.api.auth import Actor, owns_pool, pool_visible, visible_pool
 from bcfleet.errors import NotFoundError
 from bcfleet.ids import has_prefix
 from bcfleet.store.driver_sql import DriverStatement
@@ -41,9 +41,7 @@ def find_pool(session: Session, actor: Actor, ref: str, *, lock: bool = False) -
     """A pool by id or name; NOT_FOUND (never FORBIDDEN) for pools the actor may not see."""
     query = _POOLS[(has_prefix(ref, "pool"), lock)]
     pool: Pool | None = session.execute(query, {"ref": ref}).scalars().first()
-    if pool is None or not pool_visible(session, actor, pool):
-        raise NotFoundError(f"pool {ref!r} not found", {"pool": ref})
-    return pool
+    return visible_pool(session, actor, pool, ref)
 
 
 def find_host(session: Session, actor: Actor, ref: str) -> tuple[Host, Pool]:

@@ -7,21 +7,23 @@ bulk readers that skip the ORM (host_list, flavors.create_many) call the same re
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bcfleet.api.documents import (
-    DeletedJson,
-    FlavorJson,
-    FlavorPlacementJson,
-    HostJson,
-    NodeResourceJson,
-    PoolJson,
-    PrincipalJson,
-    TenantJson,
-)
 from bcfleet.clock import format_time
 from bcfleet.domain.bounds import finite_or_none
-from bcfleet.store.models import Flavor, Host, NodeResource, Pool, Principal, Tenant
+
+if TYPE_CHECKING:
+    from bcfleet.api.documents import (
+        DeletedJson,
+        FlavorJson,
+        FlavorPlacementJson,
+        HostJson,
+        NodeResourceJson,
+        PoolJson,
+        PrincipalJson,
+        TenantJson,
+    )
+    from bcfleet.store.models import Flavor, Host, NodeResource, Pool, Principal, Tenant
 
 
 def deleted_json(object_id: str) -> DeletedJson:

@@ -80,7 +80,7 @@ def report(tenant: str | None, host: str, path: Path) -> None:
 def list_(tenant: str | None, pool: str | None) -> None:
     """List hosts."""
     s = state()
-    page = s.fleet.api.hosts.list(s.credential, tenant_id=tenant, pool=pool)
+    page = s.fleet.api.host_reads.list(s.credential, tenant_id=tenant, pool=pool)
     items: list[dict[str, Any]] = [dict(item) for item in page["items"]]
     for item in items:
         item["capacityText"] = _usage(item)

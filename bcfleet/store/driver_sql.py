@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 from sqlalchemy import Connection, event
@@ -41,7 +41,9 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.elements import ClauseElement
 from sqlalchemy.sql.selectable import SelectBase
-from sqlmodel import Session
+
+if TYPE_CHECKING:
+    from sqlmodel import Session
 
 Processor = Callable[[Any], Any]
 
@@ -133,7 +135,7 @@ class DriverStatement:
 
     def run(self, on: Session | Connection, params: Mapping[str, Any]) -> DriverRows:
         """Run once in the transaction of `on` (a session's connection is begun if it is not)."""
-        connection = connection_of(on) if isinstance(on, Session) else on
+        connection = on if isinstance(on, Connection) else connection_of(on)
         compiled, arguments = self._bound(connection, params)
         cursor = connection.connection.cursor()
         queued = _waiting(connection)
@@ -155,7 +157,7 @@ class DriverStatement:
 
         Its error, if any, is raised there or by rows().
         """
-        connection = connection_of(on) if isinstance(on, Session) else on
+        connection = on if isinstance(on, Connection) else connection_of(on)
         if not _pipelines(connection):
             return SentRows(self.run(connection, params))
         compiled, arguments = self._bound(connection, params)
@@ -176,7 +178,7 @@ class DriverStatement:
         rowcount is unknown, so a sent INSERT, UPDATE or DELETE counts as a change (the
         revision bump); only statements that always change a row are sent.
         """
-        connection = connection_of(on) if isinstance(on, Session) else on
+        connection = on if isinstance(on, Connection) else connection_of(on)
         if not _pipelines(connection):
             self.run(connection, params)
             return
@@ -407,6 +409,15 @@ _CONNECTION = "bcfleet.driver_connection"
 # libpq's PGRES_TUPLES_OK (psycopg.pq.ExecStatus.TUPLES_OK), not imported from psycopg so that
 # an SQLite process never loads the driver (tests/store/test_driver_sql.py checks the value).
 _TUPLES_OK = 2
+
+
+def core_connection(on: Session | Connection) -> Connection:
+    """The connection to run Core reads on: a connection itself, or a session's after a flush,
+    as the ORM's autoflush would, so rows the session added are seen."""
+    if isinstance(on, Connection):
+        return on
+    on.flush()
+    return connection_of(on)
 
 
 def connection_of(session: Session) -> Connection:

@@ -53,12 +53,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
-from sqlmodel import Session
 
 from bcfleet.errors import ConflictError, DatabaseUnavailableError, FleetError
+
+if TYPE_CHECKING:
+    from sqlmodel import Session
 
 T = TypeVar("T")
 log = logging.getLogger("bcfleet.store")

@@ -1,6 +1,6 @@
 """Create or upgrade the schema: a fresh database is built from the tables and stamped, an older one migrated.
 
-Alembic is imported only to write the schema (or to ask it what it knows): opening a fleet whose
+Alembic and SQLModel are imported only to write the schema (or to ask Alembic what it knows): opening a fleet whose
 schema is at head reads alembic_version with plain SQL and compares it to HEAD_REVISION, so a
 command that writes no schema never imports Alembic.
 """
@@ -11,8 +11,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine, Sequence, inspect, text
-from sqlmodel import SQLModel
+from sqlalchemy import Engine, inspect, text
 
 from bcfleet.store.models import load_all
 
@@ -20,7 +19,6 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
-REVISION_SEQUENCE = Sequence("bcfleet_state_revision", metadata=SQLModel.metadata)
 HEAD_REVISION = "0001"
 """The head of migrations/versions (a test keeps the two equal)."""
 
@@ -72,6 +70,7 @@ def upgrade(engine: Engine) -> None:
 def create_fresh(engine: Engine) -> None:
     """Build the schema from the tables and stamp it at head (Alembic's documented recipe)."""
     from alembic import command
+    from sqlmodel import SQLModel
 
     load_all()
     SQLModel.metadata.create_all(engine)

@@ -7,10 +7,9 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, ClassVar, TypeVar
 
-from sqlalchemy import BigInteger, DateTime, Integer
+from sqlalchemy import BigInteger, DateTime, Integer, String
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
-from sqlmodel.sql.sqltypes import AutoString
 
 from bcfleet.domain.states import (
     DeliveryState,
@@ -77,7 +76,7 @@ class EnumText(TypeDecorator[E]):
     Text outside the enum passes through both ways: a filter on an unknown state matches
     nothing, and a value written by hand into one row never breaks the reads of the others."""
 
-    impl = AutoString
+    impl = String  # SQLModel's str columns are AutoString: VARCHAR as well
     cache_ok = True
     enum: ClassVar[type[StrEnum]]
 

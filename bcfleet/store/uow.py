@@ -1,18 +1,25 @@
-"""Units of work: one transaction per API call, the state revision bumped by every writer that changed a row."""
+"""Units of work: one transaction per API call, the state revision bumped by every writer that changed a row.
+
+SQLModel (with pydantic and the ORM) is imported by the first session made: a read that runs on
+Core alone (read_connection) never imports it.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine, text
-from sqlmodel import Session
+from sqlalchemy import Connection, Engine, text
 
 from bcfleet.store import wal_checkpoints
 from bcfleet.store.driver_sql import DriverStatement
 from bcfleet.store.engine import CHANGED_FLAG, WRITE_OPTION, is_sqlite
 from bcfleet.store.faults import commit_is_next, lost_connections
 from bcfleet.store.models import load_all
+
+if TYPE_CHECKING:
+    from sqlmodel import Session
 
 _WRITER = "_bcfleet_writer"
 
@@ -36,6 +43,8 @@ def write_session(engine: Engine, *, bump_revision: bool = True) -> Iterator[Ses
     A lost connection raises DatabaseUnavailableError saying whether COMMIT had been sent
     (store/faults.py has the rule for running the call again).
     """
+    from sqlmodel import Session
+
     load_all()  # a flush orders the tables it writes by their foreign keys: all must be known
     bound = writer_engine(engine)
     committing = False
@@ -61,8 +70,17 @@ def write_session(engine: Engine, *, bump_revision: bool = True) -> Iterator[Ses
 @contextmanager
 def read_session(engine: Engine) -> Iterator[Session]:
     """A session in one read transaction (a consistent snapshot on SQLite WAL and PostgreSQL)."""
+    from sqlmodel import Session
+
     with lost_connections(), Session(engine, expire_on_commit=False) as session, session.begin():
         yield session
+
+
+@contextmanager
+def read_connection(engine: Engine) -> Iterator[Connection]:
+    """A connection in one read transaction, for reads written on Core statements alone."""
+    with lost_connections(), engine.connect() as connection, connection.begin():
+        yield connection
 
 
 _BUMP_SQLITE = DriverStatement(

@@ -22,6 +22,7 @@ from bcfleet.fleet import Fleet
 from bcfleet.store.engine import make_engine
 from bcfleet.store.models import TABLE_MODULES
 from bcfleet.store.schema import HEAD_REVISION, alembic_config, stamped_revision
+from tests.support.builders import OP, host, hosted_pool, inventory, token
 from tests.support.cli_walk import SKIPPED, argv, command_tree, sqlite_world, write_files
 from tests.support.fleet import T0
 
@@ -116,34 +117,75 @@ def test_no_command_but_a_schema_writer_imports_alembic_on_a_fleet_at_head(
     assert run.stdout.strip() == "", f"{run.stdout.strip()!r} imported Alembic"
 
 
-def table_modules_loaded(args: list[str], url: str) -> set[str]:
-    """The table modules of bcfleet.store.models a fresh process running `fleet ARGS` mapped."""
+def modules_loaded(args: list[str], url: str, token: str | None = None) -> tuple[set[str], str]:
+    """The modules a fresh process running `fleet ARGS` imported, and what it printed."""
     code = (
-        "import sys\nfrom bcfleet.cli.main import main\n"
-        f"try:\n    main({args!r})\nexcept SystemExit as end:\n    assert not end.code, end.code\n"
-        "print(' '.join(m for m in sys.modules if m.startswith('bcfleet.store.models.')))"
+        "import contextlib, io, sys\nfrom bcfleet.cli.main import main\nout = io.StringIO()\n"
+        f"try:\n    with contextlib.redirect_stdout(out):\n        main({args!r})\n"
+        "except SystemExit as end:\n    assert not end.code, end.code\n"
+        "print(out.getvalue() + '\\n' + ' '.join(sys.modules))"
     )
+    env = {k: v for k, v in os.environ.items() if k != "BCFLEET_TOKEN"}
+    if token is not None:
+        env["BCFLEET_TOKEN"] = token
     run = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
-        env={**os.environ, "BCFLEET_DB": url},
+        env={**env, "BCFLEET_DB": url},
         check=False,
     )
     assert run.returncode == 0, run.stderr[-2000:]
-    last_line = run.stdout.splitlines()[-1]
-    return {name.rsplit(".", 1)[1] for name in last_line.split()}
+    printed, _, modules = run.stdout.rstrip("\n").rpartition("\n")
+    return set(modules.split()), printed
 
 
-def test_listing_hosts_maps_only_the_tables_it_reads_and_a_write_maps_them_all(
-    tmp_path: Path,
+ORM_MODULES = ("sqlmodel", "sqlalchemy.orm", "pydantic", "bcfleet.store.models.")
+
+
+def orm_modules(modules: set[str]) -> set[str]:
+    return {m for m in modules if m.startswith(ORM_MODULES) or m in ORM_MODULES}
+
+
+@pytest.mark.parametrize(
+    ("args", "as_token"),
+    [
+        (["hosts", "list", "--json"], False),
+        (["hosts", "list", "--json", "--pool", "vps-fra"], False),
+        (["hosts", "list", "--json", "--tenant", "acme"], False),
+        (["hosts", "list", "--json"], True),
+    ],
+    ids=["all", "one-pool", "for-a-tenant", "a-token"],
+)
+def test_listing_hosts_imports_neither_sqlmodel_nor_the_orm_and_lists_what_the_api_lists(
+    tmp_path: Path, args: list[str], as_token: bool
 ) -> None:
     url = f"sqlite:///{tmp_path}/fleet.db"
+    fleet = Fleet.open(url)
+    try:
+        pool = hosted_pool(fleet, offered_to=("acme",))
+        host(fleet, pool["id"], "fra-1", inventory())
+        credential = token(fleet, "root", "lister", role="viewer") if as_token else OP
+        tenant = args[args.index("--tenant") + 1] if "--tenant" in args else None
+        pool_name = args[args.index("--pool") + 1] if "--pool" in args else None
+        expected = fleet.api.hosts.list(credential, tenant_id=tenant, pool=pool_name)
+    finally:
+        fleet.close()
+    modules, printed = modules_loaded(args, url, credential if as_token else None)
+    assert orm_modules(modules) == set()
+    listed = json.loads(printed)["items"]
+    assert [h["name"] for h in listed] == [h["name"] for h in expected["items"]]
+    assert [{k: v for k, v in h.items() if k != "capacityText"} for h in listed] == expected[
+        "items"
+    ]
+    assert listed != [] or tenant == "acme"  # acme is offered the pool, never shown its hosts
+
+
+def test_a_write_maps_every_table(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/fleet.db"
     Fleet.open(url).close()
-    read = table_modules_loaded(["hosts", "list", "--json"], url)
-    assert "pools" in read  # it did read the hosts
-    assert read.isdisjoint({"billing", "compute", "jobs", "providers", "usage", "webhooks"})
-    wrote = table_modules_loaded(["tenants", "create", "acme"], url)
+    modules, _ = modules_loaded(["tenants", "create", "acme"], url)
+    wrote = {m.rsplit(".", 1)[1] for m in modules if m.startswith("bcfleet.store.models.")}
     assert wrote == set(TABLE_MODULES)  # a flush orders tables by foreign keys: all are known
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from sqlalchemy import Sequence
 from sqlmodel import Field, SQLModel
 
 from bcfleet.store.types import BigCounter, UTCDateTime
@@ -16,6 +17,10 @@ class StateRevision(SQLModel, table=True):
 
     id: int = Field(default=1, primary_key=True)
     revision: int = Field(default=0, sa_type=BigCounter)
+
+
+REVISION_SEQUENCE = Sequence("bcfleet_state_revision", metadata=SQLModel.metadata)
+"""PostgreSQL's state revision (uow.bump): nextval never waits on another writer's row lock."""
 
 
 class Lock(SQLModel, table=True):
