@@ -121,7 +121,7 @@ class Fleet:
 
     def seed(self) -> None:
         """Every fleet has the root tenant: it owns what the local operator creates."""
-        with self.reading() as connection:
+        with self.read_core() as connection:
             if connection.execute(_ROOT_TENANT).first() is not None:
                 return
         from bcfleet.store.models import Tenant
@@ -158,7 +158,7 @@ class Fleet:
             yield session
 
     @contextmanager
-    def reading(self) -> Iterator[Connection]:
+    def read_core(self) -> Iterator[Connection]:
         """One read transaction as a Core connection, for reads that never load an entity (and
         so never import SQLModel or the ORM); this handle's transaction when transaction() made it."""
         if self.session is not None:

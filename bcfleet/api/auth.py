@@ -1,7 +1,7 @@
 """Credentials to actors, and the authorization every API call makes before it touches state.
 
 Its reads are Core statements (bcfleet/store/tables.py) on a session or a bare connection, so
-a read that runs without the ORM (Fleet.reading) authorizes as every other call does.
+a read that runs without the ORM (Fleet.read_core) authorizes as every other call does.
 """
 
 from __future__ import annotations

@@ -96,7 +96,7 @@ class HostReads(Area):
         - `degradedGuests`: its live instances with a PlacementDegraded condition;
         - `inventoryError`: why vps.hosts could not derive its capacity rows, or null.
         """
-        with self.fleet.reading() as connection:
+        with self.fleet.read_core() as connection:
             actor = self.actor(connection, credential, tenant_id)
             if pool is not None:
                 found = _POOL_BY[has_prefix(pool, "pool")].run(connection, {"ref": pool}).first()

@@ -78,7 +78,7 @@ def _live_allocations(session: Session, node_id: str) -> bool:
 
 
 class HostsAPI(HostReads):
-    """Hosts: adopt, report, drain, show, remove; list is HostReads', on Core alone."""
+    """Hosts: adopt, update, report, drain (set_state), show, remove; list is HostReads', on Core alone."""
 
     def adopt(
         self,

@@ -237,7 +237,7 @@ class IamAPI(Area):
 
     def check_token(self, token: str | None) -> None:
         """UNAUTHENTICATED unless the token is live: the HTTP edge's check before it reads a body."""
-        with self.fleet.reading() as connection:
+        with self.fleet.read_core() as connection:
             token_principal(connection, token, self.fleet.now())
 
     def create_policy(
