@@ -38,7 +38,7 @@ COMMANDS = {
     "validate": ["validate", "-f", str(ROOT / "fleet.example.yaml")],
     "tenants list": ["tenants", "list"],
 }
-READS_NO_DATABASE = ("help",)  # imports no ORM: nothing to set against the ORM's floor
+READS_NO_DATABASE = ("help", "validate")  # no SQLAlchemy at all: no database floor to set against
 READS_ON_CORE = (
     "hosts list",
 )  # imports neither SQLModel nor the ORM (tests/cli/test_cli_startup.py)

@@ -1,4 +1,4 @@
-"""`fleet validate`, `fleet plan`, `fleet apply` and `fleet force-unlock`: FleetConfig on the CLI.
+"""`fleet plan`, `fleet apply` and `fleet force-unlock`: FleetConfig on the CLI (`fleet validate` is cli/validate.py).
 
 Exit codes (PRODUCT.md §5): 0 success (for `plan --detailed-exitcode`: no
 changes), 1 error, 2 the plan has changes (with `--detailed-exitcode`), 3 the
@@ -14,13 +14,12 @@ import os
 import signal
 import sys
 import threading
-from typing import Any
 
 import click
 
 from bcfleet.cli.common import common_options, output, print_json, state
+from bcfleet.cli.validate import load_or_exit
 from bcfleet.domain.bounds import seconds_problem
-from bcfleet.domain.document_limits import problems_cut
 from bcfleet.domain.durations import parse_duration
 from bcfleet.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, InvalidInputError
 from bcfleet.fleet import Fleet
@@ -34,7 +33,7 @@ from bcfleet.reconcile.apply import (
     make_plan,
     plan_json,
 )
-from bcfleet.reconcile.load import load_fleetconfig, read_fleetconfig
+from bcfleet.reconcile.load import read_fleetconfig
 from bcfleet.reconcile.lock import Lease, held
 from bcfleet.reconcile.lock import force_unlock as unlock
 from bcfleet.reconcile.model import DesiredFleet
@@ -52,43 +51,6 @@ PAUSE_ENV = "BCFLEET_APPLY_PAUSE"  # "N:SECONDS": pause after the Nth action (te
 PAUSE_STEP = 0.05
 
 
-def _load(file: str) -> DesiredFleet:
-    """The document, or its diagnostics as `file:line:column: message` lines and exit 1."""
-    try:
-        return load_fleetconfig(file, host_reserve=load_fleet_settings().host_reserve)
-    except InvalidInputError as error:
-        if state().json:
-            raise
-        for diagnostic in error.details.get("errors", []):
-            click.echo(_diagnostic_line(diagnostic), err=True)
-        count = len(error.details.get("errors", []))
-        if error.details.get("truncated"):
-            click.echo(f"{file}: {problems_cut()}", err=True)
-        click.echo(f"error: INVALID_INPUT: {file}: {count} error(s)", err=True)
-        sys.exit(EXIT_ERROR)
-
-
-def _diagnostic_line(d: dict[str, Any]) -> str:
-    return f"{d['file']}:{d['line']}:{d['column']}: {d['message']} [{d['path']}]"
-
-
-@click.command("validate")
-@click.option("-f", "--file", "file", required=True, metavar="FILE", help="The FleetConfig.")
-@common_options
-def validate(file: str) -> int:
-    """Check a FleetConfig's YAML, schema and meaning; print file:line:column: message."""
-    desired = _load(file)
-    warnings = [w.to_json() for w in desired.warnings]
-    body = {"valid": True, "file": file, "objects": desired.object_count, "warnings": warnings}
-
-    def text(_: Any) -> str:
-        lines = [f"warning: {_diagnostic_line(w)}" for w in warnings]
-        return "\n".join([*lines, f"{file}: valid ({desired.object_count} objects)"])
-
-    output(body, text)
-    return EXIT_OK
-
-
 @click.command("plan")
 @click.option("-f", "--file", "file", required=True, metavar="FILE", help="The FleetConfig.")
 @click.option("--out", type=click.Path(dir_okay=False), help="Save the plan for `fleet apply`.")
@@ -97,7 +59,7 @@ def validate(file: str) -> int:
 @common_options
 def plan_(file: str, out: str | None, detailed_exitcode: bool, allow_empty: bool) -> int:
     """Show what `fleet apply` would change; writes nothing to the state."""
-    desired = _load(file)
+    desired = load_or_exit(file)
     s = state()
     result = make_plan(s.fleet, s.credential, desired, allow_empty=allow_empty)
     if out is not None and not result.errors:  # saved first: a failed save prints only its error
@@ -222,7 +184,7 @@ def apply_(
         _report(result)
         return EXIT_OK
     assert file is not None
-    desired = _load(file)
+    desired = load_or_exit(file)
     if not _worth_locking(desired, allow_empty=allow_empty):
         return EXIT_OK
     # As Terraform does: take the lock, then plan, show and ask; apply exactly what was shown
@@ -320,4 +282,4 @@ def force_unlock(lock_id: str) -> int:
     return EXIT_OK
 
 
-commands = [validate, plan_, apply_, force_unlock]
+commands = [plan_, apply_, force_unlock]

@@ -40,7 +40,7 @@ COMMANDS = {
     "services": "services",
     "indexes": "indexes",
     "environments": "environments",
-    "validate": "fleetconfig",
+    "validate": "validate",
     "plan": "fleetconfig",
     "apply": "fleetconfig",
     "force-unlock": "fleetconfig",

@@ -181,6 +181,16 @@ def test_listing_hosts_imports_neither_sqlmodel_nor_the_orm_and_lists_what_the_a
     assert listed != [] or tenant == "acme"  # acme is offered the pool, never shown its hosts
 
 
+def test_validate_reads_no_database_and_imports_no_sqlalchemy(tmp_path: Path) -> None:
+    """CI runs `fleet validate` on every push: it checks the file alone."""
+    url = f"sqlite:///{tmp_path}/none.db"
+    example = str(Path(__file__).resolve().parents[2] / "fleet.example.yaml")
+    modules, printed = modules_loaded(["validate", "-f", example, "--json"], url)
+    assert {m for m in modules if m.split(".")[0] in ("sqlalchemy", "sqlmodel", "alembic")} == set()
+    assert json.loads(printed)["valid"] is True
+    assert not (tmp_path / "none.db").exists()
+
+
 def test_a_write_maps_every_table(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/fleet.db"
     Fleet.open(url).close()
