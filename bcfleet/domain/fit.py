@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 from bcfleet.domain.bounds import RATIO_MAX as MAX_RATIO
 from bcfleet.domain.bounds import RATIO_MIN as MIN_RATIO
@@ -113,9 +113,12 @@ def derive_allocatable(
     return {resource: allocatable_of(total[resource], reserve.of(resource)) for resource in SCALARS}
 
 
-@dataclass(frozen=True)
-class ResourceRow:
-    """One scalar of one host, as the node_resources table keeps it."""
+class ResourceRow(NamedTuple):
+    """One scalar of one host, as the node_resources table keeps it.
+
+    A named tuple: a placement's candidate search makes one per scalar of every host it
+    weighs, and a tuple is made in less than half the time of a frozen dataclass.
+    """
 
     resource: str
     allocatable: int

@@ -46,7 +46,7 @@ _COLUMNS = ", ".join(
     f"{a}.allocatable, {a}.ratio, {a}.capacity, {a}.allocated" for a in ("v", "m", "d")
 )
 _FEASIBLE = (
-    f"SELECT h.id, h.labels, h.inventory_generation, {_COLUMNS} FROM hosts h "
+    "SELECT h.id, {labels} AS labels, h.inventory_generation, " + _COLUMNS + " FROM hosts h "
     "JOIN node_resources v ON v.node_id = h.id AND v.resource = 'vcpu' "
     "JOIN node_resources m ON m.node_id = h.id AND m.resource = 'memoryGiB' "
     "JOIN node_resources d ON d.node_id = h.id AND d.resource = 'diskGiB' "
@@ -54,11 +54,18 @@ _FEASIBLE = (
     "AND v.allocated + :vcpu <= v.capacity AND m.allocated + :mem <= m.capacity "
     "AND d.allocated + :disk <= d.capacity ORDER BY h.id LIMIT :limit"
 )
-# A statement built once (SQLAlchemy's construction of the aliased join cost more than running
-# it) and run on the driver's cursor.
-FEASIBLE_PAGE = DriverStatement(
-    text(_FEASIBLE).columns(column("id", String), column("labels", JSON))
-)
+# Statements built once (SQLAlchemy's construction of the aliased join cost more than running
+# it) and run on the driver's cursor. A host's labels are only read when a placement policy
+# asks for its capability label (HostSnapshot.applies_placement); other searches read NULL and
+# parse no JSON.
+FEASIBLE_PAGE = {
+    with_labels: DriverStatement(
+        text(_FEASIBLE.format(labels="h.labels" if with_labels else "NULL")).columns(
+            column("id", String), column("labels", JSON)
+        )
+    )
+    for with_labels in (True, False)
+}
 MAX_ID = "~"  # sorts after every prefixed ULID id
 
 
@@ -69,6 +76,8 @@ def _feasible_page(
     after: str,
     before: str | None,
     limit: int,
+    *,
+    with_labels: bool,
 ) -> list[Any]:
     params = {
         "pool": pool_id,
@@ -79,10 +88,11 @@ def _feasible_page(
         "mem": int(claims.get("memoryGiB", 0)),
         "disk": int(claims.get("diskGiB", 0)),
     }
-    return FEASIBLE_PAGE.run(session, params).all()
+    return FEASIBLE_PAGE[with_labels].run(session, params).all()
 
 
 def _snapshot(row: Any, gpus: tuple[int, int]) -> HostSnapshot:
+    """A candidate as the weighers see it; its labels are empty unless the search read them."""
     values = list(row)
     node_id, labels, generation = values[0], values[1], values[2]
     resources: dict[str, ResourceRow] = {}
@@ -122,7 +132,9 @@ def feasible_hosts(
         while len(found) < want:
             # Without a GPU or label filter every row is a candidate: fetch no more than wanted.
             limit = PAGE if gpus > 0 or needs_label else min(PAGE, want - len(found))
-            page = _feasible_page(session, pool_id, claims, last, before, limit)
+            page = _feasible_page(
+                session, pool_id, claims, last, before, limit, with_labels=needs_label
+            )
             if not page:
                 break
             last = page[-1][0]

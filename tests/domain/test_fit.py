@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 import pytest
 
@@ -135,7 +134,7 @@ def test_allocatable_16_ratio_2_takes_32_vcpu_and_not_one_more() -> None:
     rows = {**host().rows, "vcpu": row("vcpu", 16, ratio=2)}
     placed = 0
     while check_fit(HostSnapshot("h", rows=rows), SMALL) is None:
-        rows["vcpu"] = replace(rows["vcpu"], allocated=rows["vcpu"].allocated + SMALL.vcpu)
+        rows["vcpu"] = rows["vcpu"]._replace(allocated=rows["vcpu"].allocated + SMALL.vcpu)
         placed += SMALL.vcpu
     assert placed == 32
     one_more = Shape(vcpu=1, memory_gib=1, disk_gib=1)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from bcfleet.errors import NotFoundError, QuotaExceededError
 from bcfleet.fleet import Fleet
 from bcfleet.jobs.vps_hosts import run_vps_hosts
+from bcfleet.placement.quotas import quota_usage
 from bcfleet.store.models import Allocation, Instance
 from tests.support.builders import OP, flavor, host, hosted_pool, inventory
 from tests.support.capacity import create, invariants_ok, pool_with_hosts, rows, small_flavor
@@ -89,6 +92,30 @@ def test_placement_flavors_need_the_capability_label(fleet: Fleet) -> None:
     )
 
 
+def test_only_a_flavor_with_a_placement_policy_looks_at_the_capability_label(
+    any_fleet: Fleet,
+) -> None:
+    fleet = any_fleet
+    pool = pool_with_hosts(fleet, hosts=3, labels={})
+    inv = inventory(cpus=18, memory_gib=72, disk_gib=600, numa_nodes=2)
+    host(fleet, pool["id"], "h4", inv, labels={"bc.dev/cap.instance.placement": "true"})
+    run_vps_hosts(fleet, fleet.now())
+    flavor(
+        fleet, pool["id"], "pinned", vcpu=2, memory_gib=2, disk_gib=10, placement={"pinned": True}
+    )
+    small_flavor(fleet, pool, "plain", vcpu=2, memory_gib=2, disk_gib=10)
+    labelled = fleet.api.hosts.show(OP, host="h4")["id"]
+
+    def node_of(made: dict[str, Any]) -> str:
+        return str(fleet.api.instances.show(OP, made["id"])["nodeId"])  # root's view
+
+    assert {node_of(create(fleet, pool, "pinned")) for _ in range(3)} == {labelled}
+    unlabelled = {fleet.api.hosts.show(OP, host=f"h{i}")["id"] for i in (1, 2, 3)}
+    # spread: the three empty hosts first, though they carry no label
+    assert {node_of(create(fleet, pool, "plain")) for _ in range(3)} == unlabelled
+    invariants_ok(fleet)
+
+
 def test_a_draining_host_takes_no_new_instances(fleet: Fleet) -> None:
     pool = pool_with_hosts(fleet, hosts=2)
     small_flavor(fleet, pool)
@@ -105,10 +132,15 @@ def test_quota_exceeded_changes_nothing(fleet: Fleet) -> None:
     create(fleet, pool, "g1.small")
     create(fleet, pool, "g1.small")
     before = rows(fleet, "h1")
+    with fleet.read() as session:
+        used = quota_usage(session, "acme", pool_id=pool["id"])
     with pytest.raises(QuotaExceededError) as refused:
         create(fleet, pool, "g1.small")
     assert refused.value.details == {"resource": "vcpu", "limit": 4, "used": 4, "requested": 2}
     assert rows(fleet, "h1") == before
+    with fleet.read() as session:  # the unlimited rows it charged before vcpu refused: given back
+        assert quota_usage(session, "acme", pool_id=pool["id"]) == used
+    assert sorted(r for _, _, r in used) == ["diskGiB", "memoryGiB", "vcpu"]
     assert len(fleet.api.instances.list(OP, tenant_id="acme")["items"]) == 2
 
 
