@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -220,17 +220,40 @@ _OFFERED_POOLS = DriverStatement(
 
 def acting_for(on: Transaction, actor: Actor, tenant_id: str | None) -> Actor:
     """The actor scoped to a tenant: root's admin may act as (and see as) any tenant."""
+    scoped, confirm = start_acting_for(on, actor, tenant_id)
+    confirm()
+    return scoped
+
+
+def start_acting_for(
+    on: Transaction, actor: Actor, tenant_id: str | None
+) -> tuple[Actor, Callable[[], None]]:
+    """acting_for() in two steps: the scoped actor now, and a call that raises the tenant's
+    NOT_FOUND, which the caller makes before it answers anything.
+
+    The tenant's check is sent at once; on PostgreSQL it waits for the caller's next statement
+    and is answered in that one's round trip (store/driver_sql.py).
+    """
     if tenant_id is None or tenant_id == actor.tenant_id:
-        return actor
+        return actor, _confirmed
     if not actor.is_root_admin:
         raise ForbiddenError("this credential belongs to another tenant", {"tenant": tenant_id})
-    if _rows(on, _TENANT_EXISTS, {"t": tenant_id}).first() is None:
-        raise NotFoundError(f"tenant {tenant_id!r} not found", {"tenant": tenant_id})
-    return replace(
+    sent = _TENANT_EXISTS.send_reading(core_connection(on), {"t": tenant_id})
+
+    def confirm() -> None:
+        if sent.rows().first() is None:
+            raise NotFoundError(f"tenant {tenant_id!r} not found", {"tenant": tenant_id})
+
+    scoped = replace(
         actor,
         tenant_id=tenant_id,
         statements=tuple(role_statements(tenant_id, "admin")),
     )
+    return scoped, confirm
+
+
+def _confirmed() -> None:
+    """A tenant that needs no check (the credential's own)."""
 
 
 def authenticate(
@@ -238,6 +261,14 @@ def authenticate(
 ) -> Actor:
     """resolve() then acting_for(): the first step of every API call."""
     return acting_for(on, resolve(on, credential, now), tenant_id)
+
+
+def start_authenticate(
+    on: Transaction, credential: Credential | None, tenant_id: str | None, now: datetime
+) -> tuple[Actor, Callable[[], None]]:
+    """resolve() then start_acting_for(): authenticate() for a call whose next statement can
+    carry the tenant's check."""
+    return start_acting_for(on, resolve(on, credential, now), tenant_id)
 
 
 def tenant_resource(tenant_id: str) -> str:

@@ -15,7 +15,7 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from bcfleet.api.auth import Actor, Credential, authenticate
+from bcfleet.api.auth import Actor, Credential, authenticate, start_authenticate
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -51,3 +51,9 @@ class Area:
         self, on: Session | Connection, credential: Credential | None, tenant_id: str | None
     ) -> Actor:
         return authenticate(on, credential, tenant_id, self.fleet.now())
+
+    def start_actor(
+        self, on: Session | Connection, credential: Credential | None, tenant_id: str | None
+    ) -> tuple[Actor, Callable[[], None]]:
+        """actor() whose tenant check the call's next statement carries (auth.start_acting_for)."""
+        return start_authenticate(on, credential, tenant_id, self.fleet.now())

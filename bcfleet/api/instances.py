@@ -124,8 +124,10 @@ class InstancesAPI(Area):
         key: str | None,
     ) -> InstanceJson:
         with self.fleet.write() as session:
-            actor = self.actor(session, credential, tenant_id)
-            pool, row = find_pool_and_flavor(session, actor, pool_id, flavor)
+            actor, confirm = self.start_actor(session, credential, tenant_id)
+            pool, row = find_pool_and_flavor(
+                session, actor, pool_id, flavor, before_reading=confirm
+            )
             actor.require(
                 "compute:instances:create",
                 pool_resource(pool),

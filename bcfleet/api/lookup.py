@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlalchemy import bindparam, exists
 from sqlalchemy import select as sql_select
 from sqlmodel import Session, col, select
@@ -98,17 +100,25 @@ _POOL_AND_FLAVOR = {
 
 
 def find_pool_and_flavor(
-    session: Session, actor: Actor, pool_ref: str, flavor_ref: str
+    session: Session,
+    actor: Actor,
+    pool_ref: str,
+    flavor_ref: str,
+    *,
+    before_reading: Callable[[], None] = lambda: None,
 ) -> tuple[Pool, Flavor]:
     """find_pool then find_flavor (live flavors only), read in one statement.
 
     When the one statement finds no pool the actor may use with such a live flavor, the
-    two lookups run one after the other and raise their own NOT_FOUND.
+    two lookups run one after the other and raise their own NOT_FOUND. before_reading runs
+    once the statement is answered and before its rows are looked at (the actor's tenant
+    check, auth.start_acting_for, answered in the same round trip).
     """
     query = _POOL_AND_FLAVOR[(has_prefix(pool_ref, "pool"), has_prefix(flavor_ref, "flv"))]
     params = {"pool": pool_ref, "flavor": flavor_ref, "tenant": actor.tenant_id}
     session.flush()  # as a query's autoflush would: rows added earlier in the call are seen
     row = query.run(session, params).first()
+    before_reading()
     if row is not None:
         pool = loaded_row(session, Pool, dict(zip(_POOL_KEYS, row[:_POOL_END], strict=True)))
         flavor = loaded_row(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from sqlmodel import SQLModel
+from sqlmodel import Session, SQLModel
 
 from bcfleet.api.auth import LOCAL_OPERATOR, Actor, acting_for
 from bcfleet.api.lookup import find_flavor, find_pool, find_pool_and_flavor
@@ -88,3 +88,32 @@ def test_the_objects_it_reads_are_the_sessions_own_and_their_changes_are_saved(
     with any_fleet.read() as session:
         stored = session.get(Flavor, row.id)
         assert stored is not None and stored.vcpu == 7
+
+
+def _in_pipeline(session: Session) -> bool:
+    """Whether the session's connection waits in libpq's pipeline mode (never on SQLite)."""
+    pgconn = getattr(session.connection().connection.driver_connection, "pgconn", None)
+    return pgconn is not None and pgconn.pipeline_status != 0
+
+
+def test_the_acting_tenants_check_goes_with_the_lookup_and_its_not_found_comes_first(
+    any_fleet: Fleet,
+) -> None:
+    postgres = any_fleet.engine.dialect.name == "postgresql"
+    pool = hosted_pool(any_fleet, offered_to=("acme",))
+    flavor(any_fleet, pool["id"], "g1.small")
+    area = any_fleet.api.instances
+    with any_fleet.write() as session:
+        actor, confirm = area.start_actor(session, LOCAL_OPERATOR, "acme")
+        assert actor.tenant_id == "acme"
+        assert _in_pipeline(session) is postgres  # the check waits for the lookup
+        found, row = find_pool_and_flavor(
+            session, actor, pool["id"], "g1.small", before_reading=confirm
+        )
+        assert (found.id, row.name) == (pool["id"], "g1.small")
+        assert not _in_pipeline(session)
+    for pool_ref in (pool["id"], "pool_none"):  # the tenant's NOT_FOUND, whatever the pool
+        with pytest.raises(NotFoundError) as missing:
+            area.create(LOCAL_OPERATOR, tenant_id="ghost", pool_id=pool_ref, flavor="g1.small")
+        assert missing.value.details == {"tenant": "ghost"}
+    assert any_fleet.api.instances.list(OP, tenant_id="acme")["items"] == []
