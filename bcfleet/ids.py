@@ -7,8 +7,6 @@ import random
 import threading
 from datetime import datetime
 
-from ulid import ULID
-
 PREFIXES = frozenset(
     {
         "pool",
@@ -60,6 +58,8 @@ class IdFactory:
         """A new id such as 'flv_01jz3k…' for the given time."""
         if prefix not in PREFIXES:
             raise ValueError(f"unknown id prefix {prefix!r}")
+        from ulid import ULID  # imported by the first id made: a read-only command makes none
+
         millis = int(at.timestamp() * 1000)
         raw = millis.to_bytes(6, "big") + self._entropy()
         return f"{prefix}_{str(ULID(raw)).lower()}"

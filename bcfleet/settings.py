@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from bcfleet.domain.egress import IPNetwork, parse_ranges
-from bcfleet.domain.fit import HostReserve
+from bcfleet.domain.host_reserve import HostReserve
 from bcfleet.errors import InvalidInputError
 
 DEFAULT_DB_URL = "sqlite:///fleet.db"

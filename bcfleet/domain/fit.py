@@ -20,11 +20,13 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from bcfleet.domain.bounds import RATIO_MAX as MAX_RATIO
 from bcfleet.domain.bounds import RATIO_MIN as MIN_RATIO
-from bcfleet.domain.shapes import SCALARS, Inventory, PlacementPolicy, Shape, per_scalar
+from bcfleet.domain.host_reserve import DEFAULT_RESERVE, HostReserve
+from bcfleet.domain.scalars import SCALARS
+from bcfleet.domain.shapes import Inventory, PlacementPolicy, Shape
 
 PLACEMENT_CAPABILITY_LABEL = "bc.dev/cap.instance.placement"
 
@@ -63,30 +65,6 @@ def min_allocatable(allocated: int, ratio: float | None) -> int:
     while guess > 0 and capacity(guess - 1, ratio) >= allocated:
         guess -= 1
     return guess
-
-
-@dataclass(frozen=True)
-class HostReserve:
-    """What a host keeps for itself before guests: 2 vCPU, 8 GiB and 100 GiB by default."""
-
-    vcpu: int = 2
-    memory_gib: int = 8
-    disk_gib: int = 100
-
-    def with_overrides(self, doc: Mapping[str, Any] | None) -> HostReserve:
-        """This reserve with a pool's policy.hostReserve (camelCase keys) laid over it."""
-        doc = doc or {}
-        return HostReserve(
-            vcpu=int(doc.get("vcpu", self.vcpu)),
-            memory_gib=int(doc.get("memoryGiB", self.memory_gib)),
-            disk_gib=int(doc.get("diskGiB", self.disk_gib)),
-        )
-
-    def of(self, resource: str) -> int:
-        return per_scalar(self.vcpu, self.memory_gib, self.disk_gib)[resource]
-
-
-DEFAULT_RESERVE = HostReserve()
 
 
 def allocatable_of(total: int, reserved: int) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypedDict, TypeVar
+from typing import Any, TypedDict
 
 from bcfleet.domain.bounds import (
     HUGEPAGE_COUNT_MAX,
@@ -19,18 +19,9 @@ from bcfleet.domain.bounds import (
     number_problem,
     whole_problem,
 )
-
-SCALARS = ("vcpu", "memoryGiB", "diskGiB")
-"""The scalar resources of a host's node_resources rows, in the order reasons name them."""
+from bcfleet.domain.scalars import per_scalar
 
 GIB = 1 << 30
-
-T = TypeVar("T")
-
-
-def per_scalar(vcpu: T, memory_gib: T, disk_gib: T) -> dict[str, T]:
-    """Values by scalar resource, under the names node_resources rows and documents use."""
-    return {"vcpu": vcpu, "memoryGiB": memory_gib, "diskGiB": disk_gib}
 
 
 def _whole(value: Any, name: str, minimum: int = 0, maximum: int = SHAPE_MAX) -> int:

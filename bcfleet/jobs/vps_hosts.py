@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 from sqlalchemy import text
 from sqlmodel import Session, col, select
 
-from bcfleet.domain.fit import HostReserve, ResourceRow, rows_to_write
+from bcfleet.domain.fit import ResourceRow, rows_to_write
+from bcfleet.domain.host_reserve import HostReserve
 from bcfleet.domain.shapes import Gpu, Inventory
 from bcfleet.domain.states import InstanceState, PoolKind
 from bcfleet.placement.instance_placer import try_place

@@ -16,7 +16,7 @@ from sqlalchemy import JSON, String, column, text
 from sqlmodel import Session, col, select
 
 from bcfleet.domain.fit import HostSnapshot, ResourceRow
-from bcfleet.domain.shapes import SCALARS
+from bcfleet.domain.scalars import SCALARS
 from bcfleet.domain.states import HostState
 from bcfleet.placement.context import PlacementContext
 from bcfleet.placement.gpus import free_counts

@@ -22,14 +22,8 @@ from bcfleet.domain.numa import (
     choose_host_placement,
     degraded_condition,
 )
-from bcfleet.domain.shapes import (
-    SCALARS,
-    Gpu,
-    Inventory,
-    PlacementPolicy,
-    Shape,
-    placement_from_json,
-)
+from bcfleet.domain.scalars import SCALARS
+from bcfleet.domain.shapes import Gpu, Inventory, PlacementPolicy, Shape, placement_from_json
 from bcfleet.domain.states import INSTANCE_LIVE, InstanceState, PoolKind
 from bcfleet.placement import gpus as gpu_atoms
 from bcfleet.placement.candidates import feasible_hosts, pool_snapshots

@@ -24,7 +24,7 @@ from bcfleet.domain.compute_settings import (
     default_sizes,
 )
 from bcfleet.domain.fit import allocatable_of, capacity
-from bcfleet.domain.shapes import SCALARS
+from bcfleet.domain.scalars import SCALARS
 from bcfleet.errors import SizeInUseError
 from bcfleet.reconcile.actions import (
     CapacityChange,

@@ -20,7 +20,7 @@ from bcfleet.domain.document_limits import (
     problems_cut,
     too_large,
 )
-from bcfleet.domain.fit import HostReserve
+from bcfleet.domain.host_reserve import HostReserve
 from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.errors import InvalidInputError
 from bcfleet.input_files import DocumentRefused, read_text

@@ -13,9 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from bcfleet.domain.compute_settings import SizeSetting, SizeUsers, default_sizes
-from bcfleet.domain.fit import HostReserve, ResourceRow, clamp_ratio
+from bcfleet.domain.fit import ResourceRow, clamp_ratio
+from bcfleet.domain.host_reserve import HostReserve
 from bcfleet.domain.policy import ROOT_TENANT
-from bcfleet.domain.shapes import PlacementPolicy, per_scalar, placement_from_json
+from bcfleet.domain.scalars import per_scalar
+from bcfleet.domain.shapes import PlacementPolicy, placement_from_json
 from bcfleet.domain.sizes import SIZE_NAMES, SizeName, kept_spares
 from bcfleet.domain.states import HostState
 

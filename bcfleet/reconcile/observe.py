@@ -18,7 +18,8 @@ from sqlalchemy import select as select_columns
 from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Credential, authenticate
-from bcfleet.domain.fit import HostReserve, ResourceRow, scalar_totals
+from bcfleet.domain.fit import ResourceRow, scalar_totals
+from bcfleet.domain.host_reserve import HostReserve
 from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.domain.shapes import Inventory
 from bcfleet.errors import ForbiddenError

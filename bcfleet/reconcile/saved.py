@@ -18,7 +18,7 @@ from typing import Any
 
 from bcfleet import __version__
 from bcfleet.domain.document_limits import SAVED_PLAN_MAX_BYTES
-from bcfleet.domain.fit import HostReserve
+from bcfleet.domain.host_reserve import HostReserve
 from bcfleet.errors import InvalidInputError, StalePlanError
 from bcfleet.input_files import DocumentRefused, parse_json_text, read_text
 from bcfleet.reconcile.actions import Plan

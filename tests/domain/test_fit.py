@@ -8,7 +8,6 @@ import pytest
 
 from bcfleet.domain.fit import (
     PLACEMENT_CAPABILITY_LABEL,
-    HostReserve,
     HostSnapshot,
     NoFit,
     ResourceRow,
@@ -26,6 +25,7 @@ from bcfleet.domain.fit import (
     spread,
     weigher,
 )
+from bcfleet.domain.host_reserve import HostReserve
 from bcfleet.domain.shapes import (
     Inventory,
     PlacementPolicy,

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from bcfleet.domain.compute_settings import ComputeSettings, SizeSetting, credits_table
-from bcfleet.domain.fit import HostReserve
+from bcfleet.domain.host_reserve import HostReserve
 from bcfleet.domain.shapes import PlacementPolicy
 from bcfleet.errors import InvalidInputError
 from bcfleet.reconcile.load import load_fleetconfig, load_fleetconfig_text

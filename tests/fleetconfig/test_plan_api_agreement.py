@@ -26,8 +26,10 @@ from bcfleet.domain.compute_settings import (
     change_towards,
     check_default,
 )
-from bcfleet.domain.fit import HostReserve, ResourceRow, capacity, rows_to_write, scalar_totals
-from bcfleet.domain.shapes import SCALARS, Cpu, Inventory
+from bcfleet.domain.fit import ResourceRow, capacity, rows_to_write, scalar_totals
+from bcfleet.domain.host_reserve import HostReserve
+from bcfleet.domain.scalars import SCALARS
+from bcfleet.domain.shapes import Cpu, Inventory
 from bcfleet.domain.sizes import DEFAULT_SIZE, SIZE_NAMES
 from bcfleet.errors import SizeInUseError
 from bcfleet.fleet import Fleet
