@@ -5,7 +5,11 @@ before COMMIT runs the whole call once more (store/faults.py has the rule). The 
 happens once, here, when an area class is defined, so no API method repeats it. A call is
 authorize + one transaction with no side effect outside the database before it commits
 (reading a provider's offers is the one outside call, and reading is safe to repeat).
-Generator methods (streams) are not wrapped: each call they make is.
+Generator methods (streams) are not wrapped: each call they make is. Before it runs, every
+text among its arguments must be one a database can store (bounds.check_storable): a NUL or a
+lone surrogate is INVALID_INPUT naming the parameter, on either engine, and nothing is read.
+A document (a mapping: an inventory, labels, a placement policy) is left to the check of its
+own format, which names the place in it.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from bcfleet.api.auth import Actor, Credential, authenticate, start_authenticate
+from bcfleet.domain.bounds import check_storable
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -25,8 +30,13 @@ if TYPE_CHECKING:
 
 
 def _retried(method: Callable[..., Any]) -> Callable[..., Any]:
+    names = tuple(inspect.signature(method).parameters)[1:]  # after self
+
     @functools.wraps(method)
     def call(self: Area, *args: Any, **kwargs: Any) -> Any:
+        for name, value in (*zip(names, args, strict=False), *kwargs.items()):
+            if isinstance(value, str | list | tuple | set | frozenset):  # a mapping: its own check
+                check_storable(value, name)
         return self.fleet.run_call(lambda: method(self, *args, **kwargs))
 
     return call

@@ -174,7 +174,8 @@ def main(argv: list[str] | None = None) -> None:
 def refuse_unstorable(args: list[str]) -> None:
     """INVALID_INPUT for an argument no database, path or name can take: one holding a NUL (no
     real argv can, a caller in-process can) or bytes that are not UTF-8 (Python reads them as
-    lone surrogates). The HTTP edge applies the same rule to every text (bounds.storable_problem)."""
+    lone surrogates). The HTTP edge and the Python API apply the same rule to every text they are
+    given (bounds.check_storable)."""
     for position, arg in enumerate(args, start=1):
         problem = storable_problem(arg)
         if problem is None:

@@ -121,6 +121,35 @@ def storable_problem(text: str) -> str | None:
     return None
 
 
+def check_storable(value: Any, path: str) -> None:
+    """INVALID_INPUT for the first text in ``value`` no database can store (storable_problem):
+    the text itself, a key or value of a mapping, an item of a list, tuple or set, at any depth.
+
+    Every edge applies it to what it is given: the HTTP server to bodies, paths and queries,
+    the Python API to each argument of a call (named by its parameter), the CLI to argv.
+    """
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            _check_storable_text(item, where)
+        elif isinstance(item, dict):
+            for key, sub in item.items():
+                if isinstance(key, str):
+                    _check_storable_text(key, where)
+                stack.append((sub, f"{where}.{key}"))
+        elif isinstance(item, list | tuple):
+            stack.extend((sub, f"{where}[{i}]") for i, sub in enumerate(item))
+        elif isinstance(item, set | frozenset):
+            stack.extend((sub, where) for sub in item)
+
+
+def _check_storable_text(text: str, where: str) -> None:
+    problem = storable_problem(text)
+    if problem is not None:
+        raise InvalidInputError(f"{where}: {problem}", {"path": where})
+
+
 def characters_problem(field: str, text: str) -> str | None:
     """Why ``text`` cannot be shown as one line (a control or format character), or None."""
     if text.isprintable():

@@ -23,7 +23,7 @@ from bcfleet.domain.sizes import SIZE_NAMES
 Schema = dict[str, Any]
 
 STORABLE_PATTERN = "^[^\\u0000]*$"
-"""Text any database stores: no NUL (serving.check_text refuses it in bodies, paths, queries)."""
+"""Text any database stores: no NUL (bounds.check_storable refuses it in bodies, paths, queries)."""
 
 
 @cache
@@ -55,7 +55,7 @@ def forbidden_class() -> str:
     Read from the running Python's Unicode database (the one the server checks with), as
     ranges: the C0 and C1 controls, format characters, line and paragraph separators. Lone
     surrogates are left out: they are not Unicode text, so no JSON Schema string holds one
-    (serving.check_text refuses them), and a class naming them breaks pattern-driven generators.
+    (bounds.check_storable refuses them), and a class naming them breaks pattern-driven generators.
     """
     ranges: list[tuple[int, int]] = []
     start: int | None = None

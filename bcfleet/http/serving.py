@@ -20,7 +20,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from bcfleet.domain.bounds import storable_problem
+from bcfleet.domain.bounds import check_storable
 from bcfleet.domain.document_limits import json_problem
 from bcfleet.errors import FleetError, InvalidInputError, UnauthenticatedError
 from bcfleet.fleet import Fleet
@@ -163,29 +163,8 @@ def parse_json(raw: bytes) -> Any:
         value = json.loads(raw, parse_constant=_no_constant, parse_float=_number)
     except (ValueError, RecursionError) as exc:
         raise InvalidInputError(f"the body is not JSON: {exc}", {"reason": "bad_json"}) from None
-    check_text(value, "$")
+    check_storable(value, "$")
     return value
-
-
-def check_text(value: Any, path: str) -> None:
-    """Refuse NUL characters and lone surrogates: no database stores them."""
-    stack: list[tuple[Any, str]] = [(value, path)]
-    while stack:
-        item, where = stack.pop()
-        if isinstance(item, str):
-            _check_string(item, where)
-        elif isinstance(item, dict):
-            for key, sub in item.items():
-                _check_string(key, where)
-                stack.append((sub, f"{where}.{key}"))
-        elif isinstance(item, list):
-            stack.extend((sub, f"{where}[{i}]") for i, sub in enumerate(item))
-
-
-def _check_string(text: str, where: str) -> None:
-    problem = storable_problem(text)
-    if problem is not None:
-        raise InvalidInputError(f"{where}: {problem}", {"path": where})
 
 
 def _message(error: ValidationError) -> str:
@@ -251,12 +230,12 @@ async def _call_for(
     if op.auth:
         await require_live_token(request, token)
     path = dict(request.path_params)
-    check_text(path, "path")
+    check_storable(path, "path")
     problems = op.path_problems(path)
     if problems:
         raise InvalidInputError("; ".join(problems), {"problems": problems})
     query = {p.name: p.parse(request) for p in op.query}
-    check_text([v for v in query.values() if isinstance(v, str)], "query")
+    check_storable([v for v in query.values() if isinstance(v, str)], "query")
     body: Any = None
     if op.request is not None:
         body = parse_json(await read_body(request, ctx.max_body_bytes))
