@@ -125,8 +125,9 @@ def check_storable(value: Any, path: str) -> None:
     """INVALID_INPUT for the first text in ``value`` no database can store (storable_problem):
     the text itself, a key or value of a mapping, an item of a list, tuple or set, at any depth.
 
-    Every edge applies it to what it is given: the HTTP server to bodies, paths and queries,
-    the Python API to each argument of a call (named by its parameter), the CLI to argv.
+    The HTTP server applies it to bodies, paths and queries, the Python API to each text or
+    sequence argument of a call (named by its parameter); the CLI checks argv with
+    storable_problem itself (cli/main.refuse_unstorable), to name the option.
     """
     stack: list[tuple[Any, str]] = [(value, path)]
     while stack:
