@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from bcfleet.domain.egress import IPNetwork, parse_ranges
-from bcfleet.domain.host_reserve import HostReserve
+from bcfleet.domain.host_reserve import DEFAULT_RESERVE, HostReserve
 from bcfleet.errors import InvalidInputError
 
 DEFAULT_DB_URL = "sqlite:///fleet.db"
@@ -189,9 +189,13 @@ def _apply_toml(settings: FleetSettings, path: Path) -> FleetSettings:
     reserve = section.get("host_reserve")
     if isinstance(reserve, dict):
         updates["host_reserve"] = HostReserve(
-            vcpu=_convert("host_reserve.vcpu", int, reserve.get("vcpu", 2)),
-            memory_gib=_convert("host_reserve.memoryGiB", int, reserve.get("memoryGiB", 8)),
-            disk_gib=_convert("host_reserve.diskGiB", int, reserve.get("diskGiB", 100)),
+            vcpu=_convert("host_reserve.vcpu", int, reserve.get("vcpu", DEFAULT_RESERVE.vcpu)),
+            memory_gib=_convert(
+                "host_reserve.memoryGiB", int, reserve.get("memoryGiB", DEFAULT_RESERVE.memory_gib)
+            ),
+            disk_gib=_convert(
+                "host_reserve.diskGiB", int, reserve.get("diskGiB", DEFAULT_RESERVE.disk_gib)
+            ),
         )
     intervals = section.get("jobs")
     if isinstance(intervals, dict):

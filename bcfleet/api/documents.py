@@ -204,9 +204,11 @@ class HostListItemJson(HostFieldsJson):
 
 
 class HostDetailJson(HostListItemJson):
-    """A host as hosts.show has it: the listing's item and the inventory."""
+    """A host as hosts.show has it: the listing's item, the inventory and the CPUs the host
+    keeps for itself (the fleet's host_reserve.vcpu, or its pool's; None without an inventory)."""
 
     inventory: Mapping[str, Any] | None
+    reservedCpus: list[int] | None
 
 
 class InstanceJson(TypedDict):

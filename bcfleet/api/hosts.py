@@ -34,6 +34,16 @@ from bcfleet.store.models import (
 PLACEMENT_LABEL = "bc.dev/cap.instance.placement"
 
 
+def host_cpus(inventory: dict[str, Any] | None, reserve_vcpu: int) -> list[int] | None:
+    """The CPUs the host keeps for itself, as the placement chooser works them out (None: no inventory)."""
+    if inventory is None:
+        return None
+    from bcfleet.domain.numa import reserved_cpus  # not needed to list hosts
+    from bcfleet.domain.shapes import Inventory
+
+    return sorted(reserved_cpus(Inventory.from_json(inventory), reserve_vcpu))
+
+
 LABEL_KEY_MAX, LABEL_VALUE_MAX = 253, 63
 
 
@@ -274,4 +284,9 @@ class HostsAPI(HostReads):
             actor.require("compute:hosts:read", pool_resource(pool))
             # The listing's item (the same JSON hosts.list gives) and the inventory document.
             [item] = list_hosts(session, Scope(node_id=row.id), self.fleet.now())
-            return {**item, "inventory": row.inventory}
+            reserve = self.fleet.settings.host_reserve.with_overrides(pool.host_reserve)
+            return {
+                **item,
+                "inventory": row.inventory,
+                "reservedCpus": host_cpus(row.inventory, reserve.vcpu),
+            }

@@ -559,7 +559,7 @@ def choose_placement(
     `alone`: the caller knows the host has no other guest (their placements are not read).
     `read`: the inventory and placements sent behind the claim, when they were.
     """
-    reserve = pool.host_reserve.get("vcpu", fleet.settings.host_reserve.vcpu)
+    reserve = fleet.settings.host_reserve.with_overrides(pool.host_reserve).vcpu
     if read is not None:
         inventory = read.inventory()
         others = [] if alone else read.others()
@@ -572,7 +572,7 @@ def choose_placement(
         policy,
         gpus=[Gpu(a.model, a.pci_address, a.numa_node) for a in atoms],
         others=others,
-        reserve_vcpu=int(reserve),
+        reserve_vcpu=reserve,
         memory_ratio=pool.overcommit.get("memoryGiB", 1.0),
     )
 

@@ -1,8 +1,9 @@
 """One host, drilled into from Hosts: NUMA nodes, reserved and isolated CPUs, huge pages, GPUs, guests.
 
-The reserved CPUs are worked out as the placement chooser does (the lowest
-non-isolated CPUs, as many as the pool's hostReserve.vcpu, default 2); huge
-pages free per node are the node's pool less what the guests booked there.
+The reserved CPUs are the host's answer's reservedCpus (hosts.show works them out
+as the placement chooser does, with the fleet's host_reserve and the pool's
+hostReserve); huge pages free per node are the node's pool less what the
+guests booked there.
 Guests come from the host's InstanceSpecs (pinned CPUs, NUMA nodes, GPUs) and
 their instances (flavor, huge pages, degraded reason).
 """
@@ -20,7 +21,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
 from bcfleet.domain.inventory_age import inventory_stale
-from bcfleet.domain.numa import reserved_cpus, size_label
+from bcfleet.domain.numa import size_label
 from bcfleet.domain.shapes import Inventory
 from bcfleet.tui.format import DASH, age, cpulist, parse_stamp, ratio_text, short_id, short_time
 from bcfleet.tui.screens.base import DrillDown
@@ -28,13 +29,7 @@ from bcfleet.tui.screens.reservations import day_time
 from bcfleet.tui.source import NotAvailable
 from bcfleet.tui.widgets.steady_table import SteadyTable
 
-DEFAULT_RESERVE_VCPU = 2
 RESOURCE_LABELS = {"vcpu": "vCPU", "memoryGiB": "memory GiB", "diskGiB": "disk GiB"}
-
-
-def reserve_of(pool: Mapping[str, Any] | None) -> int:
-    policy = (pool or {}).get("policy") or {}
-    return int((policy.get("hostReserve") or {}).get("vcpu", DEFAULT_RESERVE_VCPU))
 
 
 def pages_booked(guests: Sequence[Mapping[str, Any]]) -> dict[tuple[int, int], int]:
@@ -51,14 +46,16 @@ def pages_booked(guests: Sequence[Mapping[str, Any]]) -> dict[tuple[int, int], i
 
 
 def numa_rows(
-    inventory: Mapping[str, Any], reserve_vcpu: int, guests: Sequence[Mapping[str, Any]] = ()
+    inventory: Mapping[str, Any],
+    reserved: Iterable[int],
+    guests: Sequence[Mapping[str, Any]] = (),
 ) -> list[tuple[str, ...]]:
     """Per NUMA node: CPUs, isolated, reserved, memory, huge pages free of total per size.
 
     Free is the pool's total less what the guests booked on that node.
     """
     parsed = Inventory.from_json(inventory)
-    reserved = reserved_cpus(parsed, reserve_vcpu)
+    reserved = frozenset(reserved)
     booked = pages_booked(guests)
     rows: list[tuple[str, ...]] = []
     for node in parsed.numa_nodes:
@@ -219,7 +216,6 @@ class HostDetail(DrillDown):
 
     def fetch(self) -> Any:
         host = self.source.host(self.host_id)
-        pool = next((p for p in self.source.pools() if p["id"] == host["poolId"]), None)
         guests: list[dict[str, Any]] | None
         try:
             specs = self.source.host_guests(self.host_id)
@@ -230,10 +226,10 @@ class HostDetail(DrillDown):
             bookings = self.source.host_bookings(self.host_id)
         except NotAvailable:
             bookings = []
-        return host, pool, guests, bookings
+        return host, guests, bookings
 
     def show(self, data: Any) -> None:
-        host, pool, guests, bookings = data
+        host, guests, bookings = data
         now = self.now or self.source.now()
         inventory = host.get("inventory")
         reported, seconds = age(host.get("inventoryReportedAt"), now)
@@ -247,7 +243,7 @@ class HostDetail(DrillDown):
             facts.append(f"\n{gpus_now_and_later(bookings, now)}")
         if inventory:
             parsed = Inventory.from_json(inventory)
-            reserved = reserved_cpus(parsed, reserve_of(pool))
+            reserved = host.get("reservedCpus") or []
             facts.append(
                 f"\nCPUs {len(parsed.cpus)} · reserved for the host {cpulist(reserved)} · "
                 f"isolated {cpulist(c.id for c in parsed.cpus if c.isolated)}"
@@ -256,7 +252,7 @@ class HostDetail(DrillDown):
         unknown = "unknown: the host has not reported its inventory"
         self._fill(
             "#numa",
-            numa_rows(inventory, reserve_of(pool), guests or []) if inventory else [],
+            numa_rows(inventory, host.get("reservedCpus") or [], guests or []) if inventory else [],
             "#numa-note",
             "none reported (no NUMA topology)" if inventory else unknown,
         )
