@@ -2,18 +2,21 @@
 
 Hosts have 64 vCPU (ratio 2), 256 GiB and 2 TB; the flavor is 2 vCPU / 4 GiB / 40 GiB (issue 4's
 setup). `--processes 4` also runs four processes placing at once (PostgreSQL), for one tenant and for
-four tenants, and then checks the invariants. Each figure is printed beside the floor's (bench/floor_placement.py: the raw
+four tenants, and then checks the invariants; each run of the four is paired with one process
+placing as many in the same harness just before it, and `scaleOverOneProcess` is the median
+ratio of the pairs (`--pairs`, default 3). Each figure is printed beside the floor's (bench/floor_placement.py: the raw
 transaction on the same pool, run in the same process run) and its share of the floor, so a
 noisy machine cannot fake progress. Prints a JSON line last.
 
     python bench/bench_placement.py [--hosts 1000 5000] [--placements 500] [--pg URL] [--processes 4]
-        [--no-pg] [--inline-checkpoints]
+        [--no-pg] [--inline-checkpoints] [--pairs 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import multiprocessing
+import statistics
 import sys
 import tempfile
 import threading
@@ -75,7 +78,10 @@ def run_one(url: str, hosts: int, placements: int) -> dict[str, Any]:
     return result
 
 
-def _worker(url: str, pool_id: str, tenant_id: str, count: int, out: Any) -> None:
+WARM_UP = 20  # placements each process makes before the clock starts, as run_one does
+
+
+def _worker(url: str, pool_id: str, tenant_id: str, count: int, ready: Any, out: Any) -> None:
     fleet = Fleet.open(url, clock=FakeClock(T0), settings=FleetSettings(db_url=url))
 
     def place() -> None:
@@ -83,13 +89,21 @@ def _worker(url: str, pool_id: str, tenant_id: str, count: int, out: Any) -> Non
             LOCAL_OPERATOR, tenant_id=tenant_id, pool_id=pool_id, flavor="b1.small"
         )
 
+    timed(place, WARM_UP)
+    ready.wait()  # all processes open and warm: the clock starts
     out.put(timed(place, count))
 
 
 def run_processes(
-    url: str, hosts: int, placements: int, processes: int, *, tenants: int = 1
+    url: str, hosts: int, placements: int, processes: int, *, tenants: int = 1, pairs: int = 3
 ) -> dict[str, Any]:
-    """`processes` processes placing at once, for one tenant or spread over `tenants` tenants."""
+    """`processes` processes placing at once, for one tenant or spread over `tenants` tenants.
+
+    Each of `pairs` rounds runs one process placing as many as all of them together, then the
+    `processes` at once, in the same harness (forked, opened and warmed up before the clock
+    starts) on the same pool; `scaleOverOneProcess` is the median of the rounds' ratios, so the
+    two figures of a ratio are taken minutes, not a whole benchmark, apart.
+    """
     fleet = Fleet.open(url, clock=FakeClock(T0), settings=FleetSettings(db_url=url))
     pool = seed_pool(fleet, hosts)
     names = ["bench"] + [f"bench{i}" for i in range(1, tenants)]
@@ -97,36 +111,64 @@ def run_processes(
         fleet.api.tenants.create(LOCAL_OPERATOR, name)
         fleet.api.pools.offer(LOCAL_OPERATOR, tenant_id="root", pool=pool["id"], to=name)
     analyze(fleet)
-    queue: Any = multiprocessing.Queue()
-    workers = [
-        multiprocessing.Process(
-            target=_worker, args=(url, pool["id"], names[i % tenants], placements, queue)
-        )
-        for i in range(processes)
-    ]
-    done = threading.Event()
-    waits: Counter[str] = Counter()
-    sampler = threading.Thread(target=_sample_waits, args=(url, done, waits))
-    sampler.start()
-    start = time.perf_counter()
-    for worker in workers:
-        worker.start()
     samples: list[float] = []
-    for _ in workers:
-        samples.extend(queue.get())
-    for worker in workers:
-        worker.join()
-    elapsed = time.perf_counter() - start
-    done.set()
-    sampler.join()
+    rates: list[float] = []
+    ratios: list[float] = []
+    waits: Counter[str] = Counter()
+    for _ in range(pairs):
+        alone, alone_seconds = _place_at_once(url, pool["id"], names[:1], 1, placements * processes)
+        together, seconds = _place_at_once(url, pool["id"], names, processes, placements, waits)
+        samples.extend(together)
+        rates.append(len(together) / seconds)
+        ratios.append(rates[-1] / (len(alone) / alone_seconds))
     invariants = fleet.api.doctor.check(LOCAL_OPERATOR, invariants=True)["invariants"]
     fleet.close()
-    result = summary(samples)
-    result["perSecond"] = round(len(samples) / elapsed, 1)
+    result: dict[str, Any] = dict(summary(samples))
+    result["perSecond"] = round(statistics.median(rates), 1)
+    result["scaleOverOneProcess"] = round(statistics.median(ratios), 2)
+    result["scalePerPair"] = [round(r, 2) for r in ratios]
     result["invariantsOk"] = invariants["ok"]
     total = sum(waits.values()) or 1
     result["activeSamplesPct"] = {k: round(100 * n / total, 1) for k, n in waits.most_common(6)}
     return result
+
+
+def _place_at_once(
+    url: str,
+    pool_id: str,
+    names: list[str],
+    processes: int,
+    placements: int,
+    waits: Counter[str] | None = None,
+) -> tuple[list[float], float]:
+    """Each process's placements' seconds, and the seconds from all being ready to the last done."""
+    queue: Any = multiprocessing.Queue()
+    ready: Any = multiprocessing.Barrier(processes + 1)
+    workers = [
+        multiprocessing.Process(
+            target=_worker,
+            args=(url, pool_id, names[i % len(names)], placements, ready, queue),
+        )
+        for i in range(processes)
+    ]
+    for worker in workers:
+        worker.start()
+    ready.wait()
+    done = threading.Event()
+    sampler = threading.Thread(
+        target=_sample_waits, args=(url, done, Counter() if waits is None else waits)
+    )
+    sampler.start()
+    start = time.perf_counter()
+    samples: list[float] = []
+    for _ in workers:
+        samples.extend(queue.get())
+    elapsed = time.perf_counter() - start
+    for worker in workers:
+        worker.join()
+    done.set()
+    sampler.join()
+    return samples, elapsed
 
 
 _ACTIVE = text(
@@ -153,6 +195,12 @@ def main() -> None:
     parser.add_argument("--pg", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
     parser.add_argument("--no-pg", action="store_true")
     parser.add_argument("--processes", type=int, default=4)
+    parser.add_argument(
+        "--pairs",
+        type=int,
+        default=3,
+        help="rounds of one process, then --processes at once, for scaleOverOneProcess",
+    )
     parser.add_argument(
         "--inline-checkpoints",
         action="store_true",
@@ -182,7 +230,9 @@ def main() -> None:
         for tenants in (1, args.processes):
             name = f"postgres_{hosts}_{args.processes}proc_{tenants}tenant"
             with scratch_pg(args.pg) as url:
-                placed = run_processes(url, hosts, each, args.processes, tenants=tenants)
+                placed = run_processes(
+                    url, hosts, each, args.processes, tenants=tenants, pairs=args.pairs
+                )
             results[name] = beside_floor(placed, floor)
     results["peakRssMb"] = peak_rss_mb()
     emit(results)
