@@ -84,13 +84,12 @@ class NodeResource(SQLModel, table=True):
     """One scalar of one host: a claim fits when allocated + claim <= capacity.
 
     capacity is floor(allocatable × ratio), kept beside its inputs so the guarded
-    UPDATE and the candidate query compare integers.
+    UPDATE and the candidate query compare integers. No index holds allocated or generation,
+    which every claim writes: PostgreSQL then updates the row in place (a HOT update, no
+    index entry written) and SQLite rewrites no index page (migration 0002).
     """
 
     __tablename__ = "node_resources"
-    __table_args__ = (
-        Index("ix_node_resources_resource_free", "resource", "capacity", "allocated"),
-    )
 
     node_id: str = Field(foreign_key="hosts.id", primary_key=True)
     resource: str = Field(primary_key=True)  # vcpu | memoryGiB | diskGiB

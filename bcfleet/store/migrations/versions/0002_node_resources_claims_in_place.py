@@ -1,0 +1,31 @@
+"""node_resources: no index on the columns every claim writes
+
+Revision ID: 0002
+Revises: 0001
+
+ix_node_resources_resource_free (resource, capacity, allocated) served no query (each reads a
+host's rows by node_id, the primary key's first column), yet every claim rewrote three of its
+entries, and on PostgreSQL it made each claim's UPDATE write new entries in every index of the
+table instead of updating the row in place (HOT).
+"""
+
+from collections.abc import Sequence
+
+from alembic import op
+
+revision: str = '0002'
+down_revision: str | None = '0001'
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table('node_resources', schema=None) as batch_op:
+        batch_op.drop_index('ix_node_resources_resource_free')
+
+
+def downgrade() -> None:
+    with op.batch_alter_table('node_resources', schema=None) as batch_op:
+        batch_op.create_index(
+            'ix_node_resources_resource_free', ['resource', 'capacity', 'allocated'], unique=False
+        )

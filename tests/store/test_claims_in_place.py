@@ -1,0 +1,132 @@
+"""The columns every placement writes are in no index: claims update rows in place.
+
+A claim adds to node_resources.allocated and .generation of one host, a quota charge to
+quotas.used or quota_stripes.used. An index holding one of them is rewritten by every
+placement (SQLite: index pages in every commit; PostgreSQL: the UPDATE cannot be HOT, so it
+writes a new entry in every index of the table). Migration 0002 dropped the one that did, an
+index no query used.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from alembic import command
+from sqlalchemy import create_engine, inspect, text
+
+from bcfleet.api.auth import LOCAL_OPERATOR as OP
+from bcfleet.clock import FakeClock
+from bcfleet.fleet import Fleet
+from bcfleet.store.engine import make_engine
+from bcfleet.store.schema import HEAD_REVISION, alembic_config, ensure_schema, forget_schema
+from tests.support.builders import flavor
+from tests.support.capacity import create, invariants_ok, pool_with_hosts
+from tests.support.fleet import IN_CI, PG_ADMIN_URL, T0, open_fleet, pg_available
+
+WRITTEN_BY_EVERY_PLACEMENT = {
+    "node_resources": {"allocated", "generation"},
+    "quotas": {"used"},
+    "quota_stripes": {"used"},
+}
+FREE_INDEX = "ix_node_resources_resource_free"
+
+
+def indexed_columns(url: str, table: str) -> dict[str, set[str]]:
+    """Every index and unique constraint of the table in the database, with its columns."""
+    engine = make_engine(url)
+    try:
+        found = inspect(engine)
+        named = {i["name"] or "": set(i["column_names"]) for i in found.get_indexes(table)}
+        for unique in found.get_unique_constraints(table):
+            named[unique["name"] or ""] = set(unique["column_names"])
+        return {name: {c for c in columns if c} for name, columns in named.items()}
+    finally:
+        engine.dispose()
+
+
+def test_no_index_holds_a_column_every_placement_writes(any_fleet: Fleet, db_url: str) -> None:
+    for table, written in WRITTEN_BY_EVERY_PLACEMENT.items():
+        for name, columns in indexed_columns(db_url, table).items():
+            assert not columns & written, f"{table}.{name} indexes {sorted(columns & written)}"
+
+
+@pytest.mark.postgres
+def test_a_postgresql_claim_updates_the_hosts_rows_in_place(pg_fleet: Fleet) -> None:
+    """Every claim's UPDATE is HOT (pg_stat_xact_user_tables counts this transaction's own)."""
+    fleet = pg_fleet
+    pool = pool_with_hosts(fleet, hosts=1)
+    flavor(fleet, pool["id"], "tiny", vcpu=1, memory_gib=1, disk_gib=1)
+    with fleet.transaction() as joined:
+        placed = [create(joined, pool, "tiny") for _ in range(3)]
+        assert joined.session is not None
+        updated, in_place = joined.session.execute(
+            text(
+                "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_xact_user_tables "
+                "WHERE relname = 'node_resources'"
+            )
+        ).one()
+    assert [i["state"] for i in placed] == ["running"] * 3
+    assert updated == 9  # three rows of the host, three claims
+    assert in_place == updated
+    invariants_ok(fleet)
+
+
+def _upgraded_keeps_rows(url: str) -> None:
+    """A fleet's database stepped back to 0001 (the index made again) and opened at head."""
+    engine = make_engine(url)
+    try:
+        fleet = open_fleet(url, FakeClock(T0))
+        pool = pool_with_hosts(fleet, hosts=2)
+        before = fleet.api.hosts.list(OP)["items"]
+        fleet.close()
+        command.downgrade(alembic_config(engine), "0001")
+        assert FREE_INDEX in indexed_columns(url, "node_resources")
+        forget_schema(engine)
+        ensure_schema(engine)  # what opening the fleet does with a database behind head
+        assert FREE_INDEX not in indexed_columns(url, "node_resources")
+        with engine.connect() as connection:
+            stamp = connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
+        assert stamp == HEAD_REVISION == "0002"
+        fleet = open_fleet(url, FakeClock(T0 + timedelta(hours=1)))  # ids of its own
+        assert fleet.api.hosts.list(OP)["items"] == before
+        flavor(fleet, pool["id"], "tiny", vcpu=1, memory_gib=1, disk_gib=1)
+        assert create(fleet, pool, "tiny")["state"] == "running"
+        invariants_ok(fleet)
+        fleet.close()
+    finally:
+        engine.dispose()
+
+
+def test_a_sqlite_fleet_made_before_loses_the_index_and_keeps_its_rows(tmp_path: Path) -> None:
+    _upgraded_keeps_rows(f"sqlite:///{tmp_path / 'older.db'}")
+
+
+@pytest.fixture
+def own_pg_database() -> Iterator[str]:
+    """An empty PostgreSQL database of this test's own: its schema is stepped back and forth."""
+    problem = pg_available()
+    if problem is not None:
+        if IN_CI:
+            pytest.fail(f"PostgreSQL is required when CI=true: {problem}")
+        pytest.skip(f"PostgreSQL not available: {problem}")
+    name = f"bcfleet_test_migrate_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.mark.postgres
+def test_a_postgresql_fleet_made_before_loses_the_index_and_keeps_its_rows(
+    own_pg_database: str,
+) -> None:
+    _upgraded_keeps_rows(own_pg_database)
