@@ -1,10 +1,12 @@
-"""The columns every placement writes are in no index: claims update rows in place.
+"""The indexes every placement writes: none holds a column a claim updates, none repeats another.
 
 A claim adds to node_resources.allocated and .generation of one host, a quota charge to
 quotas.used or quota_stripes.used. An index holding one of them is rewritten by every
 placement (SQLite: index pages in every commit; PostgreSQL: the UPDATE cannot be HOT, so it
-writes a new entry in every index of the table). Migration 0002 dropped the one that did, an
-index no query used.
+writes a new entry in every index of the table). A placement also inserts a row into
+instances, allocations and events, each index of theirs one more B-tree written; an index
+whose columns begin another one's serves nothing the longer one does not. Migration 0002
+dropped one of each kind.
 """
 
 from __future__ import annotations
@@ -32,26 +34,56 @@ WRITTEN_BY_EVERY_PLACEMENT = {
     "quotas": {"used"},
     "quota_stripes": {"used"},
 }
+INSERTED_BY_EVERY_PLACEMENT = ("instances", "allocations", "events")
 FREE_INDEX = "ix_node_resources_resource_free"
+TENANT_INDEX = "ix_instances_tenant_id"
 
 
-def indexed_columns(url: str, table: str) -> dict[str, set[str]]:
-    """Every index and unique constraint of the table in the database, with its columns."""
+def index_columns(url: str, table: str) -> dict[str, tuple[str, ...]]:
+    """Every index, unique constraint and the primary key of the table, with its columns in order."""
     engine = make_engine(url)
     try:
         found = inspect(engine)
-        named = {i["name"] or "": set(i["column_names"]) for i in found.get_indexes(table)}
+        named = {i["name"] or "": i["column_names"] for i in found.get_indexes(table)}
         for unique in found.get_unique_constraints(table):
-            named[unique["name"] or ""] = set(unique["column_names"])
-        return {name: {c for c in columns if c} for name, columns in named.items()}
+            named[unique["name"] or ""] = unique["column_names"]
+        named["primary key"] = found.get_pk_constraint(table)["constrained_columns"]
+        return {name: tuple(c for c in columns if c) for name, columns in named.items()}
     finally:
         engine.dispose()
+
+
+def indexed_columns(url: str, table: str) -> dict[str, set[str]]:
+    return {name: set(columns) for name, columns in index_columns(url, table).items()}
 
 
 def test_no_index_holds_a_column_every_placement_writes(any_fleet: Fleet, db_url: str) -> None:
     for table, written in WRITTEN_BY_EVERY_PLACEMENT.items():
         for name, columns in indexed_columns(db_url, table).items():
             assert not columns & written, f"{table}.{name} indexes {sorted(columns & written)}"
+
+
+def test_no_index_of_a_table_every_placement_inserts_into_begins_another(
+    any_fleet: Fleet, db_url: str
+) -> None:
+    for table in INSERTED_BY_EVERY_PLACEMENT:
+        indexes = index_columns(db_url, table)
+        for name, columns in indexes.items():
+            for other, longer in indexes.items():
+                if other != name and len(longer) > len(columns):
+                    assert longer[: len(columns)] != columns, f"{table}.{name} begins {other}"
+
+
+def test_a_tenants_instances_are_still_found_by_an_index(fleet: Fleet) -> None:
+    """SQLite's plan for the tenant's instances searches the unique index by its first column."""
+    with fleet.engine.connect() as connection:
+        plan = " ".join(
+            str(row[-1])
+            for row in connection.execute(
+                text("EXPLAIN QUERY PLAN SELECT id FROM instances WHERE tenant_id = 'acme'")
+            )
+        )
+    assert "USING" in plan and "INDEX" in plan and "(tenant_id=?)" in plan, plan
 
 
 @pytest.mark.postgres
@@ -85,9 +117,11 @@ def _upgraded_keeps_rows(url: str) -> None:
         fleet.close()
         command.downgrade(alembic_config(engine), "0001")
         assert FREE_INDEX in indexed_columns(url, "node_resources")
+        assert TENANT_INDEX in indexed_columns(url, "instances")
         forget_schema(engine)
         ensure_schema(engine)  # what opening the fleet does with a database behind head
         assert FREE_INDEX not in indexed_columns(url, "node_resources")
+        assert TENANT_INDEX not in indexed_columns(url, "instances")
         with engine.connect() as connection:
             stamp = connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
         assert stamp == HEAD_REVISION == "0002"

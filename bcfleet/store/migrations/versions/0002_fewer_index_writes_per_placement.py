@@ -1,4 +1,4 @@
-"""node_resources: no index on the columns every claim writes
+"""fewer index writes per placement
 
 Revision ID: 0002
 Revises: 0001
@@ -6,7 +6,9 @@ Revises: 0001
 ix_node_resources_resource_free (resource, capacity, allocated) served no query (each reads a
 host's rows by node_id, the primary key's first column), yet every claim rewrote three of its
 entries, and on PostgreSQL it made each claim's UPDATE write new entries in every index of the
-table instead of updating the row in place (HOT).
+table instead of updating the row in place (HOT). ix_instances_tenant_id repeated the first
+column of the (tenant_id, idempotency_key) unique index, which serves the same lookups, and
+every new instance wrote both.
 """
 
 from collections.abc import Sequence
@@ -22,9 +24,13 @@ depends_on: str | Sequence[str] | None = None
 def upgrade() -> None:
     with op.batch_alter_table('node_resources', schema=None) as batch_op:
         batch_op.drop_index('ix_node_resources_resource_free')
+    with op.batch_alter_table('instances', schema=None) as batch_op:
+        batch_op.drop_index('ix_instances_tenant_id')
 
 
 def downgrade() -> None:
+    with op.batch_alter_table('instances', schema=None) as batch_op:
+        batch_op.create_index('ix_instances_tenant_id', ['tenant_id'], unique=False)
     with op.batch_alter_table('node_resources', schema=None) as batch_op:
         batch_op.create_index(
             'ix_node_resources_resource_free', ['resource', 'capacity', 'allocated'], unique=False
