@@ -28,7 +28,8 @@ class Instance(SQLModel, table=True):
     # the flavor's shape copied at admission: vcpu, memoryGiB, diskGiB, gpus, offerId, placement
     shape: dict[str, Any] = Field(default_factory=empty_dict, sa_type=JSON)
     node_id: str | None = Field(default=None, foreign_key="hosts.id", index=True)
-    allocation_id: str | None = Field(default=None, index=True)
+    # Not indexed: reads join an instance to its allocation by the allocation's own id (0002).
+    allocation_id: str | None = Field(default=None)
     host_placement: dict[str, Any] | None = Field(default=None, sa_type=JSON)
     conditions: list[dict[str, Any]] = Field(default_factory=empty_list, sa_type=JSON)
     purpose: str = "tenant"  # tenant | spare | service
