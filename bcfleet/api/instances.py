@@ -126,7 +126,7 @@ class InstancesAPI(Area):
         with self.fleet.write() as session:
             actor, confirm = self.start_actor(session, credential, tenant_id)
             pool, row = find_pool_and_flavor(
-                session, actor, pool_id, flavor, before_reading=confirm
+                session, actor, pool_id, flavor, before_reading=confirm, reading_only=True
             )
             actor.require(
                 "compute:instances:create",

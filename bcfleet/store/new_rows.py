@@ -53,6 +53,21 @@ def _primary_key(model: type[SQLModel]) -> tuple[str, ...]:
     return tuple(mapper.get_property_by_column(column).key for column in mapper.primary_key)
 
 
+def _held(session: Session, model: type[M], values: Mapping[str, Any]) -> M | None:
+    """The object the session holds for the row's primary key, if any."""
+    ident = tuple(values[name] for name in _primary_key(model))
+    held: M | None = session.identity_map.get(identity_key(model, ident))
+    return held
+
+
+def read_row(session: Session, model: type[M], values: Mapping[str, Any]) -> M:
+    """A row read by hand for reading only: the session's object when it holds one (its
+    pending changes included, as a query would answer), else a copy outside the session
+    (new_row), whose changes are never saved."""
+    held = _held(session, model, values)
+    return held if held is not None else new_row(model, values)
+
+
 def loaded_row(session: Session, model: type[M], values: Mapping[str, Any]) -> M:
     """The session's object for a row read by hand, as an ORM query would answer it.
 
@@ -60,11 +75,9 @@ def loaded_row(session: Session, model: type[M], values: Mapping[str, Any]) -> M
     does not overwrite it either); otherwise one made from `values` (every column) and added
     as loaded, so later changes to it are flushed as usual.
     """
-    ident = tuple(values[name] for name in _primary_key(model))
-    held = session.identity_map.get(identity_key(model, ident))
+    held = _held(session, model, values)
     if held is not None:
-        found: M = held
-        return found
+        return held
     return add_as_loaded(session, new_row(model, values))
 
 

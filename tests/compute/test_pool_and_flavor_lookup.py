@@ -7,6 +7,7 @@ from sqlmodel import Session, SQLModel
 
 from bcfleet.api.auth import LOCAL_OPERATOR, Actor, acting_for
 from bcfleet.api.lookup import find_flavor, find_pool, find_pool_and_flavor
+from bcfleet.clock import parse_time
 from bcfleet.errors import NotFoundError
 from bcfleet.fleet import Fleet
 from bcfleet.store.models import Flavor, Pool
@@ -88,6 +89,32 @@ def test_the_objects_it_reads_are_the_sessions_own_and_their_changes_are_saved(
     with any_fleet.read() as session:
         stored = session.get(Flavor, row.id)
         assert stored is not None and stored.vcpu == 7
+
+
+def test_for_reading_only_it_answers_copies_unless_the_session_holds_the_object(
+    any_fleet: Fleet,
+) -> None:
+    """instances.create reads the pool and flavor only: copies outside the session (no
+    loaded-row bookkeeping), or the session's own objects, pending changes and all."""
+    pool = hosted_pool(any_fleet)
+    made = flavor(any_fleet, pool["id"], "g1.small")
+    root = Actor("root", "admin", None, (), True)
+    with any_fleet.write() as session:
+        found, row = find_pool_and_flavor(session, root, pool["id"], "g1.small", reading_only=True)
+        assert found not in session and row not in session
+        assert (found.id, found.name, found.kind, found.created_at) == (
+            pool["id"], pool["name"], pool["kind"], parse_time(pool["createdAt"])
+        )  # fmt: skip
+        assert (row.id, row.vcpu, row.memory_gib, row.archived) == (made["id"], 2, 4, False)
+        row.vcpu = 7  # a copy: not saved
+        held = session.get(Flavor, made["id"])
+        assert held is not None
+        held.disk_gib = 41  # pending in the session
+        again = find_pool_and_flavor(session, root, pool["id"], "g1.small", reading_only=True)[1]
+        assert again is held and again.disk_gib == 41
+    with any_fleet.read() as session:
+        stored = session.get(Flavor, made["id"])
+        assert stored is not None and (stored.vcpu, stored.disk_gib) == (2, 41)
 
 
 def _in_pipeline(session: Session) -> bool:
