@@ -33,7 +33,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
-from weakref import WeakKeyDictionary
+from weakref import WeakKeyDictionary, ref
 
 from sqlalchemy import Connection, event
 from sqlalchemy.engine import Dialect
@@ -124,6 +124,9 @@ class SentRows:
         return self._rows
 
 
+_NO_KEYS: frozenset[str] = frozenset()
+
+
 class DriverStatement:
     """A Core statement compiled once per dialect (and, for an INSERT, per set of columns given)."""
 
@@ -132,13 +135,16 @@ class DriverStatement:
         self._compiled: WeakKeyDictionary[Dialect, dict[frozenset[str], _Compiled]] = (
             WeakKeyDictionary()
         )
+        # The last dialect's entry, looked up first: a process runs one dialect nearly always.
+        self._last: tuple[ref[Dialect], dict[frozenset[str], _Compiled]] | None = None
+        self._by_columns = isinstance(statement, Insert)  # an INSERT compiles per set of columns
 
     def run(self, on: Session | Connection, params: Mapping[str, Any]) -> DriverRows:
         """Run once in the transaction of `on` (a session's connection is begun if it is not)."""
         connection = on if isinstance(on, Connection) else connection_of(on)
         compiled, arguments = self._bound(connection, params)
         cursor = connection.connection.cursor()
-        queued = _waiting(connection)
+        queued = _waiting(connection) if _pipelines(connection) else None  # SQLite: none ever
         try:
             if queued is None:
                 connection._cursor_execute(cursor, compiled.sql, arguments)
@@ -198,10 +204,13 @@ class DriverStatement:
         return compiled, [values[n] for n in compiled.positional]
 
     def _for(self, dialect: Dialect, params: Mapping[str, Any]) -> _Compiled:
-        by_keys = self._compiled.get(dialect)
-        if by_keys is None:
-            by_keys = self._compiled[dialect] = {}
-        keys = frozenset(params) if isinstance(self.statement, Insert) else frozenset()
+        last = self._last
+        if last is not None and last[0]() is dialect:
+            by_keys = last[1]
+        else:
+            by_keys = self._compiled.setdefault(dialect, {})
+            self._last = (ref(dialect), by_keys)
+        keys = frozenset(params) if self._by_columns else _NO_KEYS
         found = by_keys.get(keys)
         if found is None:
             found = by_keys[keys] = self._compile(dialect, keys)

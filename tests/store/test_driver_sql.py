@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import JSON, String, bindparam, column, event, text
+from sqlalchemy import JSON, Column, MetaData, String, Table, bindparam, column, event, text
 from sqlalchemy.exc import DBAPIError, IntegrityError, PendingRollbackError
 from sqlmodel import Session
 
@@ -223,3 +223,23 @@ def test_the_rows_status_is_the_one_psycopg_names() -> None:
     from bcfleet.store import driver_sql
 
     assert driver_sql._TUPLES_OK == pq.ExecStatus.TUPLES_OK
+
+
+def test_one_statement_compiles_for_each_dialect_it_meets_in_turn() -> None:
+    """The last dialect's statements are looked up first; another dialect gets its own."""
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    lite, pg = sqlite.dialect(), postgresql.psycopg.dialect()  # type: ignore[attr-defined]
+    statement = DriverStatement(text("SELECT id FROM hosts WHERE id = :node"))
+    placeholders = []
+    for dialect in (lite, pg, lite, pg):
+        placeholders.append(statement._for(dialect, {"node": "n"}).sql.split("= ")[1])
+    assert placeholders == ["?", "%(node)s", "?", "%(node)s"]
+    table = Table("pairs", MetaData(), Column("a", String()), Column("b", String()))
+    insert = DriverStatement(table.insert())
+    given = [insert._for(lite, keys).sql for keys in ({"a": 1}, {"a": 1, "b": 1}, {"a": 1})]
+    assert given == [  # an INSERT compiles per set of columns given
+        "INSERT INTO pairs (a) VALUES (?)",
+        "INSERT INTO pairs (a, b) VALUES (?, ?)",
+        "INSERT INTO pairs (a) VALUES (?)",
+    ]
