@@ -154,6 +154,7 @@ class InstancesAPI(Area):
                 idempotency_key=key,
                 input_hash=digest if key is not None else None,
                 may_run_again=may_run_again_carefully(),
+                join_session=False,  # read below for its answer only
             )
             kind = "instance.placed" if instance.node_id else "instance.unschedulable"
             if pool.kind == PoolKind.PROVIDER:

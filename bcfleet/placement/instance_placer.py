@@ -59,11 +59,14 @@ def place_instance(
     idempotency_key: str | None = None,
     input_hash: str | None = None,
     may_run_again: bool = False,
+    join_session: bool = True,
 ) -> Instance:
     """Admit (charge quota) and place an instance; pending with Unschedulable when nothing fits.
 
     may_run_again: the caller's attempt may raise RunAgainCarefully (store/faults.py), so the
     first host is claimed without a savepoint (try_place).
+    join_session: the instance joins the session as a loaded row, so a change the caller makes
+    to it is saved; without, it is the row as inserted, for a caller that only reads it.
     """
     now = fleet.now()
     instance = new_row(
@@ -96,7 +99,7 @@ def place_instance(
     finish_charge()
     # One INSERT with the outcome, then the object joins the session as a loaded row.
     _INSERT_INSTANCE.send(session, {c: getattr(instance, c) for c in _COLUMNS})
-    return add_as_loaded(session, instance)
+    return add_as_loaded(session, instance) if join_session else instance
 
 
 def try_place(
