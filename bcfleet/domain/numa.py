@@ -327,7 +327,14 @@ def _honour(
 
 
 def _floating_cpuset(host: _HostView, node: int | None) -> tuple[int, ...]:
-    cpuset = tuple(sorted(c.id for c in host.free_cpus(node)))
+    # the ids of host.free_cpus(node), which sorts them isolated first for pinning
+    cpuset = tuple(
+        sorted(
+            c.id
+            for c in host.usable
+            if c.id not in host.taken and (node is None or c.numa_node == node)
+        )
+    )
     if not cpuset:
         guest_cpus = len(host.usable)
         raise NoGuestCpus(f"0 of {guest_cpus} guest cpus unpinned")
