@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from sqlalchemy import JSON, String, column, text
@@ -91,21 +92,27 @@ def _feasible_page(
     return FEASIBLE_PAGE[with_labels].run(session, params).all()
 
 
+_VCPU, _MEMORY, _DISK = SCALARS  # the page's column groups v, m and d, in this order
+_NO_LABELS: Mapping[str, str] = MappingProxyType({})
+
+
 def _snapshot(row: Any, gpus: tuple[int, int]) -> HostSnapshot:
-    """A candidate as the weighers see it; its labels are empty unless the search read them."""
-    values = list(row)
-    node_id, labels, generation = values[0], values[1], values[2]
-    resources: dict[str, ResourceRow] = {}
-    for i, resource in enumerate(SCALARS):
-        allocatable, ratio, capacity, allocated = values[3 + 4 * i : 7 + 4 * i]
-        resources[resource] = ResourceRow(resource, allocatable, ratio, capacity, allocated)
+    """A candidate as the weighers see it; its labels are empty unless the search read them.
+
+    Made for every row of every page (16 a placement), so from the row's fields by position.
+    """
+    node_id, labels, generation, va, vr, vc, vu, ma, mr, mc, mu, da, dr, dc, du = row
     return HostSnapshot(
         node_id=node_id,
-        rows=resources,
+        rows={
+            _VCPU: ResourceRow(_VCPU, va, vr, vc, vu),
+            _MEMORY: ResourceRow(_MEMORY, ma, mr, mc, mu),
+            _DISK: ResourceRow(_DISK, da, dr, dc, du),
+        },
         gpus_total=gpus[1],
         gpus_free=gpus[0],
         draining=False,
-        labels=dict(labels or {}),
+        labels=dict(labels) if labels else _NO_LABELS,
         inventory_generation=int(generation),
     )
 
