@@ -133,8 +133,9 @@ class InstancesAPI(Area):
                 pool_resource(pool),
                 {"gpus": row.gpus, "flavor": row.name, "spot": False},
             )
-            digest = input_digest({"pool": pool.id, "flavor": row.id, "name": name})
+            digest = None  # what a replay is compared by: only a create with a key keeps one
             if key is not None:
+                digest = input_digest({"pool": pool.id, "flavor": row.id, "name": name})
                 made = session.exec(
                     select(Instance).where(
                         Instance.tenant_id == actor.tenant_id, Instance.idempotency_key == key
@@ -152,7 +153,7 @@ class InstancesAPI(Area):
                 name=name or f"{row.name}-{self.fleet.now():%H%M%S}",
                 flavor_id=row.id,
                 idempotency_key=key,
-                input_hash=digest if key is not None else None,
+                input_hash=digest,
                 may_run_again=may_run_again_carefully(),
                 join_session=False,  # read below for its answer only
             )
