@@ -125,10 +125,11 @@ def _account(api: Api, c: Caller, ref: Ref) -> dict[str, Any]:
 
 
 def _host(api: Api, c: Caller, ref: Ref) -> dict[str, Any]:
-    """hosts.show is the listing's item and the inventory document (too big for a list)."""
+    """hosts.show is the listing's item, the inventory document (too big for a list) and the
+    CPUs worked out from it."""
     shown: dict[str, Any] = api.hosts.show(c.credential, host=ref[0])
-    assert "resources" in shown and "inventory" in shown
-    del shown["inventory"]
+    assert "resources" in shown and "inventory" in shown and "reservedCpus" in shown
+    del shown["inventory"], shown["reservedCpus"]
     return shown
 
 
