@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
 
 from bcfleet.clock import FakeClock
 from bcfleet.fleet import Fleet
@@ -16,12 +14,10 @@ from bcfleet.store.engine import make_engine
 from bcfleet.store.models import load_all
 from bcfleet.store.schema import create_fresh
 from tests.support.fleet import (
-    IN_CI,
-    PG_ADMIN_URL,
     T0,
     CliResult,
+    empty_pg_database,
     open_fleet,
-    pg_available,
     run_cli,
     truncate_all,
 )
@@ -32,23 +28,11 @@ load_all()  # the helpers read SQLModel.metadata (tables to empty, schemas to co
 @pytest.fixture(scope="session")
 def pg_database() -> Iterator[str]:
     """A PostgreSQL database of this test run's own (per xdist worker), dropped at the end."""
-    problem = pg_available()
-    if problem is not None:
-        if IN_CI:
-            pytest.fail(f"PostgreSQL is required when CI=true: {problem}")
-        pytest.skip(f"PostgreSQL not available: {problem}")
-    name = f"bcfleet_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-    engine = make_engine(url)
-    create_fresh(engine)
-    engine.dispose()
-    yield url
-    with admin.connect() as connection:
-        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    with empty_pg_database(f"bcfleet_test_{os.getpid()}") as url:
+        engine = make_engine(url)
+        create_fresh(engine)
+        engine.dispose()
+        yield url
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

@@ -11,14 +11,13 @@ dropped one of each kind, and an index of instances no query used.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from alembic import command
-from sqlalchemy import create_engine, inspect, text
+from sqlalchemy import inspect, text
 
 from bcfleet.api.auth import LOCAL_OPERATOR as OP
 from bcfleet.clock import FakeClock
@@ -27,7 +26,7 @@ from bcfleet.store.engine import make_engine
 from bcfleet.store.schema import HEAD_REVISION, alembic_config, ensure_schema, forget_schema
 from tests.support.builders import flavor
 from tests.support.capacity import create, invariants_ok, pool_with_hosts
-from tests.support.fleet import IN_CI, PG_ADMIN_URL, T0, open_fleet, pg_available
+from tests.support.fleet import T0, empty_pg_database, open_fleet
 
 WRITTEN_BY_EVERY_PLACEMENT = {
     "node_resources": {"allocated", "generation"},
@@ -143,21 +142,8 @@ def test_a_sqlite_fleet_made_before_loses_the_index_and_keeps_its_rows(tmp_path:
 @pytest.fixture
 def own_pg_database() -> Iterator[str]:
     """An empty PostgreSQL database of this test's own: its schema is stepped back and forth."""
-    problem = pg_available()
-    if problem is not None:
-        if IN_CI:
-            pytest.fail(f"PostgreSQL is required when CI=true: {problem}")
-        pytest.skip(f"PostgreSQL not available: {problem}")
-    name = f"bcfleet_test_migrate_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with empty_pg_database("bcfleet_test_migrate") as url:
+        yield url
 
 
 @pytest.mark.postgres

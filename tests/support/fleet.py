@@ -6,10 +6,13 @@ import contextlib
 import io
 import os
 import sys
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from sqlalchemy import create_engine, text
 from sqlmodel import SQLModel
 
@@ -36,6 +39,29 @@ def pg_available() -> str | None:
         return None
     except Exception as exc:  # noqa: BLE001 - any failure means "not available"
         return str(exc).splitlines()[0]
+
+
+@contextlib.contextmanager
+def empty_pg_database(prefix: str) -> Iterator[str]:
+    """A new empty PostgreSQL database beside PG_ADMIN_URL's, dropped afterwards.
+
+    Without PostgreSQL the test is skipped, or fails when CI=true.
+    """
+    problem = pg_available()
+    if problem is not None:
+        if IN_CI:
+            pytest.fail(f"PostgreSQL is required when CI=true: {problem}")
+        pytest.skip(f"PostgreSQL not available: {problem}")
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
 
 
 def truncate_all(url: str) -> None:
