@@ -79,6 +79,7 @@ def run_one(url: str, hosts: int, placements: int) -> dict[str, Any]:
 
 
 WARM_UP = 20  # placements each process makes before the clock starts, as run_one does
+WAIT_S = 900  # a process that died is reported instead of waited for forever
 
 
 def _worker(url: str, pool_id: str, tenant_id: str, count: int, ready: Any, out: Any) -> None:
@@ -90,7 +91,7 @@ def _worker(url: str, pool_id: str, tenant_id: str, count: int, ready: Any, out:
         )
 
     timed(place, WARM_UP)
-    ready.wait()  # all processes open and warm: the clock starts
+    ready.wait(WAIT_S)  # all processes open and warm: the clock starts
     out.put(timed(place, count))
 
 
@@ -153,7 +154,7 @@ def _place_at_once(
     ]
     for worker in workers:
         worker.start()
-    ready.wait()
+    ready.wait(WAIT_S)  # BrokenBarrierError when a process died before it
     done = threading.Event()
     sampler = threading.Thread(
         target=_sample_waits, args=(url, done, Counter() if waits is None else waits)
@@ -161,13 +162,15 @@ def _place_at_once(
     sampler.start()
     start = time.perf_counter()
     samples: list[float] = []
-    for _ in workers:
-        samples.extend(queue.get())
-    elapsed = time.perf_counter() - start
-    for worker in workers:
-        worker.join()
-    done.set()
-    sampler.join()
+    try:
+        for _ in workers:
+            samples.extend(queue.get(timeout=WAIT_S))
+        elapsed = time.perf_counter() - start
+        for worker in workers:
+            worker.join()
+    finally:
+        done.set()
+        sampler.join()
     return samples, elapsed
 
 

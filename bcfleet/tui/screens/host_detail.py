@@ -232,6 +232,7 @@ class HostDetail(DrillDown):
         host, guests, bookings = data
         now = self.now or self.source.now()
         inventory = host.get("inventory")
+        reserved = host.get("reservedCpus") or []
         reported, seconds = age(host.get("inventoryReportedAt"), now)
         reported = f"reported {reported} ago" + (" (stale)" if inventory_stale(seconds) else "")
         facts = Text()
@@ -243,7 +244,6 @@ class HostDetail(DrillDown):
             facts.append(f"\n{gpus_now_and_later(bookings, now)}")
         if inventory:
             parsed = Inventory.from_json(inventory)
-            reserved = host.get("reservedCpus") or []
             facts.append(
                 f"\nCPUs {len(parsed.cpus)} · reserved for the host {cpulist(reserved)} · "
                 f"isolated {cpulist(c.id for c in parsed.cpus if c.isolated)}"
@@ -252,7 +252,7 @@ class HostDetail(DrillDown):
         unknown = "unknown: the host has not reported its inventory"
         self._fill(
             "#numa",
-            numa_rows(inventory, host.get("reservedCpus") or [], guests or []) if inventory else [],
+            numa_rows(inventory, reserved, guests or []) if inventory else [],
             "#numa-note",
             "none reported (no NUMA topology)" if inventory else unknown,
         )
