@@ -4,10 +4,12 @@ SQLAlchemy's execution of a compiled statement (cache lookup, execution context,
 object) cost a placement several times what the driver spends running it. A DriverStatement
 keeps the statement's SQL as the dialect compiles it, applies the bind and result
 processors of its column types (the same values reach the database as through
-Connection.execute), and sends it through the connection's plain cursor execution: the
-engine's before/after_cursor_execute events still fire (the changed-row flag, fault
-injection, statement counts) and a driver error is raised as SQLAlchemy wraps it
-(IntegrityError, a lost connection invalidated), so store/faults.py reads it as before.
+Connection.execute), and hands it to the driver's cursor. When no listener but bcfleet's own
+(the changed-row flag, the pipeline's watch) would see it, straight, their work done in
+place; else through the connection's plain cursor execution, so the engine's
+before/after_cursor_execute events fire for every listener (fault injection, statement
+counts). Either way a driver error is raised as SQLAlchemy wraps it (IntegrityError, a lost
+connection invalidated), so store/faults.py reads it as before.
 
 For plain statements only: text (optionally with typed columns) and single-row INSERT, UPDATE
 or DELETE with every column given that has a Python-side default; no expanding IN lists.
@@ -32,8 +34,8 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Any
-from weakref import WeakKeyDictionary, ref
+from typing import TYPE_CHECKING, Any, TypeVar
+from weakref import WeakKeyDictionary, WeakSet, ref
 
 from sqlalchemy import Connection, event
 from sqlalchemy.engine import Dialect
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
     from sqlmodel import Session
 
 Processor = Callable[[Any], Any]
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,7 @@ class _Compiled:
     # (position, processor) of the typed columns that convert their values, matched to the
     # result's columns by position as SQLAlchemy matches a textual select's columns.
     results: tuple[tuple[int, Processor], ...]
+    changes: bool  # an INSERT, UPDATE or DELETE: a row it touches marks the transaction changed
 
 
 class DriverRows:
@@ -147,10 +151,10 @@ class DriverStatement:
         queued = _waiting(connection) if _pipelines(connection) else None  # SQLite: none ever
         try:
             if queued is None:
-                connection._cursor_execute(cursor, compiled.sql, arguments)
+                _execute(connection, cursor, compiled.sql, arguments, changes=compiled.changes)
             else:  # sent behind the waiting statements; all are answered in one round trip
                 queued.readers.append(cursor)
-                connection._cursor_execute(cursor, compiled.sql, arguments)
+                _execute(connection, cursor, compiled.sql, arguments, changes=compiled.changes)
                 _answer(connection, queued, compiled.sql, arguments)
         except BaseException:
             cursor.close()
@@ -171,7 +175,7 @@ class DriverStatement:
         cursor = connection.connection.cursor()
         queued.readers.append(cursor)
         try:
-            connection._cursor_execute(cursor, compiled.sql, arguments)
+            _execute(connection, cursor, compiled.sql, arguments, changes=compiled.changes)
         except BaseException:
             cursor.close()
             raise
@@ -190,7 +194,7 @@ class DriverStatement:
             return
         compiled, arguments = self._bound(connection, params)
         queued = _waiting(connection) or _open_pipeline(connection)
-        connection._cursor_execute(queued.cursor, compiled.sql, arguments)
+        _execute(connection, queued.cursor, compiled.sql, arguments, changes=compiled.changes)
 
     def _bound(
         self, connection: Connection, params: Mapping[str, Any]
@@ -239,7 +243,87 @@ class DriverStatement:
                 process = column.type.dialect_impl(dialect).result_processor(dialect, None)
                 if process is not None:
                     results.append((position, process))
-        return _Compiled(compiled.string, positional, tuple(binds), fixed, tuple(results))
+        sql = compiled.string
+        return _Compiled(sql, positional, tuple(binds), fixed, tuple(results), is_change(sql))
+
+
+CHANGED_FLAG = "bcfleet_changed"
+_DML = ("INSERT", "UPDATE", "DELETE")
+
+
+def is_change(statement: str) -> bool:
+    """Whether a statement is an INSERT, UPDATE or DELETE (one that changes the rows it touches)."""
+    return statement.lstrip()[:6].upper() in _DML
+
+
+def note_change(connection: Connection, cursor: Any) -> None:
+    """A change statement just ran: its connection's transaction changed a row unless it touched none.
+
+    A statement waiting in a pipeline has no rowcount yet (-1) and counts as a change.
+    """
+    if (cursor.rowcount or 0) != 0:
+        connection.info[CHANGED_FLAG] = True
+
+
+_OWN_LISTENERS: WeakSet[Callable[..., Any]] = WeakSet()
+
+
+def own_listener(listener: F) -> F:
+    """Mark a cursor-execution listener as bcfleet's own: _execute does its work itself.
+
+    Its own are the changed-row flag (note_change, after every change statement) and the
+    pipeline's watch (watch_pipelines: it never acts on a DriverStatement, which ends or joins
+    the pipeline itself).
+    """
+    _OWN_LISTENERS.add(listener)
+    return listener
+
+
+_PLAIN = "_bcfleet_plain_cursor"
+
+
+def _plain(connection: Connection) -> bool:
+    """Whether a statement may go straight to the cursor: nothing listens to its execution but
+    bcfleet's own listeners, nothing is echoed, no dialect event runs it.
+
+    Asked once per Connection (SQLAlchemy's dispatch costs a statement about 5 us): a listener
+    added to the engine while a connection is open is seen by that connection's SQLAlchemy
+    statements at once, and by its DriverStatements from the next connection on.
+    """
+    verdict: bool | None = connection.__dict__.get(_PLAIN)
+    if verdict is None:
+        dispatch = connection.dispatch
+        verdict = (
+            not connection._echo
+            and not connection.dialect._has_events
+            and all(
+                listener in _OWN_LISTENERS
+                for listeners in (dispatch.before_cursor_execute, dispatch.after_cursor_execute)
+                for listener in listeners
+            )
+        )
+        connection.__dict__[_PLAIN] = verdict
+    return verdict
+
+
+def _execute(
+    connection: Connection, cursor: Any, sql: str, arguments: Any, *, changes: bool = False
+) -> None:
+    """Run a statement on the cursor, as Connection._cursor_execute would.
+
+    When only bcfleet's own listeners would fire (_plain), the driver's cursor is called
+    directly and their work done here (changes: the statement is one is_change names); a
+    driver error is raised as SQLAlchemy wraps it either way.
+    """
+    if not _plain(connection):
+        connection._cursor_execute(cursor, sql, arguments)
+        return
+    try:
+        cursor.execute(sql, arguments)
+    except BaseException as exc:
+        connection._handle_dbapi_exception(exc, sql, arguments, cursor, None)
+    if changes:
+        note_change(connection, cursor)
 
 
 class _Queued:
@@ -326,7 +410,7 @@ def _send_commit(connection: Connection) -> None:
     _begin_pending(connection)  # a transaction that ran nothing: nothing to send
     queued = _queued_on(connection)
     if queued is not None:
-        connection._cursor_execute(queued.cursor, "COMMIT", ())
+        _execute(connection, queued.cursor, "COMMIT", ())
         _answer(connection, queued, "COMMIT", ())
 
 
@@ -346,23 +430,16 @@ def _abandon(connection: Connection) -> None:
 def watch_pipelines(engine: Any) -> None:
     """End a connection's pipeline before anything not sent through it: another statement, COMMIT, ROLLBACK."""
 
-    @event.listens_for(engine, "before_cursor_execute")
-    def _before(conn: Connection, cursor: Any, *_: Any) -> None:
+    # retval=True: registered as it is, not wrapped, so _plain knows it for bcfleet's own.
+    @event.listens_for(engine, "before_cursor_execute", retval=True)
+    @own_listener
+    def _before(
+        conn: Connection, cursor: Any, statement: str, parameters: Any, *_: Any
+    ) -> tuple[str, Any]:
         info = conn.info  # a connection running a statement is valid
-        if _QUEUED not in info and _BEGIN_PENDING not in info:
-            return  # nearly every statement: nothing waits
-        # A driver error raised here is wrapped by SQLAlchemy, as the statement's would be.
-        queued = _queued_on(conn)
-        if queued is None:
-            if _begin_pending(conn):  # begun as psycopg would begin it: BEGIN, then the statement
-                # on the statement's own cursor, unless it is a server-side one (yield_per),
-                # whose execute would declare a cursor for it
-                plain: Any = (
-                    conn.connection.driver_connection if hasattr(cursor, "name") else cursor
-                )
-                plain.execute("BEGIN")
-        elif cursor is not queued.cursor and cursor not in queued.readers:
-            _end_pipeline(conn, queued)
+        if _QUEUED in info or _BEGIN_PENDING in info:  # nearly never: nothing waits
+            _before_statement(conn, cursor)
+        return statement, parameters
 
     @event.listens_for(engine, "invalidate")
     def _lost(_dbapi_connection: Any, record: Any, _exception: Any) -> None:
@@ -377,6 +454,22 @@ def watch_pipelines(engine: Any) -> None:
     event.listen(engine, "begin", _note_begin)
     event.listen(engine, "commit", _send_commit)
     event.listen(engine, "rollback", _abandon)
+
+
+def _before_statement(connection: Connection, cursor: Any) -> None:
+    """A statement not sent through the pipeline is about to run: BEGIN first, or the pipeline ended."""
+    # A driver error raised here is wrapped by SQLAlchemy, as the statement's would be.
+    queued = _queued_on(connection)
+    if queued is None:
+        if _begin_pending(connection):  # begun as psycopg would begin it: BEGIN, then the
+            # statement on the statement's own cursor, unless it is a server-side one
+            # (yield_per), whose execute would declare a cursor for it
+            plain: Any = (
+                connection.connection.driver_connection if hasattr(cursor, "name") else cursor
+            )
+            plain.execute("BEGIN")
+    elif cursor is not queued.cursor and cursor not in queued.readers:
+        _end_pipeline(connection, queued)
 
 
 def _note_begin(connection: Connection) -> None:
@@ -410,7 +503,7 @@ def _waiting(connection: Connection) -> _Queued | None:
     queued = _queued_on(connection)
     if queued is None and _begin_pending(connection):
         queued = _open_pipeline(connection)
-        connection._cursor_execute(queued.cursor, "BEGIN", ())
+        _execute(connection, queued.cursor, "BEGIN", ())
     return queued
 
 

@@ -9,7 +9,13 @@ from sqlalchemy import URL, Engine, create_engine, event, text
 from sqlalchemy.exc import InvalidatePoolError
 
 from bcfleet.store import wal_checkpoints
-from bcfleet.store.driver_sql import DriverStatement, watch_pipelines
+from bcfleet.store.driver_sql import (
+    DriverStatement,
+    is_change,
+    note_change,
+    own_listener,
+    watch_pipelines,
+)
 
 WRITE_OPTION = "bcfleet_write"
 
@@ -29,17 +35,14 @@ def normalize_url(url: str) -> str:
     return url
 
 
-CHANGED_FLAG = "bcfleet_changed"
-_DML = ("INSERT", "UPDATE", "DELETE")
-
-
 def _track_changes(engine: Engine) -> None:
     """Mark a connection that changed a row, so a write transaction bumps the revision only then."""
 
     @event.listens_for(engine, "after_cursor_execute")
+    @own_listener
     def _after(conn: Any, cursor: Any, statement: str, *_args: Any) -> None:
-        if statement.lstrip()[:6].upper() in _DML and (cursor.rowcount or 0) != 0:
-            conn.info[CHANGED_FLAG] = True
+        if is_change(statement):
+            note_change(conn, cursor)
 
 
 def is_sqlite(engine: Engine) -> bool:

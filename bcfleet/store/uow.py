@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection, Engine, text
 
 from bcfleet.store import wal_checkpoints
-from bcfleet.store.driver_sql import DriverStatement
-from bcfleet.store.engine import CHANGED_FLAG, WRITE_OPTION, is_sqlite
+from bcfleet.store.driver_sql import CHANGED_FLAG, DriverStatement
+from bcfleet.store.engine import WRITE_OPTION, is_sqlite
 from bcfleet.store.faults import commit_is_next, lost_connections
 from bcfleet.store.models import load_all
 

@@ -7,7 +7,18 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import JSON, Column, MetaData, String, Table, bindparam, column, event, text
+from sqlalchemy import (
+    JSON,
+    Column,
+    Connection,
+    MetaData,
+    String,
+    Table,
+    bindparam,
+    column,
+    event,
+    text,
+)
 from sqlalchemy.exc import DBAPIError, IntegrityError, PendingRollbackError
 from sqlmodel import Session
 
@@ -15,8 +26,7 @@ from bcfleet.api.auth import LOCAL_OPERATOR
 from bcfleet.domain.states import InstanceState
 from bcfleet.errors import DatabaseUnavailableError
 from bcfleet.fleet import Fleet
-from bcfleet.store.driver_sql import DriverStatement
-from bcfleet.store.engine import CHANGED_FLAG
+from bcfleet.store.driver_sql import CHANGED_FLAG, DriverStatement
 from bcfleet.store.faults import connection_lost
 from bcfleet.store.models import Event, Instance
 from tests.support.builders import hosted_pool
@@ -143,6 +153,42 @@ def test_the_engines_cursor_events_see_every_statement_and_the_changed_flag_foll
     finally:
         event.remove(any_fleet.engine, "before_cursor_execute", before)
     assert [s.split()[0] for s in seen if "events" in s] == ["INSERT", "UPDATE", "UPDATE"]
+
+
+def test_with_only_its_own_listeners_a_statement_goes_straight_to_the_cursor_and_flags_changes(
+    any_fleet: Fleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    through_sqlalchemy: list[str] = []
+    cursor_execute = Connection._cursor_execute
+
+    def counted(self: Connection, cursor: Any, statement: str, *args: Any) -> None:
+        through_sqlalchemy.append(statement)
+        cursor_execute(self, cursor, statement, *args)
+
+    monkeypatch.setattr(Connection, "_cursor_execute", counted)
+    touch = DriverStatement(text("UPDATE events SET type = type WHERE id = :id"))
+    with any_fleet.write() as session:
+        connection = session.connection()
+        INSERT_EVENT.run(session, _event("evt_1", {}))
+        connection.info[CHANGED_FLAG] = False
+        assert touch.run(session, {"id": "no-such"}).rowcount == 0
+        assert connection.info[CHANGED_FLAG] is False
+        assert touch.run(session, {"id": "evt_1"}).rowcount == 1
+        assert connection.info[CHANGED_FLAG] is True
+    assert not [s for s in through_sqlalchemy if "events" in s]
+    with any_fleet.read() as session:  # saved, and the revision bumped by the flag
+        assert session.execute(text("SELECT count(*) FROM events")).scalar_one() == 1
+
+    def before(*_args: Any) -> None:
+        pass
+
+    event.listen(any_fleet.engine, "after_cursor_execute", before)
+    try:
+        with any_fleet.write() as session:
+            touch.run(session, {"id": "evt_1"})
+    finally:
+        event.remove(any_fleet.engine, "after_cursor_execute", before)
+    assert [s.split()[0] for s in through_sqlalchemy if "events" in s] == ["UPDATE"]
 
 
 def test_a_broken_constraint_is_sqlalchemys_integrity_error(any_fleet: Fleet) -> None:
