@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
-from itertools import chain, islice
+from itertools import islice
 from typing import Any
 
 from bcfleet.domain.bounds import (
@@ -31,30 +31,79 @@ RESERVE_FIELDS = ("vcpu", "memoryGiB", "diskGiB")
 def value_findings(data: Any) -> list[Problem]:
     """Every text and number of the document that breaks the bounds, in document order, up to
     one past MAX_PROBLEMS."""
-    wholes = _bounded_wholes(data) if isinstance(data, Mapping) else iter(())
-    return list(islice(chain(_walk(data, ()), wholes), MAX_PROBLEMS + 1))
+    found = _Walk(MAX_PROBLEMS + 1)
+    found.walk(data)
+    if isinstance(data, Mapping):
+        found.problems += islice(_bounded_wholes(data), MAX_PROBLEMS + 1 - len(found.problems))
+    return found.problems
 
 
-def _text(text: str, path: PathKey, *, at_key: bool) -> Iterator[Problem]:
-    what = "a key" if at_key else "the value"
-    problem = storable_problem(text) or characters_problem(what, text)
-    if problem is not None:
-        yield Problem(path, problem, at_key=at_key)
+_PLAIN_SCALARS = (int, bool, type(None))
 
 
-def _walk(value: Any, path: PathKey) -> Iterator[Problem]:
-    if isinstance(value, Mapping):
+class _Walk:
+    """One walk over the document with one path list pushed and popped as it goes, so the
+    values of a large document cost no path objects (only a problem gets its path)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.problems: list[Problem] = []
+        self.path: list[str | int] = []
+
+    def walk(self, value: Any) -> None:
+        kind = type(value)  # the converter's own types first: isinstance on an ABC is slow
+        if kind is str:
+            self.text(value, at_key=False)
+        elif kind is dict:
+            self.mapping(value)
+        elif kind is list:
+            self.sequence(value)
+        elif kind is float:
+            self.number(value)
+        elif kind in _PLAIN_SCALARS:
+            return
+        elif isinstance(value, Mapping):
+            self.mapping(value)
+        elif isinstance(value, list):
+            self.sequence(value)
+        elif isinstance(value, str):
+            self.text(value, at_key=False)
+        elif isinstance(value, float):
+            self.number(value)
+
+    def mapping(self, value: Mapping[Any, Any]) -> None:
+        path, problems, limit = self.path, self.problems, self.limit
         for key, item in value.items():
+            if len(problems) >= limit:
+                return
+            path.append(key)
             if isinstance(key, str):
-                yield from _text(key, (*path, key), at_key=True)
-            yield from _walk(item, (*path, key))
-    elif isinstance(value, list):
+                self.text(key, at_key=True)
+            self.walk(item)
+            path.pop()
+
+    def sequence(self, value: list[Any]) -> None:
+        path, problems, limit = self.path, self.problems, self.limit
         for index, item in enumerate(value):
-            yield from _walk(item, (*path, index))
-    elif isinstance(value, str):
-        yield from _text(value, path, at_key=False)
-    elif isinstance(value, float) and not math.isfinite(value):
-        yield Problem(path, f"expected a finite number, got {value}")
+            if len(problems) >= limit:
+                return
+            path.append(index)
+            self.walk(item)
+            path.pop()
+
+    def number(self, value: float) -> None:
+        if not math.isfinite(value):
+            self.add(f"expected a finite number, got {value}", at_key=False)
+
+    def text(self, text: str, *, at_key: bool) -> None:
+        what = "a key" if at_key else "the value"
+        problem = storable_problem(text) or characters_problem(what, text)
+        if problem is not None:
+            self.add(problem, at_key=at_key)
+
+    def add(self, message: str, *, at_key: bool) -> None:
+        if len(self.problems) < self.limit:
+            self.problems.append(Problem(tuple(self.path), message, at_key=at_key))
 
 
 def _whole(value: Any) -> Any:
