@@ -135,3 +135,17 @@ def test_the_issues_examples_read_as_yaml_1_2(old: str, new: str, value: Any) ->
     data = parse_yaml(text).data
     flat = json.dumps(data)
     assert json.dumps(value) in flat
+
+
+def test_a_text_resolves_by_its_style_each_time_it_appears() -> None:
+    """Plain scalars' tags are remembered by their text for a document; quoted ones never are."""
+    text = (
+        "a: [1, '1', 1, \"1\", 1]\n"
+        "b: [true, 'true', true, off, 'off', null, '', ~, '~', 0o17, '0o17', 0o17]\n"
+        "c: {x: .inf, y: '.inf', z: .inf}\n"
+    )
+    assert parse_yaml(text).data == {
+        "a": [1, "1", 1, "1", 1],
+        "b": [True, "true", True, "off", "off", None, "", None, "~", 15, "0o17", 15],
+        "c": {"x": float("inf"), "y": ".inf", "z": float("inf")},
+    }
