@@ -6,7 +6,11 @@ four tenants, and then checks the invariants; each run of the four is paired wit
 placing as many in the same harness just before it, and `scaleOverOneProcess` is the median
 ratio of the pairs (`--pairs`, default 3). Each figure is printed beside the floor's (bench/floor_placement.py: the raw
 transaction on the same pool, run in the same process run) and its share of the floor, so a
-noisy machine cannot fake progress. Prints a JSON line last.
+noisy machine cannot fake progress. One process's figures also give the CPU a placement took
+(`clientCpuMs`: the placing process, all its threads; `backendCpuMs`: its PostgreSQL backends,
+from /proc, when the server runs on this machine) and `cpuShareOfFloorPct`, the floor's CPU
+over bcfleet's: on a shared machine wall time moves with the neighbours, CPU time much less.
+Prints a JSON line last.
 
     python bench/bench_placement.py [--hosts 1000 5000] [--placements 500] [--pg URL] [--processes 4]
         [--no-pg] [--inline-checkpoints] [--pairs 3]
@@ -34,6 +38,7 @@ from bcfleet.clock import FakeClock  # noqa: E402
 from bcfleet.fleet import Fleet  # noqa: E402
 from bcfleet.settings import FleetSettings  # noqa: E402
 from bcfleet.store import wal_checkpoints  # noqa: E402
+from bcfleet.store.engine import is_sqlite  # noqa: E402
 from bench.common import (  # noqa: E402
     T0,
     emit,
@@ -42,6 +47,7 @@ from bench.common import (  # noqa: E402
     seed_pool,
     summary,
     timed,
+    timed_with_cpu,
 )
 from bench.floor_placement import floor_pg, floor_pg_processes, floor_sqlite  # noqa: E402
 
@@ -54,10 +60,20 @@ def analyze(fleet: Fleet) -> None:
             connection.commit()
 
 
+CPU_KEYS = ("clientCpuMs", "backendCpuMs")
+
+
 def beside_floor(result: dict[str, Any], floor: dict[str, Any]) -> dict[str, Any]:
-    """The figure with the floor's and bcfleet's share of it (placements/s over the floor's)."""
-    result["floor"] = {k: floor[k] for k in ("perSecond", "p50Ms", "p99Ms")}
+    """The figure with the floor's and bcfleet's share of it: placements/s over the floor's and,
+    where both were measured, the floor's CPU a placement (process and backend) over bcfleet's."""
+    result["floor"] = {
+        k: floor[k] for k in ("perSecond", "p50Ms", "p99Ms", *CPU_KEYS) if k in floor
+    }
     result["shareOfFloorPct"] = round(100 * result["perSecond"] / floor["perSecond"], 1)
+    if all((k in result) == (k in floor) for k in CPU_KEYS) and "clientCpuMs" in result:
+        ours = sum(result.get(k, 0.0) for k in CPU_KEYS)
+        theirs = sum(floor.get(k, 0.0) for k in CPU_KEYS)
+        result["cpuShareOfFloorPct"] = round(100 * theirs / ours, 1) if ours else None
     return result
 
 
@@ -73,9 +89,9 @@ def run_one(url: str, hosts: int, placements: int) -> dict[str, Any]:
         assert made["state"] == "running"
 
     timed(place, 20)  # warm caches
-    result = summary(timed(place, placements))
+    samples, cpu = timed_with_cpu(place, placements, None if is_sqlite(fleet.engine) else url)
     fleet.close()
-    return result
+    return {**summary(samples), **cpu}
 
 
 WARM_UP = 20  # placements each process makes before the clock starts, as run_one does

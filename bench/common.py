@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import resource
 import statistics
 import sys
@@ -11,6 +12,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import insert
@@ -127,6 +129,49 @@ def timed(call: Callable[[], Any], count: int) -> list[float]:
         call()
         samples.append(time.perf_counter() - start)
     return samples
+
+
+def backend_cpu_s(url: str) -> float | None:
+    """CPU seconds used so far by the client backends of url's PostgreSQL database (their
+    /proc/<pid>/stat), this look-up's own excepted; None when the server is not on this machine."""
+    import psycopg  # only the PostgreSQL benchmarks need the driver
+
+    with psycopg.connect(libpq_url(url), autocommit=True) as connection:
+        pids = [
+            row[0]
+            for row in connection.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                "AND backend_type = 'client backend' AND pid <> pg_backend_pid()"
+            )
+        ]
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        total += int(fields[11]) + int(fields[12])  # utime, stime in clock ticks
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def timed_with_cpu(
+    call: Callable[[], Any], count: int, pg_url: str | None = None
+) -> tuple[list[float], dict[str, float]]:
+    """timed(call, count), and the CPU each call took: this process's (all its threads, so
+    SQLite's checkpoints too) and, for a PostgreSQL database on this machine, its backends'.
+
+    CPU time is what a change to the code moves; wall time also moves with whatever else the
+    machine runs, and on a shared machine the two can differ by a quarter from run to run.
+    """
+    backend = backend_cpu_s(pg_url) if pg_url else None
+    process = time.process_time()
+    samples = timed(call, count)
+    cpu = {"clientCpuMs": round(1000 * (time.process_time() - process) / count, 3)}
+    if pg_url and backend is not None:
+        after = backend_cpu_s(pg_url)
+        if after is not None:
+            cpu["backendCpuMs"] = round(1000 * (after - backend) / count, 3)
+    return samples, cpu
 
 
 def summary(samples: list[float]) -> dict[str, float]:

@@ -26,7 +26,14 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import emit, libpq_url, scratch_pg, summary, timed  # noqa: E402
+from bench.common import (  # noqa: E402
+    emit,
+    libpq_url,
+    scratch_pg,
+    summary,
+    timed,
+    timed_with_cpu,
+)
 
 FLAVOR = {"vcpu": 2, "memoryGiB": 4, "diskGiB": 40}
 HOST = (("vcpu", 64, 2.0), ("memoryGiB", 256, 1.0), ("diskGiB", 2000, 1.0))
@@ -153,15 +160,15 @@ def pg_connection(url: str) -> psycopg.Connection[Any]:
 
 
 def floor_sqlite(hosts: int, placements: int) -> dict[str, Any]:
-    """placements/s, p50 and p99 of the floor on a fresh SQLite file, one process."""
+    """placements/s, p50, p99 and CPU per placement of the floor on a fresh SQLite file, one process."""
     with tempfile.TemporaryDirectory() as tmp:
         connection = sqlite_connection(f"{tmp}/floor.db")
         seed(connection, True, hosts)
         floor = Floor(connection, True)
         timed(floor.place, 20)
-        result = summary(timed(floor.place, placements))
+        samples, cpu = timed_with_cpu(floor.place, placements)
         connection.close()
-    return result
+    return {**summary(samples), **cpu}
 
 
 def floor_pg(admin_url: str, hosts: int, placements: int) -> dict[str, Any]:
@@ -170,7 +177,8 @@ def floor_pg(admin_url: str, hosts: int, placements: int) -> dict[str, Any]:
         seed(connection, False, hosts)
         floor = Floor(connection, False)
         timed(floor.place, 20)
-        return summary(timed(floor.place, placements))
+        samples, cpu = timed_with_cpu(floor.place, placements, url)
+        return {**summary(samples), **cpu}
 
 
 def _worker(url: str, start: str, count: int, out: Any) -> None:
