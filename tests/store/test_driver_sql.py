@@ -131,6 +131,22 @@ def test_typed_columns_read_back_as_connection_execute_reads_them(
     assert (found[0][2] == AT) is (typed == "every column")
 
 
+TOUCH_EVENT = DriverStatement(text("UPDATE events SET type = type WHERE id = :id"))
+
+
+def _insert_then_touch(fleet: Fleet) -> None:
+    """One event inserted, then touched where no row matches and where one does: the
+    changed-row flag follows each statement's rowcount."""
+    with fleet.write() as session:
+        connection = session.connection()
+        INSERT_EVENT.run(session, _event("evt_1", {}))
+        connection.info[CHANGED_FLAG] = False
+        assert TOUCH_EVENT.run(session, {"id": "no-such"}).rowcount == 0
+        assert connection.info[CHANGED_FLAG] is False
+        assert TOUCH_EVENT.run(session, {"id": "evt_1"}).rowcount == 1
+        assert connection.info[CHANGED_FLAG] is True
+
+
 def test_the_engines_cursor_events_see_every_statement_and_the_changed_flag_follows_rowcount(
     any_fleet: Fleet,
 ) -> None:
@@ -140,16 +156,8 @@ def test_the_engines_cursor_events_see_every_statement_and_the_changed_flag_foll
         seen.append(statement)
 
     event.listen(any_fleet.engine, "before_cursor_execute", before)
-    touch = DriverStatement(text("UPDATE events SET type = type WHERE id = :id"))
     try:
-        with any_fleet.write() as session:
-            connection = session.connection()
-            INSERT_EVENT.run(session, _event("evt_1", {}))
-            connection.info[CHANGED_FLAG] = False
-            assert touch.run(session, {"id": "no-such"}).rowcount == 0
-            assert connection.info[CHANGED_FLAG] is False
-            assert touch.run(session, {"id": "evt_1"}).rowcount == 1
-            assert connection.info[CHANGED_FLAG] is True
+        _insert_then_touch(any_fleet)
     finally:
         event.remove(any_fleet.engine, "before_cursor_execute", before)
     assert [s.split()[0] for s in seen if "events" in s] == ["INSERT", "UPDATE", "UPDATE"]
@@ -166,17 +174,9 @@ def test_with_only_its_own_listeners_a_statement_goes_straight_to_the_cursor_and
         cursor_execute(self, cursor, statement, *args)
 
     monkeypatch.setattr(Connection, "_cursor_execute", counted)
-    touch = DriverStatement(text("UPDATE events SET type = type WHERE id = :id"))
-    with any_fleet.write() as session:
-        connection = session.connection()
-        INSERT_EVENT.run(session, _event("evt_1", {}))
-        connection.info[CHANGED_FLAG] = False
-        assert touch.run(session, {"id": "no-such"}).rowcount == 0
-        assert connection.info[CHANGED_FLAG] is False
-        assert touch.run(session, {"id": "evt_1"}).rowcount == 1
-        assert connection.info[CHANGED_FLAG] is True
+    _insert_then_touch(any_fleet)
     assert not [s for s in through_sqlalchemy if "events" in s]
-    with any_fleet.read() as session:  # saved, and the revision bumped by the flag
+    with any_fleet.read() as session:
         assert session.execute(text("SELECT count(*) FROM events")).scalar_one() == 1
 
     def before(*_args: Any) -> None:
@@ -185,7 +185,7 @@ def test_with_only_its_own_listeners_a_statement_goes_straight_to_the_cursor_and
     event.listen(any_fleet.engine, "after_cursor_execute", before)
     try:
         with any_fleet.write() as session:
-            touch.run(session, {"id": "evt_1"})
+            TOUCH_EVENT.run(session, {"id": "evt_1"})
     finally:
         event.remove(any_fleet.engine, "after_cursor_execute", before)
     assert [s.split()[0] for s in through_sqlalchemy if "events" in s] == ["UPDATE"]
