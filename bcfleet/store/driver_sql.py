@@ -4,18 +4,20 @@ SQLAlchemy's execution of a compiled statement (cache lookup, execution context,
 object) cost a placement several times what the driver spends running it. A DriverStatement
 keeps the statement's SQL as the dialect compiles it, applies the bind and result
 processors of its column types (the same values reach the database as through
-Connection.execute), and hands it to the driver's cursor. When no listener but bcfleet's own
-(the changed-row flag, the pipeline's watch) would see it, straight, their work done in
-place; else through the connection's plain cursor execution, so the engine's
-before/after_cursor_execute events fire for every listener (fault injection, statement
-counts). Either way a driver error is raised as SQLAlchemy wraps it (IntegrityError, a lost
-connection invalidated), so store/faults.py reads it as before.
+Connection.execute), and hands it to the driver. When no listener but bcfleet's own (the
+changed-row flag, the pipeline's watch) would see it, straight, their work done in place:
+on SQLite to the sqlite3 cursor, on PostgreSQL to psycopg's libpq wrapper (pq_pipeline.py:
+prepared once per connection, sent in libpq's pipeline mode, dumped and loaded by psycopg's
+adapters). Else through the connection's plain cursor execution on psycopg's cursors, so
+the engine's before/after_cursor_execute events fire for every listener (fault injection,
+statement counts). Either way a driver error is raised as SQLAlchemy wraps it
+(IntegrityError, a lost connection invalidated), so store/faults.py reads it as before.
 
 For plain statements only: text (optionally with typed columns) and single-row INSERT, UPDATE
 or DELETE with every column given that has a Python-side default; no expanding IN lists.
 
 A statement whose answer nobody reads (an INSERT of a new row, the revision bump) can be sent
-instead of run: on PostgreSQL it waits in psycopg's pipeline and goes to the server with the
+instead of run: on PostgreSQL it waits in the pipeline and goes to the server with the
 next statement that is read, or with COMMIT, in one round trip. So do a transaction's BEGIN
 (the driver runs in autocommit mode; BEGIN is sent with the first statement) and a statement
 whose rows are read only later (send_reading, a quota charge read after the candidate search
@@ -34,7 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 from weakref import WeakKeyDictionary, WeakSet, ref
 
 from sqlalchemy import Connection, event
@@ -61,6 +63,8 @@ class _Compiled:
     # result's columns by position as SQLAlchemy matches a textual select's columns.
     results: tuple[tuple[int, Processor], ...]
     changes: bool  # an INSERT, UPDATE or DELETE: a row it touches marks the transaction changed
+    # psycopg only: the statement in libpq's $n form and its parameters' names in order
+    libpq: tuple[bytes, tuple[str, ...]] | None
 
 
 class DriverRows:
@@ -91,15 +95,33 @@ class DriverRows:
 
 
 def _read(cursor: Any, compiled: _Compiled) -> DriverRows:
-    """The answered statement's rows, converted by their column types; the cursor closed."""
-    try:
-        rows: list[tuple[Any, ...]] = list(cursor.fetchall()) if _has_rows(cursor) else []
+    """The answered statement's rows, converted by their column types; the cursor closed.
+
+    `cursor` is a driver cursor, or the Answer of a statement sent on libpq (pq_pipeline).
+    """
+    if isinstance(cursor, Answer):
+        rows: list[tuple[Any, ...]] = cursor.rows
         rowcount = cursor.rowcount
-    finally:
-        cursor.close()
+    else:
+        try:
+            rows = list(cursor.fetchall()) if _has_rows(cursor) else []
+            rowcount = cursor.rowcount
+        finally:
+            cursor.close()
     if compiled.results and rows:
         rows = [_converted(row, compiled.results) for row in rows]
     return DriverRows(rows, rowcount)
+
+
+class Answer:
+    """What the server answered a statement sent on libpq (pq_pipeline): its rows, loaded by
+    psycopg's loaders, and its rowcount."""
+
+    __slots__ = ("rowcount", "rows")
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[Any, ...]] = []
+        self.rowcount = -1
 
 
 class SentRows:
@@ -109,7 +131,7 @@ class SentRows:
 
     def __init__(self, rows: DriverRows | None, waiting: tuple[Any, ...] | None = None) -> None:
         self._rows = rows
-        self._waiting = waiting  # (connection, its pipeline, cursor, compiled, arguments)
+        self._waiting = waiting  # (connection, its pipeline, cursor or Answer, compiled, arguments)
 
     def rows(self) -> DriverRows:
         """Its rows; when it still waits, it and every statement before it are answered now."""
@@ -122,7 +144,7 @@ class SentRows:
                 if waiting is not None and waiting is queued:  # not answered yet
                     _answer(connection, waiting, compiled.sql, arguments)
             except BaseException:
-                cursor.close()
+                _discard(cursor)
                 raise
             self._rows = _read(cursor, compiled)
         return self._rows
@@ -147,8 +169,17 @@ class DriverStatement:
         """Run once in the transaction of `on` (a session's connection is begun if it is not)."""
         connection = on if isinstance(on, Connection) else connection_of(on)
         compiled, arguments = self._bound(connection, params)
+        if _by_libpq(connection):
+            pipeline = _libpq_pipeline(connection)
+            answer = _send_on_libpq(connection, pipeline, compiled, arguments, read=True)
+            assert answer is not None
+            _answer(connection, pipeline, compiled.sql, arguments)
+            if compiled.changes and answer.rowcount != 0:
+                connection.info[CHANGED_FLAG] = True
+            return _read(answer, compiled)
         cursor = connection.connection.cursor()
         queued = _waiting(connection) if _pipelines(connection) else None  # SQLite: none ever
+        assert queued is None or isinstance(queued, _Queued)  # psycopg's (see _by_libpq)
         try:
             if queued is None:
                 _execute(connection, cursor, compiled.sql, arguments, changes=compiled.changes)
@@ -171,7 +202,14 @@ class DriverStatement:
         if not _pipelines(connection):
             return SentRows(self.run(connection, params))
         compiled, arguments = self._bound(connection, params)
+        if _by_libpq(connection):
+            pipeline = _libpq_pipeline(connection)
+            answer = _send_on_libpq(connection, pipeline, compiled, arguments, read=True)
+            if compiled.changes:  # no rowcount until answered: counts as a change
+                connection.info[CHANGED_FLAG] = True
+            return SentRows(None, (connection, pipeline, answer, compiled, arguments))
         queued = _waiting(connection) or _open_pipeline(connection)
+        assert isinstance(queued, _Queued)  # psycopg's (see _by_libpq)
         cursor = connection.connection.cursor()
         queued.readers.append(cursor)
         try:
@@ -193,7 +231,13 @@ class DriverStatement:
             self.run(connection, params)
             return
         compiled, arguments = self._bound(connection, params)
+        if _by_libpq(connection):
+            _send_on_libpq(connection, _libpq_pipeline(connection), compiled, arguments, read=False)
+            if compiled.changes:  # no rowcount until answered: counts as a change
+                connection.info[CHANGED_FLAG] = True
+            return
         queued = _waiting(connection) or _open_pipeline(connection)
+        assert isinstance(queued, _Queued)
         _execute(connection, queued.cursor, compiled.sql, arguments, changes=compiled.changes)
 
     def _bound(
@@ -244,7 +288,14 @@ class DriverStatement:
                 if process is not None:
                     results.append((position, process))
         sql = compiled.string
-        return _Compiled(sql, positional, tuple(binds), fixed, tuple(results), is_change(sql))
+        libpq = None
+        if dialect.driver == "psycopg":
+            from bcfleet.store.pq_pipeline import numbered  # psycopg is loaded already
+
+            libpq = numbered(sql)
+        return _Compiled(
+            sql, positional, tuple(binds), fixed, tuple(results), is_change(sql), libpq
+        )
 
 
 CHANGED_FLAG = "bcfleet_changed"
@@ -340,6 +391,53 @@ class _Queued:
 
 _QUEUED = "bcfleet.queued"
 
+if TYPE_CHECKING:
+    from bcfleet.store.pq_pipeline import PqPipeline
+
+    Waiting: TypeAlias = _Queued | PqPipeline  # a pipeline open on a connection, either kind
+
+
+def _by_libpq(connection: Connection) -> bool:
+    """Whether this connection's DriverStatements go on psycopg's libpq wrapper (pq_pipeline):
+    PostgreSQL through psycopg, and nothing but bcfleet's own listeners to see them (_plain)."""
+    return _pipelines(connection) and _plain(connection)
+
+
+def _libpq_pipeline(connection: Connection) -> PqPipeline:
+    """The connection's pipeline on libpq, opened (with the transaction's BEGIN when pending)."""
+    waiting = _waiting(connection) or _open_pipeline(connection)
+    assert not isinstance(
+        waiting, _Queued
+    )  # the kind is the connection's (_by_libpq), for its life
+    return waiting
+
+
+def _send_on_libpq(
+    connection: Connection,
+    pipeline: PqPipeline,
+    compiled: _Compiled,
+    arguments: Any,
+    *,
+    read: bool,
+) -> Answer | None:
+    """Send a compiled statement into the libpq pipeline; its Answer when read.
+
+    A driver error (the connection lost while sending) is raised as SQLAlchemy wraps it.
+    """
+    assert compiled.libpq is not None
+    sql, names = compiled.libpq
+    try:
+        return pipeline.send(sql, [arguments[name] for name in names], read=read)
+    except connection.dialect.loaded_dbapi.Error as exc:
+        connection._handle_dbapi_exception(exc, compiled.sql, arguments, None, None)
+        raise  # not reached: SQLAlchemy raised its own
+
+
+def _discard(handle: Any) -> None:
+    """A statement's cursor closed (an Answer holds nothing to close)."""
+    if not isinstance(handle, Answer):
+        handle.close()
+
 
 def _pipelines(connection: Connection) -> bool:
     """Whether statements can wait in a pipeline here: psycopg with a libpq that has pipelines."""
@@ -353,18 +451,28 @@ def _libpq_pipelines() -> bool:
     return bool(psycopg.Pipeline.is_supported())
 
 
-def _queued_on(connection: Connection) -> _Queued | None:
+def _queued_on(connection: Connection) -> Waiting | None:
     if connection.invalidated:  # lost: no pipeline to end, and its info is gone with it
         return None
-    queued: _Queued | None = connection.info.get(_QUEUED)
+    queued: Waiting | None = connection.info.get(_QUEUED)
     if queued is not None and queued.driver is not connection.connection.driver_connection:
         connection.info.pop(_QUEUED, None)  # left by a connection the pool has replaced
         return None
     return queued
 
 
-def _open_pipeline(connection: Connection) -> _Queued:
+def _open_pipeline(connection: Connection) -> Waiting:
+    """A pipeline on the connection: on libpq when only bcfleet listens (_by_libpq), else psycopg's."""
     driver: Any = connection.connection.driver_connection
+    if _by_libpq(connection):
+        from bcfleet.store.pq_pipeline import PqPipeline  # psycopg is loaded already
+
+        try:
+            on_libpq = PqPipeline(driver)
+        except connection.dialect.loaded_dbapi.Error as exc:
+            connection._handle_dbapi_exception(exc, None, None, None, None)
+        connection.info[_QUEUED] = on_libpq
+        return on_libpq
     pipeline = driver.pipeline()
     try:
         pipeline.__enter__()
@@ -377,7 +485,7 @@ def _open_pipeline(connection: Connection) -> _Queued:
 
 def _answer(
     connection: Connection,
-    queued: _Queued,
+    queued: Waiting,
     statement: str | None = None,
     parameters: Any = None,
 ) -> None:
@@ -389,13 +497,16 @@ def _answer(
     try:
         _end_pipeline(connection, queued)
     except connection.dialect.loaded_dbapi.Error as exc:
-        cursor = queued.readers[-1] if queued.readers else None
+        cursor = queued.readers[-1] if isinstance(queued, _Queued) and queued.readers else None
         connection._handle_dbapi_exception(exc, statement, parameters, cursor, None)
 
 
-def _end_pipeline(connection: Connection, queued: _Queued) -> None:
+def _end_pipeline(connection: Connection, queued: Waiting) -> None:
     """Sync and leave pipeline mode, raising the driver's own first error."""
     connection.info.pop(_QUEUED, None)
+    if not isinstance(queued, _Queued):
+        queued.end()
+        return
     try:
         queued.pipeline.__exit__(None, None, None)
     finally:
@@ -410,7 +521,7 @@ def _send_commit(connection: Connection) -> None:
     _begin_pending(connection)  # a transaction that ran nothing: nothing to send
     queued = _queued_on(connection)
     if queued is not None:
-        _execute(connection, queued.cursor, "COMMIT", ())
+        _send_text(connection, queued, "COMMIT")
         _answer(connection, queued, "COMMIT", ())
 
 
@@ -449,7 +560,10 @@ def watch_pipelines(engine: Any) -> None:
         queued = record.info.pop(_QUEUED, None)
         if queued is not None:
             with suppress(engine.dialect.loaded_dbapi.Error):
-                queued.pipeline.__exit__(None, None, None)
+                if isinstance(queued, _Queued):
+                    queued.pipeline.__exit__(None, None, None)
+                else:
+                    queued.abandon()
 
     event.listen(engine, "begin", _note_begin)
     event.listen(engine, "commit", _send_commit)
@@ -468,7 +582,9 @@ def _before_statement(connection: Connection, cursor: Any) -> None:
                 connection.connection.driver_connection if hasattr(cursor, "name") else cursor
             )
             plain.execute("BEGIN")
-    elif cursor is not queued.cursor and cursor not in queued.readers:
+    elif not (
+        isinstance(queued, _Queued) and (cursor is queued.cursor or cursor in queued.readers)
+    ):
         _end_pipeline(connection, queued)
 
 
@@ -498,13 +614,24 @@ def _begin_pending(connection: Connection) -> bool:
     return driver is not None and driver is connection.connection.driver_connection
 
 
-def _waiting(connection: Connection) -> _Queued | None:
+def _waiting(connection: Connection) -> Waiting | None:
     """The connection's pipeline; opened with the transaction's BEGIN in it when that is pending."""
     queued = _queued_on(connection)
     if queued is None and _begin_pending(connection):
         queued = _open_pipeline(connection)
-        _execute(connection, queued.cursor, "BEGIN", ())
+        _send_text(connection, queued, "BEGIN")
     return queued
+
+
+def _send_text(connection: Connection, queued: Waiting, sql: str) -> None:
+    """BEGIN or COMMIT into the pipeline, either kind."""
+    if isinstance(queued, _Queued):
+        _execute(connection, queued.cursor, sql, ())
+        return
+    try:
+        queued.send_text(sql.encode("ascii"))
+    except connection.dialect.loaded_dbapi.Error as exc:
+        connection._handle_dbapi_exception(exc, sql, (), None, None)
 
 
 _CONNECTION = "bcfleet.driver_connection"

@@ -57,8 +57,16 @@ def make_engine(url: str, *, echo: bool = False) -> Engine:
     else:
         # The driver in autocommit mode: each transaction's BEGIN is sent by watch_pipelines,
         # with the first statement, rather than by psycopg in a round trip of its own.
+        # psycopg prepares nothing itself: store/pq_pipeline.py prepares the hot statements,
+        # and psycopg answers a ROLLBACK (or a DROP, an ALTER) with DEALLOCATE ALL whenever it
+        # holds prepared statements of its own, which would take those with them.
         engine = create_engine(
-            url, echo=echo, pool_size=5, max_overflow=10, isolation_level="AUTOCOMMIT"
+            url,
+            echo=echo,
+            pool_size=5,
+            max_overflow=10,
+            isolation_level="AUTOCOMMIT",
+            connect_args={"prepare_threshold": None},
         )
         _ping_after_idle(engine)
         watch_pipelines(engine)

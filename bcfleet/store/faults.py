@@ -67,8 +67,11 @@ log = logging.getLogger("bcfleet.store")
 
 # admin_shutdown (pg_terminate_backend, a fast shutdown), crash_shutdown, cannot_connect_now.
 SHUTDOWN_SQLSTATES = frozenset({"57P01", "57P02", "57P03"})
-# deadlock_detected, serialization_failure: the server rolled the transaction back.
-ABORTED_SQLSTATES = frozenset({"40P01", "40001"})
+# deadlock_detected, serialization_failure: the server rolled the transaction back. And
+# invalid_sql_statement_name: a statement prepared on the connection (store/pq_pipeline.py) is
+# gone (a pooler's DISCARD ALL, an administrator's DEALLOCATE); the transaction failed with it,
+# and the connection's statements are prepared afresh when the call runs again.
+ABORTED_SQLSTATES = frozenset({"40P01", "40001", "26000"})
 CONNECTION_LOST = "connection_lost"
 COMMIT_OUTCOME_UNKNOWN = "commit_outcome_unknown"
 TRANSACTION_ABORTED = "transaction_aborted"
