@@ -3,7 +3,6 @@ the first error raised as SQLAlchemy wraps it, nothing recorded that the server 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -15,26 +14,17 @@ from bcfleet.fleet import Fleet
 from bcfleet.store import driver_sql
 from bcfleet.store.driver_sql import DriverStatement, connection_of
 from bcfleet.store.faults import connection_lost
-from bcfleet.store.models import Event
 from bcfleet.store.pq_pipeline import _PREPARED, numbered
 from tests.support.builders import OP
 from tests.support.capacity import create, pool_with_hosts, small_flavor
 from tests.support.db_faults import kill
+from tests.support.event_rows import INSERT_EVENT, event_row
 
-AT = datetime(2026, 12, 5, 7, 0, tzinfo=UTC)
-INSERT_EVENT = DriverStatement(Event.__table__.insert())  # type: ignore[attr-defined]
 COUNT = DriverStatement(text("SELECT count(*) FROM events WHERE type = :t"))
 
 
 def _event(event_id: str) -> dict[str, Any]:
-    return {
-        "id": event_id,
-        "type": "t",
-        "tenant_id": None,
-        "subject_id": None,
-        "data": {},
-        "at": AT,
-    }
+    return event_row(event_id, "t")
 
 
 def _server_prepared(session: Any) -> dict[str, str]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -22,21 +21,13 @@ from bcfleet.store.faults import COMMIT_OUTCOME_UNKNOWN
 from bcfleet.store.models import Event
 from tests.support.builders import OP, flavor, host, hosted_pool, inventory
 from tests.support.db_faults import Faults
+from tests.support.event_rows import AT, INSERT_EVENT, event_row
 
-AT = datetime(2026, 12, 3, 8, 0, tzinfo=UTC)
-INSERT_EVENT = DriverStatement(Event.__table__.insert())  # type: ignore[attr-defined]
 COUNT = DriverStatement(text("SELECT count(*) FROM events WHERE type = 'test.sent'"))
 
 
 def _event(event_id: str) -> dict[str, Any]:
-    return {
-        "id": event_id,
-        "type": "test.sent",
-        "tenant_id": None,
-        "subject_id": None,
-        "data": {},
-        "at": AT,
-    }
+    return event_row(event_id, "test.sent")
 
 
 def _stored(fleet: Fleet) -> int:

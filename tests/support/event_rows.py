@@ -1,0 +1,24 @@
+"""Event rows written with a DriverStatement, for the tests of the driver's own statements."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from bcfleet.store.driver_sql import DriverStatement
+from bcfleet.store.models import Event
+
+AT = datetime(2026, 12, 3, 8, 0, tzinfo=UTC)
+INSERT_EVENT = DriverStatement(Event.__table__.insert())  # type: ignore[attr-defined]
+
+
+def event_row(event_id: str, kind: str) -> dict[str, Any]:
+    """An event of type `kind` with no tenant, subject or data, at AT."""
+    return {
+        "id": event_id,
+        "type": kind,
+        "tenant_id": None,
+        "subject_id": None,
+        "data": {},
+        "at": AT,
+    }
