@@ -94,7 +94,8 @@ def connection_lost(exc: BaseException) -> bool:
 
 
 def aborted_by_server(exc: BaseException) -> bool:
-    """Whether the database rolled the transaction back to break a deadlock or a serialization failure."""
+    """Whether the database rolled the transaction back: a deadlock, a serialization failure, or a
+    prepared statement it no longer held (ABORTED_SQLSTATES)."""
     if not isinstance(exc, DBAPIError) or isinstance(exc.orig, sqlite3.Error):
         return False
     return getattr(exc.orig, "sqlstate", None) in ABORTED_SQLSTATES
@@ -103,8 +104,8 @@ def aborted_by_server(exc: BaseException) -> bool:
 def aborted() -> ConflictError:
     """The error of a transaction the database aborted; nothing of it was saved."""
     return ConflictError(
-        "the database aborted this change to break a deadlock with a concurrent one; "
-        "nothing was saved: try again",
+        "the database aborted this change (a deadlock or a conflict with a concurrent one, or a "
+        "prepared statement it no longer held); nothing was saved: try again",
         {"reason": TRANSACTION_ABORTED},
     )
 

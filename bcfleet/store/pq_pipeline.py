@@ -68,7 +68,6 @@ class _Prepared:
 
 
 _PREPARED: WeakKeyDictionary[Any, _Prepared] = WeakKeyDictionary()
-_PARSE = object()  # what a Parse's place in the pipeline is marked with
 _NO_SUCH_STATEMENT = "26000"  # invalid_sql_statement_name: a prepared statement the server lost
 
 
@@ -81,7 +80,7 @@ class PqPipeline:
         self.transformer = Transformer(driver)
         self.prepared = _PREPARED.setdefault(driver, _Prepared())
         # In the order sent: an Answer to fill, None (an answer nobody reads), or a Parse
-        # (_PARSE, its key, its name), recorded as prepared when the server accepts it.
+        # (its key, its name), recorded as prepared when the server accepts it.
         self.waiting: list[Any] = []
         self.parsing: dict[Key, bytes] = {}
         self.poll = select.poll()
@@ -100,7 +99,7 @@ class PqPipeline:
                 name = b"bcfleet_%d" % next(self.prepared.numbers)
                 self.parsing[key] = name
                 self.pgconn.send_prepare(name, sql, param_types=key[1])
-                self.waiting.append((_PARSE, key, name))
+                self.waiting.append((key, name))
             self.pgconn.send_query_prepared(name, dumped, param_formats=formats)
             self.pgconn.flush()  # on its way now: the server runs it while the next is dumped
         answer = Answer() if read else None
@@ -162,7 +161,7 @@ class PqPipeline:
             elif status == pq.ExecStatus.PIPELINE_ABORTED:
                 continue
             elif type(waiting) is tuple:  # a Parse the server accepted
-                _, key, name = waiting
+                key, name = waiting
                 self.prepared.names[key] = name
             elif waiting is not None:
                 transformer = self.transformer
