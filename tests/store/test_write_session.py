@@ -1,0 +1,104 @@
+"""A write transaction: everything it wrote, by the ORM or on the driver's cursor, commits
+together or not at all, on both engines; an ORM savepoint undoes only its own part."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session
+
+from bcfleet.fleet import Fleet
+from bcfleet.store.driver_sql import DriverStatement, connection_of
+from bcfleet.store.models import Event
+from bcfleet.store.uow import current_revision
+
+AT = datetime(2026, 12, 5, 9, 0, tzinfo=UTC)
+INSERT_EVENT = DriverStatement(Event.__table__.insert())  # type: ignore[attr-defined]
+
+
+def _by_driver(session: Session, event_id: str) -> None:
+    INSERT_EVENT.run(
+        session,
+        {
+            "id": event_id,
+            "type": "test.uow",
+            "tenant_id": None,
+            "subject_id": None,
+            "data": None,
+            "at": AT,
+        },
+    )
+
+
+def _by_orm(session: Session, event_id: str) -> None:
+    session.add(Event(id=event_id, type="test.uow", at=AT))
+
+
+def _stored(fleet: Fleet) -> list[str]:
+    with fleet.read() as session:
+        rows = session.execute(
+            text("SELECT id FROM events WHERE type = 'test.uow' ORDER BY id")
+        ).scalars()
+        return list(rows)
+
+
+def _revision(fleet: Fleet) -> int:
+    with fleet.read() as session:
+        return current_revision(session)
+
+
+def test_the_orm_and_the_driver_write_in_one_transaction_that_commits(any_fleet: Fleet) -> None:
+    before = _revision(any_fleet)
+    with any_fleet.write() as session:
+        _by_driver(session, "evt_a")
+        _by_orm(session, "evt_b")
+        session.flush()
+        assert connection_of(session) is session.connection()
+        # the ORM's row and the driver's are seen by the same transaction before it commits
+        seen = session.execute(text("SELECT count(*) FROM events WHERE type = 'test.uow'"))
+        assert seen.scalar_one() == 2
+    assert _stored(any_fleet) == ["evt_a", "evt_b"]
+    assert _revision(any_fleet) > before
+
+
+def test_a_flush_that_breaks_a_constraint_saves_nothing_of_the_transaction(
+    any_fleet: Fleet,
+) -> None:
+    before = _revision(any_fleet)
+    with pytest.raises(IntegrityError), any_fleet.write() as session:
+        _by_driver(session, "evt_first")
+        _by_orm(session, "evt_flushed")
+        session.flush()
+        _by_orm(session, "evt_flushed")  # the same unique id again
+        session.flush()
+    assert _stored(any_fleet) == []
+    assert _revision(any_fleet) == before
+    with any_fleet.write() as session:  # the connection went back to the pool clean
+        _by_orm(session, "evt_next")
+    assert _stored(any_fleet) == ["evt_next"]
+
+
+def test_an_error_raised_in_the_block_saves_nothing(any_fleet: Fleet) -> None:
+    with pytest.raises(RuntimeError), any_fleet.write() as session:
+        _by_driver(session, "evt_driver")
+        _by_orm(session, "evt_orm")
+        session.flush()
+        raise RuntimeError("the call failed after writing")
+    assert _stored(any_fleet) == []
+
+
+def test_an_orm_savepoint_rolled_back_keeps_what_came_before_and_after(
+    any_fleet: Fleet,
+) -> None:
+    with any_fleet.write() as session:
+        _by_orm(session, "evt_before")
+        savepoint = session.begin_nested()
+        _by_driver(session, "evt_undone")
+        _by_orm(session, "evt_undone_too")
+        session.flush()
+        savepoint.rollback()
+        _by_driver(session, "evt_after")
+    assert _stored(any_fleet) == ["evt_after", "evt_before"]
