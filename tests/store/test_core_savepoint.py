@@ -3,40 +3,19 @@ before, and a released one keeps its writes, on both engines."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
-from sqlalchemy import text
 from sqlmodel import Session
 
 from bcfleet.fleet import Fleet
-from bcfleet.store.driver_sql import DriverStatement
-from bcfleet.store.models import Event
 from bcfleet.store.uow import CoreSavepoint
-
-AT = datetime(2026, 12, 2, 13, 0, tzinfo=UTC)
-INSERT_EVENT = DriverStatement(Event.__table__.insert())  # type: ignore[attr-defined]
+from tests.support.event_rows import INSERT_EVENT, event_row, stored_ids
 
 
 def _write(session: Session, event_id: str) -> None:
-    INSERT_EVENT.run(
-        session,
-        {
-            "id": event_id,
-            "type": "test.savepoint",
-            "tenant_id": None,
-            "subject_id": None,
-            "data": None,
-            "at": AT,
-        },
-    )
+    INSERT_EVENT.run(session, event_row(event_id, "test.savepoint"))
 
 
 def _stored(fleet: Fleet) -> list[str]:
-    with fleet.read() as session:
-        rows = session.execute(
-            text("SELECT id FROM events WHERE type = 'test.savepoint' ORDER BY id")
-        ).scalars()
-        return list(rows)
+    return stored_ids(fleet, "test.savepoint")
 
 
 def test_a_rolled_back_savepoint_undoes_only_what_came_after_it(any_fleet: Fleet) -> None:

@@ -3,34 +3,20 @@ together or not at all, on both engines; an ORM savepoint undoes only its own pa
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 from bcfleet.fleet import Fleet
-from bcfleet.store.driver_sql import DriverStatement, connection_of
+from bcfleet.store.driver_sql import connection_of
 from bcfleet.store.models import Event
 from bcfleet.store.uow import current_revision
-
-AT = datetime(2026, 12, 5, 9, 0, tzinfo=UTC)
-INSERT_EVENT = DriverStatement(Event.__table__.insert())  # type: ignore[attr-defined]
+from tests.support.event_rows import AT, INSERT_EVENT, event_row, stored_ids
 
 
 def _by_driver(session: Session, event_id: str) -> None:
-    INSERT_EVENT.run(
-        session,
-        {
-            "id": event_id,
-            "type": "test.uow",
-            "tenant_id": None,
-            "subject_id": None,
-            "data": None,
-            "at": AT,
-        },
-    )
+    INSERT_EVENT.run(session, event_row(event_id, "test.uow"))
 
 
 def _by_orm(session: Session, event_id: str) -> None:
@@ -38,11 +24,7 @@ def _by_orm(session: Session, event_id: str) -> None:
 
 
 def _stored(fleet: Fleet) -> list[str]:
-    with fleet.read() as session:
-        rows = session.execute(
-            text("SELECT id FROM events WHERE type = 'test.uow' ORDER BY id")
-        ).scalars()
-        return list(rows)
+    return stored_ids(fleet, "test.uow")
 
 
 def _revision(fleet: Fleet) -> int:
