@@ -1,0 +1,142 @@
+"""Instructions a SQLite placement takes, counted by callgrind: a figure a noisy machine cannot move.
+
+On a shared machine a placement's wall and CPU time move by a quarter from one run to the next,
+so a change of a few per cent cannot be seen in them. valgrind's callgrind counts the
+instructions a process runs instead. With the ids seeded, no WAL checkpoint thread and a fixed
+hash seed, the count repeats to well under 0.1 %. Each side runs twice under callgrind, once
+with --before placements and once with --before + --placements. The difference over
+--placements is the count a placement, with the set-up and the warm-up taken out. That side is
+bcfleet's `instances.create`, and beside it the raw floor's placement (bench/floor_placement.py)
+on the same pool. The count is the placing process's, SQLite included. Instructions are not
+seconds: a change that adds cache misses can cost time the count does not show. Use it beside
+bench_placement.py, not instead of it. Needs valgrind. Prints a JSON line last.
+
+    python bench/count_placement.py [--hosts 1000] [--before 50] [--placements 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import emit  # noqa: E402
+
+SIDES = ("bcfleet", "floor")
+_COLLECTED = re.compile(r"Collected : (\d+)")
+
+
+def place(side: str, hosts: int, count: int) -> int:
+    """In the counted child: a fresh SQLite pool of `hosts`, then `count` placements; how many placed."""
+    from bcfleet.store import wal_checkpoints
+
+    kept = wal_checkpoints.EVERY_COMMITS, wal_checkpoints.BACKSTOP_PAGES
+    wal_checkpoints.EVERY_COMMITS = 2**62  # no thread: when it wakes is not repeatable
+    wal_checkpoints.BACKSTOP_PAGES = 10**9
+    try:
+        return _place(side, hosts, count)
+    finally:
+        wal_checkpoints.EVERY_COMMITS, wal_checkpoints.BACKSTOP_PAGES = kept
+
+
+def _place(side: str, hosts: int, count: int) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        if side == "floor":
+            from bench.floor_placement import Floor, seed, sqlite_connection
+
+            connection = sqlite_connection(f"{tmp}/floor.db")
+            seed(connection, True, hosts)
+            floor = Floor(connection, True)
+            placed = sum(1 for _ in range(count) if floor.place())  # the host, or it raises
+            connection.close()
+            return placed
+        from bcfleet.api.auth import LOCAL_OPERATOR
+        from bcfleet.clock import FakeClock
+        from bcfleet.fleet import Fleet
+        from bcfleet.ids import IdFactory
+        from bcfleet.settings import FleetSettings
+        from bench.common import T0, seed_pool
+
+        url = f"sqlite:///{tmp}/count.db"
+        fleet = Fleet.open(
+            url, clock=FakeClock(T0), settings=FleetSettings(db_url=url), ids=IdFactory(seed=7)
+        )
+        pool = seed_pool(fleet, hosts)
+        made = [
+            fleet.api.instances.create(
+                LOCAL_OPERATOR, tenant_id="bench", pool_id=pool["id"], flavor="b1.small"
+            )
+            for _ in range(count)
+        ]
+        fleet.close()
+        return sum(1 for instance in made if instance["state"] == "running")
+
+
+def counted(side: str, hosts: int, count: int) -> int:
+    """Instructions of a child process making `count` placements, as callgrind counted them."""
+    with tempfile.TemporaryDirectory() as tmp:
+        command = [
+            "valgrind",
+            "--tool=callgrind",
+            f"--callgrind-out-file={tmp}/callgrind.out",
+            sys.executable,
+            __file__,
+            "--child",
+            side,
+            "--hosts",
+            str(hosts),
+            "--placements",
+            str(count),
+        ]
+        env = {**os.environ, "PYTHONHASHSEED": "0"}
+        done = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
+    found = _COLLECTED.findall(done.stderr)
+    if not found:
+        raise RuntimeError(f"callgrind printed no count: {done.stderr[-500:]}")
+    return int(found[-1])
+
+
+def per_placement(side: str, hosts: int, before: int, placements: int) -> int:
+    """Instructions a placement: the count with before + placements less the count with before,
+    over placements (the two children run at once)."""
+    with ThreadPoolExecutor(max_workers=2) as pool:  # each count is a process of its own
+        warm, total = pool.map(
+            lambda count: counted(side, hosts, count), (before, before + placements)
+        )
+    return round((total - warm) / placements)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--hosts", type=int, default=1000)
+    parser.add_argument("--before", type=int, default=50, help="placements taken out as warm-up")
+    parser.add_argument("--placements", type=int, default=200, help="placements counted")
+    parser.add_argument("--child", choices=SIDES, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        place(args.child, args.hosts, args.placements)
+        return
+    if shutil.which("valgrind") is None:
+        sys.exit("count_placement.py needs valgrind (callgrind counts the instructions)")
+    ours, floor = (per_placement(side, args.hosts, args.before, args.placements) for side in SIDES)
+    emit(
+        {
+            "hosts": args.hosts,
+            "placements": args.placements,
+            "bcfleetInstructionsPerPlacement": ours,
+            "floorInstructionsPerPlacement": floor,
+            "floorShareOfInstructionsPct": round(100 * floor / ours, 2),
+        }
+    )
+
+
+if __name__ == "__main__":
+    main()
