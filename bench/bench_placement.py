@@ -145,8 +145,8 @@ def run_processes(
     result["scaleOverOneProcess"] = round(statistics.median(ratios), 2)
     result["scalePerPair"] = [round(r, 2) for r in ratios]
     result["invariantsOk"] = invariants["ok"]
-    total = sum(waits.values()) or 1
     result["activeSamples"] = sum(waits.values())
+    total = result["activeSamples"] or 1
     result["activeSamplesPct"] = {k: round(100 * n / total, 1) for k, n in waits.most_common(6)}
     return result
 
