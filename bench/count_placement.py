@@ -97,10 +97,12 @@ def counted(side: str, hosts: int, count: int) -> int:
             str(count),
         ]
         env = {**os.environ, "PYTHONHASHSEED": "0"}
-        done = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
+        done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     found = _COLLECTED.findall(done.stderr)
-    if not found:
-        raise RuntimeError(f"callgrind printed no count: {done.stderr[-500:]}")
+    if done.returncode != 0 or not found:
+        raise SystemExit(
+            f"the counted {side} child failed ({done.returncode}): {done.stderr[-500:]}"
+        )
     return int(found[-1])
 
 
@@ -121,9 +123,11 @@ def main() -> None:
     parser.add_argument("--placements", type=int, default=200, help="placements counted")
     parser.add_argument("--child", choices=SIDES, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.child:
+    if args.child:  # counted: --placements is the child's whole count, the warm-up's may be 0
         place(args.child, args.hosts, args.placements)
         return
+    if args.hosts < 1 or args.placements < 1 or args.before < 0:
+        parser.error("--hosts and --placements must be at least 1, --before at least 0")
     if shutil.which("valgrind") is None:
         sys.exit("count_placement.py needs valgrind (callgrind counts the instructions)")
     ours, floor = (per_placement(side, args.hosts, args.before, args.placements) for side in SIDES)
