@@ -41,6 +41,7 @@ from bcfleet.store import wal_checkpoints  # noqa: E402
 from bcfleet.store.engine import is_sqlite  # noqa: E402
 from bench.common import (  # noqa: E402
     T0,
+    analyze,
     emit,
     peak_rss_mb,
     scratch_pg,
@@ -50,15 +51,6 @@ from bench.common import (  # noqa: E402
     timed_with_cpu,
 )
 from bench.floor_placement import floor_pg, floor_pg_processes, floor_sqlite  # noqa: E402
-
-
-def analyze(fleet: Fleet) -> None:
-    """Statistics after the bulk load, as autovacuum soon would (the floor's seed does the same)."""
-    if fleet.engine.dialect.name == "postgresql":
-        with fleet.engine.connect() as connection:
-            connection.execute(text("ANALYZE"))
-            connection.commit()
-
 
 CPU_KEYS = ("clientCpuMs", "backendCpuMs")
 

@@ -1,4 +1,4 @@
-"""Instructions a SQLite placement takes, counted by callgrind: a figure a noisy machine cannot move.
+"""Instructions a placement takes, counted by callgrind: a figure a noisy machine cannot move.
 
 On a shared machine a placement's wall and CPU time move by a quarter from one run to the next,
 so a change of a few per cent cannot be seen in them. valgrind's callgrind counts the
@@ -7,11 +7,15 @@ hash seed, the count repeats to well under 0.1 %. Each side runs twice under cal
 with --before placements and once with --before + --placements. The difference over
 --placements is the count a placement, with the set-up and the warm-up taken out. That side is
 bcfleet's `instances.create`, and beside it the raw floor's placement (bench/floor_placement.py)
-on the same pool. The count is the placing process's, SQLite included. Instructions are not
-seconds: a change that adds cache misses can cost time the count does not show. Use it beside
-bench_placement.py, not instead of it. Needs valgrind. Prints a JSON line last.
+on the same pool. The count is the placing process's, SQLite included. With --pg, each count
+is on a fresh PostgreSQL database beside the one given, and is the client's alone (Python,
+psycopg and libpq; the server's work is not counted): it repeats less closely than SQLite's,
+as how many times the client polls for an answer depends on when the server sends it.
+Instructions are not seconds: a change that adds cache misses can cost time the count does
+not show. Use it beside bench_placement.py, not instead of it. Needs valgrind. Prints a JSON
+line last.
 
-    python bench/count_placement.py [--hosts 1000] [--before 50] [--placements 200]
+    python bench/count_placement.py [--hosts 1000] [--before 50] [--placements 200] [--pg URL]
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -34,53 +39,62 @@ SIDES = ("bcfleet", "floor")
 _COLLECTED = re.compile(r"Collected : (\d+)")
 
 
-def place(side: str, hosts: int, count: int) -> int:
-    """In the counted child: a fresh SQLite pool of `hosts`, then `count` placements; how many placed."""
+def place(side: str, hosts: int, count: int, pg: str | None = None) -> int:
+    """In the counted child: a fresh pool of `hosts` (SQLite, or a scratch database beside the
+    PostgreSQL URL `pg`), then `count` placements; how many placed."""
     from bcfleet.store import wal_checkpoints
 
     kept = wal_checkpoints.EVERY_COMMITS, wal_checkpoints.BACKSTOP_PAGES
     wal_checkpoints.EVERY_COMMITS = 2**62  # no thread: when it wakes is not repeatable
     wal_checkpoints.BACKSTOP_PAGES = 10**9
     try:
-        return _place(side, hosts, count)
+        if pg is None:
+            with tempfile.TemporaryDirectory() as tmp:
+                return _place(side, hosts, count, f"sqlite:///{tmp}/count.db")
+        from bench.common import scratch_pg
+
+        with scratch_pg(pg, "bcfleet_count") as url:
+            return _place(side, hosts, count, url)
     finally:
         wal_checkpoints.EVERY_COMMITS, wal_checkpoints.BACKSTOP_PAGES = kept
 
 
-def _place(side: str, hosts: int, count: int) -> int:
-    with tempfile.TemporaryDirectory() as tmp:
-        if side == "floor":
-            from bench.floor_placement import Floor, seed, sqlite_connection
+def _place(side: str, hosts: int, count: int, url: str) -> int:
+    sqlite = url.startswith("sqlite")
+    if side == "floor":
+        from bench.floor_placement import Floor, pg_connection, seed, sqlite_connection
 
-            connection = sqlite_connection(f"{tmp}/floor.db")
-            seed(connection, True, hosts)
-            floor = Floor(connection, True)
-            placed = sum(1 for _ in range(count) if floor.place())  # the host, or it raises
-            connection.close()
-            return placed
-        from bcfleet.api.auth import LOCAL_OPERATOR
-        from bcfleet.clock import FakeClock
-        from bcfleet.fleet import Fleet
-        from bcfleet.ids import IdFactory
-        from bcfleet.settings import FleetSettings
-        from bench.common import T0, seed_pool
-
-        url = f"sqlite:///{tmp}/count.db"
-        fleet = Fleet.open(
-            url, clock=FakeClock(T0), settings=FleetSettings(db_url=url), ids=IdFactory(seed=7)
+        connection: Any = (
+            sqlite_connection(url.removeprefix("sqlite:///")) if sqlite else pg_connection(url)
         )
-        pool = seed_pool(fleet, hosts)
-        made = [
-            fleet.api.instances.create(
-                LOCAL_OPERATOR, tenant_id="bench", pool_id=pool["id"], flavor="b1.small"
-            )
-            for _ in range(count)
-        ]
-        fleet.close()
-        return sum(1 for instance in made if instance["state"] == "running")
+        seed(connection, sqlite, hosts)
+        floor = Floor(connection, sqlite)
+        placed = sum(1 for _ in range(count) if floor.place())  # the host, or it raises
+        connection.close()
+        return placed
+    from bcfleet.api.auth import LOCAL_OPERATOR
+    from bcfleet.clock import FakeClock
+    from bcfleet.fleet import Fleet
+    from bcfleet.ids import IdFactory
+    from bcfleet.settings import FleetSettings
+    from bench.common import T0, analyze, seed_pool
+
+    fleet = Fleet.open(
+        url, clock=FakeClock(T0), settings=FleetSettings(db_url=url), ids=IdFactory(seed=7)
+    )
+    pool = seed_pool(fleet, hosts)
+    analyze(fleet)  # PostgreSQL: as bench_placement.py does, and as the floor's seed does
+    made = [
+        fleet.api.instances.create(
+            LOCAL_OPERATOR, tenant_id="bench", pool_id=pool["id"], flavor="b1.small"
+        )
+        for _ in range(count)
+    ]
+    fleet.close()
+    return sum(1 for instance in made if instance["state"] == "running")
 
 
-def counted(side: str, hosts: int, count: int) -> int:
+def counted(side: str, hosts: int, count: int, pg: str | None = None) -> int:
     """Instructions of a child process making `count` placements, as callgrind counted them."""
     with tempfile.TemporaryDirectory() as tmp:
         command = [
@@ -95,6 +109,7 @@ def counted(side: str, hosts: int, count: int) -> int:
             str(hosts),
             "--placements",
             str(count),
+            *(["--pg", pg] if pg else []),
         ]
         env = {**os.environ, "PYTHONHASHSEED": "0"}
         done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
@@ -106,12 +121,14 @@ def counted(side: str, hosts: int, count: int) -> int:
     return int(found[-1])
 
 
-def per_placement(side: str, hosts: int, before: int, placements: int) -> int:
+def per_placement(
+    side: str, hosts: int, before: int, placements: int, pg: str | None = None
+) -> int:
     """Instructions a placement: the count with before + placements less the count with before,
     over placements (the two children run at once)."""
     with ThreadPoolExecutor(max_workers=2) as pool:  # each count is a process of its own
         warm, total = pool.map(
-            lambda count: counted(side, hosts, count), (before, before + placements)
+            lambda count: counted(side, hosts, count, pg), (before, before + placements)
         )
     return round((total - warm) / placements)
 
@@ -121,18 +138,22 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=1000)
     parser.add_argument("--before", type=int, default=50, help="placements taken out as warm-up")
     parser.add_argument("--placements", type=int, default=200, help="placements counted")
+    parser.add_argument("--pg", help="a PostgreSQL admin URL: count on scratch databases beside it")
     parser.add_argument("--child", choices=SIDES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:  # counted: --placements is the child's whole count, the warm-up's may be 0
-        place(args.child, args.hosts, args.placements)
+        place(args.child, args.hosts, args.placements, args.pg)
         return
     if args.hosts < 1 or args.placements < 1 or args.before < 0:
         parser.error("--hosts and --placements must be at least 1, --before at least 0")
     if shutil.which("valgrind") is None:
         sys.exit("count_placement.py needs valgrind (callgrind counts the instructions)")
-    ours, floor = (per_placement(side, args.hosts, args.before, args.placements) for side in SIDES)
+    ours, floor = (
+        per_placement(side, args.hosts, args.before, args.placements, args.pg) for side in SIDES
+    )
     emit(
         {
+            "engine": "postgresql" if args.pg else "sqlite",
             "hosts": args.hosts,
             "placements": args.placements,
             "bcfleetInstructionsPerPlacement": ours,

@@ -30,8 +30,7 @@ from bcfleet.api.auth import LOCAL_OPERATOR  # noqa: E402
 from bcfleet.clock import FakeClock  # noqa: E402
 from bcfleet.fleet import Fleet  # noqa: E402
 from bcfleet.settings import FleetSettings  # noqa: E402
-from bench.bench_placement import analyze  # noqa: E402
-from bench.common import T0, emit, scratch_pg, seed_pool  # noqa: E402
+from bench.common import T0, analyze, emit, scratch_pg, seed_pool  # noqa: E402
 
 
 class StatementLog:
