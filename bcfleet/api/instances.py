@@ -32,6 +32,7 @@ from bcfleet.domain.numa import HostPlacement
 from bcfleet.domain.shapes import Shape, shape_delta
 from bcfleet.domain.states import AGENT_UP, INSTANCE_ON_HOST, AgentReport, InstanceState, PoolKind
 from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError, UnsupportedError
+from bcfleet.placement.candidates import SearchAhead
 from bcfleet.placement.instance_placer import place_instance, release_instance
 from bcfleet.placement.resize import resize_hosted
 from bcfleet.store.faults import may_run_again_carefully
@@ -125,8 +126,17 @@ class InstancesAPI(Area):
     ) -> InstanceJson:
         with self.fleet.write() as session:
             actor, confirm = self.start_actor(session, credential, tenant_id)
+            # The search's first page, as the last create with these references read it, goes
+            # behind the lookup (PostgreSQL: one round trip fewer when it is the page it reads).
+            ahead = SearchAhead(self.fleet.placement, (pool_id, flavor))
             pool, row = find_pool_and_flavor(
-                session, actor, pool_id, flavor, before_reading=confirm, reading_only=True
+                session,
+                actor,
+                pool_id,
+                flavor,
+                before_reading=confirm,
+                after_sending=lambda: ahead.send(session),
+                reading_only=True,
             )
             actor.require(
                 "compute:instances:create",
@@ -156,6 +166,7 @@ class InstancesAPI(Area):
                 input_hash=digest,
                 may_run_again=may_run_again_carefully(),
                 join_session=False,  # read below for its answer only
+                ahead=ahead,
             )
             kind = "instance.placed" if instance.node_id else "instance.unschedulable"
             if pool.kind == PoolKind.PROVIDER:

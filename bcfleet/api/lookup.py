@@ -106,6 +106,7 @@ def find_pool_and_flavor(
     flavor_ref: str,
     *,
     before_reading: Callable[[], None] = lambda: None,
+    after_sending: Callable[[], None] = lambda: None,
     reading_only: bool = False,
 ) -> tuple[Pool, Flavor]:
     """find_pool then find_flavor (live flavors only), read in one statement.
@@ -113,7 +114,9 @@ def find_pool_and_flavor(
     When the one statement finds no pool the actor may use with such a live flavor, the
     two lookups run one after the other and raise their own NOT_FOUND. before_reading runs
     once the statement is answered and before its rows are looked at (the actor's tenant
-    check, auth.start_acting_for, answered in the same round trip).
+    check, auth.start_acting_for, answered in the same round trip). after_sending runs
+    once the statement is sent and before it is answered: what it sends goes in the same
+    round trip (on SQLite, statements run as they come).
 
     The objects are the session's own, as a query answers them, so a change to one is saved.
     With reading_only (a caller that only reads them, such as a placement), one the session
@@ -123,7 +126,9 @@ def find_pool_and_flavor(
     query = _POOL_AND_FLAVOR[(has_prefix(pool_ref, "pool"), has_prefix(flavor_ref, "flv"))]
     params = {"pool": pool_ref, "flavor": flavor_ref, "tenant": actor.tenant_id}
     session.flush()  # as a query's autoflush would: rows added earlier in the call are seen
-    row = query.run(session, params).first()
+    sent = query.send_reading(session, params)
+    after_sending()
+    row = sent.rows().first()
     before_reading()
     if row is not None:
         as_read = read_row if reading_only else loaded_row

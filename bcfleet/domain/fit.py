@@ -165,6 +165,32 @@ class HostSnapshot:
     labels: Mapping[str, str] = field(default_factory=dict)
     inventory_generation: int | None = None  # as the candidate query read it
 
+    @classmethod
+    def of_candidate(
+        cls,
+        node_id: str,
+        rows: Mapping[str, ResourceRow],
+        *,
+        gpus_total: int,
+        gpus_free: int,
+        labels: Mapping[str, str],
+        inventory_generation: int,
+    ) -> HostSnapshot:
+        """A ready host as the candidate search read it: what the constructor makes, in a third
+        of its time (16 a placement; the frozen constructor sets each field through
+        object.__setattr__, this fills the instance's dict at once)."""
+        snapshot = object.__new__(cls)
+        snapshot.__dict__.update(
+            node_id=node_id,
+            rows=rows,
+            gpus_total=gpus_total,
+            gpus_free=gpus_free,
+            draining=False,
+            labels=labels,
+            inventory_generation=inventory_generation,
+        )
+        return snapshot
+
     @property
     def holds_nothing(self) -> bool:
         """Whether nothing is allocated on any of its scalar rows (so no guest is placed there)."""

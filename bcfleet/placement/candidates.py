@@ -9,7 +9,7 @@ explanation of a failure, which needs every host, is only computed when nothing 
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -21,7 +21,8 @@ from bcfleet.domain.scalars import SCALARS
 from bcfleet.domain.states import HostState
 from bcfleet.placement.context import PlacementContext
 from bcfleet.placement.gpus import free_counts
-from bcfleet.store.driver_sql import DriverStatement
+from bcfleet.store.driver_sql import DriverStatement, SentRows
+from bcfleet.store.engine import is_sqlite
 from bcfleet.store.models import Host, NodeResource
 
 PAGE = 32
@@ -70,17 +71,10 @@ FEASIBLE_PAGE = {
 MAX_ID = "~"  # sorts after every prefixed ULID id
 
 
-def _feasible_page(
-    session: Session,
-    pool_id: str,
-    claims: Mapping[str, int],
-    after: str,
-    before: str | None,
-    limit: int,
-    *,
-    with_labels: bool,
-) -> list[Any]:
-    params = {
+def _page_params(
+    pool_id: str, claims: Mapping[str, int], after: str, before: str | None, limit: int
+) -> dict[str, Any]:
+    return {
         "pool": pool_id,
         "after": after,
         "before": before or MAX_ID,
@@ -89,7 +83,59 @@ def _feasible_page(
         "mem": int(claims.get("memoryGiB", 0)),
         "disk": int(claims.get("diskGiB", 0)),
     }
+
+
+def _feasible_page(session: Session, params: Mapping[str, Any], *, with_labels: bool) -> list[Any]:
     return FEASIBLE_PAGE[with_labels].run(session, params).all()
+
+
+class SearchAhead:
+    """A search's first page sent before the flavor it depends on is read (PostgreSQL).
+
+    A placement reads its actor, pool and flavor in one round trip and searches in the next.
+    A fleet handle that placed before with the same pool and flavor references (the key)
+    sends that search's first page again, from the pool's cursor now, behind the lookup and
+    in its round trip. The search takes the sent rows only when the page it reads first is
+    the very one sent (the same statement and parameters: pool, claims, cursor, limit);
+    otherwise they are dropped and it reads its own. Only the first page the search reads
+    is answered, and remembered for the key's next placement. Nothing is sent on SQLite,
+    which has no round trips.
+    """
+
+    def __init__(self, context: PlacementContext, key: Hashable) -> None:
+        self._context = context
+        self._key = key
+        self._sent: tuple[bool, dict[str, Any], SentRows] | None = None
+        self._answered = False
+
+    def send(self, session: Session) -> None:
+        """Send the key's remembered first page, if any, from the pool's cursor now."""
+        if is_sqlite(session.get_bind().engine):
+            return
+        remembered = self._context.first_page(self._key)
+        if remembered is None:
+            return
+        with_labels, params = remembered
+        cursor = self._context.cursor(params["pool"])
+        if cursor is None:
+            return
+        params = {**params, "after": cursor}
+        self._sent = (
+            with_labels,
+            params,
+            FEASIBLE_PAGE[with_labels].send_reading(session, params, flush=False),
+        )
+
+    def page(self, session: Session, params: dict[str, Any], *, with_labels: bool) -> list[Any]:
+        """The search's page: the one sent ahead when it is this one (once), else read now."""
+        sent, self._sent = self._sent, None
+        if self._answered:
+            return _feasible_page(session, params, with_labels=with_labels)
+        self._answered = True
+        self._context.remember_first_page(self._key, with_labels, params)
+        if sent is not None and sent[0] == with_labels and sent[1] == params:
+            return sent[2].rows().all()
+        return _feasible_page(session, params, with_labels=with_labels)
 
 
 _VCPU, _MEMORY, _DISK = SCALARS  # the page's column groups v, m and d, in this order
@@ -102,16 +148,15 @@ def _snapshot(row: Any, gpus: tuple[int, int]) -> HostSnapshot:
     Made for every row of every page (16 a placement), so from the row's fields by position.
     """
     node_id, labels, generation, va, vr, vc, vu, ma, mr, mc, mu, da, dr, dc, du = row
-    return HostSnapshot(
-        node_id=node_id,
-        rows={
+    return HostSnapshot.of_candidate(
+        node_id,
+        {
             _VCPU: ResourceRow(_VCPU, va, vr, vc, vu),
             _MEMORY: ResourceRow(_MEMORY, ma, mr, mc, mu),
             _DISK: ResourceRow(_DISK, da, dr, dc, du),
         },
         gpus_total=gpus[1],
         gpus_free=gpus[0],
-        draining=False,
         labels=dict(labels) if labels else _NO_LABELS,
         inventory_generation=int(generation),
     )
@@ -127,8 +172,12 @@ def feasible_hosts(
     want: int,
     now: Any,
     context: PlacementContext,
+    ahead: SearchAhead | None = None,
 ) -> list[HostSnapshot]:
-    """Up to `want` hosts of the pool where the claims and GPUs fit now, from the rotating cursor."""
+    """Up to `want` hosts of the pool where the claims and GPUs fit now, from the rotating cursor.
+
+    `ahead`: the placement's first page, when it was sent before (SearchAhead).
+    """
     cursor = context.cursor(pool_id)
     if cursor is None:
         cursor = first_cursor(session, pool_id) if context.random_start else ""
@@ -139,8 +188,11 @@ def feasible_hosts(
         while len(found) < want:
             # Without a GPU or label filter every row is a candidate: fetch no more than wanted.
             limit = PAGE if gpus > 0 or needs_label else min(PAGE, want - len(found))
-            page = _feasible_page(
-                session, pool_id, claims, last, before, limit, with_labels=needs_label
+            params = _page_params(pool_id, claims, last, before, limit)
+            page = (
+                ahead.page(session, params, with_labels=needs_label)
+                if ahead is not None
+                else _feasible_page(session, params, with_labels=needs_label)
             )
             if not page:
                 break

@@ -1,13 +1,16 @@
-"""What placement keeps between transactions of one fleet handle: pool cursors, parsed inventories, GPU snapshots.
+"""What placement keeps between transactions of one fleet handle: pool cursors, parsed inventories, GPU snapshots, first pages.
 
 Everything here only guides placement: cursors say where the next search starts, inventories
-are keyed by the generation the host row carries, and GPU snapshots are re-checked under row
-locks before anything is booked. Threads of one process share a context; processes do not.
+are keyed by the generation the host row carries, GPU snapshots are re-checked under row
+locks before anything is booked, a first page sent ahead is used only when it is the page the
+search reads, and a charge finished behind its claim runs again in the lock order when it was
+not what was remembered. Threads of one process share a context; processes do not.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +19,8 @@ from bcfleet.domain.shapes import Inventory
 
 INVENTORY_HOSTS_MAX = 20_000
 INVENTORY_DOCUMENTS_MAX = 1_000
+FIRST_PAGES_MAX = 1_000
+CHARGES_MAX = 10_000
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,8 @@ class PlacementContext:
     _inventories: dict[str, tuple[int, Inventory]] = field(default_factory=dict)
     _documents: dict[str, Inventory] = field(default_factory=dict)
     _gpu_pools: dict[str, PoolView] = field(default_factory=dict)
+    _first_pages: dict[Hashable, tuple[bool, dict[str, Any]]] = field(default_factory=dict)
+    _striped: dict[tuple[str, str], bool] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def cursor(self, pool_id: str) -> str | None:
@@ -54,6 +61,29 @@ class PlacementContext:
         """Start the pool's next search after the host just used."""
         with self._lock:
             self._cursors[pool_id] = node_id
+
+    def first_page(self, key: Hashable) -> tuple[bool, dict[str, Any]] | None:
+        """The first candidate page the last placement with this key read (SearchAhead)."""
+        with self._lock:
+            return self._first_pages.get(key)
+
+    def remember_first_page(self, key: Hashable, with_labels: bool, params: dict[str, Any]) -> None:
+        with self._lock:
+            if len(self._first_pages) >= FIRST_PAGES_MAX and key not in self._first_pages:
+                self._first_pages.clear()
+            self._first_pages[key] = (with_labels, params)
+
+    def charges_striped(self, tenant_id: str, pool_id: str) -> bool:
+        """Whether the tenant's last charge in the pool was finished by its stripes alone
+        (quotas.start_charge), so the next may be finished behind its claim."""
+        with self._lock:
+            return self._striped.get((tenant_id, pool_id), False)
+
+    def remember_charge(self, tenant_id: str, pool_id: str, striped: bool) -> None:
+        with self._lock:
+            if len(self._striped) >= CHARGES_MAX and (tenant_id, pool_id) not in self._striped:
+                self._striped.clear()
+            self._striped[(tenant_id, pool_id)] = striped
 
     def kept_inventory(self, node_id: str) -> tuple[int, Inventory] | None:
         """The host's last parsed inventory and the generation it was parsed at."""

@@ -8,7 +8,7 @@ savepoint back and moves on to the next candidate. Nothing here reads the wall c
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -26,9 +26,15 @@ from bcfleet.domain.scalars import SCALARS
 from bcfleet.domain.shapes import Gpu, Inventory, PlacementPolicy, Shape, placement_from_json
 from bcfleet.domain.states import INSTANCE_LIVE, InstanceState, PoolKind
 from bcfleet.placement import gpus as gpu_atoms
-from bcfleet.placement.candidates import feasible_hosts, pool_snapshots
+from bcfleet.placement.candidates import SearchAhead, feasible_hosts, pool_snapshots
 from bcfleet.placement.conditions import clear_condition, set_condition
-from bcfleet.placement.quotas import quota_charge_of, refund, start_charge
+from bcfleet.placement.quotas import (
+    FinishCharge,
+    charged_already,
+    quota_charge_of,
+    refund,
+    start_charge,
+)
 from bcfleet.store.driver_sql import DriverStatement, SentRows
 from bcfleet.store.engine import is_sqlite
 from bcfleet.store.faults import RunAgainCarefully
@@ -60,13 +66,17 @@ def place_instance(
     input_hash: str | None = None,
     may_run_again: bool = False,
     join_session: bool = True,
+    ahead: SearchAhead | None = None,
 ) -> Instance:
     """Admit (charge quota) and place an instance; pending with Unschedulable when nothing fits.
 
     may_run_again: the caller's attempt may raise RunAgainCarefully (store/faults.py), so the
-    first host is claimed without a savepoint (try_place).
+    first host is claimed without a savepoint (try_place), and on PostgreSQL the quota charge
+    is finished behind the claim, in its round trip, when the tenant's last charge in the pool
+    was finished by its stripes alone (FinishCharge).
     join_session: the instance joins the session as a loaded row, so a change the caller makes
     to it is saved; without, it is the row as inserted, for a caller that only reads it.
+    ahead: the candidate search's first page, when the caller sent it (SearchAhead).
     """
     now = fleet.now()
     instance = new_row(
@@ -94,9 +104,16 @@ def place_instance(
         instance.state = InstanceState.PROVISIONING  # the providers.reconcile job makes the server
     else:
         try_place(
-            session, fleet, instance, pool, may_run_again=may_run_again, before_claim=finish_charge
+            session,
+            fleet,
+            instance,
+            pool,
+            may_run_again=may_run_again,
+            before_claim=finish_charge,
+            charge_behind_claim=fleet.placement.charges_striped(tenant_id, pool.id),
+            ahead=ahead,
         )
-    finish_charge()
+    fleet.placement.remember_charge(tenant_id, pool.id, finish_charge())
     # One INSERT with the outcome, then the object joins the session as a loaded row.
     _INSERT_INSTANCE.send(session, {c: getattr(instance, c) for c in _COLUMNS})
     return add_as_loaded(session, instance) if join_session else instance
@@ -109,18 +126,25 @@ def try_place(
     pool: Pool,
     *,
     may_run_again: bool = False,
-    before_claim: Callable[[], None] = lambda: None,
+    before_claim: FinishCharge = charged_already,
+    charge_behind_claim: bool = False,
+    ahead: SearchAhead | None = None,
 ) -> bool:
     """Place a pending hosted instance; on failure keep it pending with a counted Unschedulable reason.
 
     may_run_again (PostgreSQL): claim without a savepoint, and when a claim is refused or the
     host turns out not to fit, raise RunAgainCarefully rather than move on holding the refused
-    host's row locks (_claim_on). before_claim runs before the first claim (a charge to finish).
+    host's row locks (_claim_on). before_claim runs before the first claim (a charge to
+    finish), or with charge_behind_claim, where the claim is sent with no savepoint (may_run_again,
+    no GPUs, PostgreSQL), behind the claim and in its round trip (FinishCharge).
+    ahead: the first page of the search, when it was sent before (SearchAhead).
     """
     shape = Shape.from_json(instance.shape)
     policy = placement_from_json(instance.shape.get("placement"))
     now = fleet.now()
     strategy = weigher(fleet.settings.placement_strategy)
+    sent_claim = not is_sqlite(session.get_bind().engine) and not shape.gpus
+    behind = charge_behind_claim and may_run_again and sent_claim
     tried: dict[str, NoFit] = {}
     for want in (CANDIDATES_TO_SCORE, 100_000):
         candidates = [
@@ -134,13 +158,23 @@ def try_place(
                 want=want,
                 now=now,
                 context=fleet.placement,
+                ahead=ahead,
             )
             if h.node_id not in tried
         ]
         for host in rank(candidates, strategy):
-            before_claim()
+            if not behind:
+                before_claim()
             outcome = _claim_on(
-                session, fleet, instance, pool, host, shape, policy, may_run_again=may_run_again
+                session,
+                fleet,
+                instance,
+                pool,
+                host,
+                shape,
+                policy,
+                may_run_again=may_run_again,
+                charge_behind=before_claim if behind else None,
             )
             if outcome is None:
                 fleet.placement.advance_cursor(pool.id, host.node_id)
@@ -361,8 +395,11 @@ def _claim_on(
     policy: PlacementPolicy | None,
     *,
     may_run_again: bool = False,
+    charge_behind: FinishCharge | None = None,
 ) -> NoFit | None:
     """Claim one host; a NoFit (and nothing written) when it cannot take the guest.
+
+    charge_behind: a charge to finish behind the claim sent (try_place), in its round trip.
 
     On PostgreSQL, and for a guest with GPUs, the claim runs inside a savepoint (claims,
     atom locks, bookings) whose rollback also lets go of the row locks a refused claim took:
@@ -389,6 +426,8 @@ def _claim_on(
     else:  # the host's inventory (and guests, unless it looked empty) read in the claim's round trip
         sent = send_claim(session, host.node_id, claims)
         behind = _ReadBehindClaim(session, fleet, host.node_id, instance.id, host.holds_nothing)
+        if charge_behind is not None:
+            charge_behind(behind_claim=True)
         claim = sent.claim()
     failed = claim.refused
     if failed is not None:
@@ -531,7 +570,9 @@ class _ReadBehindClaim:
         self._others = (
             None
             if looked_empty
-            else _OTHERS_ON.send_reading(session, {"node": node_id, "exclude": exclude})
+            else _OTHERS_ON.send_reading(
+                session, {"node": node_id, "exclude": exclude}, flush=False
+            )
         )
 
     def inventory(self) -> Inventory:
@@ -609,7 +650,7 @@ def _send_inventory_read(
     session: Session, node_id: str, kept: tuple[int, Inventory] | None
 ) -> SentRows:
     params = {"n": node_id, "kept": kept[0] if kept is not None else -1}
-    return _INVENTORY_UNLESS_KEPT.send_reading(session, params)
+    return _INVENTORY_UNLESS_KEPT.send_reading(session, params, flush=False)
 
 
 def _inventory_read(

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from functools import lru_cache
+from typing import Protocol
 
 from sqlalchemy import bindparam, text
 from sqlmodel import Session
@@ -12,6 +13,7 @@ from sqlmodel import Session
 from bcfleet.errors import QuotaExceededError
 from bcfleet.store.driver_sql import DriverStatement, SentRows
 from bcfleet.store.engine import is_sqlite
+from bcfleet.store.faults import RunAgainCarefully
 from bcfleet.store.models import Quota
 
 _ENSURE_ROW = text(
@@ -65,48 +67,69 @@ def charge(session: Session, tenant_id: str, pool_id: str, amounts: Mapping[str,
     start_charge(session, tenant_id, pool_id, amounts)()
 
 
+class FinishCharge(Protocol):
+    """Finishes a charge start_charge began (QUOTA_EXCEEDED there); called again, it does nothing.
+
+    It answers whether the charge's first statement left nothing to finish: on PostgreSQL,
+    whether every row charged had no limit and was charged on its stripes (True on SQLite,
+    which charges at once). A caller may expect the tenant's next charge in the pool to go
+    the same way (PlacementContext.charges_striped).
+    behind_claim: the caller sent a claim (node row locks) after the charge's first statement
+    and before this. When that statement left something to finish, finishing would lock quota
+    rows after node rows, against the lock order (lock_quotas), so RunAgainCarefully is raised
+    instead: the call runs again and finishes its charge before any claim.
+    """
+
+    def __call__(self, *, behind_claim: bool = False) -> bool: ...
+
+
 def start_charge(
     session: Session, tenant_id: str, pool_id: str, amounts: Mapping[str, int]
-) -> Callable[[], None]:
-    """charge() in two steps: the call returned finishes it (QUOTA_EXCEEDED there), once.
+) -> FinishCharge:
+    """charge() in two steps: the call returned finishes it (FinishCharge).
 
     On PostgreSQL the stripe upsert is sent to wait for the caller's next statement (a
-    placement's candidate search: one round trip for both). The caller finishes the charge
-    before it takes a lock that comes after the quota rows' in the lock order (node rows, GPU
-    atoms, see lock_quotas): what finish does (the rows with a limit) locks quota rows.
+    placement's candidate search, or its claim: one round trip for both). The caller finishes
+    the charge before it takes a lock that comes after the quota rows' in the lock order (node
+    rows, GPU atoms, see lock_quotas), as what finish does (the rows with a limit) locks quota
+    rows, or behind that lock with behind_claim.
     """
     wanted = {r: n for r, n in amounts.items() if n > 0}
     if not wanted:
-        return _charged
+        return charged_already
     if is_sqlite(session.get_bind().engine):
         charged = _charge_at_once(session, tenant_id, pool_id, wanted)
         rest = {r: n for r, n in wanted.items() if r not in charged}
         if rest:  # rows made, then charged one by one: QUOTA_EXCEEDED at the first refusal
             _ensure_rows(session, tenant_id, pool_id, sorted(rest))
             _charge_rows(session, tenant_id, pool_id, rest)
-        return _charged
+        return charged_already
     sent = _send_to_stripe(session, tenant_id, pool_id, wanted)
-    finished = False
+    outcome: bool | None = None
 
-    def finish() -> None:
-        nonlocal finished
-        if finished:
-            return
-        finished = True
+    def finish(*, behind_claim: bool = False) -> bool:
+        nonlocal outcome
+        if outcome is not None:
+            return outcome
         striped = set(sent.rows().scalars())
         rest = {r: n for r, n in wanted.items() if r not in striped}
+        if rest and behind_claim:
+            raise RunAgainCarefully
+        outcome = not rest
         if rest:
             _ensure_rows(session, tenant_id, pool_id, sorted(rest))
             striped = _add_to_stripe(session, tenant_id, pool_id, rest)
             _charge_rows(
                 session, tenant_id, pool_id, {r: n for r, n in rest.items() if r not in striped}
             )
+        return outcome
 
     return finish
 
 
-def _charged() -> None:
-    """A charge finished already (nothing to charge, or charged on SQLite at once)."""
+def charged_already(*, behind_claim: bool = False) -> bool:  # noqa: ARG001 - FinishCharge
+    """A charge finished already (nothing to charge, charged on SQLite at once, or by the caller)."""
+    return True
 
 
 _CHARGE_ROW = text(

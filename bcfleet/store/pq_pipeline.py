@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import re
 import select
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Sequence
+from contextlib import suppress
 from itertools import count
 from typing import Any
 from weakref import WeakKeyDictionary
@@ -87,13 +87,18 @@ class PqPipeline:
         self.poll.register(self.pgconn.socket, select.POLLIN)
         self.pgconn.enter_pipeline_mode()
 
-    def send(self, sql: bytes, values: Sequence[Any], *, read: bool) -> Answer | None:
-        """Send one statement with its values; its Answer (filled by end()) when read."""
+    def send(
+        self, sql: bytes, values: Sequence[Any], *, read: bool, flush: bool = True
+    ) -> Answer | None:
+        """Send one statement with its values; its Answer (filled by end()) when read.
+
+        flush=False: left in libpq's buffer for the next flush (a statement sent after it, or
+        the sync): a socket write fewer."""
         transformer = self.transformer
         dumped = transformer.dump_sequence(values, [PyFormat.AUTO] * len(values))  # sends nothing
         key = (sql, tuple(transformer.types or ()))
         formats = transformer.formats
-        with self._closed_if_it_fails():
+        try:
             name = self.prepared.names.get(key) or self.parsing.get(key)
             if name is None:
                 name = b"bcfleet_%d" % next(self.prepared.numbers)
@@ -101,16 +106,25 @@ class PqPipeline:
                 self.pgconn.send_prepare(name, sql, param_types=key[1])
                 self.waiting.append((key, name))
             self.pgconn.send_query_prepared(name, dumped, param_formats=formats)
-            self.pgconn.flush()  # on its way now: the server runs it while the next is dumped
+            if flush:  # on its way now: the server runs it while the next is dumped
+                self.pgconn.flush()
+        except BaseException:
+            self._close()
+            raise
         answer = Answer() if read else None
         self.waiting.append(answer)
         return answer
 
     def send_text(self, sql: bytes) -> None:
-        """Send a statement without parameters (BEGIN, COMMIT), its answer not read."""
-        with self._closed_if_it_fails():
+        """Queue a statement without parameters (BEGIN, COMMIT), its answer not read.
+
+        Not flushed: the server has next to nothing to do for it, so it waits in libpq's buffer
+        and goes with the next statement's flush or the sync's (a socket write fewer)."""
+        try:
             self.pgconn.send_query_params(sql, None)
-            self.pgconn.flush()
+        except BaseException:
+            self._close()
+            raise
         self.waiting.append(None)
 
     def end(self) -> None:
@@ -118,16 +132,18 @@ class PqPipeline:
         pgconn = self.pgconn
         first: psycopg.Error | None = None
         try:
-            with self._closed_if_it_fails():
-                pgconn.pipeline_sync()
-                self._flush()
-                for waiting in self.waiting:
-                    error = self._read_one(waiting)
-                    first = first or error
-                while (result := self._next_result()) is not None:  # the sync's own
-                    if result.status == pq.ExecStatus.PIPELINE_SYNC:
-                        break
-                pgconn.exit_pipeline_mode()
+            pgconn.pipeline_sync()
+            self._flush()
+            for waiting in self.waiting:
+                error = self._read_one(waiting)
+                first = first or error
+            while (result := self._next_result()) is not None:  # the sync's own
+                if result.status == pq.ExecStatus.PIPELINE_SYNC:
+                    break
+            pgconn.exit_pipeline_mode()
+        except BaseException:
+            self._close()
+            raise
         finally:
             self.waiting = []
             self.parsing = {}
@@ -136,15 +152,13 @@ class PqPipeline:
                 self.prepared.names.clear()
             raise first
 
-    @contextmanager
-    def _closed_if_it_fails(self) -> Iterator[None]:
+    def _close(self) -> None:
         """Lost, interrupted or unreadable half way, the pipeline's state is unknown (answers may
-        still be on their way): the connection is closed, so SQLAlchemy drops it, never reused."""
-        try:
-            yield
-        except BaseException:
-            self.driver.close()
-            raise
+        still be on their way): the connection is closed, so SQLAlchemy drops it, never reused.
+
+        Called from each sending method's own `except BaseException` (a context manager there
+        cost a placement 16 generator frames)."""
+        self.driver.close()
 
     def abandon(self) -> None:
         """Leave pipeline mode quietly on a connection being dropped (its answers no longer matter)."""

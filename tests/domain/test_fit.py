@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -551,3 +552,24 @@ def test_a_host_holds_nothing_only_with_rows_and_nothing_allocated_on_any() -> N
     assert not host(vcpu=(32, 2)).holds_nothing
     assert not host(disk=(2000, 40)).holds_nothing
     assert not HostSnapshot(node_id="node_b").holds_nothing  # no inventory: nothing known
+
+
+def test_a_candidate_snapshot_is_what_the_constructor_makes() -> None:
+    rows = {"vcpu": ResourceRow("vcpu", 64, 2.0, 128, 6)}
+    fast = HostSnapshot.of_candidate(
+        "node_x", rows, gpus_total=4, gpus_free=1, labels={"zone": "a"}, inventory_generation=7
+    )
+    made = HostSnapshot(
+        node_id="node_x",
+        rows=rows,
+        gpus_total=4,
+        gpus_free=1,
+        draining=False,
+        labels={"zone": "a"},
+        inventory_generation=7,
+    )
+    assert fast == made
+    assert dataclasses.asdict(fast) == dataclasses.asdict(made)
+    assert set(vars(fast)) == {f.name for f in dataclasses.fields(HostSnapshot)}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.node_id = "node_y"  # type: ignore[misc]
