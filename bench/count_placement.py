@@ -9,8 +9,9 @@ with --before placements and once with --before + --placements. The difference o
 bcfleet's `instances.create`, and beside it the raw floor's placement (bench/floor_placement.py)
 on the same pool. The count is the placing process's, SQLite included. With --pg, each count
 is on a fresh PostgreSQL database beside the one given, and is the client's alone (Python,
-psycopg and libpq; the server's work is not counted): it repeats less closely than SQLite's,
-as how many times the client polls for an answer depends on when the server sends it.
+psycopg and libpq; neither the server's work nor the kernel's socket writes are counted). It
+repeats about as closely: under valgrind the client is slow enough that the server has
+answered by the time it looks, so it polls alike from run to run.
 Instructions are not seconds: a change that adds cache misses can cost time the count does
 not show. Use it beside bench_placement.py, not instead of it. Needs valgrind. Prints a JSON
 line last.

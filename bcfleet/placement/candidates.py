@@ -98,8 +98,8 @@ class SearchAhead:
     in its round trip. The search takes the sent rows only when the page it reads first is
     the very one sent (the same statement and parameters: pool, claims, cursor, limit);
     otherwise they are dropped and it reads its own. Only the first page the search reads
-    is answered, and remembered for the key's next placement. Nothing is sent on SQLite,
-    which has no round trips.
+    is answered, and remembered for the key's next placement. Nothing is sent or remembered
+    on SQLite, which has no round trips.
     """
 
     def __init__(self, context: PlacementContext, key: Hashable) -> None:
@@ -111,6 +111,7 @@ class SearchAhead:
     def send(self, session: Session) -> None:
         """Send the key's remembered first page, if any, from the pool's cursor now."""
         if is_sqlite(session.get_bind().engine):
+            self._answered = True  # the search reads its own pages, and nothing is remembered
             return
         remembered = self._context.first_page(self._key)
         if remembered is None:
