@@ -7,7 +7,6 @@ A refused claim would otherwise keep the refused host's row locks while the next
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 import psycopg
@@ -22,26 +21,9 @@ from bcfleet.store import faults
 from tests.support.builders import flavor
 from tests.support.capacity import create, invariants_ok, pool_with_hosts
 from tests.support.db_faults import libpq_url
+from tests.support.statements import CLAIM, Statements
 
-CLAIM = "WITH wanted (resource, n, rank)"
-
-
-class Statements:
-    """Counts the statements the fleet's engine sends: claims and savepoints."""
-
-    def __init__(self, fleet: Fleet) -> None:
-        self.fleet = fleet
-        self.kinds: Counter[str] = Counter()
-        event.listen(fleet.engine, "before_cursor_execute", self._before)
-
-    def _before(self, _conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        if statement.startswith(CLAIM):
-            self.kinds["claim"] += 1
-        elif statement.startswith("SAVEPOINT"):
-            self.kinds["savepoint"] += 1
-
-    def remove(self) -> None:
-        event.remove(self.fleet.engine, "before_cursor_execute", self._before)
+COUNTED = {"claim": CLAIM, "savepoint": "SAVEPOINT"}
 
 
 def _charged(fleet: Fleet, pool_id: str) -> dict[str, int]:
@@ -53,7 +35,7 @@ def _charged(fleet: Fleet, pool_id: str) -> dict[str, int]:
 def test_an_uncontended_placement_takes_no_savepoint(pg_fleet: Fleet) -> None:
     pool = pool_with_hosts(pg_fleet, hosts=2)
     flavor(pg_fleet, pool["id"], "c2", vcpu=2, memory_gib=4, disk_gib=10)
-    seen = Statements(pg_fleet)
+    seen = Statements(pg_fleet, COUNTED)
     try:
         made = create(pg_fleet, pool, "c2")
     finally:
@@ -81,7 +63,7 @@ def test_a_refused_claim_runs_the_call_again_with_a_savepoint_and_charges_once(
             claimed.append(params["node"])
 
     event.listen(pg_fleet.engine, "before_cursor_execute", before)
-    seen = Statements(pg_fleet)
+    seen = Statements(pg_fleet, COUNTED)
     try:
         made = create(pg_fleet, pool, "c2")
     finally:

@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from sqlalchemy import event, text
+from sqlalchemy import text
 
 from bcfleet.errors import QuotaExceededError
 from bcfleet.fleet import Fleet
@@ -20,35 +20,13 @@ from bcfleet.store import pq_pipeline
 from bench.common import seed_pool
 from tests.support.builders import OP
 from tests.support.capacity import invariants_ok
+from tests.support.statements import CLAIM, SEARCH, Statements
 
-CLAIM = "WITH wanted (resource, n, rank)"
-SEARCH = "SELECT h.id,"
-
-
-class Statements:
-    """Counts the searches' pages and the claims the fleet's engine sends.
-
-    A listener sends the statements through psycopg's own pipeline rather than on libpq:
-    the same statements, in the same round trips.
-    """
-
-    def __init__(self, fleet: Fleet) -> None:
-        self.fleet = fleet
-        self.kinds: Counter[str] = Counter()
-        event.listen(fleet.engine, "before_cursor_execute", self._before)
-
-    def _before(self, _conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        if statement.startswith(CLAIM):
-            self.kinds["claim"] += 1
-        elif statement.startswith(SEARCH):
-            self.kinds["page"] += 1
-
-    def remove(self) -> None:
-        event.remove(self.fleet.engine, "before_cursor_execute", self._before)
+COUNTED = {"claim": CLAIM, "page": SEARCH}
 
 
 def _counted(fleet: Fleet, pool: dict[str, Any]) -> Counter[str]:
-    seen = Statements(fleet)
+    seen = Statements(fleet, COUNTED)
     try:
         assert _create(fleet, pool)["state"] == "running"
     finally:
