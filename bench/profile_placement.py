@@ -3,7 +3,11 @@
 The pool and flavor of bench_placement.py; after a warm-up, --placements placements run under
 cProfile while every statement is counted and timed at the cursor (and as many before, without
 the profiler, for the plain figures). Prints the heaviest
-functions (cumulative), the statements by kind, and a JSON line last.
+functions (cumulative), the statements by kind, and a JSON line last. On PostgreSQL the
+statement log is a listener on the engine, so the statements go through psycopg's cursors
+instead of straight to libpq (store/driver_sql._by_libpq): its figures are that path's, several
+times slower than bench_placement.py's; profile the libpq path without the log (cProfile or
+py-spy around instances.create).
 
     python bench/profile_placement.py [--hosts 5000] [--placements 300] [--db URL] [--sort tottime]
 """
