@@ -134,17 +134,14 @@ def try_place(
 
     may_run_again (PostgreSQL): claim without a savepoint, and when a claim is refused or the
     host turns out not to fit, raise RunAgainCarefully rather than move on holding the refused
-    host's row locks (_claim_on). before_claim runs before the first claim (a charge to
-    finish), or with charge_behind_claim, where the claim is sent with no savepoint (may_run_again,
-    no GPUs, PostgreSQL), behind the claim and in its round trip (FinishCharge).
+    host's row locks (_claim_on). before_claim is the charge to finish before the first claim,
+    or with charge_behind_claim behind it where _claim_on may (FinishCharge).
     ahead: the first page of the search, when it was sent before (SearchAhead).
     """
     shape = Shape.from_json(instance.shape)
     policy = placement_from_json(instance.shape.get("placement"))
     now = fleet.now()
     strategy = weigher(fleet.settings.placement_strategy)
-    sent_claim = not is_sqlite(session.get_bind().engine) and not shape.gpus
-    behind = charge_behind_claim and may_run_again and sent_claim
     tried: dict[str, NoFit] = {}
     for want in (CANDIDATES_TO_SCORE, 100_000):
         candidates = [
@@ -163,8 +160,6 @@ def try_place(
             if h.node_id not in tried
         ]
         for host in rank(candidates, strategy):
-            if not behind:
-                before_claim()
             outcome = _claim_on(
                 session,
                 fleet,
@@ -174,7 +169,8 @@ def try_place(
                 shape,
                 policy,
                 may_run_again=may_run_again,
-                charge_behind=before_claim if behind else None,
+                finish_charge=before_claim,
+                charge_behind_claim=charge_behind_claim,
             )
             if outcome is None:
                 fleet.placement.advance_cursor(pool.id, host.node_id)
@@ -395,11 +391,14 @@ def _claim_on(
     policy: PlacementPolicy | None,
     *,
     may_run_again: bool = False,
-    charge_behind: FinishCharge | None = None,
+    finish_charge: FinishCharge = charged_already,
+    charge_behind_claim: bool = False,
 ) -> NoFit | None:
     """Claim one host; a NoFit (and nothing written) when it cannot take the guest.
 
-    charge_behind: a charge to finish behind the claim sent (try_place), in its round trip.
+    finish_charge runs before anything is claimed or a savepoint taken, or, with
+    charge_behind_claim on the path that sends the claim without a savepoint, behind the claim
+    and in its round trip (FinishCharge).
 
     On PostgreSQL, and for a guest with GPUs, the claim runs inside a savepoint (claims,
     atom locks, bookings) whose rollback also lets go of the row locks a refused claim took:
@@ -415,19 +414,25 @@ def _claim_on(
     now = fleet.now()
     claims = shape.claims()
     sqlite = is_sqlite(session.get_bind().engine)
+    # SQLite has no round trips; GPU atoms are locked before the reads. Otherwise the host's
+    # inventory (and guests, unless it looked empty) are read in the claim's round trip.
+    sends_claim = not sqlite and not shape.gpus
     # No savepoint on SQLite (its claim is all or nothing) nor on a first run that may run again.
     bare = sqlite or may_run_again
+    charge_after_send = charge_behind_claim and bare and sends_claim
+    if not charge_after_send:
+        finish_charge()  # before the savepoint: a rollback to it keeps the charge
     savepoint = None if bare and not shape.gpus else CoreSavepoint(session)
     if savepoint is None:
         session.flush()  # the Core writes below and others_on see what the ORM holds
     behind: _ReadBehindClaim | None = None
-    if sqlite or shape.gpus:  # SQLite has no round trips; GPU atoms are locked before the reads
+    if not sends_claim:
         claim = claim_host(session, host.node_id, claims)
-    else:  # the host's inventory (and guests, unless it looked empty) read in the claim's round trip
+    else:
         sent = send_claim(session, host.node_id, claims)
         behind = _ReadBehindClaim(session, fleet, host.node_id, instance.id, host.holds_nothing)
-        if charge_behind is not None:
-            charge_behind(behind_claim=True)
+        if charge_after_send:
+            finish_charge(behind_claim=True)
         claim = sent.claim()
     failed = claim.refused
     if failed is not None:
