@@ -4,7 +4,10 @@ Hosts have 64 vCPU (ratio 2), 256 GiB and 2 TB; the flavor is 2 vCPU / 4 GiB / 4
 setup). `--processes 4` also runs four processes placing at once (PostgreSQL), for one tenant and for
 four tenants, and then checks the invariants; each run of the four is paired with one process
 placing as many in the same harness just before it, and `scaleOverOneProcess` is the median
-ratio of the pairs (`--pairs`, default 3). Each figure is printed beside the floor's (bench/floor_placement.py: the raw
+ratio of the pairs (`--pairs`, default 3). Those processes are spawned, fresh interpreters as
+separate replicas are (`--start-method fork` forks them from this process instead:
+bench/processes.py). The floor's four processes are measured the same way, and its
+`scaleOverOneProcess` printed beside bcfleet's. Each figure is printed beside the floor's (bench/floor_placement.py: the raw
 transaction on the same pool, run in the same process run) and its share of the floor, so a
 noisy machine cannot fake progress. One process's figures also give the CPU a placement took
 (`clientCpuMs`: the placing process, all its threads; `backendCpuMs`: its PostgreSQL backends,
@@ -13,18 +16,15 @@ over bcfleet's: on a shared machine wall time moves with the neighbours, CPU tim
 Prints a JSON line last.
 
     python bench/bench_placement.py [--hosts 1000 5000] [--placements 500] [--pg URL] [--processes 4]
-        [--no-pg] [--inline-checkpoints] [--pairs 3]
+        [--no-pg] [--inline-checkpoints] [--pairs 3] [--start-method spawn|fork]
 """
 
 from __future__ import annotations
 
 import argparse
-import multiprocessing
-import statistics
 import sys
 import tempfile
 import threading
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -51,6 +51,7 @@ from bench.common import (  # noqa: E402
     timed_with_cpu,
 )
 from bench.floor_placement import floor_pg, floor_pg_processes, floor_sqlite  # noqa: E402
+from bench.processes import START_METHODS, WARM_UP, at_once, run_worker, scale_pairs  # noqa: E402
 
 CPU_KEYS = ("clientCpuMs", "backendCpuMs")
 
@@ -59,7 +60,9 @@ def beside_floor(result: dict[str, Any], floor: dict[str, Any]) -> dict[str, Any
     """The figure with the floor's and bcfleet's share of it: placements/s over the floor's and,
     where both were measured, the floor's CPU a placement (process and backend) over bcfleet's."""
     result["floor"] = {
-        k: floor[k] for k in ("perSecond", "p50Ms", "p99Ms", *CPU_KEYS) if k in floor
+        k: floor[k]
+        for k in ("perSecond", "p50Ms", "p99Ms", *CPU_KEYS, "scaleOverOneProcess", "scalePerPair")
+        if k in floor
     }
     result["shareOfFloorPct"] = round(100 * result["perSecond"] / floor["perSecond"], 1)
     if all((k in result) == (k in floor) for k in CPU_KEYS) and "clientCpuMs" in result:
@@ -80,14 +83,10 @@ def run_one(url: str, hosts: int, placements: int) -> dict[str, Any]:
         )
         assert made["state"] == "running"
 
-    timed(place, 20)  # warm caches
+    timed(place, WARM_UP)  # warm caches
     samples, cpu = timed_with_cpu(place, placements, None if is_sqlite(fleet.engine) else url)
     fleet.close()
     return {**summary(samples), **cpu}
-
-
-WARM_UP = 20  # placements each process makes before the clock starts, as run_one does
-WAIT_S = 900  # a process that died is reported instead of waited for forever
 
 
 def _worker(url: str, pool_id: str, tenant_id: str, count: int, ready: Any, out: Any) -> None:
@@ -98,21 +97,21 @@ def _worker(url: str, pool_id: str, tenant_id: str, count: int, ready: Any, out:
             LOCAL_OPERATOR, tenant_id=tenant_id, pool_id=pool_id, flavor="b1.small"
         )
 
-    timed(place, WARM_UP)
-    ready.wait(WAIT_S)  # all processes open and warm: the clock starts
-    out.put(timed(place, count))
+    run_worker(place, count, ready, out)
 
 
 def run_processes(
-    url: str, hosts: int, placements: int, processes: int, *, tenants: int = 1, pairs: int = 3
+    url: str,
+    hosts: int,
+    placements: int,
+    processes: int,
+    *,
+    tenants: int = 1,
+    pairs: int = 3,
+    start_method: str = "spawn",
 ) -> dict[str, Any]:
-    """`processes` processes placing at once, for one tenant or spread over `tenants` tenants.
-
-    Each of `pairs` rounds runs one process placing as many as all of them together, then the
-    `processes` at once, in the same harness (forked, opened and warmed up before the clock
-    starts) on the same pool; `scaleOverOneProcess` is the median of the rounds' ratios, so the
-    two figures of a ratio are taken minutes, not a whole benchmark, apart.
-    """
+    """`processes` processes placing at once, for one tenant or spread over `tenants` tenants,
+    each round paired with one process placing as many on the same pool (bench/processes.py)."""
     fleet = Fleet.open(url, clock=FakeClock(T0), settings=FleetSettings(db_url=url))
     pool = seed_pool(fleet, hosts)
     names = ["bench"] + [f"bench{i}" for i in range(1, tenants)]
@@ -120,67 +119,27 @@ def run_processes(
         fleet.api.tenants.create(LOCAL_OPERATOR, name)
         fleet.api.pools.offer(LOCAL_OPERATOR, tenant_id="root", pool=pool["id"], to=name)
     analyze(fleet)
-    samples: list[float] = []
-    rates: list[float] = []
-    ratios: list[float] = []
     waits: Counter[str] = Counter()
-    for _ in range(pairs):
-        alone, alone_seconds = _place_at_once(url, pool["id"], names[:1], 1, placements * processes)
-        together, seconds = _place_at_once(url, pool["id"], names, processes, placements, waits)
-        samples.extend(together)
-        rates.append(len(together) / seconds)
-        ratios.append(rates[-1] / (len(alone) / alone_seconds))
+
+    def sample(done: threading.Event) -> None:
+        _sample_waits(url, done, waits)
+
+    each = [(url, pool["id"], names[i % len(names)], placements) for i in range(processes)]
+    result = scale_pairs(
+        lambda: at_once(
+            start_method, _worker, [(url, pool["id"], names[0], placements * processes)], sample
+        ),
+        lambda: at_once(start_method, _worker, each, sample),
+        pairs,
+    )
     invariants = fleet.api.doctor.check(LOCAL_OPERATOR, invariants=True)["invariants"]
     fleet.close()
-    result: dict[str, Any] = dict(summary(samples))
-    result["perSecond"] = round(statistics.median(rates), 1)
-    result["scaleOverOneProcess"] = round(statistics.median(ratios), 2)
-    result["scalePerPair"] = [round(r, 2) for r in ratios]
+    result["startMethod"] = start_method
     result["invariantsOk"] = invariants["ok"]
     result["activeSamples"] = sum(waits.values())
     total = result["activeSamples"] or 1
     result["activeSamplesPct"] = {k: round(100 * n / total, 1) for k, n in waits.most_common(6)}
     return result
-
-
-def _place_at_once(
-    url: str,
-    pool_id: str,
-    names: list[str],
-    processes: int,
-    placements: int,
-    waits: Counter[str] | None = None,
-) -> tuple[list[float], float]:
-    """Each process's placements' seconds, and the seconds from all being ready to the last done."""
-    queue: Any = multiprocessing.Queue()
-    ready: Any = multiprocessing.Barrier(processes + 1)
-    workers = [
-        multiprocessing.Process(
-            target=_worker,
-            args=(url, pool_id, names[i % len(names)], placements, ready, queue),
-        )
-        for i in range(processes)
-    ]
-    for worker in workers:
-        worker.start()
-    ready.wait(WAIT_S)  # BrokenBarrierError when a process died before it
-    done = threading.Event()
-    sampler = threading.Thread(
-        target=_sample_waits, args=(url, done, Counter() if waits is None else waits)
-    )
-    sampler.start()
-    start = time.perf_counter()
-    samples: list[float] = []
-    try:
-        for _ in workers:
-            samples.extend(queue.get(timeout=WAIT_S))
-        elapsed = time.perf_counter() - start
-        for worker in workers:
-            worker.join()
-    finally:
-        done.set()
-        sampler.join()
-    return samples, elapsed
 
 
 _ACTIVE = text(
@@ -221,6 +180,14 @@ def main() -> None:
         help="rounds of one process, then --processes at once, for scaleOverOneProcess",
     )
     parser.add_argument(
+        "--start-method",
+        choices=START_METHODS,
+        default="spawn",
+        help="how the processes placing at once (and their one-process pairs) are started: spawn, "
+        "a fresh interpreter each, as separate replicas; fork, from this process, sharing the "
+        "modules it has imported",
+    )
+    parser.add_argument(
         "--inline-checkpoints",
         action="store_true",
         help="SQLite: no checkpoint thread, SQLite's own rule (the log checkpointed inside the "
@@ -245,12 +212,20 @@ def main() -> None:
             )
     if not args.no_pg and args.processes > 1:
         hosts, each = max(args.hosts), args.placements // args.processes
-        floor = floor_pg_processes(args.pg, hosts, each, args.processes)
+        floor = floor_pg_processes(
+            args.pg, hosts, each, args.processes, pairs=args.pairs, start_method=args.start_method
+        )
         for tenants in (1, args.processes):
             name = f"postgres_{hosts}_{args.processes}proc_{tenants}tenant"
             with scratch_pg(args.pg) as url:
                 placed = run_processes(
-                    url, hosts, each, args.processes, tenants=tenants, pairs=args.pairs
+                    url,
+                    hosts,
+                    each,
+                    args.processes,
+                    tenants=tenants,
+                    pairs=args.pairs,
+                    start_method=args.start_method,
                 )
             results[name] = beside_floor(placed, floor)
     results["peakRssMb"] = peak_rss_mb()

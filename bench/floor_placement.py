@@ -5,19 +5,21 @@ flavor) in three bare tables, on sqlite3 (WAL, synchronous=NORMAL, BEGIN IMMEDIA
 engine) and on psycopg. One placement is one transaction: the candidate query (first feasible
 host after a rotating cursor), the guarded claim UPDATE (`allocated + claim <= capacity` in the
 WHERE; all three rows or the host is skipped) and the allocation INSERT. No quota, no events, no
-revision: what bcfleet does beyond this is what its share of the floor measures.
+revision: what bcfleet does beyond this is what its share of the floor measures. On PostgreSQL
+its joins are nested loops only (NESTED_LOOPS_ONLY), so its speed does not depend on where in the
+pool its cursor is. `--processes 4` runs four processes at once, paired with one process, as
+bench_placement.py runs bcfleet's (bench/processes.py).
 
     python bench/floor_placement.py [--hosts 5000] [--placements 500] [--pg URL] [--processes 4]
+        [--pairs 3] [--start-method spawn|fork]
 """
 
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import sqlite3
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,7 @@ from bench.common import (  # noqa: E402
     timed,
     timed_with_cpu,
 )
+from bench.processes import START_METHODS, at_once, run_worker, scale_pairs  # noqa: E402
 
 FLAVOR = {"vcpu": 2, "memoryGiB": 4, "diskGiB": 40}
 HOST = (("vcpu", 64, 2.0), ("memoryGiB", 256, 1.0), ("diskGiB", 2000, 1.0))
@@ -67,6 +70,16 @@ ALLOCATE = (
     "INSERT INTO allocations (id, node_id, tenant_id, vcpu, memory_gib, disk_gib) "
     "VALUES (%(id)s, %(node)s, 'bench', %(vcpu)s, %(mem)s, %(disk)s)"
 )
+
+
+# The plan a hand-written placement would pin: from the cursor along the pool's hosts, each host's
+# three rows by primary key. Left to choose, PostgreSQL merge-joins the candidate query for LIMIT 1,
+# reading node_resources from the pool's first host up to the cursor. The floor then slowed as its
+# cursor went round the pool: 1,242 placements/s over its first 500 hosts, 551/s over hosts
+# 4,500-5,000, and back to 1,253/s after it wrapped; with nested loops only it held 1,400-1,540/s
+# all the way round. (bcfleet's prepared candidate query, whose LIMIT is a parameter, is planned
+# with nested loops by PostgreSQL itself: docs/speed.md.)
+NESTED_LOOPS_ONLY = ("SET enable_mergejoin = off", "SET enable_hashjoin = off")
 
 
 def _qmark(sql: str) -> str:
@@ -155,8 +168,12 @@ def sqlite_connection(path: str) -> sqlite3.Connection:
 
 
 def pg_connection(url: str) -> psycopg.Connection[Any]:
-    """A psycopg connection in autocommit mode, so BEGIN/COMMIT are the floor's own."""
-    return psycopg.connect(libpq_url(url), autocommit=True)
+    """A psycopg connection in autocommit mode, so BEGIN/COMMIT are the floor's own, that plans
+    joins as nested loops only (NESTED_LOOPS_ONLY)."""
+    connection = psycopg.connect(libpq_url(url), autocommit=True)
+    for setting in NESTED_LOOPS_ONLY:
+        connection.execute(setting)
+    return connection
 
 
 def floor_sqlite(hosts: int, placements: int) -> dict[str, Any]:
@@ -181,44 +198,35 @@ def floor_pg(admin_url: str, hosts: int, placements: int) -> dict[str, Any]:
         return {**summary(samples), **cpu}
 
 
-def _worker(url: str, start: str, count: int, out: Any) -> None:
+def _worker(url: str, start: str, count: int, ready: Any, out: Any) -> None:
     with pg_connection(url) as connection:
-        out.put(timed(Floor(connection, False, start).place, count))
+        run_worker(Floor(connection, False, start).place, count, ready, out)
 
 
 def floor_pg_processes(
-    admin_url: str, hosts: int, placements: int, processes: int
+    admin_url: str,
+    hosts: int,
+    placements: int,
+    processes: int,
+    *,
+    pairs: int = 3,
+    start_method: str = "spawn",
 ) -> dict[str, Any]:
-    """`processes` processes placing at once on one PostgreSQL database; no host overbooked."""
+    """`processes` processes placing at once on one PostgreSQL database, each round paired with
+    one process placing as many, as bench_placement.py measures bcfleet; no host overbooked."""
     with scratch_pg(admin_url, "bcfleet_floor") as url:
-        return _place_in_processes(url, hosts, placements, processes)
-
-
-def _place_in_processes(url: str, hosts: int, placements: int, processes: int) -> dict[str, Any]:
-    with pg_connection(url) as connection:
-        seed(connection, False, hosts)
-    queue: Any = multiprocessing.Queue()
-    workers = [
-        multiprocessing.Process(
-            target=_worker, args=(url, f"node-{i * hosts // processes:05d}", placements, queue)
+        with pg_connection(url) as connection:
+            seed(connection, False, hosts)
+        starts = [f"node-{i * hosts // processes:05d}" for i in range(processes)]
+        result = scale_pairs(
+            lambda: at_once(start_method, _worker, [(url, starts[0], placements * processes)]),
+            lambda: at_once(start_method, _worker, [(url, s, placements) for s in starts]),
+            pairs,
         )
-        for i in range(processes)
-    ]
-    start = time.perf_counter()
-    for worker in workers:
-        worker.start()
-    samples: list[float] = []
-    for _ in workers:
-        samples.extend(queue.get())
-    for worker in workers:
-        worker.join()
-    elapsed = time.perf_counter() - start
-    with pg_connection(url) as connection:
-        over = connection.execute(
-            "SELECT count(*) FROM node_resources WHERE allocated > capacity"
-        ).fetchone()
-    result = summary(samples)
-    result["perSecond"] = round(len(samples) / elapsed, 1)
+        with pg_connection(url) as connection:
+            over = connection.execute(
+                "SELECT count(*) FROM node_resources WHERE allocated > capacity"
+            ).fetchone()
     result["invariantsOk"] = over is not None and over[0] == 0
     return result
 
@@ -230,13 +238,20 @@ def main() -> None:
     parser.add_argument("--pg", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
     parser.add_argument("--no-pg", action="store_true")
     parser.add_argument("--processes", type=int, default=4)
+    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--start-method", choices=START_METHODS, default="spawn")
     args = parser.parse_args()
     results: dict[str, Any] = {f"sqlite_{args.hosts}": floor_sqlite(args.hosts, args.placements)}
     if not args.no_pg:
         results[f"postgres_{args.hosts}"] = floor_pg(args.pg, args.hosts, args.placements)
         if args.processes > 1:
             results[f"postgres_{args.hosts}_{args.processes}proc"] = floor_pg_processes(
-                args.pg, args.hosts, args.placements // args.processes, args.processes
+                args.pg,
+                args.hosts,
+                args.placements // args.processes,
+                args.processes,
+                pairs=args.pairs,
+                start_method=args.start_method,
             )
     emit(results)
 

@@ -1,4 +1,6 @@
-"""The placement floor the benchmarks compare against is itself correct: it fills hosts to capacity, never past."""
+"""The placement floor the benchmarks compare against is itself correct (it fills hosts to capacity,
+never past), its PostgreSQL plan does not depend on where its cursor is, and the processes placing
+at once are measured alike for the floor and for bcfleet."""
 
 from __future__ import annotations
 
@@ -6,7 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from bench.floor_placement import Floor, seed, sqlite_connection
+from bench.bench_placement import run_processes
+from bench.common import scratch_pg
+from bench.floor_placement import (
+    CANDIDATE,
+    Floor,
+    floor_pg_processes,
+    pg_connection,
+    seed,
+    sqlite_connection,
+)
+from tests.support.fleet import PG_ADMIN_URL
 
 
 def test_floor_fills_a_small_pool_exactly_to_capacity(tmp_path: Path) -> None:
@@ -28,3 +40,27 @@ def test_floor_fills_a_small_pool_exactly_to_capacity(tmp_path: Path) -> None:
     assert over == (0,)
     assert disk == (150 * 40,)
     assert allocations == (150,)
+
+
+@pytest.mark.postgres
+def test_the_floor_reads_each_candidate_host_by_key_wherever_its_cursor_is() -> None:
+    with scratch_pg(PG_ADMIN_URL, "bcfleet_floor") as url, pg_connection(url) as connection:
+        seed(connection, False, 200)
+        params = {"pool": "pool-floor", "after": "node-00150", "vcpu": 2, "mem": 4, "disk": 40}
+        plan = "\n".join(row[0] for row in connection.execute("EXPLAIN " + CANDIDATE, params))
+    assert "Nested Loop" in plan
+    assert "Merge Join" not in plan and "Hash Join" not in plan
+
+
+@pytest.mark.postgres
+def test_the_floor_and_bcfleet_place_in_spawned_processes_paired_with_one() -> None:
+    floor = floor_pg_processes(PG_ADMIN_URL, 8, 3, 2, pairs=1)
+    assert floor["count"] == 6  # the two processes' placements, timed; the one process's are not
+    assert floor["invariantsOk"] is True
+    assert len(floor["scalePerPair"]) == 1 and floor["scaleOverOneProcess"] > 0
+    with scratch_pg(PG_ADMIN_URL) as url:
+        placed = run_processes(url, 8, 3, 2, tenants=2, pairs=1)
+    assert placed["count"] == 6
+    assert placed["invariantsOk"] is True
+    assert placed["startMethod"] == "spawn"
+    assert len(placed["scalePerPair"]) == 1 and placed["scaleOverOneProcess"] > 0
