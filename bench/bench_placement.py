@@ -51,7 +51,14 @@ from bench.common import (  # noqa: E402
     timed_with_cpu,
 )
 from bench.floor_placement import floor_pg, floor_pg_processes, floor_sqlite  # noqa: E402
-from bench.processes import START_METHODS, WARM_UP, at_once, run_worker, scale_pairs  # noqa: E402
+from bench.processes import (  # noqa: E402
+    START_METHODS,
+    WARM_UP,
+    at_once,
+    pairs_count,
+    run_worker,
+    scale_pairs,
+)
 
 CPU_KEYS = ("clientCpuMs", "backendCpuMs")
 
@@ -175,7 +182,7 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=4)
     parser.add_argument(
         "--pairs",
-        type=int,
+        type=pairs_count,
         default=3,
         help="rounds of one process, then --processes at once, for scaleOverOneProcess",
     )

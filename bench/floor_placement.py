@@ -36,7 +36,13 @@ from bench.common import (  # noqa: E402
     timed,
     timed_with_cpu,
 )
-from bench.processes import START_METHODS, at_once, run_worker, scale_pairs  # noqa: E402
+from bench.processes import (  # noqa: E402
+    START_METHODS,
+    at_once,
+    pairs_count,
+    run_worker,
+    scale_pairs,
+)
 
 FLAVOR = {"vcpu": 2, "memoryGiB": 4, "diskGiB": 40}
 HOST = (("vcpu", 64, 2.0), ("memoryGiB", 256, 1.0), ("diskGiB", 2000, 1.0))
@@ -238,7 +244,7 @@ def main() -> None:
     parser.add_argument("--pg", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
     parser.add_argument("--no-pg", action="store_true")
     parser.add_argument("--processes", type=int, default=4)
-    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--pairs", type=pairs_count, default=3)
     parser.add_argument("--start-method", choices=START_METHODS, default="spawn")
     args = parser.parse_args()
     results: dict[str, Any] = {f"sqlite_{args.hosts}": floor_sqlite(args.hosts, args.placements)}

@@ -7,12 +7,13 @@ process placing as many just before it, and `scaleOverOneProcess` is the median 
 ratios, so the two figures of a ratio are taken seconds, not a whole benchmark, apart.
 
 The start method matters on a small machine: processes forked from a parent that has already
-imported bcfleet share those modules' memory pages, and placed 16 % faster at four on two cores than
-processes that imported the same modules themselves (docs/speed.md). `fork` is kept to show it.
+imported bcfleet share those modules' memory pages: four of them placed 809-855/s on two cores
+where four spawned ones placed 700-745/s (docs/speed.md). `fork` is kept to show it.
 """
 
 from __future__ import annotations
 
+import argparse
 import multiprocessing
 import statistics
 import threading
@@ -27,6 +28,17 @@ WARM_UP = 20  # placements each process makes before the clock starts, as the on
 WAIT_S = 900  # a process that died is reported instead of waited for forever
 
 Round = Callable[[], tuple[list[float], float]]
+
+
+def pairs_count(text: str) -> int:
+    """--pairs as argparse reads it: a whole number of rounds, at least one."""
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return count
 
 
 def run_worker(place: Callable[[], Any], count: int, ready: Any, out: Any) -> None:

@@ -4,6 +4,7 @@ at once are measured alike for the floor and for bcfleet."""
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from bench.floor_placement import (
     seed,
     sqlite_connection,
 )
+from bench.processes import pairs_count
 from tests.support.fleet import PG_ADMIN_URL
 
 
@@ -64,3 +66,10 @@ def test_the_floor_and_bcfleet_place_in_spawned_processes_paired_with_one() -> N
     assert placed["invariantsOk"] is True
     assert placed["startMethod"] == "spawn"
     assert len(placed["scalePerPair"]) == 1 and placed["scaleOverOneProcess"] > 0
+
+
+@pytest.mark.parametrize("text", ["0", "-1", "nan", "1e23", "", "2.5"])
+def test_pairs_must_be_a_whole_number_of_rounds(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match="at least 1"):
+        pairs_count(text)
+    assert pairs_count("3") == 3
