@@ -238,7 +238,7 @@ def start_acting_for(
         return actor, _confirmed
     if not actor.is_root_admin:
         raise ForbiddenError("this credential belongs to another tenant", {"tenant": tenant_id})
-    sent = _TENANT_EXISTS.send_reading(core_connection(on), {"t": tenant_id}, flush=False)
+    sent = _TENANT_EXISTS.send_reading(core_connection(on), {"t": tenant_id})
 
     def confirm() -> None:
         if sent.rows().first() is None:

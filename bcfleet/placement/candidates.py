@@ -124,7 +124,7 @@ class SearchAhead:
         self._sent = (
             with_labels,
             params,
-            FEASIBLE_PAGE[with_labels].send_reading(session, params, flush=False),
+            FEASIBLE_PAGE[with_labels].send_reading(session, params),
         )
 
     def page(self, session: Session, params: dict[str, Any], *, with_labels: bool) -> list[Any]:

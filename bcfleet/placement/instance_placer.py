@@ -576,7 +576,8 @@ class _ReadBehindClaim:
             None
             if looked_empty
             else _OTHERS_ON.send_reading(
-                session, {"node": node_id, "exclude": exclude}, flush=False
+                session,
+                {"node": node_id, "exclude": exclude},
             )
         )
 
@@ -655,7 +656,7 @@ def _send_inventory_read(
     session: Session, node_id: str, kept: tuple[int, Inventory] | None
 ) -> SentRows:
     params = {"n": node_id, "kept": kept[0] if kept is not None else -1}
-    return _INVENTORY_UNLESS_KEPT.send_reading(session, params, flush=False)
+    return _INVENTORY_UNLESS_KEPT.send_reading(session, params)
 
 
 def _inventory_read(

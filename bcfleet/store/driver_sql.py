@@ -171,9 +171,7 @@ class DriverStatement:
         compiled, arguments = self._bound(connection, params)
         if _by_libpq(connection):
             pipeline = _libpq_pipeline(connection)
-            answer = _send_on_libpq(
-                connection, pipeline, compiled, arguments, read=True, flush=False
-            )  # the sync just below sends it
+            answer = _send_on_libpq(connection, pipeline, compiled, arguments, read=True)
             assert answer is not None
             _answer(connection, pipeline, compiled.sql, arguments)
             if compiled.changes and answer.rowcount != 0:
@@ -194,13 +192,11 @@ class DriverStatement:
             raise
         return _read(cursor, compiled)
 
-    def send_reading(
-        self, on: Session | Connection, params: Mapping[str, Any], *, flush: bool = True
-    ) -> SentRows:
+    def send_reading(self, on: Session | Connection, params: Mapping[str, Any]) -> SentRows:
         """Run once, its rows read later (SentRows.rows()): on PostgreSQL it waits in the
         pipeline until a statement after it is run, and is answered in that one's round trip.
 
-        Its error, if any, is raised there or by rows(). flush=False: see send().
+        Its error, if any, is raised there or by rows().
         """
         connection = on if isinstance(on, Connection) else connection_of(on)
         if not _pipelines(connection):
@@ -208,9 +204,7 @@ class DriverStatement:
         compiled, arguments = self._bound(connection, params)
         if _by_libpq(connection):
             pipeline = _libpq_pipeline(connection)
-            answer = _send_on_libpq(
-                connection, pipeline, compiled, arguments, read=True, flush=flush
-            )
+            answer = _send_on_libpq(connection, pipeline, compiled, arguments, read=True)
             if compiled.changes:  # no rowcount until answered: counts as a change
                 connection.info[CHANGED_FLAG] = True
             return SentRows(None, (connection, pipeline, answer, compiled, arguments))
@@ -225,19 +219,12 @@ class DriverStatement:
             raise
         return SentRows(None, (connection, queued, cursor, compiled, arguments))
 
-    def send(
-        self, on: Session | Connection, params: Mapping[str, Any], *, flush: bool = True
-    ) -> None:
+    def send(self, on: Session | Connection, params: Mapping[str, Any]) -> None:
         """Run once, its answer not read: on PostgreSQL it waits in the pipeline (module docstring).
 
         Its error, if any, is raised by the next statement or at COMMIT. Until answered its
         rowcount is unknown, so a sent INSERT, UPDATE or DELETE counts as a change (the
         revision bump); only statements that always change a row are sent.
-
-        On libpq a statement sent is flushed to the server at once, which runs it while the
-        client goes on. flush=False leaves it in the buffer for the next flush (a statement
-        sent after it, or the sync that answers it): for one sent just before another that is
-        flushed, or before its round trip's sync, a socket write and a server wake-up fewer.
         """
         connection = on if isinstance(on, Connection) else connection_of(on)
         if not _pipelines(connection):
@@ -245,14 +232,7 @@ class DriverStatement:
             return
         compiled, arguments = self._bound(connection, params)
         if _by_libpq(connection):
-            _send_on_libpq(
-                connection,
-                _libpq_pipeline(connection),
-                compiled,
-                arguments,
-                read=False,
-                flush=flush,
-            )
+            _send_on_libpq(connection, _libpq_pipeline(connection), compiled, arguments, read=False)
             if compiled.changes:  # no rowcount until answered: counts as a change
                 connection.info[CHANGED_FLAG] = True
             return
@@ -439,16 +419,15 @@ def _send_on_libpq(
     arguments: Any,
     *,
     read: bool,
-    flush: bool = True,
 ) -> Answer | None:
-    """Send a compiled statement into the libpq pipeline; its Answer when read (flush: PqPipeline.send).
+    """Queue a compiled statement in the libpq pipeline; its Answer when read.
 
     A driver error (the connection lost while sending) is raised as SQLAlchemy wraps it.
     """
     assert compiled.libpq is not None
     sql, names = compiled.libpq
     try:
-        return pipeline.send(sql, [arguments[name] for name in names], read=read, flush=flush)
+        return pipeline.send(sql, [arguments[name] for name in names], read=read)
     except connection.dialect.loaded_dbapi.Error as exc:
         connection._handle_dbapi_exception(exc, compiled.sql, arguments, None, None)
         raise  # not reached: SQLAlchemy raised its own

@@ -87,13 +87,12 @@ class PqPipeline:
         self.poll.register(self.pgconn.socket, select.POLLIN)
         self.pgconn.enter_pipeline_mode()
 
-    def send(
-        self, sql: bytes, values: Sequence[Any], *, read: bool, flush: bool = True
-    ) -> Answer | None:
-        """Send one statement with its values; its Answer (filled by end()) when read.
+    def send(self, sql: bytes, values: Sequence[Any], *, read: bool) -> Answer | None:
+        """Queue one statement with its values; its Answer (filled by end()) when read.
 
-        flush=False: left in libpq's buffer for the next flush (a statement sent after it, or
-        the sync): a socket write fewer."""
+        Nothing is written to the socket until end(): the round trip is one write and one
+        wake-up of the server, however many statements it holds (docs/speed.md, "One write a
+        round trip")."""
         transformer = self.transformer
         dumped = transformer.dump_sequence(values, [PyFormat.AUTO] * len(values))  # sends nothing
         key = (sql, tuple(transformer.types or ()))
@@ -106,8 +105,6 @@ class PqPipeline:
                 self.pgconn.send_prepare(name, sql, param_types=key[1])
                 self.waiting.append((key, name))
             self.pgconn.send_query_prepared(name, dumped, param_formats=formats)
-            if flush:  # on its way now: the server runs it while the next is dumped
-                self.pgconn.flush()
         except BaseException:
             self._close()
             raise
@@ -116,10 +113,7 @@ class PqPipeline:
         return answer
 
     def send_text(self, sql: bytes) -> None:
-        """Queue a statement without parameters (BEGIN, COMMIT), its answer not read.
-
-        Not flushed: the server has next to nothing to do for it, so it waits in libpq's buffer
-        and goes with the next statement's flush or the sync's (a socket write fewer)."""
+        """Queue a statement without parameters (BEGIN, COMMIT), its answer not read (sent at end())."""
         try:
             self.pgconn.send_query_params(sql, None)
         except BaseException:

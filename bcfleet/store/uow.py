@@ -96,7 +96,7 @@ def bump(session: Session) -> None:
         if _BUMP_SQLITE.run(connection, {}).rowcount == 0:
             connection.execute(text("INSERT INTO state_revision (id, revision) VALUES (1, 1)"))
     else:
-        _BUMP_PG.send(connection, {}, flush=False)  # not read: it goes with COMMIT
+        _BUMP_PG.send(connection, {})  # not read: it goes with COMMIT
 
 
 def current_revision(session: Session) -> int:

@@ -3,6 +3,7 @@ the first error raised as SQLAlchemy wraps it, nothing recorded that the server 
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -59,6 +60,23 @@ def test_statements_are_prepared_once_and_survive_a_rollback(pg_fleet: Fleet) ->
     ours = {n: s for n, s in prepared.items() if n.startswith("bcfleet_")}
     assert sum("INSERT INTO events" in s for s in ours.values()) == 1
     assert sum("SELECT count(*) FROM events" in s for s in ours.values()) == 1
+
+
+def test_nothing_reaches_the_server_before_the_round_trip_is_answered(pg_fleet: Fleet) -> None:
+    """One socket write a round trip: statements sent wait in libpq's buffer until the sync."""
+    marked = DriverStatement(text("SELECT 'waiting-in-' || 'the-buffer' AS marker"))
+    seen = text(
+        "SELECT count(*) FROM pg_stat_activity"
+        " WHERE query LIKE '%waiting-in-%' AND pid <> pg_backend_pid()"
+    )
+    with pg_fleet.write() as session, pg_fleet.engine.connect() as observer:
+        INSERT_EVENT.send(session, _event("evt_1"))
+        sent = marked.send_reading(session, {})  # the last one the server will have run
+        time.sleep(0.2)  # a statement written to the socket would be running by now
+        assert observer.execute(seen).scalar() == 0
+        assert sent.rows().first() == ("waiting-in-the-buffer",)
+        observer.rollback()  # a fresh snapshot of the activity
+        assert observer.execute(seen).scalar() == 1
 
 
 def test_the_first_error_is_raised_and_a_parse_it_aborted_is_not_taken_as_prepared(
