@@ -5,6 +5,9 @@ cursor's state for each: about 45 us of client CPU a statement, where libpq's ca
 psycopg's adapters cost about 13 (docs/speed.md). store/driver_sql.py sends a transaction's
 DriverStatements here when no listener but bcfleet's own would see them; with any other
 listener (fault injection, statement counts) they go through psycopg's cursors as before.
+Nothing is written to the socket before the sync: a round trip is one write and one wake-up
+of the server, however many statements it holds. Where several processes share the cores, a
+write a statement cost more than the overlap it bought (docs/speed.md, "One write a round trip").
 
 Values are dumped and rows loaded by psycopg's Transformer, so the same bytes reach the
 server as through a cursor. Each statement is prepared on a connection the first time it is
@@ -54,21 +57,33 @@ def numbered(sql: str) -> tuple[bytes, tuple[str, ...]]:
 Key = tuple[bytes, tuple[int, ...]]  # a statement's query and its parameters' types
 
 
-class _Prepared:
-    """The statements prepared on one connection, by key, and the numbers their names take.
+class _Kept:
+    """What one connection's pipelines share: the statements prepared on it, by key, and the
+    numbers their names take; the Transformer that dumps and loads (its adapters looked up
+    once, as a cursor's are, not once a round trip); the poll on its socket.
 
     A name is never given twice on a connection, so a Parse the server skipped or refused
     leaves no name that a later one could meet."""
 
-    __slots__ = ("names", "numbers")
+    __slots__ = ("names", "numbers", "poll", "transformer")
 
-    def __init__(self) -> None:
+    def __init__(self, driver: psycopg.Connection[Any]) -> None:
         self.names: dict[Key, bytes] = {}
         self.numbers = count()
+        self.transformer = Transformer(driver)
+        self.poll = select.poll()
+        self.poll.register(driver.pgconn.socket, select.POLLIN)
 
 
-_PREPARED: WeakKeyDictionary[Any, _Prepared] = WeakKeyDictionary()
+_KEPT: WeakKeyDictionary[Any, _Kept] = WeakKeyDictionary()
 _NO_SUCH_STATEMENT = "26000"  # invalid_sql_statement_name: a prepared statement the server lost
+
+
+def _kept(driver: psycopg.Connection[Any]) -> _Kept:
+    kept = _KEPT.get(driver)
+    if kept is None:
+        kept = _KEPT[driver] = _Kept(driver)
+    return kept
 
 
 class PqPipeline:
@@ -77,22 +92,20 @@ class PqPipeline:
     def __init__(self, driver: psycopg.Connection[Any]) -> None:
         self.driver = driver
         self.pgconn = driver.pgconn
-        self.transformer = Transformer(driver)
-        self.prepared = _PREPARED.setdefault(driver, _Prepared())
+        self.prepared = kept = _kept(driver)
+        self.transformer = kept.transformer
         # In the order sent: an Answer to fill, None (an answer nobody reads), or a Parse
         # (its key, its name), recorded as prepared when the server accepts it.
         self.waiting: list[Any] = []
         self.parsing: dict[Key, bytes] = {}
-        self.poll = select.poll()
-        self.poll.register(self.pgconn.socket, select.POLLIN)
+        self.poll = kept.poll
         self.pgconn.enter_pipeline_mode()
 
     def send(self, sql: bytes, values: Sequence[Any], *, read: bool) -> Answer | None:
         """Queue one statement with its values; its Answer (filled by end()) when read.
 
-        Nothing is written to the socket until end(): the round trip is one write and one
-        wake-up of the server, however many statements it holds (docs/speed.md, "One write a
-        round trip")."""
+        Nothing is written to the socket until end(), unless libpq's buffer fills (module
+        docstring)."""
         transformer = self.transformer
         dumped = transformer.dump_sequence(values, [PyFormat.AUTO] * len(values))  # sends nothing
         key = (sql, tuple(transformer.types or ()))

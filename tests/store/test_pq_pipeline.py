@@ -15,7 +15,7 @@ from bcfleet.fleet import Fleet
 from bcfleet.store import driver_sql
 from bcfleet.store.driver_sql import DriverStatement, connection_of
 from bcfleet.store.faults import connection_lost
-from bcfleet.store.pq_pipeline import _PREPARED, numbered
+from bcfleet.store.pq_pipeline import _KEPT, numbered
 from tests.support.builders import OP
 from tests.support.capacity import create, pool_with_hosts, small_flavor
 from tests.support.db_faults import kill
@@ -95,7 +95,7 @@ def test_the_first_error_is_raised_and_a_parse_it_aborted_is_not_taken_as_prepar
         assert fresh.run(session, {"s": "x"}).scalar() == 0  # prepared now, under its own name
         assert COUNT.run(session, {"t": "t"}).scalar() == 1  # evt_2 was never saved
         on_server = set(_server_prepared(session))
-    assert {name.decode() for name in _PREPARED[driver].names.values()} <= on_server
+    assert {name.decode() for name in _KEPT[driver].names.values()} <= on_server
 
 
 def test_with_another_listener_the_statements_go_through_psycopgs_cursors(pg_fleet: Fleet) -> None:
