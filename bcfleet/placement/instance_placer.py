@@ -575,10 +575,7 @@ class _ReadBehindClaim:
         self._others = (
             None
             if looked_empty
-            else _OTHERS_ON.send_reading(
-                session,
-                {"node": node_id, "exclude": exclude},
-            )
+            else _OTHERS_ON.send_reading(session, {"node": node_id, "exclude": exclude})
         )
 
     def inventory(self) -> Inventory:

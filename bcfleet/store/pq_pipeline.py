@@ -92,7 +92,7 @@ class PqPipeline:
     def __init__(self, driver: psycopg.Connection[Any]) -> None:
         self.driver = driver
         self.pgconn = driver.pgconn
-        self.prepared = kept = _kept(driver)
+        self.kept = kept = _kept(driver)
         self.transformer = kept.transformer
         # In the order sent: an Answer to fill, None (an answer nobody reads), or a Parse
         # (its key, its name), recorded as prepared when the server accepts it.
@@ -111,9 +111,9 @@ class PqPipeline:
         key = (sql, tuple(transformer.types or ()))
         formats = transformer.formats
         try:
-            name = self.prepared.names.get(key) or self.parsing.get(key)
+            name = self.kept.names.get(key) or self.parsing.get(key)
             if name is None:
-                name = b"bcfleet_%d" % next(self.prepared.numbers)
+                name = b"bcfleet_%d" % next(self.kept.numbers)
                 self.parsing[key] = name
                 self.pgconn.send_prepare(name, sql, param_types=key[1])
                 self.waiting.append((key, name))
@@ -156,7 +156,7 @@ class PqPipeline:
             self.parsing = {}
         if first is not None:
             if first.sqlstate == _NO_SUCH_STATEMENT:  # gone from the server: prepare afresh
-                self.prepared.names.clear()
+                self.kept.names.clear()
             raise first
 
     def _close(self) -> None:
@@ -183,7 +183,7 @@ class PqPipeline:
                 continue
             elif type(waiting) is tuple:  # a Parse the server accepted
                 key, name = waiting
-                self.prepared.names[key] = name
+                self.kept.names[key] = name
             elif waiting is not None:
                 transformer = self.transformer
                 transformer.set_pgresult(result)
