@@ -18,6 +18,10 @@ class Clock(Protocol):
 
     def sleep(self, seconds: float) -> None: ...
 
+    def sleep_unless(self, seconds: float, stop: threading.Event) -> bool:
+        """Sleep, ending early once stop is set; whether it was (a watcher that went)."""
+        ...
+
 
 class SystemClock:
     """The real clock."""
@@ -27,6 +31,9 @@ class SystemClock:
 
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)
+
+    def sleep_unless(self, seconds: float, stop: threading.Event) -> bool:
+        return stop.wait(seconds)
 
 
 class FakeClock:
@@ -52,6 +59,12 @@ class FakeClock:
     def sleep(self, seconds: float) -> None:
         self.advance(seconds)
 
+    def sleep_unless(self, seconds: float, stop: threading.Event) -> bool:
+        if stop.is_set():
+            return True
+        self.sleep(seconds)
+        return False
+
 
 class OffsetClock:
     """The real clock shifted so that it started at a given time (BCFLEET_NOW)."""
@@ -64,6 +77,9 @@ class OffsetClock:
 
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)
+
+    def sleep_unless(self, seconds: float, stop: threading.Event) -> bool:
+        return stop.wait(seconds)
 
 
 def as_utc(value: datetime) -> datetime:

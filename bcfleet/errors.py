@@ -16,8 +16,9 @@
     │                                                             are at their bound; Retry-After)
     ├── NoCapacityError             NO_CAPACITY             503
     ├── DatabaseUnavailableError    DATABASE_UNAVAILABLE    503   (the database connection was
-    │                               lost or could not be made; Retry-After; details say whether
-    │                               the change may have been saved)
+    │                               lost or could not be made, or it cancelled a statement;
+    │                               Retry-After; details say whether the change may have been
+    │                               saved)
     └── ProviderUnavailableError    PROVIDER_UNAVAILABLE    503   (a cloud provider could not be
         └── ProviderIncompatibleError                             reached after retries, or removed
                                                                   what bcfleet calls)
@@ -155,9 +156,11 @@ class DatabaseUnavailableError(FleetError):
     """The database connection was lost (or could not be made) and the call could not finish.
 
     details.reason is ``connection_lost`` when the transaction was rolled back with nothing
-    saved (the call was already run a second time), ``commit_outcome_unknown`` when the
-    connection died while COMMIT was on its way: the change may or may not have been saved,
-    so look before sending it again.
+    saved (the call was already run a second time), ``statement_cancelled`` when the database
+    cancelled a statement (statement_timeout, pg_cancel_backend) and nothing was saved,
+    ``commit_outcome_unknown`` when the connection died (or the statement was cancelled) while
+    COMMIT was on its way: the change may or may not have been saved, so look before sending
+    it again.
     """
 
     code = "DATABASE_UNAVAILABLE"

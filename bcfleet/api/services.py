@@ -13,6 +13,7 @@ runs elsewhere and takes no instance. Every call is one transaction, except
 from __future__ import annotations
 
 import random
+import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -295,6 +296,7 @@ class ServicesAPI(Area):
         *,
         poll_seconds: float = 5.0,
         timeout_seconds: float = 900.0,
+        stop: threading.Event | None = None,
     ) -> Iterator[dict[str, Any]]:
         """A streaming deploy: yields progress until the service's instance is ready.
 
@@ -304,9 +306,12 @@ class ServicesAPI(Area):
         timeout_seconds, NO_CAPACITY; the service stays deployed and its
         instance keeps starting. Both are finite numbers of seconds within
         bounds.WAIT_SECONDS_MAX (poll at least 0.01): INVALID_INPUT otherwise.
+        Once `stop` is set (the watcher went, the server stops) the wait ends
+        at once and so do the steps, the instance still starting.
         """
         check_seconds("pollSeconds", poll_seconds, low=0.01)
         check_seconds("timeoutSeconds", timeout_seconds)
+        watching = stop or threading.Event()  # never set: the caller watches to the end
         try:
             yield {"phase": "deployed", "service": self.deploy(credential, service_id)}
             return
@@ -319,7 +324,8 @@ class ServicesAPI(Area):
         while body["status"] != "deployed":
             if waited >= timeout_seconds:
                 raise self._timed_out(body, waited)
-            self.fleet.clock.sleep(poll_seconds)
+            if self.fleet.clock.sleep_unless(poll_seconds, watching):
+                return
             waited += poll_seconds
             body = self.show(credential, service_id)  # a pending one is placed by the vps.hosts job
             if body["status"] == "undeployed":

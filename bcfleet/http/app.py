@@ -211,17 +211,19 @@ def create_app(
     heartbeat_seconds: float = 15.0,
     tally_seconds: float = 10.0,
     streams_per_tenant: int | None = None,
+    streams_total: int | None = None,
     debug: bool = False,
 ) -> Starlette:
     """The application over one fleet; tally_seconds paces the event-log counters (0: never);
-    streams_per_tenant bounds each tenant's open streams (default BCFLEET_STREAMS_PER_TENANT)."""
+    streams_per_tenant bounds each tenant's open streams (default BCFLEET_STREAMS_PER_TENANT),
+    streams_total all of them (default BCFLEET_STREAMS_TOTAL)."""
     fleet.map_all_tables()
     served = Served(
         fleet,
         max_body_bytes=max_body_bytes,
         poll_seconds=poll_seconds,
         heartbeat_seconds=heartbeat_seconds,
-        streams=StreamSlots(streams_per_tenant),
+        streams=StreamSlots(streams_per_tenant, streams_total),
         debug=debug,
     )
     tallies = _tallies(fleet, served)

@@ -26,8 +26,8 @@ ERROR_SCHEMA: dict[str, Any] = {
                 "details": {
                     "type": "object",
                     "description": "For NO_CAPACITY: reason fleet_no_capacity, instance_size, "
-                    "retry_after. For DATABASE_UNAVAILABLE: reason connection_lost (nothing "
-                    "was saved) or commit_outcome_unknown.",
+                    "retry_after. For DATABASE_UNAVAILABLE: reason connection_lost or "
+                    "statement_cancelled (nothing was saved), or commit_outcome_unknown.",
                 },
             },
         }

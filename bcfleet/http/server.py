@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import threading
 import time
 from types import TracebackType
@@ -12,9 +14,20 @@ import uvicorn
 from bcfleet.errors import FleetError
 
 
+class FleetServer(uvicorn.Server):
+    """uvicorn, ending the application's open streams as it stops (before it waits for its
+    connections to close): each ends cleanly, never cancelled with a traceback."""
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        served = getattr(getattr(self.config.app, "state", None), "served", None)
+        if served is not None:
+            served.streams.end_all()
+        await super().shutdown(sockets)
+
+
 def serve_forever(app: Any, *, host: str, port: int, log_level: str = "info") -> None:
-    """Serve until interrupted; open streams get 5 seconds to finish on shutdown."""
-    uvicorn.run(
+    """Serve until interrupted; open streams end at once, others get 5 seconds to finish."""
+    config = uvicorn.Config(
         app,
         host=host,
         port=port,
@@ -22,6 +35,11 @@ def serve_forever(app: Any, *, host: str, port: int, log_level: str = "info") ->
         timeout_graceful_shutdown=5,
         proxy_headers=False,
     )
+    server = FleetServer(config)
+    with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl-C: stop without waiting
+        server.run()
+    if not server.started:
+        raise FleetError("the HTTP server did not start")
 
 
 class BackgroundServer:
@@ -31,7 +49,7 @@ class BackgroundServer:
         config = uvicorn.Config(
             app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=2
         )
-        self.server = uvicorn.Server(config)
+        self.server = FleetServer(config)
         self.thread = threading.Thread(target=self.server.run, name="bcfleet-http", daemon=True)
         self.host = host
         self.port = port

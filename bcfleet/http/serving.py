@@ -3,8 +3,8 @@
 app.py wraps every Operation with endpoint_for(). The API methods are synchronous and do
 I/O, so the handler runs in a worker thread (run_in_threadpool). Errors become the
 error JSON of PRODUCT.md §3 with their code's status; NO_CAPACITY and DATABASE_UNAVAILABLE
-add Retry-After. A lost database connection that escaped the API's own handling still
-answers 503 DATABASE_UNAVAILABLE, never 500.
+add Retry-After. A lost database connection or a statement the database cancelled that
+escaped the API's own handling still answers 503 DATABASE_UNAVAILABLE, never 500.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from bcfleet.http.metrics import Metrics
 from bcfleet.http.operations import Call, Endpoint, Operation, TenantResolver
 from bcfleet.http.rules import matches
 from bcfleet.http.streams import StreamSlots
-from bcfleet.store.faults import connection_lost, unavailable
+from bcfleet.store.faults import escaped_fault
 
 log = logging.getLogger("bcfleet.http")
 
@@ -104,10 +104,10 @@ def log_unexpected(what: str, exc: BaseException, *, debug: bool) -> None:
 
 
 def unexpected_error_response(exc: BaseException) -> JSONResponse:
-    """503 DATABASE_UNAVAILABLE for a lost database connection, else 500 INTERNAL (logged by the caller)."""
-    if connection_lost(exc):  # outside a unit of work: whether anything was saved is unknown
-        return error_response(unavailable(during_commit=True))
-    return internal_error_response()
+    """503 DATABASE_UNAVAILABLE for a lost database connection or a cancelled statement, else 500
+    INTERNAL (logged by the caller)."""
+    fault = escaped_fault(exc)  # outside a unit of work: whether anything was saved is unknown
+    return internal_error_response() if fault is None else error_response(fault)
 
 
 def internal_error_response() -> JSONResponse:

@@ -31,8 +31,14 @@ What counts as lost: SQLAlchemy invalidated the connection (it saw a disconnect)
 driver InterfaceError, or a psycopg OperationalError of SQLSTATE class 08 (connection
 exception), 57P01-57P03 (administrator or crash shutdown, starting up), or with no
 SQLSTATE at all (the client side found the socket closed, or could not connect). Lock
-waits and statement timeouts are not; neither is SQLite's "database is locked", which its
-busy timeout waits out.
+waits are not; neither is SQLite's "database is locked", which its busy timeout waits out.
+
+A statement the server cancelled (SQLSTATE 57014: statement_timeout, or an administrator's
+pg_cancel_backend) is not a lost connection, but it is the database's state, not the caller's
+fault: it answers DATABASE_UNAVAILABLE (503, Retry-After) with reason ``statement_cancelled``
+(nothing saved), or ``commit_outcome_unknown`` when COMMIT had been sent or an earlier write
+of the call had committed. It is never run again here: a statement that timed out would most
+likely time out again, and the client retries after Retry-After.
 
 A transaction PostgreSQL aborted to break a deadlock (40P01) or a serialization failure
 (40001) saved nothing either, and the server has already let the other side go on. It
@@ -72,7 +78,10 @@ SHUTDOWN_SQLSTATES = frozenset({"57P01", "57P02", "57P03"})
 # gone (a pooler's DISCARD ALL, an administrator's DEALLOCATE); the transaction failed with it,
 # and the connection's statements are prepared afresh when the call runs again.
 ABORTED_SQLSTATES = frozenset({"40P01", "40001", "26000"})
+# query_canceled: statement_timeout ran out, or pg_cancel_backend() was called.
+QUERY_CANCELED = "57014"
 CONNECTION_LOST = "connection_lost"
+STATEMENT_CANCELLED = "statement_cancelled"
 COMMIT_OUTCOME_UNKNOWN = "commit_outcome_unknown"
 TRANSACTION_ABORTED = "transaction_aborted"
 
@@ -91,6 +100,15 @@ def connection_lost(exc: BaseException) -> bool:
         state = getattr(exc.orig, "sqlstate", None)
         return state is None or state.startswith("08") or state in SHUTDOWN_SQLSTATES
     return False
+
+
+def statement_cancelled(exc: BaseException) -> bool:
+    """Whether the server cancelled the statement (QUERY_CANCELED): psycopg's QueryCanceled, bare or
+    wrapped in SQLAlchemy's OperationalError."""
+    error = exc.orig if isinstance(exc, DBAPIError) else exc
+    if isinstance(error, sqlite3.Error):
+        return False
+    return getattr(error, "sqlstate", None) == QUERY_CANCELED
 
 
 def aborted_by_server(exc: BaseException) -> bool:
@@ -157,9 +175,37 @@ def unavailable(*, during_commit: bool) -> DatabaseUnavailableError:
     )
 
 
+def cancelled(*, during_commit: bool) -> DatabaseUnavailableError:
+    """The error of a statement the server cancelled; during_commit: COMMIT had been sent (or an
+    earlier write of the call had committed)."""
+    if during_commit:
+        return DatabaseUnavailableError(
+            "the database cancelled a statement while committing (statement_timeout or an "
+            "administrator's cancel): the change may or may not have been saved; check before "
+            "sending it again",
+            {"reason": COMMIT_OUTCOME_UNKNOWN},
+        )
+    return DatabaseUnavailableError(
+        "the database cancelled a statement of this call (statement_timeout or an "
+        "administrator's cancel); nothing was saved: try again",
+        {"reason": STATEMENT_CANCELLED},
+    )
+
+
+def escaped_fault(exc: BaseException) -> DatabaseUnavailableError | None:
+    """The error a database failure that escaped every unit of work answers (a lost connection or
+    a cancelled statement), None for any other error. Whether anything was saved is unknown."""
+    if connection_lost(exc):
+        return unavailable(during_commit=True)
+    if statement_cancelled(exc):
+        return cancelled(during_commit=True)
+    return None
+
+
 @contextmanager
 def lost_connections(*, committing: Callable[[], bool] = lambda: False) -> Iterator[None]:
-    """Turn a lost connection inside the block into DatabaseUnavailableError (never a 500).
+    """Turn a lost connection or a cancelled statement inside the block into
+    DatabaseUnavailableError (never a 500).
 
     committing tells whether COMMIT had been sent when the error came.
     """
@@ -168,9 +214,15 @@ def lost_connections(*, committing: Callable[[], bool] = lambda: False) -> Itera
     except DBAPIError as exc:
         if aborted_by_server(exc):
             raise aborted() from exc
+        if statement_cancelled(exc):
+            raise cancelled(during_commit=committing()) from exc
         if not connection_lost(exc):
             raise
         raise unavailable(during_commit=committing()) from exc
+    except Exception as exc:  # a driver error SQLAlchemy did not wrap (store/pq_pipeline.py)
+        if not statement_cancelled(exc):
+            raise
+        raise cancelled(during_commit=committing()) from exc
 
 
 # Runs after the first: one for a lost connection, two for an aborted transaction.
@@ -207,6 +259,8 @@ def run_retrying(call: Callable[[], T]) -> T:
         except (DatabaseUnavailableError, ConflictError) as error:
             reason = _reason(error)
             if reason is None:
+                if attempt.commits and error.details.get("reason") == STATEMENT_CANCELLED:
+                    raise cancelled(during_commit=True) from error  # an earlier write committed
                 raise
             if attempt.commits or runs[reason] >= _RUNS_AGAIN[reason]:
                 if attempt.commits and reason == CONNECTION_LOST:

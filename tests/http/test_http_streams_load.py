@@ -1,12 +1,15 @@
-"""Long-lived requests never starve the others: a bound per tenant, and ordinary calls keep their
-latency while 100 streaming deploys are open."""
+"""Long-lived requests never starve the others: a bound per tenant and one in all, answered 429 at
+once; a slot freed as soon as its client goes; no tenant's stream waits for a thread; and
+ordinary calls keep their latency while 100 streaming deploys are open."""
 
 from __future__ import annotations
 
+import json
 import statistics
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
@@ -18,8 +21,7 @@ from bcfleet.http.app import create_app
 from bcfleet.http.server import BackgroundServer
 from bcfleet.ids import IdFactory
 from bcfleet.settings import FleetSettings
-from tests.support.builders import OP, token
-from tests.support.compute import serverless_tenant
+from tests.support.compute import waiting_services
 from tests.support.waiting import holds_within, wait_until
 
 TENANTS = ("t1", "t2", "t3", "t4", "t5")
@@ -35,26 +37,6 @@ def live_fleet(tmp_path: Path) -> Iterator[Fleet]:
     )
     yield fleet
     fleet.close()
-
-
-def waiting_services(fleet: Fleet, tenant: str, count: int) -> tuple[str, list[str]]:
-    """A tenant with no spare instances and `count` services: each deploy has to wait."""
-    fleet.api.tenants.create(OP, tenant)
-    serverless_tenant(fleet, tenant) if tenant == TENANTS[0] else _offer_same_pool(fleet, tenant)
-    admin = token(fleet, tenant, f"{tenant}-admin")
-    ids = [
-        fleet.api.services.create(
-            admin, tenant_id=tenant, workspace="w", name=f"s{i}", size="large"
-        )["id"]
-        for i in range(count)
-    ]
-    return admin, ids
-
-
-def _offer_same_pool(fleet: Fleet, tenant: str) -> None:
-    pool = fleet.api.pools.list(OP)["items"][0]
-    fleet.api.pools.offer(OP, tenant_id="root", pool=pool["id"], to=tenant)
-    fleet.api.settings.compute_set(OP, tenant_id=tenant, serverless_pool=pool["name"])
 
 
 def open_stream(
@@ -143,7 +125,98 @@ def test_one_stream_past_the_tenants_bound_is_429_with_retry_after(live_fleet: F
         stop.set()
         for thread in [*threads, other]:
             thread.join(timeout=30)
-        # the slots come back once the server sees the clients gone (its next progress line)
+        # the slots come back as soon as the server sees the clients gone
         slots = app.state.served.streams
         holds_within(lambda: not slots.open_count("t1"), timeout=20)
         assert slots.open_count("t1") == 0
+
+
+# ----- a bound in all, slots freed when clients go, no tenant waits for a thread -------------
+
+
+def deploy_path(service: str, poll: int = 60) -> str:
+    """A streaming deploy that sleeps `poll` seconds between its checks."""
+    return f"/v1/services/{service}/deploy/stream?pollSeconds={poll}&timeoutSeconds=900"
+
+
+def first_lines(
+    http: httpx.Client, stack: ExitStack, bearer: str, services: list[str]
+) -> list[int]:
+    """Open a streaming deploy of each service, kept open on the stack; each one's status, and its
+    first line read when it is 200."""
+    statuses = []
+    for service in services:
+        response = stack.enter_context(
+            http.stream("POST", deploy_path(service), headers={"Authorization": f"Bearer {bearer}"})
+        )
+        statuses.append(response.status_code)
+        if response.status_code == 200:
+            lines = response.iter_lines()  # dropped, it would close the connection
+            stack.callback(lines.close)
+            assert json.loads(next(lines))["phase"] == "no-capacity"
+    return statuses
+
+
+MANY = httpx.Limits(max_connections=400, max_keepalive_connections=0)
+
+
+def test_one_stream_past_the_servers_bound_is_429_at_once(live_fleet: Fleet) -> None:
+    admin, services = waiting_services(live_fleet, "t1", 2)
+    other_admin, other_services = waiting_services(live_fleet, "t2", 2)
+    app = create_app(live_fleet, tally_seconds=0, streams_per_tenant=2, streams_total=3)
+    with (
+        BackgroundServer(app) as server,
+        httpx.Client(base_url=server.url, timeout=10, limits=MANY) as http,
+        ExitStack() as stack,
+    ):
+        assert first_lines(http, stack, admin, services) == [200, 200]
+        assert first_lines(http, stack, other_admin, other_services[:1]) == [200]
+        refused = http.post(
+            deploy_path(other_services[1]), headers={"Authorization": f"Bearer {other_admin}"}
+        )  # within t2's own bound, past the server's
+        assert refused.status_code == 429
+        assert refused.json()["error"]["code"] == "TOO_MANY_REQUESTS"
+        assert refused.json()["error"]["details"]["scope"] == "server"
+        assert int(refused.headers["retry-after"]) > 0
+        assert app.state.served.streams.open_count() == 3
+
+
+def test_dropped_streams_free_their_slots_at_once(live_fleet: Fleet) -> None:
+    admin, services = waiting_services(live_fleet, "t1", 2 * PER_TENANT)
+    dropped, reopened = services[:PER_TENANT], services[PER_TENANT:]
+    app = create_app(live_fleet, tally_seconds=0, streams_per_tenant=PER_TENANT)
+    slots = app.state.served.streams
+    with (
+        BackgroundServer(app) as server,
+        httpx.Client(base_url=server.url, timeout=10, limits=MANY) as http,
+    ):
+        with ExitStack() as stack:  # twenty streams, each asleep for a minute between checks
+            assert first_lines(http, stack, admin, dropped) == [200] * PER_TENANT
+            wait_until(lambda: slots.open_count("t1") == PER_TENANT, what="twenty open")
+        # the clients went: the slots are free within two seconds, not when the sleeps end
+        wait_until(lambda: slots.open_count() == 0, timeout=2, what="the slots freed")
+        with ExitStack() as stack:
+            assert first_lines(http, stack, admin, reopened) == [200] * PER_TENANT
+
+
+@pytest.mark.slow
+def test_a_tenant_gets_its_first_line_at_once_while_others_hold_280_streams(
+    live_fleet: Fleet,
+) -> None:
+    tenants = [f"t{i}" for i in range(1, 16)]
+    accounts = {tenant: waiting_services(live_fleet, tenant, PER_TENANT) for tenant in tenants}
+    app = create_app(live_fleet, tally_seconds=0, streams_per_tenant=PER_TENANT, streams_total=300)
+    with (
+        BackgroundServer(app) as server,
+        httpx.Client(base_url=server.url, timeout=10, limits=MANY) as http,
+        ExitStack() as stack,
+    ):
+        for tenant in tenants[:-1]:  # 14 x 20 = 280, more than the 256 threads streams once had
+            admin, services = accounts[tenant]
+            assert first_lines(http, stack, admin, services) == [200] * PER_TENANT
+        admin, services = accounts[tenants[-1]]
+        started = time.perf_counter()
+        assert first_lines(http, stack, admin, services[:1]) == [200]
+        took = time.perf_counter() - started
+    # Before streams had as many threads as their bound, such a stream waited 42 s.
+    assert took < 2.0, took

@@ -10,7 +10,7 @@ from bcfleet.fleet import Fleet
 from bcfleet.jobs.spares import run_spares
 from bcfleet.jobs.vps_hosts import run_vps_hosts
 from bcfleet.store.models.compute import Service
-from tests.support.builders import OP, host, hosted_pool, inventory
+from tests.support.builders import OP, host, hosted_pool, inventory, token
 
 
 def capacity_host(
@@ -76,3 +76,23 @@ def legacy_service(
     with fleet.write() as session:
         session.add(service)
     return service.id
+
+
+def waiting_services(fleet: Fleet, tenant: str, count: int) -> tuple[str, list[str]]:
+    """A new tenant with no spare instances and `count` services, and its admin token: each deploy
+    has to wait. The first such tenant gets the serverless pool, the next ones are offered it."""
+    fleet.api.tenants.create(OP, tenant)
+    pools = fleet.api.pools.list(OP)["items"]
+    if not pools:
+        serverless_tenant(fleet, tenant)
+    else:
+        fleet.api.pools.offer(OP, tenant_id="root", pool=pools[0]["id"], to=tenant)
+        fleet.api.settings.compute_set(OP, tenant_id=tenant, serverless_pool=pools[0]["name"])
+    admin = token(fleet, tenant, f"{tenant}-admin")
+    ids = [
+        fleet.api.services.create(
+            admin, tenant_id=tenant, workspace="w", name=f"s{i}", size="large"
+        )["id"]
+        for i in range(count)
+    ]
+    return admin, ids

@@ -213,10 +213,10 @@ async def deploy_stream(request: Request) -> Response:
     await run_in_threadpool(api.services.check_deploy, token, request.path_params["id"])  # as JSON
     assert token is not None
     tenant = await run_in_threadpool(ctx.tenants.tenant_of, token)
-    ctx.streams.take(tenant)
+    stream = ctx.streams.take(tenant)
     steps = ctx.fleet.api.services.deploy_stream(
-        token, request.path_params["id"],
-        poll_seconds=query["pollSeconds"], timeout_seconds=query["timeoutSeconds"],
+        token, request.path_params["id"], poll_seconds=query["pollSeconds"],
+        timeout_seconds=query["timeoutSeconds"], stop=stream.stop,
     )  # fmt: skip
 
     def lines() -> Iterator[str]:
@@ -226,7 +226,7 @@ async def deploy_stream(request: Request) -> Response:
         except FleetError as error:
             yield json.dumps(error.to_json()) + "\n"
 
-    body = held_open(ctx.streams, tenant, iterate_in_stream_threads(lines()))
+    body = held_open(ctx.streams, stream, iterate_in_stream_threads(lines(), ctx.streams.threads()))
     return StreamingResponse(body, media_type="application/x-ndjson")
 
 

@@ -6,7 +6,6 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-import anyio
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -18,7 +17,7 @@ from bcfleet.errors import FleetError, InvalidInputError
 from bcfleet.http.operations import TENANT, Call, Operation, Param
 from bcfleet.http.schemas import ref
 from bcfleet.http.serving import Served, bearer_token, served
-from bcfleet.http.streams import held_open
+from bcfleet.http.streams import OpenStream, held_open
 from bcfleet.http.typed_schemas import document_schemas
 
 TAG = "events"
@@ -73,7 +72,7 @@ def sse_frame(item: EventJson) -> str:
 
 
 async def _frames(
-    ctx: Served, token: str, query: dict[str, Any], first: EventPageJson
+    ctx: Served, stream: OpenStream, token: str, query: dict[str, Any], first: EventPageJson
 ) -> AsyncIterator[str]:
     limit: int | None = query.get("limit")
     sent, idle, current = 0, 0.0, first
@@ -85,7 +84,8 @@ async def _frames(
             if limit is not None and sent >= limit:
                 return
         if len(current["items"]) < PAGE:
-            await anyio.sleep(ctx.poll_seconds)
+            if await stream.pause(ctx.poll_seconds):
+                return  # the server stops: a reconnecting client resumes from Last-Event-ID
             idle += ctx.poll_seconds
             if idle >= ctx.heartbeat_seconds:
                 idle = 0.0
@@ -112,9 +112,9 @@ async def stream_events(request: Request) -> Response:
     after = _resume_cursor(request, query["after"])
     first = await run_in_threadpool(_page, ctx, token, query, after)  # errors answer as JSON
     tenant = await run_in_threadpool(ctx.tenants.tenant_of, token)
-    ctx.streams.take(tenant)
+    stream = ctx.streams.take(tenant)
     return StreamingResponse(
-        held_open(ctx.streams, tenant, _frames(ctx, token, query, first)),
+        held_open(ctx.streams, stream, _frames(ctx, stream, token, query, first)),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
