@@ -25,7 +25,7 @@ from bcfleet.clock import format_time
 from bcfleet.domain.job_documents import JobRunJson
 from bcfleet.errors import FleetError, NotFoundError, UnauthenticatedError
 from bcfleet.fleet import Fleet
-from bcfleet.http.metrics import EventTally, JobRunTally
+from bcfleet.http.metrics import UNMATCHED_ROUTE, EventTally, JobRunTally
 from bcfleet.http.openapi import build_document, match_path
 from bcfleet.http.operations import Operation
 from bcfleet.http.routes import (
@@ -95,14 +95,16 @@ async def healthz(request: Request) -> Response:
 
 async def metrics(request: Request) -> Response:
     """Prometheus' text format; with BCFLEET_METRICS_TOKEN set, only for that bearer token. The
-    series name routes, event types and jobs, never a tenant's objects."""
+    series name route templates, event types and jobs, never a tenant's objects, and their
+    number is bounded whatever callers send (metrics.py)."""
     ctx: Served = request.app.state.served
     required = ctx.fleet.settings.metrics_token
     if required is not None:
         given = bearer_token(request, required=True) or ""
         if not hmac.compare_digest(given.encode(), required.encode()):
             raise UnauthenticatedError("/metrics needs the metrics bearer token")
-    return PlainTextResponse(ctx.metrics.render(), media_type="text/plain; version=0.0.4")
+    text = await run_in_threadpool(ctx.metrics.render)  # never on the event loop
+    return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
 
 async def openapi(request: Request) -> Response:
@@ -152,7 +154,7 @@ class MetricsMiddleware:
         try:
             await self.app(scope, receive, send_wrapper)
         finally:
-            route = scope.get("bcfleet.route", "unmatched")
+            route = scope.get("bcfleet.route", UNMATCHED_ROUTE)
             elapsed = time.perf_counter() - started
             self.served.metrics.observe(scope["method"], route, status[0], elapsed)
 
