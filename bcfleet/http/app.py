@@ -7,6 +7,7 @@ import hmac
 import logging
 import time
 from collections.abc import AsyncIterator, Iterable, Sequence
+from functools import partial
 from typing import Any
 
 import anyio
@@ -28,6 +29,7 @@ from bcfleet.fleet import Fleet
 from bcfleet.http.metrics import UNMATCHED_ROUTE, EventTally, JobRunTally
 from bcfleet.http.openapi import build_document, match_path
 from bcfleet.http.operations import Operation
+from bcfleet.http.quiet_log import RateLimited, held_back
 from bcfleet.http.routes import (
     compute,
     events,
@@ -232,7 +234,7 @@ def create_app(
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         async with anyio.create_task_group() as group:
             if tally_seconds > 0:
-                group.start_soon(_tally_loop, tallies, tally_seconds)
+                group.start_soon(partial(_tally_loop, tallies, tally_seconds, debug=debug))
             yield
             group.cancel_scope.cancel()
 
@@ -249,11 +251,20 @@ def create_app(
     return app
 
 
-async def _tally_loop(tallies: tuple[EventTally, JobRunTally], every: float) -> None:
+async def _tally_loop(
+    tallies: tuple[EventTally, JobRunTally], every: float, *, debug: bool
+) -> None:
+    """Tallies every `every` seconds; a failing tally is logged (one line, at most once a
+    minute for each tally and error) and tried again next round while the others go on."""
+    quiet = RateLimited(60.0)
     while True:
         for tally in tallies:
             try:
                 await run_in_threadpool(tally.collect)
-            except Exception:  # the next round tries again; the server keeps serving
-                log.exception("tallying the fleet's counters failed")
+            except Exception as exc:  # the next round tries again; the server keeps serving
+                name = type(tally).__name__
+                held = quiet.admit(f"{name}:{type(exc).__name__}")
+                if held is not None:
+                    what = f"tallying the fleet's counters ({name})"
+                    log_unexpected(what, exc, debug=debug, note=held_back(held))
         await anyio.sleep(every)
