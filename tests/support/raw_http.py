@@ -27,6 +27,25 @@ def pipelined(port: int, requests: Sequence[tuple[str, str]], *, batch: int = 20
     return answered
 
 
+def ask(sock: socket.socket, method: str = "GET", path: str = "/healthz") -> bytes:
+    """One request on an open connection; its whole answer's head."""
+    sock.sendall(f"{method} {path} HTTP/1.1\r\nHost: t\r\n\r\n".encode())
+    buffer = b""
+    while b"\r\n\r\n" not in buffer:
+        data = sock.recv(1 << 16)
+        if not data:
+            break
+        buffer += data
+    head, _, body = buffer.partition(b"\r\n\r\n")
+    missing = _content_length(head) - len(body)
+    while missing > 0:
+        data = sock.recv(missing)
+        if not data:
+            break
+        missing -= len(data)
+    return head
+
+
 def _read_answers(sock: socket.socket, wanted: int) -> int:
     """Reads until `wanted` complete answers (each with a Content-Length) have arrived."""
     buffer = b""
@@ -77,7 +96,7 @@ def open_slow(port: int, count: int) -> list[socket.socket]:
 
 def is_closed_by_server(sock: socket.socket, *, wait: float) -> bool:
     """Whether the server closed the connection (EOF or reset) within `wait` seconds."""
-    sock.settimeout(wait)
+    sock.settimeout(max(wait, 0.01))
     try:
         return sock.recv(1024) == b""
     except ConnectionResetError:
