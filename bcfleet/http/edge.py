@@ -26,7 +26,7 @@ from bcfleet.settings import FleetSettings
 
 log = logging.getLogger("bcfleet.http")
 
-QUIET_SECONDS = 10.0  # at most a line of each edge warning (refused, failed accepts) per this
+QUIET_SECONDS = 10.0  # seconds between two lines of one edge warning (refused, failed accept)
 
 FD_RESERVE = 256  # descriptors kept for the database, the log and the listening sockets
 OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
@@ -75,8 +75,8 @@ def edge_protocol(header_timeout: float, quiet: RateLimited) -> type[H11Protocol
 
 
 class _HeadTimeout(H11Protocol):
-    header_timeout = 10.0
-    quiet = RateLimited(QUIET_SECONDS)
+    header_timeout: float  # both set by edge_protocol
+    quiet: RateLimited
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
