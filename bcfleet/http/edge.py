@@ -4,8 +4,9 @@ server.py runs uvicorn with these limits. A connection has `header_timeout` seco
 a complete request head (from its first byte, or from being accepted); an idle keep-alive
 connection is closed after `keepalive` seconds; at most `max_connections` are open, a
 number held below the process's file-descriptor limit so accept() keeps a descriptor for
-the database and the log; failed accepts and refused connections are logged a line at a
-time, never a traceback per attempt. What is left to a reverse proxy is in docs/security.md.
+the database and the log; failed accepts, refused connections and uvicorn's warnings about
+what a client sent are logged a line at a time, never a line or traceback per attempt.
+What is left to a reverse proxy is in docs/security.md.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import errno
 import logging
 import resource
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -80,6 +81,9 @@ class _HeadTimeout(H11Protocol):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.logger = cast(
+            logging.Logger, _PacedWarnings(self.logger, self.quiet)
+        )  # as uvicorn uses it
         self._head_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -122,6 +126,25 @@ class _HeadTimeout(H11Protocol):
             with contextlib.suppress(h11.LocalProtocolError):
                 self.conn.send(h11.ConnectionClosed())
             self.transport.close()
+
+
+class _PacedWarnings(logging.LoggerAdapter[logging.Logger]):
+    """uvicorn's logger of one connection, whose warnings (an invalid request, the limit
+    reached, an unsupported upgrade: one per request a client sends) are paced; the rest
+    passes as it is."""
+
+    def __init__(self, logger: logging.Logger, quiet: RateLimited) -> None:
+        super().__init__(logger, {})
+        self.quiet = quiet
+
+    @property
+    def level(self) -> int:
+        return self.logger.level
+
+    def warning(self, msg: object, *args: Any, **kwargs: Any) -> None:
+        held = self.quiet.admit(f"warning:{msg}")
+        if held is not None:
+            self.logger.warning(f"{msg}{held_back(held)}", *args, **kwargs)
 
 
 def quiet_accept_errors(loop: asyncio.AbstractEventLoop, quiet: RateLimited) -> None:

@@ -152,6 +152,42 @@ def test_running_out_of_descriptors_logs_one_line_not_a_traceback_per_accept(
     assert "Too many open files" in accepts[0].getMessage()
 
 
+def test_what_clients_send_wrong_is_logged_a_line_at_a_time(
+    fleet: Fleet, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING)
+    with (
+        BackgroundServer(create_app(fleet, tally_seconds=0), limits=edge()) as server,
+        uvicorn_logs(caplog),
+    ):
+        for _ in range(50):
+            with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+                sock.sendall(b"GET / HTTP/1.1\r\nbad header\r\n\r\n")
+                assert b" 400 " in ask_nothing(sock)
+        assert pipelined(server.port, [("GET", "/healthz")]) == 1
+    invalid = [r for r in caplog.records if "Invalid HTTP request" in r.getMessage()]
+    assert len(invalid) == 1, f"{len(invalid)} lines for 50 invalid requests"
+
+
+@contextlib.contextmanager
+def uvicorn_logs(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    """uvicorn's own log in caplog (its loggers stop at "uvicorn", short of the root)."""
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    uvicorn_log.addHandler(caplog.handler)
+    try:
+        yield
+    finally:
+        uvicorn_log.removeHandler(caplog.handler)
+
+
+def ask_nothing(sock: socket.socket) -> bytes:
+    """Whatever the server answers before it closes the connection."""
+    received = b""
+    while data := sock.recv(4096):
+        received += data
+    return received
+
+
 @pytest.mark.parametrize(
     ("variable", "value"),
     [
