@@ -43,6 +43,12 @@ class FleetSettings:
     egress_allow: tuple[IPNetwork, ...] = ()
     # The bearer token /metrics requires (Prometheus' `authorization` setting); None: open.
     metrics_token: str | None = field(default=None, repr=False)
+    # The edge of `fleet serve` (bcfleet/http/edge.py): seconds a connection has to send a
+    # request head, seconds an idle keep-alive connection is kept, open connections at most
+    # (held below the process's file-descriptor limit whatever is set).
+    http_header_timeout_seconds: float = 10.0
+    http_keepalive_seconds: int = 5
+    http_max_connections: int = 1000
 
 
 _ENV_FIELDS: dict[str, tuple[str, type]] = {
@@ -53,6 +59,9 @@ _ENV_FIELDS: dict[str, tuple[str, type]] = {
     "BCFLEET_SPARE_BOOT_SECONDS": ("spare_boot_seconds", float),
     "BCFLEET_BALLOON_FLOOR_PERCENT": ("balloon_floor_percent", int),
     "BCFLEET_LOCK_TTL_SECONDS": ("lock_ttl_seconds", float),
+    "BCFLEET_HTTP_HEADER_TIMEOUT_SECONDS": ("http_header_timeout_seconds", float),
+    "BCFLEET_HTTP_KEEPALIVE_SECONDS": ("http_keepalive_seconds", int),
+    "BCFLEET_HTTP_MAX_CONNECTIONS": ("http_max_connections", int),
 }
 
 _TOML_KEYS = {
@@ -64,6 +73,9 @@ _TOML_KEYS = {
     "balloon_floor_percent": "balloon_floor_percent",
     "lock_ttl_seconds": "lock_ttl_seconds",
     "provider_delete_grace_seconds": "provider_delete_grace_seconds",
+    "http_header_timeout_seconds": "http_header_timeout_seconds",
+    "http_keepalive_seconds": "http_keepalive_seconds",
+    "http_max_connections": "http_max_connections",
 }
 
 
@@ -77,6 +89,9 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "provider_delete_grace_seconds": (0, 30 * 86_400),
     "job_interval": (0.01, 7 * 86_400),
     "host_reserve": (0, 1_000_000),
+    "http_header_timeout_seconds": (0.1, 3_600),
+    "http_keepalive_seconds": (1, 3_600),
+    "http_max_connections": (1, 1_000_000),
 }
 STRATEGIES = ("spread", "pack")
 

@@ -29,8 +29,11 @@ DEFAULT_MAX_BODY_BYTES = 1 << 20  # bcfleet.http.serving's default, without impo
 def group(host: str, port: int, max_body_bytes: int, log_level: str) -> None:
     """Serve the HTTP API under /v1 (bearer tokens; OpenAPI at /v1/openapi.json)."""
     from bcfleet.http.app import create_app  # the server's imports only when serving
+    from bcfleet.http.edge import EdgeLimits
     from bcfleet.http.server import serve_forever
 
-    app = create_app(state().fleet, max_body_bytes=max_body_bytes, debug=state().debug)
+    fleet = state().fleet
+    app = create_app(fleet, max_body_bytes=max_body_bytes, debug=state().debug)
     click.echo(f"serving the fleet on http://{host}:{port}/v1", err=True)
-    serve_forever(app, host=host, port=port, log_level=log_level)
+    limits = EdgeLimits.of(fleet.settings)
+    serve_forever(app, host=host, port=port, limits=limits, log_level=log_level)

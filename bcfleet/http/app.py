@@ -7,6 +7,7 @@ import hmac
 import logging
 import time
 from collections.abc import AsyncIterator, Iterable, Sequence
+from functools import partial
 from typing import Any
 
 import anyio
@@ -25,9 +26,10 @@ from bcfleet.clock import format_time
 from bcfleet.domain.job_documents import JobRunJson
 from bcfleet.errors import FleetError, NotFoundError, UnauthenticatedError
 from bcfleet.fleet import Fleet
-from bcfleet.http.metrics import EventTally, JobRunTally
+from bcfleet.http.metrics import UNMATCHED_ROUTE, EventTally, JobRunTally
 from bcfleet.http.openapi import build_document, match_path
 from bcfleet.http.operations import Operation
+from bcfleet.http.quiet_log import RateLimited, held_back
 from bcfleet.http.routes import (
     compute,
     events,
@@ -95,14 +97,16 @@ async def healthz(request: Request) -> Response:
 
 async def metrics(request: Request) -> Response:
     """Prometheus' text format; with BCFLEET_METRICS_TOKEN set, only for that bearer token. The
-    series name routes, event types and jobs, never a tenant's objects."""
+    series name route templates, event types and jobs, never a tenant's objects, and their
+    number is bounded whatever callers send (metrics.py)."""
     ctx: Served = request.app.state.served
     required = ctx.fleet.settings.metrics_token
     if required is not None:
         given = bearer_token(request, required=True) or ""
         if not hmac.compare_digest(given.encode(), required.encode()):
             raise UnauthenticatedError("/metrics needs the metrics bearer token")
-    return PlainTextResponse(ctx.metrics.render(), media_type="text/plain; version=0.0.4")
+    text = await run_in_threadpool(ctx.metrics.render)  # never on the event loop
+    return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
 
 async def openapi(request: Request) -> Response:
@@ -152,7 +156,7 @@ class MetricsMiddleware:
         try:
             await self.app(scope, receive, send_wrapper)
         finally:
-            route = scope.get("bcfleet.route", "unmatched")
+            route = scope.get("bcfleet.route", UNMATCHED_ROUTE)
             elapsed = time.perf_counter() - started
             self.served.metrics.observe(scope["method"], route, status[0], elapsed)
 
@@ -232,7 +236,7 @@ def create_app(
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         async with anyio.create_task_group() as group:
             if tally_seconds > 0:
-                group.start_soon(_tally_loop, tallies, tally_seconds)
+                group.start_soon(partial(_tally_loop, tallies, tally_seconds, debug=debug))
             yield
             group.cancel_scope.cancel()
 
@@ -249,11 +253,20 @@ def create_app(
     return app
 
 
-async def _tally_loop(tallies: tuple[EventTally, JobRunTally], every: float) -> None:
+async def _tally_loop(
+    tallies: tuple[EventTally, JobRunTally], every: float, *, debug: bool
+) -> None:
+    """Tallies every `every` seconds; a failing tally is logged (one line, at most once a
+    minute for each tally and error) and tried again next round while the others go on."""
+    quiet = RateLimited(60.0)
     while True:
         for tally in tallies:
             try:
                 await run_in_threadpool(tally.collect)
-            except Exception:  # the next round tries again; the server keeps serving
-                log.exception("tallying the fleet's counters failed")
+            except Exception as exc:  # the next round tries again; the server keeps serving
+                name = type(tally).__name__
+                held = quiet.admit(f"{name}:{type(exc).__name__}")
+                if held is not None:
+                    what = f"tallying the fleet's counters ({name})"
+                    log_unexpected(what, exc, debug=debug, note=held_back(held))
         await anyio.sleep(every)

@@ -1,6 +1,8 @@
 """Prometheus metrics of `fleet serve`, in the text exposition format, written by hand.
 
-Request counts and a latency histogram per route template come from this process. The
+Request counts and a latency histogram per route template come from this process. Their
+labels come from closed sets only (a declared method or `other`, a route template or
+`unmatched`, a status class), so no caller can add a series. The
 fleet's counters come from what every process sharing the database recorded: placements,
 preemptions and events by type from the event log (EventTally, by cursor), job runs from
 the jobs' run records (JobRunTally). A background task of the server tallies them; no
@@ -16,6 +18,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+# The methods a request series may name; any other token uvicorn accepts counts as "other".
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+UNMATCHED_ROUTE = "unmatched"  # every path no route template matched
+
+
+def method_label(method: str) -> str:
+    return method if method in METHODS else "other"
+
+
+def status_label(status: int) -> str:
+    """The status class: 2xx, 4xx, ...; anything outside 100-599 is "other"."""
+    return f"{status // 100}xx" if 100 <= status <= 599 else "other"
+
 
 # Fleet counters: each sums the events of the listed types.
 FLEET_COUNTERS: Mapping[str, tuple[str, tuple[str, ...]]] = {
@@ -57,9 +73,10 @@ class Metrics:
         self.job_runs: dict[tuple[str, str], int] = {}
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
-        """Count one finished request and its latency."""
+        """Count one finished request and its latency; route is a template or UNMATCHED_ROUTE."""
+        method = method_label(method)
         with self._lock:
-            key = (method, route, str(status))
+            key = (method, route, status_label(status))
             self._requests[key] = self._requests.get(key, 0) + 1
             hist = self._latency.setdefault((method, route), _Histogram())
             index = bisect.bisect_left(LATENCY_BUCKETS, seconds)
@@ -89,7 +106,7 @@ class Metrics:
         lines += _fleet_lines(events)
         lines += _job_lines(runs)
         lines += [
-            "# HELP bcfleet_http_requests_total HTTP requests by method, route and status.",
+            "# HELP bcfleet_http_requests_total HTTP requests by method, route and status class.",
             "# TYPE bcfleet_http_requests_total counter",
         ]
         for (method, route, status), n in sorted(requests.items()):

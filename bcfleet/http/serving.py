@@ -93,13 +93,16 @@ def error_response(error: FleetError) -> JSONResponse:
     return JSONResponse(error.to_json(), status_code=error.http_status, headers=headers)
 
 
-def log_unexpected(what: str, exc: BaseException, *, debug: bool) -> None:
+def log_unexpected(what: str, exc: BaseException, *, debug: bool, note: str = "") -> None:
     """One line for an error bcfleet did not expect; its traceback only under `fleet serve --debug`."""
     if debug:
-        log.error("%s failed", what, exc_info=exc)
+        log.error("%s failed%s", what, note, exc_info=exc)
     else:
         log.error(
-            "%s failed: %s (fleet serve --debug shows the traceback)", what, type(exc).__name__
+            "%s failed: %s (fleet serve --debug shows the traceback)%s",
+            what,
+            type(exc).__name__,
+            note,
         )
 
 
