@@ -13,11 +13,12 @@ from typing import Any
 
 import psycopg
 import pytest
+from alembic import command
 from sqlalchemy import inspect, text
 
 from bcfleet.clock import FakeClock
 from bcfleet.store.engine import make_engine
-from bcfleet.store.schema import HEAD_REVISION
+from bcfleet.store.schema import HEAD_REVISION, alembic_config
 from bcfleet.store.schema_check import differences
 from tests.support.builders import OP
 from tests.support.fleet import empty_pg_database, open_fleet, run_cli
@@ -108,6 +109,28 @@ def test_a_database_of_each_release_upgrades_with_its_rows_readable(
         set_revision(url, "0002")  # the repair finds nothing left to do the second time
         assert run_cli("db", "upgrade", db=url).exit_code == 0
         assert rows(url, "SELECT id FROM tenants ORDER BY id") == sorted([*tenants, "initech"])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_database_the_code_before_called_upgraded_is_repaired(
+    engine: str, tmp_path: Path
+) -> None:
+    """The issue's case: a week-old fleet stepped to 0002 by the code before 0003 existed."""
+    with restored("a8a3909", engine, tmp_path) as url:
+        made = make_engine(url)
+        command.upgrade(alembic_config(made), "0002")
+        assert "job_faults" not in inspect(made).get_table_names()
+
+        assert run_cli("db", "upgrade", db=url).exit_code == 0
+        assert differences(made) == []
+        made.dispose()
+        fleet = open_fleet(url, LATER)
+        try:
+            runs = fleet.api.jobs.tick(OP)
+            assert [(r["job"], r["outcome"]) for r in runs if r["outcome"] != "ok"] == []
+            assert len(runs) == 7
+        finally:
+            fleet.close()
 
 
 @pytest.mark.postgres
