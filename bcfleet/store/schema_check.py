@@ -33,10 +33,12 @@ def differences(engine: Engine) -> list[str]:
     with engine.connect() as connection:
         context = MigrationContext.configure(connection, opts=opts)
         found = compare_metadata(context, SQLModel.metadata)
+    missing = {d[1].name for d in found if isinstance(d, tuple) and d[0] == "add_table"}
     out: list[str] = []
     for diff in found:
         for each in diff if isinstance(diff, list) else [diff]:
-            out.append(_describe(each, engine))
+            if not (each[0] == "add_index" and each[1].table.name in missing):  # said with it
+                out.append(_describe(each, engine))
     return out
 
 

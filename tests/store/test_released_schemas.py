@@ -216,7 +216,7 @@ def test_a_database_whose_revision_lies_is_refused_with_what_to_do(
         as_json = run_cli("--json", "db", "upgrade", db=url)
         error = as_json.json()["error"]  # type: ignore[index]
         assert (as_json.exit_code, error["code"]) == (1, "SCHEMA_MISMATCH")
-        assert error["details"]["differences"][0] == named
+        assert error["details"]["differences"] == [named]
 
         set_revision(url, "0002")  # what the message says to do
         assert run_cli("db", "upgrade", db=url).exit_code == 0
