@@ -14,6 +14,8 @@
     ├── LockedError                 LOCKED                  423
     ├── TooManyRequestsError        TOO_MANY_REQUESTS       429   (a tenant's long-lived requests
     │                                                             are at their bound; Retry-After)
+    ├── SchemaMismatchError         SCHEMA_MISMATCH         500   (the tables are not those of
+    │                                                             the database's revision)
     ├── NoCapacityError             NO_CAPACITY             503
     ├── DatabaseUnavailableError    DATABASE_UNAVAILABLE    503   (the database connection was
     │                               lost or could not be made, or it cancelled a statement;
@@ -150,6 +152,14 @@ class NoCapacityError(FleetError):
         super().__init__(message, merged)
         self.instance_size = instance_size
         self.retry_after_seconds = retry_after_seconds
+
+
+class SchemaMismatchError(FleetError):
+    """The database's tables are not those of the revision it is stamped with (`fleet db
+    upgrade` compares them after migrating): details.revision and details.differences."""
+
+    code = "SCHEMA_MISMATCH"
+    http_status = 500
 
 
 class DatabaseUnavailableError(FleetError):

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
-HEAD_REVISION = "0002"
+HEAD_REVISION = "0003"
 """The head of migrations/versions (a test keeps the two equal)."""
 
 _ready: set[str] = set()
@@ -65,6 +65,21 @@ def upgrade(engine: Engine) -> None:
         return
     load_all()
     command.upgrade(alembic_config(engine), "head")
+    check_tables(engine)
+
+
+def check_tables(engine: Engine) -> None:
+    """SCHEMA_MISMATCH when the tables differ from the models, which are the head revision's.
+
+    A database whose revision says more than its tables hold (a table dropped by hand, a
+    schema written by other code and stamped) would otherwise be called up to date and fail
+    in every call that reads what is missing.
+    """
+    from bcfleet.store.schema_check import differences, schema_mismatch
+
+    found = differences(engine)
+    if found:
+        raise schema_mismatch(schema_revision(engine), found)
 
 
 def create_fresh(engine: Engine) -> None:
