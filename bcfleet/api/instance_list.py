@@ -22,7 +22,7 @@ from bcfleet.api.raw_rows import plain_rows, time_text
 from bcfleet.domain.host_ids import HostView
 from bcfleet.domain.states import InstanceState
 from bcfleet.errors import InvalidInputError
-from bcfleet.store.stored_json import INSTANCE_DOCUMENTS, decode, from_driver
+from bcfleet.store.stored_json import INSTANCE_DOCUMENTS, decode, from_driver, unreadable
 from bcfleet.store.tables import FLAVORS, INSTANCES
 
 if TYPE_CHECKING:
@@ -111,9 +111,10 @@ def list_instances(
 def read_documents(values: dict[str, Any]) -> None:
     """The instance's JSON documents through the guarded decoder, in place: an unreadable one
     empty, and its name under ``unreadable`` (shown as the document's field)."""
-    documents, unreadable = decode(values, INSTANCE_DOCUMENTS)
-    values.update(documents)
-    values["unreadable"] = [FIELD_NAMES[name] for name in unreadable]
+    bad = unreadable(values, INSTANCE_DOCUMENTS)
+    if bad:
+        values.update(decode(values, INSTANCE_DOCUMENTS)[0])
+    values["unreadable"] = [FIELD_NAMES[name] for name in bad] if bad else ()
 
 
 def instance_body(values: Mapping[str, Any], flavor: str | None, view: HostView) -> InstanceJson:

@@ -56,7 +56,14 @@ from bcfleet.store.event_log import event_json
 from bcfleet.store.host_view import tenant_host_view
 from bcfleet.store.models import Event
 from bcfleet.store.models.webhooks import Webhook, WebhookDelivery
-from bcfleet.store.stored_json import OBJECT, UnreadableDocument, check
+from bcfleet.store.stored_json import (
+    DELIVERY_DOCUMENTS,
+    EVENT_DOCUMENTS,
+    WEBHOOK_DOCUMENTS,
+    Kind,
+    UnreadableDocument,
+    check,
+)
 
 if TYPE_CHECKING:
     from bcfleet.fleet import Fleet
@@ -110,8 +117,9 @@ def backoff_seconds(attempts: int) -> float:
     return float(min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** max(attempts - 1, 0)))
 
 
-def wanted(hook: Webhook, event_type: str) -> bool:
-    return not hook.event_types or any(fnmatchcase(event_type, p) for p in hook.event_types)
+def wanted(event_types: Sequence[str], event_type: str) -> bool:
+    """Whether a webhook's event types (patterns; none: every type) take this type."""
+    return not event_types or any(fnmatchcase(event_type, p) for p in event_types)
 
 
 def enqueue(fleet: Fleet, now: datetime, faults: FaultLog | None = None, batch: int = BATCH) -> int:
@@ -156,6 +164,7 @@ def _enqueue_hook(
     session: Session, hook: Webhook, now: datetime, batch: int, faults: FaultLog, passed: set[str]
 ) -> int:
     """Queue one webhook's new events; an unreadable event is a fault, passed over."""
+    types = check(hook.event_types, WEBHOOK_DOCUMENTS, "event_types")  # else the webhook's fault
     events = session.exec(
         select(Event)
         .where(Event.tenant_id == hook.tenant_id, col(Event.seq) > hook.cursor)
@@ -165,7 +174,7 @@ def _enqueue_hook(
     readable = []
     for event in events:
         try:
-            readable.append((event, check(event.data, OBJECT, "data")))
+            readable.append((event, check(event.data, EVENT_DOCUMENTS, "data")))
         except UnreadableDocument as error:
             if event.id not in passed:
                 passed.add(event.id)
@@ -175,7 +184,7 @@ def _enqueue_hook(
     view = tenant_host_view(session, hook.tenant_id, refs)
     queued = 0
     for event, _ in readable:
-        if wanted(hook, event.type):
+        if wanted(types, event.type):
             session.add(_delivery(hook, event, now, view))
             queued += 1
     if events:
@@ -199,27 +208,35 @@ def _delivery(hook: Webhook, event: Event, now: datetime, view: HostView) -> Web
 
 
 def forget_mended(fleet: Fleet, faults: FaultLog) -> None:
-    """Forget the faults on events and deliveries whose row is gone or whose document reads.
+    """Forget the faults on events and deliveries whose row is gone or whose document reads,
+    and on webhooks deleted or no longer active.
 
     A mended event is not queued again (its webhooks' cursors have passed it); a mended
     delivery is sent at its next try.
     """
+    faults.prune("webhook", Webhook.id, col(Webhook.active).is_(True))
     events = sorted(i for kind, i in faults.known if kind == "event")
     deliveries = sorted(i for kind, i in faults.known if kind == "delivery")
     if not events and not deliveries:
         return
     with fleet.read() as session:
         found = select(Event.id, Event.data).where(col(Event.id).in_(events))
-        documents: dict[str, Any] = dict(session.execute(found).all())
+        data: dict[str, Any] = dict(session.execute(found).all())
         numbers = [int(i) for i in deliveries if i.isdigit()]
-        for delivery_id, payload in session.execute(
-            select(WebhookDelivery.id, WebhookDelivery.payload).where(
-                col(WebhookDelivery.id).in_(numbers)
-            )
-        ).all():
-            documents[str(delivery_id)] = payload
-    for kind, subject_id in [("event", i) for i in events] + [("delivery", i) for i in deliveries]:
-        if subject_id not in documents or OBJECT.accepts(documents[subject_id]):
+        rows = select(WebhookDelivery.id, WebhookDelivery.payload)
+        payloads = {
+            str(number): payload
+            for number, payload in session.execute(rows.where(col(WebhookDelivery.id).in_(numbers)))
+        }
+    _forget_readable(faults, "event", events, data, EVENT_DOCUMENTS["data"])
+    _forget_readable(faults, "delivery", deliveries, payloads, DELIVERY_DOCUMENTS["payload"])
+
+
+def _forget_readable(
+    faults: FaultLog, kind: str, ids: list[str], documents: dict[str, Any], column: Kind
+) -> None:
+    for subject_id in ids:
+        if subject_id not in documents or column.accepts(documents[subject_id]):
             faults.forget(Item(kind, subject_id))
 
 
@@ -287,7 +304,7 @@ def due_deliveries(fleet: Fleet, now: datetime, share: Share = SHARE) -> list[Du
 
 def _due(row: WebhookDelivery, hook: Webhook) -> Due | Outcome:
     number = row.id or 0
-    if not OBJECT.accepts(row.payload):
+    if not DELIVERY_DOCUMENTS["payload"].accepts(row.payload):
         return Outcome(number, row.attempts, None, UNREADABLE_PAYLOAD, row.tenant_id)
     payload = dict(row.payload)
     return Due(number, row.attempts, hook.url, hook.secret, hook.id, row.event_type, payload,
@@ -388,7 +405,6 @@ def run_webhooks(
     faults = fault_log(fleet)
     forget_mended(fleet, faults)
     queued = enqueue(fleet, now, faults)
-    deadline = time.monotonic() + time_budget
     read = due_deliveries(fleet, now, share)
     unreadable = [r for r in read if isinstance(r, Outcome)]
     due = {r.id: r for r in read if isinstance(r, Due)}
@@ -399,6 +415,6 @@ def run_webhooks(
     with httpx.Client(
         timeout=request_timeout, follow_redirects=False, transport=transport
     ) as client:
-        outcomes = send_lanes(client, chosen, now, deadline, lanes)
+        outcomes = send_lanes(client, chosen, now, time.monotonic() + time_budget, lanes)
     counts = record(fleet, now, unreadable + outcomes, faults)
     return {"queued": queued, **counts, "failed": faults.failed}

@@ -9,7 +9,7 @@ deserializer, store/engine.py, so ORM reads never raise on it; ``from_driver`` d
 for the driver's own tuples, api/raw_rows.py): text that is not JSON becomes an
 ``Unreadable`` value instead of an exception. PostgreSQL only ever holds valid JSON, parsed
 by its driver. Then ``decode`` checks each document against the kind its column holds
-(``OBJECT``, ``OPTIONAL_OBJECT``, ``OBJECT_LIST``) and returns the readable values with the
+(``OBJECT``, ``OPTIONAL_OBJECT``, ``OBJECT_LIST``, ``TEXT_LIST``) and returns the readable values with the
 names of those that are not: a listing shows the row with those fields empty and names them
 under ``unreadable``; a job records a fault on the row (``check`` raises
 ``UnreadableDocument``) and goes on with the others; `fleet doctor --invariants` reports it.
@@ -18,7 +18,7 @@ under ``unreadable``; a job records a fault on the row (``check`` raises
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,9 +45,25 @@ def load(text: str | bytes) -> Any:
 
 def from_driver(value: Any, *, parsed: bool) -> Any:
     """A JSON column's value as the driver returned it: parsed already (psycopg), or SQLite's text."""
-    if parsed or value is None or not isinstance(value, str | bytes):
+    if parsed or not isinstance(value, str | bytes):
         return value
     return load(value)
+
+
+def _object(value: Any) -> bool:
+    return isinstance(value, dict)
+
+
+def _object_or_null(value: Any) -> bool:
+    return value is None or isinstance(value, dict)
+
+
+def _object_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, dict) for item in value)
+
+
+def _text_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
 
 
 @dataclass(frozen=True)
@@ -55,28 +71,19 @@ class Kind:
     """What a column's document must be, and what a listing shows in place of an unreadable one."""
 
     name: str
-    nullable: bool = False
-
-    def accepts(self, value: Any) -> bool:
-        if value is None:
-            return self.nullable
-        if self.name == "object":
-            return isinstance(value, dict)
-        return isinstance(value, list) and all(isinstance(item, dict) for item in value)
-
-    def empty(self) -> Any:
-        if self.nullable:
-            return None
-        return {} if self.name == "object" else []
+    accepts: Callable[[Any], bool]
+    empty: Callable[[], Any]
 
 
-OBJECT = Kind("object")
-OPTIONAL_OBJECT = Kind("object", nullable=True)
-OBJECT_LIST = Kind("list of objects")
+OBJECT = Kind("object", _object, dict)
+OPTIONAL_OBJECT = Kind("object or null", _object_or_null, lambda: None)
+OBJECT_LIST = Kind("list of objects", _object_list, list)
+TEXT_LIST = Kind("list of texts", _text_list, list)
 
 
 EVENT_DOCUMENTS = {"data": OBJECT}
 DELIVERY_DOCUMENTS = {"payload": OBJECT}
+WEBHOOK_DOCUMENTS = {"event_types": TEXT_LIST}
 INSTANCE_DOCUMENTS = {"shape": OBJECT, "host_placement": OPTIONAL_OBJECT, "conditions": OBJECT_LIST}
 """What each JSON column read by the jobs and listings holds, by table."""
 
@@ -95,27 +102,30 @@ def problem(fields: Iterable[str]) -> str:
     return f"the stored {names} is not valid JSON of the kind its column holds (written by hand or damaged)"
 
 
+def unreadable(values: Mapping[str, Any], kinds: Mapping[str, Kind]) -> list[str]:
+    """The names of the documents of ``values`` that are not of the kind ``kinds`` gives them."""
+    return [
+        name for name, kind in kinds.items() if name in values and not kind.accepts(values[name])
+    ]
+
+
 def decode(
     values: Mapping[str, Any], kinds: Mapping[str, Kind]
 ) -> tuple[dict[str, Any], list[str]]:
     """The documents of ``values`` that ``kinds`` names, each checked against its kind (an
     unreadable one replaced by its kind's empty value), and the names of the unreadable ones."""
-    decoded: dict[str, Any] = {}
-    bad = []
-    for name, kind in kinds.items():
-        if name not in values:
-            continue
-        value = values[name]
-        if kind.accepts(value):
-            decoded[name] = value
-        else:
-            decoded[name] = kind.empty()
-            bad.append(name)
+    bad = unreadable(values, kinds)
+    decoded = {
+        name: kinds[name].empty() if name in bad else values[name]
+        for name in kinds
+        if name in values
+    }
     return decoded, bad
 
 
-def check(value: Any, kind: Kind, name: str) -> Any:
-    """One document as its kind, for a job: UnreadableDocument when it is not."""
-    if not kind.accepts(value):
+def check(value: Any, kinds: Mapping[str, Kind], name: str) -> Any:
+    """One document (``name`` of a table's ``kinds``), for a job: UnreadableDocument when it is
+    not of its kind."""
+    if not kinds[name].accepts(value):
         raise UnreadableDocument([name])
     return value

@@ -23,8 +23,8 @@ from bcfleet.jobs.webhooks import run_webhooks
 from tests.support.builders import OP
 from tests.support.security import Capture, allow_egress, capturing_server
 
-QUICK = {"request_timeout": 0.1, "time_budget": 0.3}
-"""A try at the dead receiver costs 0.1 s; no send starts 0.3 s into a round."""
+QUICK = {"request_timeout": 0.1, "time_budget": 0.5}
+"""A try at the dead receiver costs 0.1 s; no send starts 0.5 s into a round's sending."""
 
 
 @pytest.fixture

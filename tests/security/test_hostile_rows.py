@@ -147,6 +147,35 @@ def test_a_bad_delivery_payload_is_a_failed_try_and_the_others_are_sent(
     assert faults_named(fleet) == [("delivery", str(delivery["id"]), "acme")]
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param("[1]", id="list-of-numbers"),
+        pytest.param('"pool.*"', id="string"),
+        pytest.param(NOT_JSON, id="not-json"),
+    ],
+)
+def test_a_bad_webhook_of_acme_is_a_fault_and_globex_events_are_delivered(
+    webhook_world: tuple[Fleet, Capture], value: str
+) -> None:
+    fleet, receiver = webhook_world
+    hook = fleet.api.webhooks.list(OP, tenant_id="acme")["items"][0]
+    pool_event(fleet, "acme")
+    globex = pool_event(fleet, "globex")
+    hostile(fleet, "webhooks", "event_types", "id", hook["id"], value)
+
+    tick(fleet)
+
+    assert sent_to(receiver, "globex") == [globex["id"]]
+    assert sent_to(receiver, "acme") == []
+    assert faults_named(fleet) == [("webhook", hook["id"], "acme")]
+
+    hostile(fleet, "webhooks", "event_types", "id", hook["id"], "[]")
+    tick(fleet)  # mended: acme's event goes out, and the fault is cleared
+    assert len(sent_to(receiver, "acme")) == 1
+    assert faults_named(fleet) == []
+
+
 # ----- the event list and the metrics tally -------------------------------------------------------
 
 
