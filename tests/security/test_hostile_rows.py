@@ -248,6 +248,9 @@ def test_root_lists_every_instance_with_the_bad_one_marked(
     assert fleet.api.instances.show(OP, acme["id"])["unreadable"] == [field]
     table = run_cli("instances", "list", db=fleet.settings.db_url)
     assert table.exit_code == 0 and acme["id"] in table.stdout, table.stderr
+    shown = run_cli("instances", "show", acme["id"], db=fleet.settings.db_url)
+    assert shown.exit_code == 0, shown.stderr
+    assert f"unreadable: {field} (shown empty)" in shown.stdout
 
 
 @pytest.mark.parametrize(("column", "value", "field"), INSTANCE_DOCUMENTS)
