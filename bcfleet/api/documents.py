@@ -235,6 +235,8 @@ class InstanceJson(TypedDict):
     providerServerId: NotRequired[str]
     providerStatus: NotRequired[str | None]
     idempotencyKey: NotRequired[str]
+    unreadable: NotRequired[list[str]]
+    """The stored fields that cannot be read (shown empty): present only on a damaged row."""
 
 
 class InstancePageJson(TypedDict):

@@ -13,7 +13,7 @@ from bcfleet.api.host_view import host_view
 from bcfleet.domain.bounds import check_limit
 from bcfleet.domain.cursors import check_cursor
 from bcfleet.domain.host_ids import node_refs
-from bcfleet.store.event_log import emit, event_json
+from bcfleet.store.event_log import emit, event_data, event_json
 from bcfleet.store.models import Event
 
 __all__ = ["EventsAPI", "emit"]
@@ -44,7 +44,7 @@ class EventsAPI(Area):
             if types:
                 query = query.where(col(Event.type).in_(list(types)))
             rows = session.exec(query).all()
-            view = host_view(session, actor, (n for e in rows for n in node_refs(e.data)))
+            view = host_view(session, actor, (n for e in rows for n in node_refs(event_data(e))))
         items = [event_json(e, view) for e in rows]
         cursor = items[-1]["seq"] if items else after
         return {"items": items, "cursor": cursor}

@@ -18,10 +18,11 @@ from bcfleet.api.auth import Actor
 from bcfleet.api.conditions import condition_is_true, mentions
 from bcfleet.api.documents import InstanceJson
 from bcfleet.api.host_view import host_view
-from bcfleet.api.raw_rows import json_value, plain_rows, time_text
+from bcfleet.api.raw_rows import plain_rows, time_text
 from bcfleet.domain.host_ids import HostView
 from bcfleet.domain.states import InstanceState
 from bcfleet.errors import InvalidInputError
+from bcfleet.store.stored_json import INSTANCE_DOCUMENTS, decode, from_driver, unreadable
 from bcfleet.store.tables import FLAVORS, INSTANCES
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ FIELDS = (
 )
 """The instance columns instance_body reads."""
 TIME_FIELDS = ("created_at", "updated_at", "ready_at", "deleted_at")
-_JSON_FIELDS = ("shape", "host_placement")
+FIELD_NAMES = {"shape": "shape", "host_placement": "hostPlacement", "conditions": "conditions"}
 _NAMES = (*FIELDS, "flavor")
 COLUMNS = (*(_c[name] for name in FIELDS), FLAVORS.c.name)
 
@@ -87,16 +88,17 @@ def list_instances(
         query = query.order_by(pending_first, _c.created_at.desc(), _c.id.desc())
         if condition is None:  # a condition is checked below, after the rows are read
             query = query.limit(limit)
-    rows = plain_rows(session.connection(), query)
+    connection = session.connection()
+    rows = plain_rows(connection, query)
+    parsed = connection.dialect.name != "sqlite"  # psycopg parses JSON; SQLite gives its text
     kept = []
     for row in rows:
         values = dict(zip(_NAMES, row, strict=True))
-        conditions = json_value(values["conditions"])
-        if condition is not None and not condition_is_true(conditions, condition):
+        for name in INSTANCE_DOCUMENTS:
+            values[name] = from_driver(values[name], parsed=parsed)
+        read_documents(values)
+        if condition is not None and not condition_is_true(values["conditions"], condition):
             continue
-        values["conditions"] = conditions
-        for name in _JSON_FIELDS:
-            values[name] = json_value(values[name])
         for name in TIME_FIELDS:
             values[name] = time_text(values[name])
         kept.append(values)
@@ -106,9 +108,18 @@ def list_instances(
     return [instance_body(values, values.pop("flavor"), view) for values in kept]
 
 
+def read_documents(values: dict[str, Any]) -> None:
+    """The instance's JSON documents through the guarded decoder, in place: an unreadable one
+    empty, and its name under ``unreadable`` (shown as the document's field)."""
+    bad = unreadable(values, INSTANCE_DOCUMENTS)
+    if bad:
+        values.update(decode(values, INSTANCE_DOCUMENTS)[0])
+    values["unreadable"] = [FIELD_NAMES[name] for name in bad] if bad else ()
+
+
 def instance_body(values: Mapping[str, Any], flavor: str | None, view: HostView) -> InstanceJson:
-    """An instance's JSON from its column values (times already as text, JSON decoded); its
-    node as the reader's view shows it (an opaque id for a guest tenant)."""
+    """An instance's JSON from its column values (times already as text, JSON documents through
+    read_documents); its node as the reader's view shows it (an opaque id for a guest tenant)."""
     body: InstanceJson = {
         "id": values["id"],
         "tenantId": values["tenant_id"],
@@ -138,6 +149,8 @@ def instance_body(values: Mapping[str, Any], flavor: str | None, view: HostView)
         body["providerStatus"] = values["provider_status"]
     if values["idempotency_key"] is not None:
         body["idempotencyKey"] = values["idempotency_key"]
+    if values.get("unreadable"):
+        body["unreadable"] = list(values["unreadable"])
     return body
 
 

@@ -20,6 +20,7 @@ from bcfleet.api.instance_list import (
     count_instances,
     instance_body,
     list_instances,
+    read_documents,
 )
 from bcfleet.api.lookup import find_flavor, find_pool, find_pool_and_flavor
 from bcfleet.clock import format_time
@@ -66,6 +67,7 @@ def instance_json(
 ) -> InstanceJson:
     """One instance's JSON, its node as the actor sees it (api.host_view, unless `view` is given)."""
     values = {name: getattr(instance, name) for name in FIELDS}
+    read_documents(values)
     for name in TIME_FIELDS:
         values[name] = format_time(values[name]) if values[name] is not None else None
     if view is None:

@@ -21,13 +21,19 @@ def _condition_text(item: Mapping[str, Any]) -> str:
 
 def _instance_text(i: dict[str, Any]) -> str:
     shape = i["shape"]
+    size = (
+        f"{shape.get('vcpu', '?')} vCPU, {shape.get('memoryGiB', '?')} GiB memory, "
+        f"{shape.get('diskGiB', '?')} GiB disk"
+        + (f", {shape['gpus']} GPU" if shape.get("gpus") else "")
+    )
     lines = [
         f"Instance {i['name']} ({i['id']})",
         f"  state:   {i['state']}",
-        f"  flavor:  {i.get('flavor') or '-'}: {shape['vcpu']} vCPU, {shape['memoryGiB']} GiB memory, "
-        f"{shape['diskGiB']} GiB disk" + (f", {shape['gpus']} GPU" if shape.get("gpus") else ""),
+        f"  flavor:  {i.get('flavor') or '-'}: {size}",
         f"  node:    {i.get('nodeId') or '-'}",
     ]
+    if i.get("unreadable"):  # a damaged row: fleet doctor --invariants names it
+        lines.append(f"  unreadable: {', '.join(i['unreadable'])} (shown empty)")
     placement = i.get("hostPlacement")
     if placement:
         cpus = placement.get("cpus")

@@ -1,7 +1,7 @@
 """The event document, typed: the event log (in the store) renders it for the API and webhooks."""
 
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from bcfleet.domain.json_types import Time
 
@@ -15,3 +15,5 @@ class EventJson(TypedDict):
     subjectId: str | None
     at: Time
     data: Mapping[str, Any]
+    unreadable: NotRequired[list[str]]
+    """The stored fields that cannot be read (shown empty): present only on a damaged row."""

@@ -21,6 +21,7 @@ from bcfleet.store.models import (
     Instance,
     Reservation,
 )
+from bcfleet.store.stored_json import INSTANCE_DOCUMENTS, decode, problem
 
 
 def over_capacity(session: Session) -> list[str]:
@@ -104,13 +105,38 @@ def double_held_gpus(session: Session) -> list[str]:
     return problems
 
 
+def readable_documents(session: Session) -> list[str]:
+    """Every instance's stored JSON documents are what their columns hold (store/stored_json.py)."""
+    problems = []
+    for instance_id, shape, placement, conditions in session.execute(
+        select(Instance.id, Instance.shape, Instance.host_placement, Instance.conditions)
+    ).all():
+        values = {"shape": shape, "host_placement": placement, "conditions": conditions}
+        _, unreadable = decode(values, INSTANCE_DOCUMENTS)
+        if unreadable:
+            problems.append(f"instance {instance_id}: {problem(unreadable)}")
+    return problems
+
+
 def quota_matches_charges(session: Session) -> list[str]:
-    """Quota used equals the sum of live charges: admitted instances and charged reservations."""
+    """Quota used equals the sum of live charges: admitted instances and charged reservations.
+
+    An instance whose shape gives no charge is reported here; one whose shape cannot be read
+    at all is readableDocuments' to report."""
     expected: dict[tuple[str, str, str], int] = defaultdict(int)
+    problems = []
     for instance in session.scalars(
         select(Instance).where(Instance.state != InstanceState.DELETED)
     ).all():
-        for resource, amount in quota_charge_of(instance.shape).items():
+        shape, unreadable = decode({"shape": instance.shape}, INSTANCE_DOCUMENTS)
+        if "shape" in unreadable:
+            continue
+        try:
+            charge = quota_charge_of(shape["shape"])
+        except (TypeError, ValueError):
+            problems.append(f"instance {instance.id}: its shape gives no quota charge")
+            continue
+        for resource, amount in charge.items():
             expected[(instance.tenant_id, instance.pool_id, resource)] += amount
     for reservation in session.scalars(
         select(Reservation).where(col(Reservation.quota_charged).is_(True))
@@ -118,7 +144,6 @@ def quota_matches_charges(session: Session) -> list[str]:
         expected[(reservation.tenant_id, reservation.pool_id, "gpu")] += (
             reservation.gpus * reservation.nodes
         )
-    problems = []
     seen = set()
     for key, used in quota_usage(session).items():
         seen.add(key)
@@ -157,10 +182,15 @@ def live_guests(session: Session) -> tuple[list[Guest], list[str]]:
     ).all()
     guests, unreadable = [], []
     for instance_id, node_id, doc in rows:
+        documents, bad = decode({"host_placement": doc}, INSTANCE_DOCUMENTS)
         try:
-            guests.append(Guest(instance_id, node_id, HostPlacement.from_json(doc or {})))
+            if bad:
+                raise ValueError(problem(bad))
+            placement = HostPlacement.from_json(documents["host_placement"] or {})
         except (TypeError, ValueError, AttributeError):
             unreadable.append(f"instance {instance_id}: its host placement cannot be read")
+            continue
+        guests.append(Guest(instance_id, node_id, placement))
     return guests, unreadable
 
 
@@ -197,6 +227,7 @@ CHECKS = {
     "hugepagesOverTotal": hugepages_over_total,
     "quotaMatchesCharges": quota_matches_charges,
     "instancesHaveAllocations": instances_have_allocations,
+    "readableDocuments": readable_documents,
 }
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import URL, Engine, create_engine, event, text
 from sqlalchemy.exc import InvalidatePoolError
 
-from bcfleet.store import wal_checkpoints
+from bcfleet.store import stored_json, wal_checkpoints
 from bcfleet.store.driver_sql import (
     DriverStatement,
     is_change,
@@ -119,7 +119,11 @@ def _sqlite_engine(url: str, echo: bool) -> Engine:
     memory = url in ("sqlite://", "sqlite:///:memory:")
     # Connections are pooled: closing the last one of a WAL database checkpoints it, which is
     # far too slow to do after every call.
-    kwargs: dict[str, Any] = {"connect_args": {"check_same_thread": False, "timeout": 30}}
+    # Text that is not JSON reads as stored_json.UNREADABLE, not an error ending the whole read.
+    kwargs: dict[str, Any] = {
+        "connect_args": {"check_same_thread": False, "timeout": 30},
+        "json_deserializer": stored_json.load,
+    }
     if not memory:
         kwargs.update(pool_size=8, max_overflow=8)
     engine = create_engine(url, echo=echo, **kwargs)

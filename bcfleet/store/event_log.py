@@ -14,6 +14,7 @@ from bcfleet.domain.host_ids import HostView
 from bcfleet.ids import IdFactory
 from bcfleet.store.driver_sql import DriverStatement
 from bcfleet.store.models import Event
+from bcfleet.store.stored_json import EVENT_DOCUMENTS, decode
 
 _INSERT_EVENT = DriverStatement(Event.__table__.insert())  # type: ignore[attr-defined]
 
@@ -47,14 +48,26 @@ def emit(
     )
 
 
+def event_data(event: Event) -> dict[str, Any]:
+    """An event's data through the guarded decoder: empty when the stored data cannot be read."""
+    data: dict[str, Any] = decode({"data": event.data}, EVENT_DOCUMENTS)[0]["data"]
+    return data
+
+
 def event_json(event: Event, view: HostView) -> EventJson:
-    """An event as the API shows it; the nodes its data names as the reader's view shows them."""
+    """An event as the API shows it; the nodes its data names as the reader's view shows them.
+
+    Stored data that cannot be read is shown empty, and ``unreadable`` names it."""
     assert event.seq is not None, "an event is shown once stored"
-    return {
+    decoded, unreadable = decode({"data": event.data}, EVENT_DOCUMENTS)
+    body: EventJson = {
         "id": event.id,
         "seq": event.seq,
         "type": event.type,
         "subjectId": event.subject_id,
         "at": format_time(event.at),
-        "data": view.event_data(event.data),
+        "data": view.event_data(decoded["data"]),
     }
+    if unreadable:
+        body["unreadable"] = unreadable
+    return body
