@@ -53,11 +53,18 @@ PAUSE_STEP = 0.05
 
 @click.command("plan")
 @click.option("-f", "--file", "file", required=True, metavar="FILE", help="The FleetConfig.")
-@click.option("--out", type=click.Path(dir_okay=False), help="Save the plan for `fleet apply`.")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    help="Save the plan for `fleet apply` (never over the database or any SQLite file).",
+)
+@click.option("--force", is_flag=True, help="With --out: replace a file that is not a saved plan.")
 @click.option("--detailed-exitcode", is_flag=True, help="Exit 0 no changes, 2 changes, 1 error.")
 @click.option("--allow-empty", is_flag=True, help="Allow removing every managed object.")
 @common_options
-def plan_(file: str, out: str | None, detailed_exitcode: bool, allow_empty: bool) -> int:
+def plan_(
+    file: str, out: str | None, force: bool, detailed_exitcode: bool, allow_empty: bool
+) -> int:
     """Show what `fleet apply` would change; writes nothing to the state."""
     desired = load_or_exit(file)
     s = state()
@@ -66,7 +73,15 @@ def plan_(file: str, out: str | None, detailed_exitcode: bool, allow_empty: bool
         text = read_fleetconfig(file)  # as the loader read it, within its limits
         if hashlib.sha256(text.encode("utf-8")).hexdigest() != desired.digest:
             raise InvalidInputError(f"{file} changed while it was planned: plan again")
-        save_plan(out, result, file=file, text=text, allow_empty=allow_empty)
+        save_plan(
+            out,
+            result,
+            file=file,
+            text=text,
+            allow_empty=allow_empty,
+            database_url=s.db or load_fleet_settings().db_url,
+            force=force,
+        )
     if s.json:
         click.echo(render_json_text(result), nl=False)
     else:
