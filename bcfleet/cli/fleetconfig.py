@@ -34,7 +34,7 @@ from bcfleet.reconcile.apply import (
     plan_json,
 )
 from bcfleet.reconcile.load import read_fleetconfig
-from bcfleet.reconcile.lock import Lease, held
+from bcfleet.reconcile.lock import Lease, freed, held
 from bcfleet.reconcile.lock import force_unlock as unlock
 from bcfleet.reconcile.model import DesiredFleet
 from bcfleet.reconcile.render import NO_CHANGES, render_json_text, render_text
@@ -284,14 +284,15 @@ def _report(result: ApplyResult) -> None:
 @click.argument("lock_id")
 @common_options
 def force_unlock(lock_id: str) -> int:
-    """Remove the apply lock LOCK_ID whose holder is gone (the id is in the LOCKED error)."""
+    """Remove the lock LOCK_ID (the apply lock or a job's lease) whose holder is gone (the id
+    is in the LOCKED error and in `fleet jobs list --json`)."""
     s = state()
     info = unlock(s.fleet, s.credential, lock_id)
     output(
         {"unlocked": True, "lock": info.to_json()},
         lambda _: (
             f"Lock {info.id} of {info.holder} (pid {info.pid}, {info.operation}) removed: "
-            "fleet apply is unlocked."
+            f"{freed(info)}."
         ),
     )
     return EXIT_OK
