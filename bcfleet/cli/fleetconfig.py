@@ -284,8 +284,10 @@ def _report(result: ApplyResult) -> None:
 @click.argument("lock_id")
 @common_options
 def force_unlock(lock_id: str) -> int:
-    """Remove the lock LOCK_ID (the apply lock or a job's lease) whose holder is gone (the id
-    is in the LOCKED error and in `fleet jobs list --json`)."""
+    """Remove the lock LOCK_ID (the apply lock or a job's lease) whose holder is gone.
+
+    The id is in the LOCKED error and in `fleet jobs list --json` (heldBy.lockId).
+    """
     s = state()
     info = unlock(s.fleet, s.credential, lock_id)
     output(
