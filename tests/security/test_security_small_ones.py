@@ -82,6 +82,14 @@ def test_an_integer_query_parameter_is_openapis_integer_only(fleet: Fleet, raw: 
     assert "ASCII digits" in answer.json()["error"]["message"]
 
 
+@pytest.mark.parametrize("raw", [" 5", "+5", "5_0", "\u0665", "\uff15", "0" * 28 + "5"])
+def test_the_command_line_reads_integers_by_the_same_rule(cli: object, raw: str) -> None:
+    result = cli("jobs", "list", "--runs", raw)  # type: ignore[operator]
+    assert result.exit_code == 64
+    assert "is not a whole number written in ASCII digits" in result.stderr
+    assert cli("jobs", "list", "--runs", "5").exit_code == 0  # type: ignore[operator]
+
+
 @pytest.mark.parametrize(("raw", "value"), [("5", 5), ("1000", 1000), ("-0", 0), ("0", 0)])
 def test_plain_integers_still_parse(fleet: Fleet, raw: str, value: int) -> None:
     assert parse_integer(raw) == value
