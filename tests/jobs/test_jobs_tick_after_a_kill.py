@@ -31,27 +31,33 @@ def held_elsewhere(url: str, job: str, ttl: float = 600) -> locks.Lease:
     return lease
 
 
-def test_a_due_job_skipped_for_another_holder_makes_tick_exit_3_naming_both(
-    cli: Cli, sqlite_url: str
-) -> None:
-    lease = held_elsewhere(sqlite_url, "vps.usage")
-    result: CliResult = cli("jobs", "tick")  # type: ignore[operator]
+@pytest.fixture
+def pinned(db_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fleet on SQLite and on PostgreSQL, with BCFLEET_NOW pinned as cron tests pin it."""
+    monkeypatch.setenv("BCFLEET_NOW", T0.isoformat())
+    Fleet.open(db_url).close()
+    return db_url
+
+
+def test_a_due_job_skipped_for_another_holder_makes_tick_exit_3_naming_both(pinned: str) -> None:
+    lease = held_elsewhere(pinned, "vps.usage")
+    result = run_cli("jobs", "tick", db=pinned)
     assert result.exit_code == 3, result.stderr
     line = next(x for x in result.stderr.splitlines() if "vps.usage" in x)
     assert line.startswith("error: LOCKED: job vps.usage was due but not run: locked by ")
     assert "cron@host-2:4242 tick" in line and lease.id in line
-    ran = cli("jobs", "tick", "--json")  # type: ignore[operator]
+    ran = run_cli("jobs", "tick", "--json", db=pinned)
     assert ran.exit_code == 3  # still held: still said
-    assert [r["job"] for r in ran.json()["runs"] if r["id"] is None] == ["vps.usage"]
+    assert [r["job"] for r in ran.json()["runs"] if r["id"] is None] == ["vps.usage"]  # type: ignore[index]
 
 
-def test_force_unlock_of_a_job_lease_names_the_job_not_apply(cli: Cli, sqlite_url: str) -> None:
-    lease = held_elsewhere(sqlite_url, "vps.usage")
-    unlocked: CliResult = cli("force-unlock", lease.id)  # type: ignore[operator]
+def test_force_unlock_of_a_job_lease_names_the_job_not_apply(pinned: str) -> None:
+    lease = held_elsewhere(pinned, "vps.usage")
+    unlocked = run_cli("force-unlock", lease.id, db=pinned)
     assert unlocked.exit_code == 0, unlocked.stderr
     assert "the lease of job vps.usage is free" in unlocked.stdout
     assert "fleet apply" not in unlocked.stdout
-    assert cli("jobs", "tick").exit_code == 0  # type: ignore[operator]
+    assert run_cli("jobs", "tick", db=pinned).exit_code == 0
 
 
 @pytest.mark.parametrize("debug", [pytest.param(False, id="plain"), pytest.param(True, id="debug")])
@@ -75,18 +81,14 @@ def test_a_failing_job_is_one_line_with_its_code_and_the_traceback_needs_debug(
         assert len(result.stderr.splitlines()) == 2  # the line, and how to see the traceback
 
 
-def test_a_dead_holders_lease_expires_with_bcfleet_now_pinned(
-    db_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_dead_holders_lease_expires_with_bcfleet_now_pinned(pinned: str) -> None:
     """Every process under BCFLEET_NOW starts at the same instant, so a lease judged by that
     clock never ran out; leases are judged by the wall clock instead."""
-    monkeypatch.setenv("BCFLEET_NOW", T0.isoformat())
-    Fleet.open(db_url).close()
-    held_elsewhere(db_url, "vps.usage", ttl=1.0)
+    held_elsewhere(pinned, "vps.usage", ttl=1.0)
     tick = ("jobs", "tick", "--job", "vps.usage", "--json")
-    assert run_cli(*tick, db=db_url).exit_code == 3  # alive: its lease runs
+    assert run_cli(*tick, db=pinned).exit_code == 3  # alive: its lease runs
     time.sleep(1.2)  # one TTL of real time; the pinned clock has not moved
-    ran = run_cli(*tick, db=db_url)
+    ran = run_cli(*tick, db=pinned)
     assert ran.exit_code == 0, ran.stderr
     (run,) = ran.json()["runs"]  # type: ignore[index]
     assert (run["outcome"], run["startedAt"]) == ("ok", "2026-11-30T10:00:00Z")
