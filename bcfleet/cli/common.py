@@ -18,7 +18,7 @@ import click
 
 from bcfleet.domain.bounds import (
     WAIT_SECONDS_MAX,
-    parse_integer,
+    integer_form,
     printable,
     seconds_problem,
     shown,
@@ -178,14 +178,15 @@ def fleet_command(group: click.Group, name: str, **kwargs: Any) -> Callable[[F],
 
 
 class Whole(click.IntRange):
-    """A whole number on the command line, written as the HTTP API's integer query parameters
-    are (bounds.parse_integer: ASCII digits, an optional leading '-'), within min..max if given.
-    click's int also takes blanks, '+', '_' and other scripts' digits."""
+    """A whole number on the command line, written as the HTTP API's integers are
+    (bounds.integer_form: ASCII digits, an optional leading '-'), within min..max if given;
+    click's int also takes blanks, '+', '_' and other scripts' digits. How large it may be is
+    the API's bound to say, naming the field's range."""
 
     name = "integer"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, str) and parse_integer(value) is None:
+        if isinstance(value, str) and not integer_form(value):
             self.fail(
                 f"{shown(value)} is not a whole number written in ASCII digits "
                 "(an optional leading -)",

@@ -66,7 +66,7 @@ PAGE_MAX = 1_000
 WAIT_SECONDS_MAX = 86_400.0
 
 INTEGER_DIGITS_MAX = 19
-INTEGER_TEXT = re.compile(r"-?(?:0|[1-9][0-9]{0,18})")
+INTEGER_TEXT = re.compile(r"-?(?:0|[1-9][0-9]*)")
 NAME_MAX = 253  # free names (instances, labels, display names, keys), as DNS names
 SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")  # pools, hosts, flavors, environments
 SLUG_MAX = 63
@@ -299,10 +299,16 @@ def check_identifier(field: str, value: Any, max_length: int = NAME_MAX) -> str:
 # Numbers
 
 
+def integer_form(text: str) -> bool:
+    """Whether ``text`` is written as OpenAPI's ``integer`` and JSON write one (ASCII digits,
+    an optional leading '-', no leading zeros), however many digits."""
+    return INTEGER_TEXT.fullmatch(text) is not None
+
+
 def parse_integer(text: str) -> int | None:
-    """The integer ``text`` writes as OpenAPI's ``integer`` and JSON do (see the module
-    docstring), else None."""
-    if len(text) > INTEGER_DIGITS_MAX + 1 or not INTEGER_TEXT.fullmatch(text):
+    """The integer ``text`` writes in integer_form with at most INTEGER_DIGITS_MAX digits (what
+    a query parameter may hold), else None."""
+    if len(text.removeprefix("-")) > INTEGER_DIGITS_MAX or not integer_form(text):
         return None
     return int(text)
 
