@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, TypeVar
 from sqlalchemy import Connection, Engine, select
 from sqlalchemy.exc import IntegrityError
 
-from bcfleet.clock import Clock, clock_from_env
+from bcfleet.clock import Clock, SystemClock, clock_from_env
 from bcfleet.ids import IdFactory
 from bcfleet.settings import FleetSettings, load_fleet_settings
 from bcfleet.store import wal_checkpoints
@@ -46,9 +46,14 @@ class Fleet:
         ids: IdFactory | None = None,
         placement: PlacementContext | None = None,
         session: Session | None = None,
+        lease_clock: Clock | None = None,
     ) -> None:
         self.engine = engine
         self.clock: Clock = clock or clock_from_env()
+        # Leases (the apply lock, the jobs' leases) expire by a clock that moves: the wall
+        # clock, also when BCFLEET_NOW pins the fleet's clock (a pinned lease never expired);
+        # a clock given by the caller (tests, embedders) also times the leases.
+        self.lease_clock: Clock = lease_clock or clock or SystemClock()
         self.settings = settings or load_fleet_settings()
         self.ids = ids or IdFactory()
         self._placement = placement
@@ -136,6 +141,10 @@ class Fleet:
     def now(self) -> datetime:
         return self.clock.now()
 
+    def lease_now(self) -> datetime:
+        """The time leases are taken, renewed and judged by (``lease_clock``), never BCFLEET_NOW."""
+        return self.lease_clock.now()
+
     def new_id(self, prefix: str) -> str:
         return self.ids.new(prefix, self.clock.now())
 
@@ -198,6 +207,7 @@ class Fleet:
                 ids=self.ids,
                 placement=self.placement,
                 session=session,
+                lease_clock=self.lease_clock,
             )
 
     @cached_property

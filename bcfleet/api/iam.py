@@ -26,7 +26,7 @@ from bcfleet.api.documents import (
 from bcfleet.api.lookup import get_tenant
 from bcfleet.api.views import principal_json
 from bcfleet.clock import format_time
-from bcfleet.domain.bounds import check_text
+from bcfleet.domain.bounds import check_identifier
 from bcfleet.domain.policy import ROLES, validate_statement
 from bcfleet.domain.policy_bounds import policy_overreach
 from bcfleet.domain.token_lifetime import expiry, kept_lifetime, token_lifetime
@@ -91,7 +91,7 @@ class IamAPI(Area):
             raise InvalidInputError(f"role must be one of {', '.join(ROLES)}", {"role": role})
         if not name.strip():
             raise InvalidInputError("a principal needs a name", {"field": "name"})
-        check_text("name", name)
+        check_identifier("name", name)
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
             actor.require("compute:iam:manage", tenant_resource(tenant_id))
@@ -130,7 +130,7 @@ class IamAPI(Area):
 
         expires_in ('30d', '12h', …, at most 10 years) gives it a lifetime; None: no expiry.
         """
-        check_text("name", name)
+        check_identifier("name", name)
         if role not in ROLES:
             raise InvalidInputError(f"role must be one of {', '.join(ROLES)}", {"role": role})
         lifetime = token_lifetime(expires_in)
@@ -250,7 +250,7 @@ class IamAPI(Area):
         attach_to: list[str] | None = None,
     ) -> dict[str, Any]:
         """A policy of statements, attached to the named principals of the tenant."""
-        check_text("name", name)
+        check_identifier("name", name)
         problems = [
             f"statements[{i}]: {p}" for i, s in enumerate(statements) for p in validate_statement(s)
         ]

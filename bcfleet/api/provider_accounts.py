@@ -33,7 +33,7 @@ from bcfleet.api.documents import DeletedJson, ProviderAccountJson, ProviderAcco
 from bcfleet.api.lookup import get_tenant
 from bcfleet.api.views import deleted_json
 from bcfleet.clock import format_time
-from bcfleet.domain.bounds import check_text, url_problem
+from bcfleet.domain.bounds import check_slug, url_problem
 from bcfleet.errors import ConflictError, ForbiddenError, InvalidInputError, NotFoundError
 from bcfleet.providers.base import filter_offers
 from bcfleet.providers.offer_catalog import AccountRef, OfferCatalog
@@ -159,7 +159,7 @@ class ProviderAccountsAPI(Area):
         managed: bool = False,
     ) -> ProviderAccountJson:
         """Register an account whose token is ``token`` (sealed) or root's ``token_env``."""
-        check_text("name", name)
+        check_slug("provider account", name)  # as the FleetConfig names it; a URL path segment
         with self.fleet.write() as session:
             self._authorize(session, credential, tenant_id, token_env, endpoint)
             secret = validate_account(provider, token_env, token, endpoint)

@@ -32,7 +32,7 @@ from bcfleet.api.documents import DeletedJson, ServiceJson, ServicePageJson
 from bcfleet.api.events import emit
 from bcfleet.api.serverless_ops import attach, detach, rehome, take_or_fail
 from bcfleet.api.views import deleted_json
-from bcfleet.domain.bounds import check_seconds, check_text
+from bcfleet.domain.bounds import check_identifier, check_seconds
 from bcfleet.domain.sizes import SIZES, label, label_with_shape, size_for_api_service
 from bcfleet.errors import ConflictError, InvalidInputError, NoCapacityError
 from bcfleet.placement.serverless import (
@@ -54,9 +54,10 @@ MANAGE, READ = "compute:services:manage", "compute:services:read"
 
 
 def validate_names(workspace: str, name: str) -> None:
-    """A service's (or index's) workspace and name: 1-128 printable characters, not all blank."""
+    """A service's (or index's) workspace and name: 1-128 printable characters, not all blank,
+    an identifier's (bounds.identifier_problem: no look-alikes of other names)."""
     for field, value in (("workspace", workspace), ("name", name)):
-        check_text(field, value, COMPUTE_NAME_MAX)
+        check_identifier(field, value, COMPUTE_NAME_MAX)
         if not value.strip():
             raise InvalidInputError(f"a {field} cannot be blank", {"field": field})
 

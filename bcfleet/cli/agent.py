@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from bcfleet.agent.inventory import read_inventory
-from bcfleet.cli.common import Seconds, fleet_command, output, print_json, state
+from bcfleet.cli.common import Seconds, Whole, fleet_command, output, print_json, state
 from bcfleet.domain.inventory import validate_inventory
 from bcfleet.domain.inventory_age import AGENT_ROUND_SECONDS
 from bcfleet.errors import InvalidInputError, UnauthenticatedError
@@ -49,7 +49,7 @@ def _inventory_file(path: Path | None) -> dict[str, object] | None:
 @click.option("--host", default=socket.gethostname, help="This host's name in the fleet.")
 @click.option("--simulate", is_flag=True, help="Act out boots and stops instead of a hypervisor.")
 @click.option("--once", is_flag=True, help="One round, then exit.")
-@click.option("--rounds", type=click.IntRange(1), help="Stop after this many rounds.")
+@click.option("--rounds", type=Whole(1), help="Stop after this many rounds.")
 @click.option("--interval", type=Seconds(0.01), default=AGENT_ROUND_SECONDS, show_default=True)
 @click.option("--boot-seconds", type=Seconds(), help="Simulated boot delay.")
 @click.option("--inventory-file", type=click.Path(dir_okay=False, path_type=Path))
@@ -93,7 +93,7 @@ def run(
 
 @fleet_command(group, "simulate")
 @click.option("--once", is_flag=True, help="One round, then exit.")
-@click.option("--rounds", type=click.IntRange(1), help="Stop after this many rounds.")
+@click.option("--rounds", type=Whole(1), help="Stop after this many rounds.")
 @click.option("--interval", type=Seconds(0.01), default=1.0, show_default=True)
 @click.option("--boot-seconds", type=Seconds(), help="Boot delay (default: settings).")
 def simulate(once: bool, rounds: int | None, interval: float, boot_seconds: float | None) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from bcfleet.cli.common import fleet_command, output, state
+from bcfleet.cli.common import WHOLE, fleet_command, output, state
 
 
 @click.group("capacity")
@@ -37,10 +37,10 @@ def preview_text(p: dict[str, Any]) -> str:
 @fleet_command(group, "preview")
 @click.option("--tenant", required=True)
 @click.option("--pool", required=True)
-@click.option("--gpus", type=int, required=True, help="GPUs on each node.")
+@click.option("--gpus", type=WHOLE, required=True, help="GPUs on each node.")
 @click.option("--duration", required=True)
 @click.option("--spot", is_flag=True)
-@click.option("--nodes", type=int, default=1, show_default=True)
+@click.option("--nodes", type=WHOLE, default=1, show_default=True)
 @click.option("--binding", type=click.Choice(["pool", "node"]), default="pool", show_default=True)
 @click.option("--start", help="RFC 3339 time (default: now).")
 def preview(tenant: str, pool: str, gpus: int, duration: str, spot: bool, nodes: int,

@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
-from bcfleet.domain.bounds import WAIT_SECONDS_MAX, printable, seconds_problem
+from bcfleet.domain.bounds import (
+    WAIT_SECONDS_MAX,
+    integer_form,
+    printable,
+    seconds_problem,
+    shown,
+)
 from bcfleet.errors import FleetError, NotFoundError, exit_code_for
 
 if TYPE_CHECKING:
@@ -169,6 +175,28 @@ def fleet_command(group: click.Group, name: str, **kwargs: Any) -> Callable[[F],
         return cast(F, group.command(name, **kwargs)(common_options(wrapper)))
 
     return decorate
+
+
+class Whole(click.IntRange):
+    """A whole number on the command line, written as the HTTP API's integers are
+    (bounds.integer_form: ASCII digits, an optional leading '-'), within min..max if given;
+    click's int also takes blanks, '+', '_' and other scripts' digits. How large it may be is
+    the API's bound to say, naming the field's range."""
+
+    name = "integer"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not integer_form(value):
+            self.fail(
+                f"{shown(value)} is not a whole number written in ASCII digits "
+                "(an optional leading -)",
+                param,
+                ctx,
+            )
+        return super().convert(value, param, ctx)
+
+
+WHOLE = Whole()
 
 
 class Seconds(click.ParamType[float]):

@@ -9,7 +9,7 @@ import click
 
 from bcfleet.api.auth import LOCAL_OPERATOR
 from bcfleet.api.demo import build_demo, fleet_contents
-from bcfleet.cli.common import CliState, common_options, output, state, table
+from bcfleet.cli.common import CliState, Whole, common_options, output, state, table
 from bcfleet.cli.demo_workloads import populate
 from bcfleet.errors import ConflictError, InvalidInputError
 from bcfleet.fleet import Fleet
@@ -27,7 +27,7 @@ def _workloads(fleet: Fleet) -> dict[str, int]:
 
 @click.command("demo")
 @common_options
-@click.option("--hosts", type=click.IntRange(1, 10000), default=50, show_default=True)
+@click.option("--hosts", type=Whole(1, 10000), default=50, show_default=True)
 @click.option(
     "--reset",
     is_flag=True,

@@ -6,7 +6,7 @@ import time
 
 import click
 
-from bcfleet.cli.common import Seconds, fleet_command, output, print_json, state, table
+from bcfleet.cli.common import WHOLE, Seconds, fleet_command, output, print_json, state, table
 
 
 @click.group("events")
@@ -20,8 +20,8 @@ COLUMNS = [("SEQ", "seq"), ("AT", "at"), ("TYPE", "type"), ("SUBJECT", "subjectI
 @fleet_command(group, "list")
 @click.option("--tenant")
 @click.option("--type", "types", multiple=True)
-@click.option("--after", type=int, help="Only events after this cursor.")
-@click.option("--limit", type=int, default=100, show_default=True)
+@click.option("--after", type=WHOLE, help="Only events after this cursor.")
+@click.option("--limit", type=WHOLE, default=100, show_default=True)
 def list_(tenant: str | None, types: tuple[str, ...], after: int | None, limit: int) -> None:
     s = state()
     output(
@@ -35,9 +35,9 @@ def list_(tenant: str | None, types: tuple[str, ...], after: int | None, limit: 
 @fleet_command(group, "watch")
 @click.option("--tenant")
 @click.option("--type", "types", multiple=True)
-@click.option("--after", type=int)
+@click.option("--after", type=WHOLE)
 @click.option("--interval", type=Seconds(0.01), default=1.0, show_default=True)
-@click.option("--count", type=int, help="Stop after this many events.")
+@click.option("--count", type=WHOLE, help="Stop after this many events.")
 def watch(
     tenant: str | None,
     types: tuple[str, ...],

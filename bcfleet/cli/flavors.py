@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 import click
 
-from bcfleet.cli.common import fleet_command, output, state, table
+from bcfleet.cli.common import WHOLE, fleet_command, output, state, table
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -22,14 +22,14 @@ def shape_options(func: F) -> F:
         click.option("--tenant", required=True),
         click.option("--pool", required=True, help="Pool id or name."),
         click.option("--name", required=True),
-        click.option("--vcpu", type=int, required=True),
-        click.option("--memory-gib", type=int, required=True),
-        click.option("--disk-gib", type=int, required=True),
-        click.option("--gpus", type=int),
+        click.option("--vcpu", type=WHOLE, required=True),
+        click.option("--memory-gib", type=WHOLE, required=True),
+        click.option("--disk-gib", type=WHOLE, required=True),
+        click.option("--gpus", type=WHOLE),
         click.option("--offer", help="The provider offer of a provider pool's flavor."),
         click.option("--numa-affine", is_flag=True),
         click.option("--pinned", is_flag=True),
-        click.option("--hugepage-size", type=int, metavar="BYTES"),
+        click.option("--hugepage-size", type=WHOLE, metavar="BYTES"),
     ]
     for option in reversed(options):
         func = option(func)

@@ -34,7 +34,7 @@ from bcfleet.reconcile.apply import (
     plan_json,
 )
 from bcfleet.reconcile.load import read_fleetconfig
-from bcfleet.reconcile.lock import Lease, held
+from bcfleet.reconcile.lock import Lease, freed, held
 from bcfleet.reconcile.lock import force_unlock as unlock
 from bcfleet.reconcile.model import DesiredFleet
 from bcfleet.reconcile.render import NO_CHANGES, render_json_text, render_text
@@ -53,11 +53,18 @@ PAUSE_STEP = 0.05
 
 @click.command("plan")
 @click.option("-f", "--file", "file", required=True, metavar="FILE", help="The FleetConfig.")
-@click.option("--out", type=click.Path(dir_okay=False), help="Save the plan for `fleet apply`.")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    help="Save the plan for `fleet apply` (never over the database or any SQLite file).",
+)
+@click.option("--force", is_flag=True, help="With --out: replace a file that is not a saved plan.")
 @click.option("--detailed-exitcode", is_flag=True, help="Exit 0 no changes, 2 changes, 1 error.")
 @click.option("--allow-empty", is_flag=True, help="Allow removing every managed object.")
 @common_options
-def plan_(file: str, out: str | None, detailed_exitcode: bool, allow_empty: bool) -> int:
+def plan_(
+    file: str, out: str | None, force: bool, detailed_exitcode: bool, allow_empty: bool
+) -> int:
     """Show what `fleet apply` would change; writes nothing to the state."""
     desired = load_or_exit(file)
     s = state()
@@ -66,7 +73,15 @@ def plan_(file: str, out: str | None, detailed_exitcode: bool, allow_empty: bool
         text = read_fleetconfig(file)  # as the loader read it, within its limits
         if hashlib.sha256(text.encode("utf-8")).hexdigest() != desired.digest:
             raise InvalidInputError(f"{file} changed while it was planned: plan again")
-        save_plan(out, result, file=file, text=text, allow_empty=allow_empty)
+        save_plan(
+            out,
+            result,
+            file=file,
+            text=text,
+            allow_empty=allow_empty,
+            database_url=s.db or load_fleet_settings().db_url,
+            force=force,
+        )
     if s.json:
         click.echo(render_json_text(result), nl=False)
     else:
@@ -269,14 +284,17 @@ def _report(result: ApplyResult) -> None:
 @click.argument("lock_id")
 @common_options
 def force_unlock(lock_id: str) -> int:
-    """Remove the apply lock LOCK_ID whose holder is gone (the id is in the LOCKED error)."""
+    """Remove the lock LOCK_ID (the apply lock or a job's lease) whose holder is gone.
+
+    The id is in the LOCKED error and in `fleet jobs list --json` (heldBy.lockId).
+    """
     s = state()
     info = unlock(s.fleet, s.credential, lock_id)
     output(
         {"unlocked": True, "lock": info.to_json()},
         lambda _: (
             f"Lock {info.id} of {info.holder} (pid {info.pid}, {info.operation}) removed: "
-            "fleet apply is unlocked."
+            f"{freed(info)}."
         ),
     )
     return EXIT_OK

@@ -12,9 +12,9 @@ import click
 
 from bcfleet.api.auth import LOCAL_OPERATOR
 from bcfleet.api.jobs import job_names
-from bcfleet.cli.common import Seconds, fleet_command, output, parse_pairs, state, table
+from bcfleet.cli.common import WHOLE, Seconds, fleet_command, output, parse_pairs, state, table
 from bcfleet.clock import OffsetClock, parse_time
-from bcfleet.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK
+from bcfleet.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_LOCKED, EXIT_OK
 
 JOB_NAME = click.Choice(list(job_names()))
 STRUCTURED = ("job", "outcome", "counts", "duration_ms", "run_id")
@@ -41,14 +41,22 @@ class JsonLines(logging.Formatter):
         return json.dumps(body, default=str)
 
 
-def _configure_logging(level: int, as_json: bool) -> None:
+def _not_a_run(record: logging.LogRecord) -> bool:
+    """False for a run's own log line: `fleet jobs tick` reports each run itself."""
+    return not hasattr(record, "outcome")
+
+
+def _configure_logging(level: int, as_json: bool, *, runs: bool = True) -> None:
+    """Log to stderr; --debug (and only it) adds the jobs' tracebacks (logged at DEBUG)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(
         JsonLines() if as_json else logging.Formatter("%(asctime)s %(levelname)s %(message)s")
     )
+    if not runs:
+        handler.addFilter(_not_a_run)
     logger = logging.getLogger("bcfleet")
     logger.handlers[:] = [handler]
-    logger.setLevel(level)
+    logger.setLevel(logging.DEBUG if state().debug else level)
     logger.propagate = False
     logging.getLogger("apscheduler").setLevel(logging.WARNING)
 
@@ -98,7 +106,7 @@ def _jobs_table(jobs: list[dict[str, Any]]) -> str:
 
 
 @fleet_command(group, "list")
-@click.option("--runs", "run_count", type=int, default=10, show_default=True, help="Recent runs.")
+@click.option("--runs", "run_count", type=WHOLE, default=10, show_default=True, help="Recent runs.")
 @click.option("--job", type=JOB_NAME, help="Only this job's runs.")
 def list_(run_count: int, job: str | None) -> None:
     """Each job's last run and next due time, then the latest runs."""
@@ -109,6 +117,25 @@ def list_(run_count: int, job: str | None) -> None:
         "runs": jobs.runs(LOCAL_OPERATOR, limit=run_count, job=job),
     }
     output(body, lambda b: _jobs_table(b["jobs"]) + "\n\n" + _runs_table(b["runs"]))
+
+
+def _say_failed_and_held(runs: list[dict[str, Any]]) -> int:
+    """One stderr line per failed run and per job skipped for another holder's lease; the
+    exit code they call for (1 a job failed, else 3 a lease was held, else 0)."""
+    failed = [r for r in runs if r["outcome"] == "error"]
+    held = [r for r in runs if r["outcome"] == "skipped" and r["id"] is None]  # JobRunJson.id
+    for run in failed:
+        click.echo(f"error: job {run['job']} failed: {run['error']}", err=True)
+    for run in held:
+        click.echo(
+            f"error: LOCKED: job {run['job']} was due but not run: {run['error']}; it runs at "
+            "the next tick once that holder is done or its lease expires (`fleet force-unlock "
+            "LOCK` if the holder is gone)",
+            err=True,
+        )
+    if failed and not state().debug:
+        click.echo("(run again with --debug for the tracebacks)", err=True)
+    return EXIT_ERROR if failed else EXIT_LOCKED if held else EXIT_OK
 
 
 @fleet_command(group, "tick")
@@ -122,9 +149,14 @@ def list_(run_count: int, job: str | None) -> None:
 )
 @click.option("-v", "--verbose", is_flag=True, help="Log one line per run on stderr.")
 def tick_(job: str | None, check: bool, grace: float | None, verbose: bool) -> int:
-    """Run every due job once and exit (for cron and systemd timers)."""
+    """Run every due job once and exit (for cron and systemd timers).
+
+    Exit 0 when every due job ran; 1 when a job failed (one line each on stderr, the traceback
+    only with --debug); 3 when a due job was skipped because another runner holds its lease
+    (the line names the job and the holder), so cron hears of a job that did not run.
+    """
     s = state()
-    _configure_logging(logging.INFO if verbose else logging.WARNING, as_json=False)
+    _configure_logging(logging.INFO if verbose else logging.WARNING, as_json=False, runs=verbose)
     if check:
         jobs = s.fleet.api.jobs.status(LOCAL_OPERATOR, grace=grace)
         late = [j["job"] for j in jobs if j["overdue"]]
@@ -136,7 +168,7 @@ def tick_(job: str | None, check: bool, grace: float | None, verbose: bool) -> i
     # SIGTERM: finish the running batch and job, start no other
     results = s.fleet.api.jobs.tick(LOCAL_OPERATOR, job=job)
     output({"runs": results}, lambda b: _runs_table(b["runs"]) if b["runs"] else "nothing due")
-    return EXIT_ERROR if any(r["outcome"] == "error" for r in results) else EXIT_OK
+    return _say_failed_and_held([dict(r) for r in results])
 
 
 @fleet_command(group, "run")

@@ -79,7 +79,7 @@ SUMMARIES = {
     "validate": "Check a FleetConfig's YAML, schema and meaning; print file:line:column: message.",
     "plan": "Show what `fleet apply` would change; writes nothing to the state.",
     "apply": "Make the state match a FleetConfig (-f, after a prompt or --yes) or a saved plan.",
-    "force-unlock": "Remove the apply lock LOCK_ID whose holder is gone (the id is in the LOCKED error).",
+    "force-unlock": "Remove the lock LOCK_ID (the apply lock or a job's lease) whose holder is gone.",
     "serve": "Serve the HTTP API under /v1 (bearer tokens; OpenAPI at /v1/openapi.json).",
     "webhooks": "Webhooks: a tenant's events POSTed to a URL, signed with HMAC-SHA256.",
     "agent": "The host agent: this machine's inventory, the agent loop, the simulated agents.",

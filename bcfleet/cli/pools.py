@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from bcfleet.cli.common import fleet_command, output, parse_pairs, state, table
+from bcfleet.cli.common import WHOLE, fleet_command, output, parse_pairs, state, table
 from bcfleet.domain.states import PoolKind
 
 
@@ -58,9 +58,9 @@ def _reserve(vcpu: int | None, memory: int | None, disk: int | None) -> dict[str
     "--overcommit",
     help="Ratios per resource, e.g. vcpu=2,memoryGiB=1.5 (each from 0.1 to 100; an update keeps the ones left out).",
 )
-@click.option("--host-reserve-vcpu", type=int)
-@click.option("--host-reserve-memory-gib", type=int)
-@click.option("--host-reserve-disk-gib", type=int)
+@click.option("--host-reserve-vcpu", type=WHOLE)
+@click.option("--host-reserve-memory-gib", type=WHOLE)
+@click.option("--host-reserve-disk-gib", type=WHOLE)
 @click.option("--provider-account")
 def create(
     tenant: str,
@@ -93,9 +93,9 @@ def create(
 @click.option("--pool", required=True)
 @click.option("--gpu-model")
 @click.option("--overcommit")
-@click.option("--host-reserve-vcpu", type=int)
-@click.option("--host-reserve-memory-gib", type=int)
-@click.option("--host-reserve-disk-gib", type=int)
+@click.option("--host-reserve-vcpu", type=WHOLE)
+@click.option("--host-reserve-memory-gib", type=WHOLE)
+@click.option("--host-reserve-disk-gib", type=WHOLE)
 def update(
     tenant: str,
     pool: str,

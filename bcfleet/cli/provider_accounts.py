@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from bcfleet.cli.common import fleet_command, output, state, table
+from bcfleet.cli.common import Whole, fleet_command, output, state, table
 
 OFFER_COLUMNS = [
     ("ID", "id"),
@@ -124,7 +124,7 @@ def _offers_text(data: dict[str, Any]) -> str:
 @click.argument("account")
 @click.option("--tenant", default="root", show_default=True)
 @click.option("--kind", help="Only offers of this kind (vps).")
-@click.option("--min-vcpu", type=click.IntRange(min=0), help="Only offers with at least N vCPUs.")
+@click.option("--min-vcpu", type=Whole(min=0), help="Only offers with at least N vCPUs.")
 def offers(account: str, tenant: str, kind: str | None, min_vcpu: int | None) -> None:
     """What the account's provider sells: one row per offer and region (ACCOUNT: id or name)."""
     s = state()

@@ -7,14 +7,14 @@ import sys
 
 import click
 
-from bcfleet.cli.common import common_options, output
+from bcfleet.cli.common import Whole, common_options, output
 from bcfleet.providers.fake_server import serve
 
 
 @click.command("provider-fake")
 @common_options
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", type=click.IntRange(1, 65535), default=8787, show_default=True)
+@click.option("--port", type=Whole(1, 65535), default=8787, show_default=True)
 @click.option("--accept-token", "token", help="Accept only this bearer token (default: any).")
 def group(host: str, port: int, token: str | None) -> None:
     """Serve a fake Hetzner Cloud API for tests and demos until interrupted.

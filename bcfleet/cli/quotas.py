@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from bcfleet.cli.common import fleet_command, output, state, table
+from bcfleet.cli.common import WHOLE, fleet_command, output, state, table
 
 
 @click.group("quotas")
@@ -15,10 +15,10 @@ def group() -> None:
 @fleet_command(group, "set")
 @click.option("--tenant", required=True)
 @click.option("--pool", required=True)
-@click.option("--vcpu", type=int)
-@click.option("--memory-gib", type=int)
-@click.option("--disk-gib", type=int)
-@click.option("--gpu", type=int)
+@click.option("--vcpu", type=WHOLE)
+@click.option("--memory-gib", type=WHOLE)
+@click.option("--disk-gib", type=WHOLE)
+@click.option("--gpu", type=WHOLE)
 def set_(
     tenant: str,
     pool: str,

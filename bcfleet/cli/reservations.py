@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from bcfleet.cli.common import fleet_command, output, state, table
+from bcfleet.cli.common import WHOLE, fleet_command, output, state, table
 from bcfleet.domain.states import ReservationState
 
 
@@ -61,12 +61,12 @@ def _why(r: Mapping[str, Any]) -> str:
 @fleet_command(group, "create")
 @click.option("--tenant", required=True)
 @click.option("--pool", required=True)
-@click.option("--gpus", type=int, required=True, help="GPUs on each node.")
+@click.option("--gpus", type=WHOLE, required=True, help="GPUs on each node.")
 @click.option("--duration", required=True, help="e.g. 12h, 90m, 1d12h.")
 @click.option("--start", help="RFC 3339 time (default: now).")
 @click.option("--spot", is_flag=True, help="Spot capacity: cheaper, preempted with notice.")
 @click.option("--binding", type=click.Choice(["pool", "node"]), default="pool", show_default=True)
-@click.option("--nodes", type=int, default=1, show_default=True, help="A gang of K nodes.")
+@click.option("--nodes", type=WHOLE, default=1, show_default=True, help="A gang of K nodes.")
 @click.option("--idempotency-key", "key")
 def create(tenant: str, pool: str, gpus: int, duration: str, start: str | None, spot: bool,
            binding: str, nodes: int, key: str | None) -> None:  # fmt: skip

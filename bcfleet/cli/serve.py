@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from bcfleet.cli.common import common_options, state
+from bcfleet.cli.common import Whole, common_options, state
 
 DEFAULT_MAX_BODY_BYTES = 1 << 20  # bcfleet.http.serving's default, without importing the server
 
@@ -12,10 +12,10 @@ DEFAULT_MAX_BODY_BYTES = 1 << 20  # bcfleet.http.serving's default, without impo
 @click.command("serve")
 @common_options
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True)
+@click.option("--port", type=Whole(0, 65535), default=8080, show_default=True)
 @click.option(
     "--max-body-bytes",
-    type=click.IntRange(1024),
+    type=Whole(1024),
     default=DEFAULT_MAX_BODY_BYTES,
     show_default=True,
     help="Larger request bodies are refused with 413.",

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from bcfleet.api.documents import UsageWindowJson
-from bcfleet.cli.common import fleet_command, output, state, table
+from bcfleet.cli.common import WHOLE, fleet_command, output, state, table
 from bcfleet.clock import parse_time
 from bcfleet.domain.usage_csv import csv_lines
 
@@ -52,8 +52,8 @@ def filters(func: F) -> F:
 
 @fleet_command(group, "list")
 @filters
-@click.option("--after", type=int, help="Only windows after this cursor.")
-@click.option("--limit", type=int, default=100, show_default=True)
+@click.option("--after", type=WHOLE, help="Only windows after this cursor.")
+@click.option("--limit", type=WHOLE, default=100, show_default=True)
 def list_(
     tenant: str | None,
     meter: str | None,
@@ -128,7 +128,7 @@ def _write_json(first: UsageWindowJson | None, rows: Iterator[UsageWindowJson]) 
 @fleet_command(group, "dead-letters")
 @click.option("--tenant")
 @click.option("--pending", is_flag=True, help="Only those not replayed yet.")
-@click.option("--limit", type=int, default=100, show_default=True)
+@click.option("--limit", type=WHOLE, default=100, show_default=True)
 def dead_letters(tenant: str | None, pending: bool, limit: int) -> None:
     """Windows whose meter was not in the billing-meter catalogue."""
     s = state()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from bcfleet.api.auth import LOCAL_OPERATOR
-from bcfleet.cli.common import fleet_command, output, state, table
+from bcfleet.cli.common import WHOLE, fleet_command, output, state, table
 from bcfleet.domain.states import DeliveryState
 
 
@@ -72,7 +72,7 @@ def delete(webhook_id: str, tenant: str | None) -> None:
 @click.argument("webhook_id")
 @click.option("--tenant")
 @click.option("--state", "state_", type=click.Choice([s.value for s in DeliveryState]))
-@click.option("--limit", type=int, default=100, show_default=True)
+@click.option("--limit", type=WHOLE, default=100, show_default=True)
 def deliveries(webhook_id: str, tenant: str | None, state_: str | None, limit: int) -> None:
     """A webhook's deliveries, newest first (--state dead: the dead letters)."""
     s = state()
@@ -84,7 +84,7 @@ def deliveries(webhook_id: str, tenant: str | None, state_: str | None, limit: i
 
 @fleet_command(group, "redeliver")
 @click.argument("webhook_id")
-@click.argument("delivery_id", type=int)
+@click.argument("delivery_id", type=WHOLE)
 @click.option("--tenant")
 def redeliver(webhook_id: str, delivery_id: int, tenant: str | None) -> None:
     """Queue a delivery again, its tries reset (the webhooks job sends it)."""

@@ -25,6 +25,18 @@ Why these numbers:
   an infinite or NaN one never ends a loop.
 - URLs (webhooks, provider endpoints): http or https with a host and, if any, a numeric port;
   one that Python's URL parser cannot split (``http://[::1``) is refused like any other.
+- Integers written as text (query parameters): what OpenAPI's ``integer`` and JSON write, ASCII
+  digits with an optional leading '-', no leading zeros, at most ``INTEGER_DIGITS_MAX`` = 19
+  digits (int64). Python's ``int()`` also takes blanks, '+', '_' and any script's digits
+  (Arabic-Indic, full-width), and any number of leading zeros; none of that is a JSON integer.
+- Identifiers (names a caller looks things up by and another caller reads: principals,
+  policies, tokens' principals, services' workspaces and names): printable text, in the
+  form NFKC normalization leaves alone (no full-width, mathematical or ligature look-alikes),
+  whose letters come from one script (Latin with Han, Hiragana, Katakana, Bopomofo or Hangul
+  counts as one, as Japanese, Chinese and Korean names mix them). A name mixing Latin and
+  Cyrillic, such as "аdmin" with a Cyrillic а, is refused: it passes for another. Names in one
+  script that look like another script's (all-Cyrillic "асе") are not judged. Pools, hosts,
+  flavors, environments and provider accounts are slugs (ASCII), tenant ids are ASCII too.
 - Names: printable text only. Control and format characters (Unicode categories Cc and Cf:
   NUL, newlines, tabs, the bidirectional overrides U+202A–U+202E and isolates U+2066–U+2069,
   zero-width characters), surrogates and the line and paragraph separators are refused, since
@@ -53,6 +65,8 @@ HUGEPAGE_COUNT_MAX = INT32_MAX
 PAGE_MAX = 1_000
 WAIT_SECONDS_MAX = 86_400.0
 
+INTEGER_DIGITS_MAX = 19
+INTEGER_TEXT = re.compile(r"-?(?:0|[1-9][0-9]*)")
 NAME_MAX = 253  # free names (instances, labels, display names, keys), as DNS names
 SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")  # pools, hosts, flavors, environments
 SLUG_MAX = 63
@@ -87,10 +101,21 @@ def printable(text: str) -> str:
     return "".join(_escape(c) if forbidden(c) else c for c in text)
 
 
+def _large(value: int) -> str:
+    """A huge whole number in scientific form with its length: 1.000e+308 (309 digits)."""
+    try:
+        digits = str(abs(value))
+    except ValueError:  # more digits than Python writes out (sys.int_max_str_digits)
+        return "a number of thousands of digits"
+    sign = "-" if value < 0 else ""
+    return f"{sign}{digits[0]}.{digits[1:4]}e+{len(digits) - 1} (a number of {len(digits)} digits)"
+
+
 def shown(value: Any) -> str:
-    """A value as an error message may quote it: escaped and cut short."""
+    """A value as an error message may quote it: escaped and cut short (the one place messages
+    echo a value: validators' messages are rewritten through it too)."""
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**_SHOWN:
-        return f"a number of {len(str(abs(value)))} digits"
+        return _large(value)
     text = printable(repr(value))
     return text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
 
@@ -221,8 +246,71 @@ def check_slug(kind: str, value: Any) -> str:
     return str(value)
 
 
+SCRIPT_MIXES = (
+    frozenset({"LATIN", "CJK", "HIRAGANA", "KATAKANA"}),
+    frozenset({"LATIN", "CJK", "BOPOMOFO"}),
+    frozenset({"LATIN", "CJK", "HANGUL"}),
+)
+"""Scripts one name may mix (Japanese, Chinese and Korean names, with Latin)."""
+
+
+def _script(char: str) -> str | None:
+    """The script of a letter, as the first word of its Unicode name (None: not a letter)."""
+    if not unicodedata.category(char).startswith("L"):
+        return None  # digits, punctuation, marks and symbols belong to no one script
+    name = unicodedata.name(char, "")
+    return name.split(" ")[0].split("-")[0] or None
+
+
+def _compatibility(char: str) -> bool:
+    """Whether the character is a compatibility form (full-width, superscript, ligature, …)."""
+    return unicodedata.normalize("NFKC", char) != unicodedata.normalize("NFC", char)
+
+
+def identifier_problem(field: str, value: Any, max_length: int = NAME_MAX) -> str | None:
+    """Why ``value`` is not an identifier (see the module docstring), or None."""
+    problem = text_problem(field, value, max_length)
+    if problem is not None:
+        return problem
+    if unicodedata.normalize("NFKC", value) != unicodedata.normalize("NFC", value):
+        at = next(i for i, c in enumerate(value) if _compatibility(c))
+        return (
+            f"{field} must not contain compatibility forms of other characters (found "
+            f"{_escape(value[at])} at position {at + 1}, which stands for "
+            f"{shown(unicodedata.normalize('NFKC', value[at]))})"
+        )
+    scripts = {script for script in map(_script, value) if script is not None}
+    if len(scripts) > 1 and not any(scripts <= mix for mix in SCRIPT_MIXES):
+        return (
+            f"{field} must not mix letters of different scripts ({', '.join(sorted(scripts))}), "
+            "as a look-alike of another name does"
+        )
+    return None
+
+
+def check_identifier(field: str, value: Any, max_length: int = NAME_MAX) -> str:
+    """An identifier: printable, NFKC-stable, one script's letters; INVALID_INPUT otherwise."""
+    bound = f"1..{max_length} printable characters, letters of one script"
+    _raise(field, identifier_problem(field, value, max_length), bound)
+    return str(value)
+
+
 # ---------------------------------------------------------------------------
 # Numbers
+
+
+def integer_form(text: str) -> bool:
+    """Whether ``text`` is written as OpenAPI's ``integer`` and JSON write one (ASCII digits,
+    an optional leading '-', no leading zeros), however many digits."""
+    return INTEGER_TEXT.fullmatch(text) is not None
+
+
+def parse_integer(text: str) -> int | None:
+    """The integer ``text`` writes in integer_form with at most INTEGER_DIGITS_MAX digits (what
+    a query parameter may hold), else None."""
+    if len(text.removeprefix("-")) > INTEGER_DIGITS_MAX or not integer_form(text):
+        return None
+    return int(text)
 
 
 def whole_problem(field: str, value: Any, low: int, high: int) -> str | None:

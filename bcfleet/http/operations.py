@@ -17,7 +17,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from bcfleet.domain.bounds import shown
+from bcfleet.domain.bounds import INTEGER_DIGITS_MAX, parse_integer, shown
 from bcfleet.errors import InvalidInputError
 from bcfleet.fleet import Fleet
 from bcfleet.http.rules import STORABLE_PATTERN, matches
@@ -89,10 +89,14 @@ class Param:
         return raw
 
     def _integer(self, raw: str) -> int:
-        try:
-            value = int(raw)
-        except ValueError:
-            raise self._bad(raw, "a whole number") from None
+        """bounds.parse_integer: what OpenAPI's integer writes (ASCII digits, an optional '-')."""
+        value = parse_integer(raw)
+        if value is None:
+            raise self._bad(
+                raw,
+                f"a whole number written in ASCII digits, at most {INTEGER_DIGITS_MAX} of them "
+                "(an optional leading -)",
+            )
         if (self.minimum is not None and value < self.minimum) or (
             self.maximum is not None and value > self.maximum
         ):
@@ -102,7 +106,7 @@ class Param:
     def _bad(self, raw: str, wanted: str) -> InvalidInputError:
         return InvalidInputError(
             f"query parameter {self.name} must be {wanted}, got {shown(raw)}",
-            {"parameter": self.name, "value": raw},
+            {"parameter": self.name, "value": shown(raw)},
         )
 
 

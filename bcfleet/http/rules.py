@@ -85,6 +85,18 @@ def text(max_length: int | None = NAME_MAX, *, min_length: int = 1) -> Schema:
     return body
 
 
+def identifier(max_length: int = NAME_MAX, *, nonblank: bool = False) -> Schema:
+    """bounds.check_identifier: printable text whose letters come from one script, with no
+    compatibility forms (what no pattern can say is said in the description)."""
+    body = nonblank_text(max_length) if nonblank else text(max_length)
+    return {
+        **body,
+        "description": "Letters of one script (Latin may go with Han, Hiragana, Katakana, "
+        "Bopomofo or Hangul), no full-width or other compatibility forms: INVALID_INPUT "
+        "otherwise, so that no name passes for another.",
+    }
+
+
 def nonblank_text(max_length: int) -> Schema:
     """Printable text with at least one character that is not white space."""
     inside = forbidden_class()

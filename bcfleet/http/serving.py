@@ -20,7 +20,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from bcfleet.domain.bounds import check_storable
+from bcfleet.domain.bounds import check_storable, shown
 from bcfleet.domain.document_limits import json_problem
 from bcfleet.errors import FleetError, InvalidInputError, UnauthenticatedError
 from bcfleet.fleet import Fleet
@@ -32,6 +32,8 @@ from bcfleet.store.faults import escaped_fault
 
 log = logging.getLogger("bcfleet.http")
 
+MESSAGE_MAX = 300
+"""The longest schema message a problem quotes (each value in it is cut by bounds.shown first)."""
 DEFAULT_MAX_BODY_BYTES = 1 << 20  # 1 MiB: an inventory of a large host is a few hundred KiB
 
 
@@ -176,7 +178,20 @@ def _message(error: ValidationError) -> str:
     branches = [schema, *schema.get("anyOf", []), *schema.get("oneOf", [])]
     if any(isinstance(b, Mapping) and b.get("writeOnly") for b in branches):
         return f"does not satisfy its {error.validator} rule"
-    return error.message
+    return _clipped(error)
+
+
+def _clipped(error: ValidationError) -> str:
+    """The validator's words with the value they quote as bounds.shown quotes it: a 1e308 that
+    JSON made a whole number, or a long text, is never echoed in full."""
+    try:
+        quoted = repr(error.instance)
+    except ValueError:  # a whole number with more digits than Python writes out
+        quoted = ""
+    message = error.message
+    if quoted and quoted in message:
+        message = message.replace(quoted, shown(error.instance))
+    return message if len(message) <= MESSAGE_MAX else message[: MESSAGE_MAX - 1] + "…"
 
 
 def validate_body(validator: Draft202012Validator, body: Any) -> None:

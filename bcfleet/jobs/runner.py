@@ -28,10 +28,19 @@ from sqlmodel import Session, col
 from bcfleet.clock import format_time
 from bcfleet.domain.bounds import check_limit
 from bcfleet.domain.job_documents import JobRunJson, JobStatusJson, LeaseHolderJson
-from bcfleet.errors import LockedError
+from bcfleet.errors import FleetError, LockedError
 from bcfleet.jobs.registry import JOBS, JobFunction, JobSpec, get_job
 from bcfleet.jobs.stop import stop_requested
-from bcfleet.store.locks import RANDOM_IDS, Lease, kept_alive, live, release, release_in, take
+from bcfleet.store.locks import (
+    JOB_LEASE_PREFIX,
+    RANDOM_IDS,
+    Lease,
+    kept_alive,
+    live,
+    release,
+    release_in,
+    take,
+)
 from bcfleet.store.models.jobs import JobRun, JobState
 
 if TYPE_CHECKING:
@@ -53,7 +62,7 @@ def holder_name(role: str = "") -> str:
 
 
 def job_lock_name(job: str) -> str:
-    return f"job:{job}"
+    return f"{JOB_LEASE_PREFIX}{job}"
 
 
 def current_holder(session: Session, name: str, now: datetime) -> LeaseHolderJson | None:
@@ -154,26 +163,33 @@ def _call(
     try:
         counts = function(fleet, now)
     except Exception as exc:  # noqa: BLE001 - recorded as the run's error
-        log.exception("job failed")
+        log.debug("job failed", exc_info=True)  # the traceback: shown with --debug only
         return "error", {}, _error_text(exc)
     return "ok", {str(k): int(v) for k, v in dict(counts or {}).items()}, None
 
 
 def _error_text(exc: BaseException) -> str:
-    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-    return text[:ERROR_TEXT_LIMIT]
+    """The run's error on one line, as `fleet jobs tick` and `jobs list` show it: CODE: message
+    (INTERNAL and the exception's class for anything that is not a FleetError). The rest (a
+    driver's SQL and parameters, the traceback) is logged at DEBUG, never recorded."""
+    if isinstance(exc, FleetError):
+        text = f"{exc.code}: {exc.message}"
+    else:
+        text = f"{FleetError.code}: " + "".join(traceback.format_exception_only(exc)).strip()
+    return text.splitlines()[0][:ERROR_TEXT_LIMIT] if text else FleetError.code
 
 
 def _locked(fleet: Fleet, spec: JobSpec, started: datetime, raise_it: bool) -> RunResult:
     with fleet.read() as session:
-        holder = current_holder(session, job_lock_name(spec.name), fleet.now())
+        holder = current_holder(session, job_lock_name(spec.name), fleet.lease_now())
     if raise_it:
         raise LockedError(
             f"job {spec.name} is running elsewhere", {"job": spec.name, "holder": holder}
         )
     by = holder["holder"] if holder else "another runner"
     log.info("job=%s outcome=skipped reason=locked holder=%r", spec.name, by)
-    return RunResult(spec.name, "skipped", started, fleet.now(), error=f"locked by {by}")
+    lease = f" (lock {holder['lockId']}, expires {holder['expiresAt']})" if holder else ""
+    return RunResult(spec.name, "skipped", started, fleet.now(), error=f"locked by {by}{lease}")
 
 
 def _upsert_state(session: Session) -> postgresql.Insert | sqlite.Insert:
@@ -290,7 +306,8 @@ def status(
     now = fleet.now()
     with fleet.read() as session:
         states = _states(session)
-        holders = {s.name: current_holder(session, job_lock_name(s.name), now) for s in JOBS}
+        leased = fleet.lease_now()
+        holders = {s.name: current_holder(session, job_lock_name(s.name), leased) for s in JOBS}
     rows: list[JobStatusJson] = []
     for spec in JOBS:
         interval = (intervals or {}).get(spec.name, spec.interval(fleet.settings))

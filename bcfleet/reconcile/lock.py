@@ -23,8 +23,8 @@ from bcfleet.api.auth import Credential
 from bcfleet.clock import format_time
 from bcfleet.errors import LockedError, NotFoundError
 from bcfleet.reconcile.observe import require_operator
+from bcfleet.store.locks import JOB_LEASE_PREFIX, by_id, kept_alive, live, release, take
 from bcfleet.store.locks import Lease as Lease  # re-exported: the lock's holder, for callers
-from bcfleet.store.locks import by_id, kept_alive, live, release, take
 from bcfleet.store.models import Lock
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ def _holder(fleet: Fleet, name: str) -> Lease | None:
     """Who holds the lock now, read without writing: on SQLite a write would queue behind
     the holder's own apply transaction instead of answering at once."""
     with fleet.read() as session:
-        return live(session, name, fleet.now())
+        return live(session, name, fleet.lease_now())
 
 
 def acquire(
@@ -63,7 +63,7 @@ def acquire(
     on_wait: WaitNotice | None = None,
 ) -> Lease:
     """Take the named lock, polling up to ``timeout`` seconds; LOCKED naming the holder after."""
-    deadline = fleet.now() + timedelta(seconds=max(timeout, 0.0))
+    deadline = fleet.lease_now() + timedelta(seconds=max(timeout, 0.0))
     told = on_wait is None
     while True:
         held = _holder(fleet, name)
@@ -77,13 +77,13 @@ def acquire(
             )
             if ours:
                 return held
-        remaining = (deadline - fleet.now()).total_seconds()
+        remaining = (deadline - fleet.lease_now()).total_seconds()
         if remaining <= 0:
             raise locked_error(held, timeout)
         if not told and on_wait is not None:
             on_wait(held, timeout)
             told = True
-        fleet.clock.sleep(min(POLL_SECONDS, remaining))
+        fleet.lease_clock.sleep(min(POLL_SECONDS, remaining))
 
 
 def locked_error(held: Lease, timeout: float) -> LockedError:
@@ -138,8 +138,19 @@ def current(fleet: Fleet, name: str = APPLY_LOCK) -> Lease | None:
         return Lease.of(row) if row is not None else None
 
 
+def freed(lease: Lease) -> str:
+    """What removing the lock frees, as `fleet force-unlock` says it."""
+    if lease.name == APPLY_LOCK:
+        return "fleet apply is unlocked"
+    if lease.name.startswith(JOB_LEASE_PREFIX):
+        job = lease.name.removeprefix(JOB_LEASE_PREFIX)
+        return f"the lease of job {job} is free: the next tick or daemon run may run the job"
+    return f"the {lease.name} lock is free"
+
+
 def force_unlock(fleet: Fleet, credential: Credential | None, lock_id: str) -> Lease:
-    """Remove a lock by its id, whoever holds it (root's admin only); NOT_FOUND otherwise."""
+    """Remove a lock (the apply lock or a job's lease) by its id, whoever holds it (root's
+    admin only); NOT_FOUND otherwise."""
     with fleet.write(bump_revision=False) as session:
         require_operator(session, credential, fleet.now())
         row = by_id(session, lock_id)

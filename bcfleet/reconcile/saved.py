@@ -14,6 +14,7 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from bcfleet import __version__
@@ -24,6 +25,7 @@ from bcfleet.input_files import DocumentRefused, parse_json_text, read_text
 from bcfleet.reconcile.actions import Plan
 from bcfleet.reconcile.apply import Approved, plan_json
 from bcfleet.reconcile.load import load_fleetconfig_text
+from bcfleet.reconcile.plan_file import check_target, write_atomically
 
 FORMAT = "bcfleet-plan"
 FORMAT_VERSION = "1"
@@ -58,9 +60,17 @@ class SavedPlan:
 
 
 def save_plan(
-    path: str | os.PathLike[str], result: Plan, *, file: str, text: str, allow_empty: bool
+    path: str | os.PathLike[str],
+    result: Plan,
+    *,
+    file: str,
+    text: str,
+    allow_empty: bool,
+    database_url: str | None = None,
+    force: bool = False,
 ) -> SavedPlan:
-    """Write a plan that has no errors; INVALID_INPUT for one that could never be applied."""
+    """Write a plan that has no errors, atomically, where plan_file.check_target allows (never
+    over the database at database_url); INVALID_INPUT for one that could never be applied."""
     if result.errors:
         raise InvalidInputError(
             "a plan with errors cannot be saved: fix them first",
@@ -68,14 +78,25 @@ def save_plan(
         )
     saved = SavedPlan(file=file, text=text, plan=plan_json(result), allow_empty=allow_empty)
     body = json.dumps(saved.to_json(), indent=2) + "\n"
+    target = check_target(
+        os.fspath(path), database_url=database_url, force=force, is_plan=_looks_like_plan
+    )
     try:
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(body)
+        write_atomically(target, body)
     except OSError as exc:
         raise InvalidInputError(
             f"cannot write the plan to {os.fspath(path)}: {exc.strerror or exc}"
         ) from exc
     return saved
+
+
+def _looks_like_plan(path: Path) -> bool:
+    """Whether the file is a saved plan of any version (one made by `fleet plan --out`)."""
+    try:
+        document = parse_json_text(read_text(path, limit=SAVED_PLAN_MAX_BYTES, what="saved plan"))
+    except DocumentRefused:
+        return False
+    return isinstance(document, dict) and document.get("format") == FORMAT
 
 
 def read_plan(path: str | os.PathLike[str]) -> SavedPlan:

@@ -10,7 +10,10 @@ reads the row back: the lock is ours when the row carries our id.
 Every holder renews its lock from a background thread every third of the TTL
 (``kept_alive``), so a live holder keeps it however long it works or waits at a
 prompt, and a holder killed with SIGKILL stops renewing and loses it one TTL
-later (``lock_ttl_seconds``, 30 seconds by default). Taking, renewing and
+later (``lock_ttl_seconds``, 30 seconds by default). Leases are timed by the fleet's
+lease clock (``Fleet.lease_now``): the wall clock, also when ``BCFLEET_NOW`` pins the
+fleet's own clock, so a killed holder's lease runs out in real time even then (with a pinned
+clock it never did: every process started at the same instant). Taking, renewing and
 releasing a lock never bump the state revision, so they cannot make a saved
 plan stale.
 """
@@ -41,6 +44,9 @@ if TYPE_CHECKING:
     from bcfleet.fleet import Fleet
 
 log = logging.getLogger("bcfleet.locks")
+
+JOB_LEASE_PREFIX = "job:"
+"""A job's lease is the lock named job:<job> (the apply lock is named apply)."""
 
 RANDOM_IDS = IdFactory()
 """Lock ids are never seeded: two processes with seeded fleets must not mint the same id."""
@@ -95,7 +101,7 @@ def take(
     fleet: Fleet, name: str, *, holder: str, operation: str, ttl_seconds: float
 ) -> tuple[Lease, bool]:
     """Take the lock if it is free or expired: (the live lease, whether it is ours)."""
-    now = fleet.now()
+    now = fleet.lease_now()
     lease_id = RANDOM_IDS.new("lock", now)
     values: dict[str, Any] = {
         "name": name,
@@ -142,7 +148,7 @@ def _take(fleet: Fleet, values: dict[str, Any]) -> tuple[Lease, bool]:
 
 def renew(fleet: Fleet, lease: Lease, ttl_seconds: float) -> bool:
     """Push the lease's expiry out again; False when it was lost (expired and taken)."""
-    expires = fleet.now() + timedelta(seconds=ttl_seconds)
+    expires = fleet.lease_now() + timedelta(seconds=ttl_seconds)
     with fleet.write(bump_revision=False) as session:
         result = session.connection().execute(
             update(Lock)

@@ -74,6 +74,28 @@ def check_url(url: str) -> str:
     raise _bad(url, f"bcfleet keeps its state in SQLite or PostgreSQL; use {SCHEMES}")
 
 
+def sqlite_file(url: str) -> Path | None:
+    """The file an SQLite URL names; None for PostgreSQL, an in-memory database or a URL that
+    names no database (`fleet plan --out` keeps plans off the file, reconcile/plan_file.py)."""
+    try:
+        normalized = check_url(url)
+    except InvalidInputError:
+        return None
+    if not normalized.startswith("sqlite"):
+        return None
+    database = make_url(normalized).database or ""
+    return None if database in ("", ":memory:") else Path(database)
+
+
+def is_sqlite_file(path: Path) -> bool:
+    """Whether the file begins with SQLite's header (an unreadable file is not judged one)."""
+    try:
+        with path.open("rb") as handle:
+            return handle.read(len(SQLITE_HEADER)) == SQLITE_HEADER
+    except OSError:
+        return False
+
+
 def probe(url: str) -> Found:
     """Whether the database holds a fleet, nothing yet, or (as an error) something else."""
     normalized = check_url(url)

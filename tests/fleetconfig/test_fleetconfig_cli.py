@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from bcfleet.clock import FakeClock
+from bcfleet.fleet import Fleet
 from bcfleet.jobs.vps_hosts import run_vps_hosts
 from bcfleet.reconcile import lock
 from tests.support.builders import OP, inventory
@@ -291,7 +292,7 @@ def test_a_plan_with_errors_is_not_saved(
 def test_a_held_lock_exits_3_until_force_unlock(
     cli: Cli, write: Callable[..., str], sqlite_url: str
 ) -> None:
-    other = open_fleet(sqlite_url, FakeClock(T0))
+    other = Fleet.open(sqlite_url)  # another process: BCFLEET_NOW pinned, leases in real time
     held = lock.acquire(other, operation="apply prod.yaml", holder="deploy@ci-3")
     path = write(BASE)
     locked = cli("apply", "-f", path, "--yes")

@@ -90,8 +90,10 @@ def test_a_run_is_recorded_with_its_counts_and_the_next_due_time(fleet: Fleet) -
 def test_a_failing_job_is_recorded_as_an_error_and_does_not_raise(fleet: Fleet) -> None:
     result = run_job(fleet, job_fixtures.spec("failing_job"))
     assert result.outcome == "error"
-    assert result.error == "RuntimeError: the provider said no"
-    assert runs(fleet, "test.failing_job")[0].error == "RuntimeError: the provider said no"
+    assert result.error == "INTERNAL: RuntimeError: the provider said no"
+    assert (
+        runs(fleet, "test.failing_job")[0].error == "INTERNAL: RuntimeError: the provider said no"
+    )
 
 
 def test_the_lease_is_given_back_after_a_run(fleet: Fleet) -> None:
@@ -270,7 +272,7 @@ def test_cli_tick_job_and_list(cli) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_cli_tick_of_a_job_held_elsewhere_exits_3(cli, sqlite_url: str) -> None:  # type: ignore[no-untyped-def]
-    other = open_fleet(sqlite_url, FakeClock(T0))
+    other = Fleet.open(sqlite_url)  # another process: BCFLEET_NOW pinned, leases in real time
     assert acquire(other, "job:vps.usage", "elsewhere", ttl=600)
     result = cli("jobs", "tick", "--job", "vps.usage", "--json")
     assert result.exit_code == 3

@@ -35,7 +35,7 @@ from bcfleet.domain.compute_settings import ComputeChange
 from bcfleet.domain.sizes import SIZE_NAMES, SPARES_MAX
 from bcfleet.errors import FleetError
 from bcfleet.http.operations import TENANT, Call, Operation, Param
-from bcfleet.http.rules import nonblank_text, one_of, reference, size, slug
+from bcfleet.http.rules import identifier, one_of, reference, size, slug
 from bcfleet.http.schemas import (
     BOOL,
     array,
@@ -50,7 +50,7 @@ from bcfleet.http.typed_schemas import document_schemas
 TAG = "compute"
 SIZE = size()
 SIZES_AT_MOST = len(SIZE_NAMES)
-COMPUTE_NAME = nonblank_text(COMPUTE_NAME_MAX)
+COMPUTE_NAME = identifier(COMPUTE_NAME_MAX, nonblank=True)
 SPARES = {
     "type": "object",
     "propertyNames": SIZE,

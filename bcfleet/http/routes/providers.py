@@ -7,7 +7,7 @@ from typing import Any
 from bcfleet.api.documents import ProviderAccountJson, ProviderAccountPageJson
 from bcfleet.api.provider_accounts import ENV_NAME, MAX_ENDPOINT, MAX_TOKEN, PROVIDERS
 from bcfleet.http.operations import TENANT, Call, Operation, Param
-from bcfleet.http.rules import http_url, matching, one_of, secret, text
+from bcfleet.http.rules import http_url, matching, one_of, secret, slug, text
 from bcfleet.http.schemas import (
     ANY_OBJECT,
     array,
@@ -23,7 +23,7 @@ SCHEMAS = {
     **document_schemas((ProviderAccountJson, ProviderAccountPageJson)),
     "ProviderAccountCreate": obj(
         {
-            "name": text(),
+            "name": slug(),
             "provider": one_of(PROVIDERS),
             "tokenEnv": nullable(
                 {

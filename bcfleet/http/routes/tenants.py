@@ -17,7 +17,7 @@ from bcfleet.api.tenants import TENANT_ID, TENANT_NAME_MAX
 from bcfleet.domain.policy import ROLES
 from bcfleet.domain.token_lifetime import MAX_TOKEN_LIFETIME
 from bcfleet.http.operations import Call, Operation, Param
-from bcfleet.http.rules import duration, matching, one_of, text
+from bcfleet.http.rules import duration, identifier, matching, one_of, text
 from bcfleet.http.schemas import obj
 from bcfleet.http.typed_schemas import document_schemas
 
@@ -31,7 +31,7 @@ SCHEMAS = {
     ),
     "TokenCreate": obj(
         {
-            "name": text(),
+            "name": identifier(),
             "role": one_of(ROLES),
             "expiresIn": LIFETIME,
         },
