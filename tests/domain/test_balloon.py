@@ -4,6 +4,8 @@ available or at 10 % memory pressure, free above 20 %, floors of 50 % or use plu
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bcfleet.domain.balloon import (
     BalloonDecision,
@@ -320,3 +322,43 @@ def test_a_guest_is_idle_when_its_memory_is_not_in_demand(
     after: dict[str, int], idle: bool
 ) -> None:
     assert guest_is_idle(SAMPLE, after) is idle
+
+
+guests_strategy = st.lists(
+    st.builds(
+        GuestBalloon,
+        guest_id=st.uuids().map(str),
+        memory_bytes=st.integers(1, 64).map(lambda gib: gib * GIB),
+        target_bytes=st.integers(0, 64 * GIB // KIB).map(lambda kib: kib * KIB),
+        used_bytes=st.none() | st.integers(0, 64 * GIB),
+        idle=st.booleans(),
+        huge_pages=st.booleans(),
+        vfio=st.booleans(),
+        balloon=st.booleans(),
+        floor_percent=st.integers(1, 100),
+    ),
+    max_size=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    total=st.integers(1, 1 << 42),
+    share=st.floats(0, 1),
+    pressure=st.none() | st.floats(0, 100),
+    guests=guests_strategy,
+)
+def test_any_decision_keeps_the_rules(
+    total: int, share: float, pressure: float | None, guests: list[GuestBalloon]
+) -> None:
+    decision = decide_balloons(HostMemory(total, int(total * share), pressure), guests)
+    by_id = {g.guest_id: g for g in guests}
+    for change in decision.changes:
+        moved = by_id[change.guest_id]
+        floor = moved.floor_bytes()
+        assert moved.ballooned and change.target_bytes != moved.target
+        assert change.target_bytes <= moved.memory_bytes
+        assert change.target_bytes % KIB == 0 or change.target_bytes == moved.memory_bytes
+        assert floor is None or change.target_bytes >= floor
+        assert change.reason is not Reason.INFLATE or decision.state is HostState.SHORT
+        assert change.reason is not Reason.DEFLATE or decision.state is HostState.FREE
