@@ -84,7 +84,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "spot_notice_ms": (0, 86_400_000),  # up to a day of notice
     "preemption_candidate_limit": (1, 10_000),
     "spare_boot_seconds": (0, 3_600),
-    "balloon_floor_percent": (0, 100),
+    "balloon_floor_percent": (1, 100),  # document 000's [instances] balloon_floor_percent
     "lock_ttl_seconds": (1, 3_600),
     "provider_delete_grace_seconds": (0, 30 * 86_400),
     "job_interval": (0.01, 7 * 86_400),
@@ -188,6 +188,18 @@ def _secret_key(section: dict[str, Any], path: Path) -> str | None:
         ) from None
 
 
+def _instances(table: Any) -> dict[str, Any]:
+    """Document 000's ``[instances]`` table: balloon_floor_percent (wins over the flat key)."""
+    if table is None:
+        return {}
+    if not isinstance(table, dict):
+        raise InvalidInputError("setting instances must be a table ([instances])")
+    if "balloon_floor_percent" not in table:
+        return {}
+    key = "instances.balloon_floor_percent"
+    return {"balloon_floor_percent": _convert(key, int, table["balloon_floor_percent"])}
+
+
 def _apply_toml(settings: FleetSettings, path: Path) -> FleetSettings:
     try:
         document = tomllib.loads(path.read_text())
@@ -222,5 +234,6 @@ def _apply_toml(settings: FleetSettings, path: Path) -> FleetSettings:
         updates["secret_key"] = sealing_key
     if "egress_allow" in section:
         updates["egress_allow"] = _ranges("egress_allow", section["egress_allow"])
+    updates.update(_instances(document.get("instances")))
     assert set(updates) <= set(known)
     return replace(settings, **updates)

@@ -21,6 +21,7 @@ from bcfleet.settings import load_fleet_settings
         pytest.param("BCFLEET_PREEMPTION_CANDIDATE_LIMIT", "9" * 23, id="huge-limit"),
         pytest.param("BCFLEET_PLACEMENT_STRATEGY", "zzz", id="unknown-strategy"),
         pytest.param("BCFLEET_BALLOON_FLOOR_PERCENT", "500", id="over-100-percent"),
+        pytest.param("BCFLEET_BALLOON_FLOOR_PERCENT", "0", id="a-balloon-floor-of-0-percent"),
     ],
 )
 def test_an_out_of_bounds_variable_is_invalid_input(variable: str, value: str) -> None:
@@ -36,6 +37,10 @@ def test_an_out_of_bounds_variable_is_invalid_input(variable: str, value: str) -
         pytest.param('[fleet]\njobs = {"vps.hosts" = 1e400}\n', id="infinite-interval"),
         pytest.param('[fleet]\njobs = {"vps.hosts" = 0}\n', id="zero-interval"),
         pytest.param("[fleet\n", id="not-toml"),
+        pytest.param("[instances]\nballoon_floor_percent = 0\n", id="floor-of-0-percent"),
+        pytest.param("[instances]\nballoon_floor_percent = 101\n", id="floor-over-100-percent"),
+        pytest.param('[instances]\nballoon_floor_percent = "half"\n', id="floor-not-a-number"),
+        pytest.param("instances = 5\n", id="instances-not-a-table"),
         pytest.param(b"\xff\xfe[fleet]", id="not-utf8"),
     ],
 )
@@ -64,3 +69,32 @@ def test_the_bounds_name_the_setting_and_its_range() -> None:
 
 def test_defaults_are_within_the_bounds() -> None:
     load_fleet_settings(path=Path("/nonexistent"), environ={})
+
+
+@pytest.mark.parametrize(
+    ("text", "environ", "floor"),
+    [
+        pytest.param("", {}, 50, id="default-50"),
+        pytest.param("[instances]\nballoon_floor_percent = 1\n", {}, 1, id="least-1"),
+        pytest.param("[instances]\nballoon_floor_percent = 100\n", {}, 100, id="most-100"),
+        pytest.param(
+            "[fleet]\nballoon_floor_percent = 60\n[instances]\nballoon_floor_percent = 70\n",
+            {},
+            70,
+            id="instances-table-wins-over-the-flat-key",
+        ),
+        pytest.param("balloon_floor_percent = 60\n", {}, 60, id="flat-key-still-read"),
+        pytest.param(
+            "[instances]\nballoon_floor_percent = 70\n",
+            {"BCFLEET_BALLOON_FLOOR_PERCENT": "40"},
+            40,
+            id="environment-wins",
+        ),
+    ],
+)
+def test_the_balloon_floor_percent_of_document_000s_instances_table(
+    text: str, environ: dict[str, str], floor: int, tmp_path: Path
+) -> None:
+    path = tmp_path / "fleet.toml"
+    path.write_text(text)
+    assert load_fleet_settings(path=path, environ=environ).balloon_floor_percent == floor
