@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +25,19 @@ from tests.support.fleet import (
 )
 
 load_all()  # the helpers read SQLModel.metadata (tables to empty, schemas to compare)
+
+
+@pytest.fixture(autouse=True)
+def bcfleet_logger_as_it_was() -> Iterator[None]:
+    """The bcfleet logger as each test found it: an in-process `fleet jobs tick` or `jobs run`
+    gives it a stderr handler of its own and stops its propagation (as the CLI process
+    should), which would hide later tests' log lines from their capture."""
+    logger = logging.getLogger("bcfleet")
+    handlers, level, propagate = list(logger.handlers), logger.level, logger.propagate
+    yield
+    logger.handlers[:] = handlers
+    logger.setLevel(level)
+    logger.propagate = propagate
 
 
 @pytest.fixture(scope="session")

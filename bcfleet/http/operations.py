@@ -17,7 +17,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from bcfleet.domain.bounds import INTEGER_DIGITS_MAX, parse_integer, shown
+from bcfleet.domain.bounds import INTEGER_DIGITS_MAX, integer_form, parse_integer, shown
 from bcfleet.errors import InvalidInputError
 from bcfleet.fleet import Fleet
 from bcfleet.http.rules import STORABLE_PATTERN, matches
@@ -91,6 +91,8 @@ class Param:
     def _integer(self, raw: str) -> int:
         """bounds.parse_integer: what OpenAPI's integer writes (ASCII digits, an optional '-')."""
         value = parse_integer(raw)
+        if value is None and integer_form(raw) and self.maximum is not None:
+            raise self._bad(raw, f"between {self.minimum} and {self.maximum}")  # too many digits
         if value is None:
             raise self._bad(
                 raw,

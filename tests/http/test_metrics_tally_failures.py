@@ -27,11 +27,8 @@ FAILURES = 5
     ],
 )
 def test_a_failing_tally_logs_one_line_and_the_loop_goes_on(
-    fleet: Fleet, debug: bool, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+    fleet: Fleet, debug: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # An in-process `fleet jobs tick` earlier in this worker turns the bcfleet logger's
-    # propagation off (the CLI logs to its own handler); the capture needs it on.
-    monkeypatch.setattr(logging.getLogger("bcfleet"), "propagate", True)
     fleet.api.pools.create(OP, tenant_id="root", name="vps-fra", kind="vps-host")
     app = create_app(fleet, tally_seconds=0.01, debug=debug)
     events, runs = app.state.tallies
