@@ -167,7 +167,7 @@ def test_fleet_agent_simulate_reports_every_host_without_an_inventory(cli: Any) 
 
 def test_without_a_hypervisor_the_agent_writes_libvirt_domains(tmp_path: Path) -> None:
     spec = {
-        "id": "ins_01",
+        "id": "ins_01jz3k4m5n6p7q8r9s0t1v2w3x",
         "name": "vm",
         "state": "running",
         "shape": {"vcpu": 2, "memoryGiB": 4, "diskGiB": 40, "gpus": 0},
@@ -177,8 +177,8 @@ def test_without_a_hypervisor_the_agent_writes_libvirt_domains(tmp_path: Path) -
     }
     (tmp_path / "ins_gone.xml").write_text("<domain/>")
     written = write_domains(tmp_path, [spec])
-    assert [p.name for p in written] == ["ins_01.xml"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ins_01.xml"]
+    assert [p.name for p in written] == ["ins_01jz3k4m5n6p7q8r9s0t1v2w3x.xml"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ins_01jz3k4m5n6p7q8r9s0t1v2w3x.xml"]
     assert "<vcpu" in written[0].read_text()
 
 
