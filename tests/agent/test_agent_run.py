@@ -192,3 +192,32 @@ def test_the_simulated_agents_boot_placed_instances_after_the_delay(
     assert simulate_round(fleet, clock.now(), OP, boot_seconds=20)["booted"] == 1
     (spare,) = fleet.api.instances.list(OP, tenant_id="acme")["items"]
     assert "readyAt" in spare
+
+
+def test_the_readmes_agent_token_runs_its_host_and_nothing_else(
+    fleet: Fleet, server: BackgroundServer
+) -> None:
+    """`fleet iam tokens create --tenant root --name fra-01-agent --role agent --host fra-01`,
+    then `fleet agent run … --host fra-01 --simulate --once` with that token."""
+    pool = placed_instance(fleet)
+    fleet.api.hosts.adopt(OP, tenant_id="root", pool=pool["id"], name="fra-02", labels=PLACEMENT)
+    url = fleet.settings.db_url
+    made = run_cli("iam", "tokens", "create", "--tenant", "root", "--name", "fra-01-agent",
+                   "--role", "agent", "--host", "fra-01", "--json", db=url)  # fmt: skip
+    assert made.exit_code == 0, made.stderr
+    agent_token = str(made.json()["token"])  # type: ignore[index]
+    run = ("agent", "run", "--server", server.url, "--token", agent_token, "--simulate")
+    result = run_cli(*run, "--host", "fra-01", "--once", "--json", db=url)
+    assert result.exit_code == 0, result.stderr
+    assert result.json()["inventoriesReported"] == 1  # type: ignore[index]
+    run_vps_hosts(fleet, fleet.now())
+    flavor(fleet, pool["id"])
+    made_instance = fleet.api.instances.create(OP, tenant_id="acme", pool_id=pool["id"],
+                                               flavor="g1.small")  # fmt: skip
+    booted = run_cli(*run, "--host", "fra-01", "--rounds", "2", "--interval", "0.01",
+                     "--boot-seconds", "0", db=url)  # fmt: skip
+    assert booted.exit_code == 0, booted.stderr
+    assert fleet.api.instances.show(OP, made_instance["id"])["readyAt"] is not None
+    other = run_cli(*run, "--host", "fra-02", "--once", db=url)
+    assert other.exit_code != 0 and "FORBIDDEN" in other.stderr
+    assert fleet.api.hosts.show(OP, host="fra-02")["inventoryReportedAt"] is None
