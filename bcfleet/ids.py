@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import threading
 from datetime import datetime
 
@@ -65,6 +66,15 @@ class IdFactory:
         return f"{prefix}_{str(ULID(raw)).lower()}"
 
 
+ULID_TEXT = re.compile(r"[0-7][0-9a-hjkmnp-tv-z]{25}")
+"""What follows an id's prefix and '_': a ULID in lower-case Crockford base32 (IdFactory.new)."""
+
+
 def has_prefix(value: str, prefix: str) -> bool:
-    """True when value looks like an id of that kind ('pool_01…')."""
-    return value.startswith(prefix + "_") and len(value) == len(prefix) + 27
+    """True when value is an id of that kind ('pool_01…'): the prefix, '_' and a ULID.
+
+    The one rule for an id's format: lookups tell ids from names with it, and the host
+    agent checks every id the server sends with it before the id names a file.
+    """
+    head = prefix + "_"
+    return value.startswith(head) and ULID_TEXT.fullmatch(value, len(head)) is not None

@@ -124,6 +124,6 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 "$FLEET" serve --port "$port" > serve.log 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/healthz" > /dev/null && break; sleep 0.1; done
-agent_token=$(fleet iam tokens create --tenant root --name fra-01-agent --role admin --json | field token)
+agent_token=$(fleet iam tokens create --tenant root --name fra-01-agent --role agent --host fra-01 --json | field token)
 fleet agent run --server "http://127.0.0.1:$port" --token "$agent_token" --host fra-01 --simulate --once
 echo "The tour ran to the end."

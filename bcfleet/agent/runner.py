@@ -5,6 +5,10 @@ pulls the specs and, with a simulated hypervisor, acts them out and reports the 
 changes. Without --simulate there is no hypervisor to drive here: the agent writes each
 spec's libvirt domain XML into `domains_dir` (when given) for the host's tooling to define.
 Rounds are bounded by `rounds` (None: until interrupted).
+
+Every spec id the server sends is checked against the id formats (``spec_id_problem``)
+before it is used at all: it names a file and a URL, so a spec with any other id is
+refused, said once through `warn`, kept in the report, and skipped; the others go on.
 """
 
 from __future__ import annotations
@@ -19,10 +23,13 @@ from typing import Any
 from bcfleet.agent.hypervisor import SimulatedHypervisor
 from bcfleet.agent.inventory import read_inventory
 from bcfleet.agent.remote import AgentConnection
-from bcfleet.domain.guest_view import GUEST_PREFIX
-from bcfleet.domain.instance_spec import render_libvirt_domain
+from bcfleet.domain.bounds import shown
+from bcfleet.domain.guest_view import GUEST_PREFIX, is_guest_id
+from bcfleet.domain.instance_spec import InstanceSpecJson, render_libvirt_domain
 from bcfleet.domain.inventory_age import AGENT_ROUND_SECONDS, INVENTORY_EVERY_ROUNDS
 from bcfleet.domain.simulated_inventory import two_socket_host
+from bcfleet.errors import InvalidInputError
+from bcfleet.ids import has_prefix
 
 
 def simulated_inventory(host: str, gpus: int = 0) -> dict[str, Any]:
@@ -48,6 +55,7 @@ class AgentReport:
     inventories: int = 0
     specs: int = 0
     states: list[tuple[str, str]] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)  # why specs were skipped, each said once
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -55,7 +63,34 @@ class AgentReport:
             "inventoriesReported": self.inventories,
             "specs": self.specs,
             "states": [{"instanceId": i, "state": s} for i, s in self.states],
+            "refused": [{"reason": r} for r in self.refused],
         }
+
+
+def spec_id_problem(spec: object) -> str | None:
+    """Why a spec from the server cannot be used here, or None: its id must be an instance
+    id (root's admin's view) or an opaque guest id, by their formats (ids.has_prefix,
+    guest_view.is_guest_id), since it names a file and a URL."""
+    spec_id = spec.get("id") if isinstance(spec, Mapping) else None
+    if isinstance(spec_id, str) and (has_prefix(spec_id, "ins") or is_guest_id(spec_id)):
+        return None
+    return (
+        f"spec id {shown(spec_id)} from the server is neither an instance id (ins_…) "
+        "nor a guest id (gst_…); spec skipped"
+    )
+
+
+def checked_specs(specs: Sequence[object]) -> tuple[list[InstanceSpecJson], list[str]]:
+    """The specs whose ids pass spec_id_problem, and why each other one was refused."""
+    usable: list[InstanceSpecJson] = []
+    refused: list[str] = []
+    for spec in specs:
+        problem = spec_id_problem(spec)
+        if problem is None:
+            usable.append(spec)  # type: ignore[arg-type]  # a Mapping with a checked id
+        else:
+            refused.append(problem)
+    return usable, refused
 
 
 class Agent:
@@ -68,11 +103,13 @@ class Agent:
         *,
         now: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
+        warn: Callable[[str], None] = lambda _reason: None,
     ) -> None:
         self.connection = connection
         self.options = options
         self.now = now
         self.sleep = sleep
+        self.warn = warn
         self.hypervisor = SimulatedHypervisor(options.boot_seconds) if options.simulate else None
         self.report = AgentReport()
 
@@ -89,15 +126,23 @@ class Agent:
         if self.report.rounds % max(self.options.inventory_every, 1) == 0:
             self.connection.report_inventory(host, self.inventory())
             self.report.inventories += 1
-        specs = self.connection.specs(host)
+        specs, refused = checked_specs(self.connection.specs(host))
         self.report.specs = len(specs)
         if self.hypervisor is not None:
             for instance_id, state in self.hypervisor.apply(specs, self.now()):
                 if self.connection.report_state(host, instance_id, state):
                     self.report.states.append((instance_id, state))
         elif self.options.domains_dir is not None:
-            write_domains(self.options.domains_dir, specs)
+            write_domains(self.options.domains_dir, specs, refused)
+        self._refused(refused)
         self.report.rounds += 1
+
+    def _refused(self, reasons: list[str]) -> None:
+        """Say each new reason once (a hostile spec comes back every round)."""
+        for reason in reasons:
+            if reason not in self.report.refused:
+                self.report.refused.append(reason)
+                self.warn(reason)
 
     def run(self) -> AgentReport:
         """Rounds every `interval` seconds until `rounds` are done (forever when None)."""
@@ -108,13 +153,38 @@ class Agent:
         return self.report
 
 
-def write_domains(directory: Path, specs: Sequence[Mapping[str, Any]]) -> list[Path]:
+def domain_path(directory: Path, spec: Mapping[str, Any]) -> Path:
+    """DIR/<id>.xml for a spec; INVALID_INPUT for an id spec_id_problem refuses, or for a
+    file that would resolve anywhere but directly in DIR (a symbolic link out of it)."""
+    problem = spec_id_problem(spec)
+    if problem is not None:
+        raise InvalidInputError(problem, {"id": shown(spec.get("id"))})
+    path = directory / f"{spec['id']}.xml"
+    if path.resolve().parent != directory.resolve():
+        raise InvalidInputError(
+            f"{path} resolves outside {directory}; spec skipped", {"id": spec["id"]}
+        )
+    return path
+
+
+def write_domains(
+    directory: Path, specs: Sequence[Mapping[str, Any]], refused: list[str] | None = None
+) -> list[Path]:
     """Each spec's libvirt domain XML as <id>.xml (an instance id, or the opaque guest id a
-    token other than root's admin gets); files of gone guests removed."""
+    token other than root's admin gets); files of gone guests removed.
+
+    A spec domain_path refuses is skipped, its reason appended to `refused`; without that
+    list the first refusal is raised."""
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for spec in specs:
-        path = directory / f"{spec['id']}.xml"
+        try:
+            path = domain_path(directory, spec)
+        except InvalidInputError as error:
+            if refused is None:
+                raise
+            refused.append(error.message)
+            continue
         path.write_text(render_libvirt_domain(spec), encoding="utf-8")
         written.append(path)
     ours = set(directory.glob("ins_*.xml")) | set(directory.glob(f"{GUEST_PREFIX}*.xml"))

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from sqlalchemy import bindparam, select
 
 from bcfleet.domain.policy import (
+    HOST_ATTRIBUTE,
+    HOST_REPORT,
     ROOT_TENANT,
     AccessRequest,
     evaluate,
@@ -131,6 +133,7 @@ class TokenHolder:
     id: str
     tenant_id: str
     role: str
+    host_id: str | None  # the host an agent is bound to (None for every other role)
 
 
 @dataclass(frozen=True)
@@ -151,7 +154,7 @@ _TOKEN = DriverStatement(
     )
 )
 _PRINCIPAL = DriverStatement(
-    select(PRINCIPALS.c.id, PRINCIPALS.c.tenant_id, PRINCIPALS.c.role).where(
+    select(PRINCIPALS.c.id, PRINCIPALS.c.tenant_id, PRINCIPALS.c.role, PRINCIPALS.c.host_id).where(
         PRINCIPALS.c.id == bindparam("p")
     )
 )
@@ -197,9 +200,13 @@ def resolve(on: Transaction, credential: Credential | None, now: datetime) -> Ac
         return Actor(ROOT_TENANT, "admin", None, tuple(role_statements(ROOT_TENANT, "admin")), True)
     principal = token_principal(on, credential, now)
     attached = _ATTACHED.run(on, {"p": principal.id}).scalars()
-    # Attached policies are clamped to the principal's own tenant (domain.policy_bounds).
+    # Attached policies are clamped to the principal's own tenant, and an agent's to its
+    # host (domain.policy_bounds).
     statements = principal_statements(
-        principal.tenant_id, principal.role, [s for listed in attached for s in listed]
+        principal.tenant_id,
+        principal.role,
+        [s for listed in attached for s in listed],
+        principal.host_id,
     )
     return Actor(principal.tenant_id, principal.role, principal.id, tuple(statements))
 
@@ -269,6 +276,23 @@ def start_authenticate(
     """resolve() then start_acting_for(): authenticate() for a call whose next statement can
     carry the tenant's check."""
     return start_acting_for(on, resolve(on, credential, now), tenant_id)
+
+
+class HostRef(Protocol):
+    """What authorization reads of a host (a Host row has it)."""
+
+    @property
+    def id(self) -> str: ...
+
+
+def require_host_report(actor: Actor, host: HostRef, pool: PoolRef) -> None:
+    """FORBIDDEN unless the actor may do a host agent's work on this host: report its
+    inventory and its guests' states, read its specs and bookings.
+
+    The one check of those calls. A pool's owner (admin) and root's admin may, for any host
+    they see; a principal of the agent role only for the one host it is bound to.
+    """
+    actor.require(HOST_REPORT, pool_resource(pool), {HOST_ATTRIBUTE: host.id})
 
 
 def tenant_resource(tenant_id: str) -> str:

@@ -47,11 +47,14 @@ class TenantJson(TypedDict):
 
 
 class PrincipalJson(TypedDict):
+    """host: the node id an agent principal is bound to (agents only)."""
+
     id: str
     tenantId: str
     name: str
     role: str
     createdAt: Time
+    host: NotRequired[str]
 
 
 class TokenJson(TypedDict):
@@ -72,6 +75,7 @@ class TokenInfoJson(TypedDict):
     principal: str
     principalId: str
     role: str
+    host: NotRequired[str]
     hint: str
     createdAt: Time
     expiresAt: Time | None

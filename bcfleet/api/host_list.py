@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Connection, Select, bindparam, func, or_, select
 
-from bcfleet.api.auth import Credential, owns_pool, pool_resource, visible_pool
+from bcfleet.api.auth import Credential, owns_pool, pool_resource, tenant_resource, visible_pool
 from bcfleet.api.base import Area
 from bcfleet.api.conditions import condition_is_true, mentions
 from bcfleet.api.raw_rows import json_value, plain_rows, time_text
@@ -110,10 +110,10 @@ class HostReads(Area):
                     )
                 actor.require("compute:hosts:read", pool_resource(row))
                 scope = Scope(pool_id=row.id)
-            elif not actor.is_root_admin:
-                scope = Scope(owner_tenant_id=actor.tenant_id)  # owns_pool, as a filter
             else:
-                scope = Scope()
+                actor.require("compute:hosts:read", tenant_resource(actor.tenant_id))
+                # owns_pool, as a filter
+                scope = Scope() if actor.is_root_admin else Scope(owner_tenant_id=actor.tenant_id)
             return {"items": list_hosts(connection, scope, self.fleet.now())}
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import delete
 from sqlmodel import Session, col, select
 
-from bcfleet.api.auth import Credential, pool_resource
+from bcfleet.api.auth import Credential, pool_resource, require_host_report
 from bcfleet.api.documents import DeletedJson, HostDetailJson, HostJson
 from bcfleet.api.events import emit
 from bcfleet.api.host_list import HostReads, Scope, list_hosts
@@ -242,7 +242,7 @@ class HostsAPI(HostReads):
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
             row, pool = find_host(session, actor, host)
-            actor.require("compute:hosts:report", pool_resource(pool))
+            require_host_report(actor, row, pool)
             row.inventory = inventory
             row.inventory_reported_at = self.fleet.now()
             row.inventory_generation += 1

@@ -8,6 +8,7 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import (
+    Actor,
     Credential,
     hash_token,
     new_token,
@@ -23,11 +24,11 @@ from bcfleet.api.documents import (
     TokenPageJson,
     TokenRevokedJson,
 )
-from bcfleet.api.lookup import get_tenant
+from bcfleet.api.lookup import find_host, get_tenant
 from bcfleet.api.views import principal_json
 from bcfleet.clock import format_time
 from bcfleet.domain.bounds import check_identifier
-from bcfleet.domain.policy import ROLES, validate_statement
+from bcfleet.domain.policy import AGENT, ROLES, validate_statement
 from bcfleet.domain.policy_bounds import policy_overreach
 from bcfleet.domain.token_lifetime import expiry, kept_lifetime, token_lifetime
 from bcfleet.errors import ConflictError, ForbiddenError, InvalidInputError, NotFoundError
@@ -40,7 +41,7 @@ def _time(value: datetime | None) -> str | None:
 
 def token_json(row: ApiToken, principal: Principal, now: datetime) -> TokenInfoJson:
     """A token as tokens.list shows it: who, when, its state; never the token or its hash."""
-    return {
+    body: TokenInfoJson = {
         "id": row.id,
         "principal": principal.name,
         "principalId": principal.id,
@@ -51,6 +52,9 @@ def token_json(row: ApiToken, principal: Principal, now: datetime) -> TokenInfoJ
         "revokedAt": _time(row.revoked_at),
         "state": token_state(row, now),
     }
+    if principal.host_id is not None:
+        body["host"] = principal.host_id
+    return body
 
 
 def _find_token(
@@ -70,6 +74,36 @@ def _principal_by_name(session: Session, tenant_id: str, name: str) -> Principal
     ).first()
 
 
+def check_role(role: str, host: str | None) -> None:
+    """INVALID_INPUT unless the role is one of ROLES, with a host exactly when it is AGENT."""
+    if role not in ROLES:
+        raise InvalidInputError(f"role must be one of {', '.join(ROLES)}", {"role": role})
+    if role == AGENT and host is None:
+        raise InvalidInputError(
+            "an agent is bound to one host: name it (--host)", {"field": "host", "role": role}
+        )
+    if role != AGENT and host is not None:
+        raise InvalidInputError(
+            f"a host binds an agent to it; role {role!r} takes none (use --role {AGENT})",
+            {"field": "host", "role": role},
+        )
+
+
+def bound_host(session: Session, actor: Actor, tenant_id: str, host: str | None) -> str | None:
+    """The node id an agent principal of the tenant is bound to: a host of a pool the tenant
+    owns (NOT_FOUND for a host the actor does not see, as hosts.show); None without a host."""
+    if host is None:
+        return None
+    row, pool = find_host(session, actor, host)
+    if pool.owner_tenant_id != tenant_id:
+        raise InvalidInputError(
+            f"host {host!r} is not in a pool of tenant {tenant_id!r}; an agent belongs to the "
+            "tenant that owns its host's pool",
+            {"host": host, "tenant": tenant_id},
+        )
+    return row.id
+
+
 def check_bounds(tenant_id: str, author_role: str, statements: list[dict[str, Any]]) -> None:
     """A policy reaches no further than its author: resources outside the tenant are
     INVALID_INPUT, actions the author's role does not hold FORBIDDEN; each names its statement."""
@@ -85,10 +119,16 @@ def check_bounds(tenant_id: str, author_role: str, statements: list[dict[str, An
 
 class IamAPI(Area):
     def create_principal(
-        self, credential: Credential | None, *, tenant_id: str, name: str, role: str = "member"
+        self,
+        credential: Credential | None,
+        *,
+        tenant_id: str,
+        name: str,
+        role: str = "member",
+        host: str | None = None,
     ) -> PrincipalJson:
-        if role not in ROLES:
-            raise InvalidInputError(f"role must be one of {', '.join(ROLES)}", {"role": role})
+        """A principal of the tenant; one of the agent role is bound to its host (id or name)."""
+        check_role(role, host)
         if not name.strip():
             raise InvalidInputError("a principal needs a name", {"field": "name"})
         check_identifier("name", name)
@@ -104,6 +144,7 @@ class IamAPI(Area):
                 name=name,
                 role=role,
                 created_at=self.fleet.now(),
+                host_id=bound_host(session, actor, tenant_id, host),
             )
             session.add(principal)
             return principal_json(principal)
@@ -125,20 +166,24 @@ class IamAPI(Area):
         name: str,
         role: str = "member",
         expires_in: str | None = None,
+        host: str | None = None,
     ) -> TokenJson:
         """A token for the named principal (created with role if missing); the token is shown once.
 
         expires_in ('30d', '12h', …, at most 10 years) gives it a lifetime; None: no expiry.
+        role agent needs host (id or name): the token may then do that host's agent work
+        and nothing else (domain.policy.agent_statements); an existing principal of that
+        name must be that host's agent already (CONFLICT otherwise).
         """
         check_identifier("name", name)
-        if role not in ROLES:
-            raise InvalidInputError(f"role must be one of {', '.join(ROLES)}", {"role": role})
+        check_role(role, host)
         lifetime = token_lifetime(expires_in)
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
             actor.require("compute:iam:manage", tenant_resource(tenant_id))
             get_tenant(session, tenant_id)
             now = self.fleet.now()
+            host_id = bound_host(session, actor, tenant_id, host)
             principal = _principal_by_name(session, tenant_id, name)
             if principal is None:
                 principal = Principal(
@@ -147,9 +192,16 @@ class IamAPI(Area):
                     name=name,
                     role=role,
                     created_at=now,
+                    host_id=host_id,
                 )
                 session.add(principal)
                 session.flush()
+            elif host_id is not None and (principal.role, principal.host_id) != (AGENT, host_id):
+                raise ConflictError(
+                    f"principal {name!r} exists and is not this host's agent; "
+                    "give the agent a name of its own",
+                    {"name": name, "role": principal.role},
+                )
             return self._issue(session, principal, expiry(now, lifetime))
 
     def _issue(

@@ -7,7 +7,14 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from bcfleet.api.auth import Actor, Credential, owned_resource, pool_resource, sees_guests
+from bcfleet.api.auth import (
+    Actor,
+    Credential,
+    owned_resource,
+    pool_resource,
+    require_host_report,
+    sees_guests,
+)
 from bcfleet.api.base import Area
 from bcfleet.api.documents import GuestStateJson, HostSpecsJson, InstanceJson, InstancePageJson
 from bcfleet.api.events import emit
@@ -416,7 +423,7 @@ class InstancesAPI(Area):
         with self.fleet.write() as session:
             actor = self.actor(session, credential, None)
             row, pool = find_host(session, actor, host)
-            actor.require("compute:hosts:report", pool_resource(pool))
+            require_host_report(actor, row, pool)
             real_ids = sees_guests(actor)
             instance = host_guest(session, row, instance_id, real_ids=real_ids)
             if instance is None:
@@ -440,7 +447,7 @@ class InstancesAPI(Area):
         with self.fleet.read() as session:
             actor = self.actor(session, credential, None)
             row, pool = find_host(session, actor, host)
-            actor.require("compute:hosts:report", pool_resource(pool))
+            require_host_report(actor, row, pool)
             instances = session.scalars(
                 select(Instance).where(
                     Instance.node_id == row.id, col(Instance.state).in_(INSTANCE_ON_HOST)

@@ -66,6 +66,7 @@ class MetersAPI(Area):
 
     def list(self, credential: Credential | None) -> MeterPageJson:
         with self.fleet.read() as session:
-            self.actor(session, credential, None)
+            actor = self.actor(session, credential, None)
+            actor.require("compute:meters:read", tenant_resource(actor.tenant_id))
             rows = session.exec(select(BillingMeter).order_by(BillingMeter.name)).all()
             return {"items": [meter_json(m) for m in rows]}

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from sqlalchemy import delete
 from sqlmodel import Session, col, select
 
-from bcfleet.api.auth import Actor, Credential, pool_resource
+from bcfleet.api.auth import Actor, Credential, pool_resource, tenant_resource
 from bcfleet.api.base import Area
 from bcfleet.api.documents import QuotaJson, QuotaPageJson
 from bcfleet.api.lookup import find_pool, get_tenant
@@ -109,6 +109,7 @@ class QuotasAPI(Area):
     ) -> QuotaPageJson:
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)
+            actor.require("compute:quotas:read", tenant_resource(actor.tenant_id))
             query = select(Quota).where(Quota.tenant_id == actor.tenant_id)
             pools: list[Pool]
             if pool is not None:

@@ -18,7 +18,14 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from bcfleet.api.auth import Actor, Credential, owned_resource, pool_resource, sees_guests
+from bcfleet.api.auth import (
+    Actor,
+    Credential,
+    owned_resource,
+    pool_resource,
+    require_host_report,
+    sees_guests,
+)
 from bcfleet.api.base import Area
 from bcfleet.api.documents import HostReservationsJson, ReservationJson, ReservationPageJson
 from bcfleet.api.host_view import host_view
@@ -340,7 +347,7 @@ class ReservationsAPI(Area):
         with self.fleet.read() as session:
             actor = self.actor(session, credential, None)
             row, pool = find_host(session, actor, host)
-            actor.require("compute:hosts:report", pool_resource(pool))
+            require_host_report(actor, row, pool)
             version = session.get(GpuNodeVersion, row.id)
             items: dict[str, HostBookingJson] = {}
             for rsv, pci, start, end in session.execute(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bcfleet.api.auth import Credential
+from bcfleet.api.auth import Credential, tenant_resource
 from bcfleet.api.base import Area
 from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.store.uow import current_revision
@@ -16,6 +16,7 @@ class StateAPI(Area):
         whom the fleet-wide counter would tell of other tenants' writes."""
         with self.fleet.read() as session:
             actor = self.actor(session, credential, None)
+            actor.require("compute:state:read", tenant_resource(actor.tenant_id))
             if actor.tenant_id != ROOT_TENANT:
                 return None
             return current_revision(session)

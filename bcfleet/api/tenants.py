@@ -134,6 +134,7 @@ class TenantsAPI(Area):
     def list(self, credential: Credential | None) -> TenantPageJson:
         with self.fleet.read() as session:
             actor = self.actor(session, credential, None)
+            actor.require("compute:tenants:read", tenant_resource(actor.tenant_id))
             query = select(Tenant).order_by(Tenant.id)
             if not actor.is_root_admin:
                 query = query.where(Tenant.id == actor.tenant_id)

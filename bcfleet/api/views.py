@@ -36,13 +36,16 @@ def tenant_json(tenant: Tenant) -> TenantJson:
 
 
 def principal_json(principal: Principal) -> PrincipalJson:
-    return {
+    body: PrincipalJson = {
         "id": principal.id,
         "tenantId": principal.tenant_id,
         "name": principal.name,
         "role": principal.role,
         "createdAt": format_time(principal.created_at),
     }
+    if principal.host_id is not None:
+        body["host"] = principal.host_id
+    return body
 
 
 def pool_json(pool: Pool, offered_to: list[str] | None = None) -> PoolJson:

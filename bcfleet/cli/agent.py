@@ -85,10 +85,15 @@ def run(
     )
     connection = AgentConnection(server, token)
     try:
-        report = Agent(connection, options).run()
+        report = Agent(connection, options, warn=_refused).run()
     finally:
         connection.close()
     output(report.to_json(), lambda d: f"{d['rounds']} rounds, {len(d['states'])} states reported")
+
+
+def _refused(reason: str) -> None:
+    """A spec the agent skipped (runner.spec_id_problem), said on stderr as it happens."""
+    click.echo(f"error: {InvalidInputError.code}: {reason}", err=True)
 
 
 @fleet_command(group, "simulate")

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import click
 
 from bcfleet.cli.common import fleet_command, output, state, table
+from bcfleet.domain.policy import ROLES
 from bcfleet.errors import InvalidInputError
 
 
@@ -38,17 +39,23 @@ group.add_command(tokens)
 group.add_command(policies)
 
 F = TypeVar("F", bound=Callable[..., Any])
-ROLE = click.Choice(["admin", "member", "viewer"])
+ROLE = click.Choice(ROLES)
+HOST = click.option(
+    "--host", default=None, help="The host (name or id) an agent is bound to: --role agent only."
+)
 
 
 @fleet_command(principals, "create")
 @click.option("--tenant", required=True)
 @click.option("--name", required=True)
 @click.option("--role", type=ROLE, default="member", show_default=True)
-def principals_create(tenant: str, name: str, role: str) -> None:
+@HOST
+def principals_create(tenant: str, name: str, role: str, host: str | None) -> None:
     s = state()
     output(
-        s.fleet.api.iam.create_principal(s.credential, tenant_id=tenant, name=name, role=role),
+        s.fleet.api.iam.create_principal(
+            s.credential, tenant_id=tenant, name=name, role=role, host=host
+        ),
         lambda p: f"Principal {p['name']} ({p['role']}) created: {p['id']}",
     )
 
@@ -81,12 +88,19 @@ def _shown_once(result: dict[str, object]) -> str:
 @click.option("--tenant", required=True)
 @click.option("--name", required=True, help="The principal's name (created if missing).")
 @click.option("--role", type=ROLE, default="member", show_default=True)
+@HOST
 @_expires_in("the token never expires")
-def tokens_create(tenant: str, name: str, role: str, expires_in: str | None) -> None:
-    """Create a token and print it once."""
+def tokens_create(
+    tenant: str, name: str, role: str, host: str | None, expires_in: str | None
+) -> None:
+    """Create a token and print it once.
+
+    --role agent --host H: a host agent's token, which may report H's inventory and its
+    guests' states and read H's specs, and nothing else.
+    """
     s = state()
     result = s.fleet.api.iam.create_token(
-        s.credential, tenant_id=tenant, name=name, role=role, expires_in=expires_in
+        s.credential, tenant_id=tenant, name=name, role=role, expires_in=expires_in, host=host
     )
     output(result, _shown_once)
 
@@ -105,6 +119,7 @@ def tokens_list(tenant: str, principal: str | None) -> None:
                 ("ID", "id"),
                 ("PRINCIPAL", "principal"),
                 ("ROLE", "role"),
+                ("HOST", "host"),
                 ("HINT", "hint"),
                 ("CREATED", "createdAt"),
                 ("EXPIRES", "expiresAt"),

@@ -143,8 +143,10 @@ class FleetClient:
         )
         return result
 
-    def create_token(self, tenant: str, name: str, role: str = "member") -> JSON:
-        body = {"name": name, "role": role}
+    def create_token(
+        self, tenant: str, name: str, role: str = "member", host: str | None = None
+    ) -> JSON:
+        body = _drop_none({"name": name, "role": role, "host": host})
         result: JSON = self.request("POST", f"/v1/tenants/{_p(tenant)}/tokens", json_body=body)
         return result
 

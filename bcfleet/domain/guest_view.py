@@ -14,6 +14,7 @@ hides (object ids carry 80 random bits). Pure: no I/O.
 """
 
 import hashlib
+import re
 from collections.abc import Iterable
 from typing import Annotated, NotRequired, TypedDict
 
@@ -22,6 +23,8 @@ from bcfleet.domain.json_types import OneOf, Time
 from bcfleet.domain.states import ReservationState
 
 GUEST_PREFIX = "gst_"
+GUEST_ID = re.compile(GUEST_PREFIX + "[0-9a-f]{32}")
+"""An opaque guest id as opaque_guest_id makes it."""
 
 
 class HostBookingJson(TypedDict):
@@ -42,6 +45,11 @@ def opaque_guest_id(host_id: str, object_id: str) -> str:
     """The id a host's agent knows a guest (an instance or a reservation) by."""
     digest = hashlib.sha256(f"bcfleet.guest\0{host_id}\0{object_id}".encode()).hexdigest()
     return GUEST_PREFIX + digest[:32]
+
+
+def is_guest_id(value: object) -> bool:
+    """Whether a value is an opaque guest id (gst_ and 32 lower-case hex digits)."""
+    return isinstance(value, str) and GUEST_ID.fullmatch(value) is not None
 
 
 def guest_spec(host_id: str, spec: InstanceSpecJson) -> InstanceSpecJson:

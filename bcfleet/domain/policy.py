@@ -116,14 +116,42 @@ SHARED_POOL_READS = (
 """What a viewer may do there: the reads among SHARED_POOL_ACTIONS, so a viewer never holds
 more than a member (a pool's hosts are its owner's business, whatever the role)."""
 
-ROLES = ("admin", "member", "viewer")
+AGENT = "agent"
+"""The role of a host's agent: bound to one host (its principal's host_id), see agent_statements."""
+
+ROLES = ("admin", "member", "viewer", AGENT)
+
+HOST_REPORT = "compute:hosts:report"
+"""What a host's agent does: report the host's inventory and its guests' states, read its specs."""
+
+HOST_ATTRIBUTE = "host"
+"""The request attribute naming the host (its node id) a HOST_REPORT call is about."""
+
+
+def agent_statements(tenant_id: str, host_id: str | None) -> list[dict[str, Any]]:
+    """An agent's statements: HOST_REPORT on its own tenant's pools, for its one host only.
+
+    Nothing else, whatever it asks: every other action is refused by default deny, and an
+    agent with no host (None) may do nothing at all.
+    """
+    if host_id is None:
+        return []
+    return [
+        {
+            "effect": "allow",
+            "actions": [HOST_REPORT],
+            "resources": [f"tenant:{tenant_id}/pool:*"],
+            "conditions": {HOST_ATTRIBUTE: host_id},
+        }
+    ]
 
 
 def role_statements(tenant_id: str, role: str) -> list[dict[str, Any]]:
     """The built-in statements of a role in a tenant; root's admin may do anything anywhere.
 
     Roles only add: whatever a viewer may do a member may, and whatever a member may do an
-    admin may (tests/security/test_security_roles.py checks it route by route).
+    admin may (tests/security/test_security_roles.py checks it route by route). The agent
+    role stands apart: by itself it allows nothing (agent_statements adds its one host).
     """
     own = [f"tenant:{tenant_id}", f"tenant:{tenant_id}/*"]
     shared_pools = ["tenant:*/pool:*"]
@@ -153,4 +181,6 @@ def role_statements(tenant_id: str, role: str) -> list[dict[str, Any]]:
             {"effect": "allow", "actions": ["compute:*:read"], "resources": own},
             {"effect": "allow", "actions": list(SHARED_POOL_READS), "resources": shared_pools},
         ]
+    if role == AGENT:
+        return []
     raise ValueError(f"unknown role {role!r}")

@@ -28,7 +28,14 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
-from bcfleet.domain.policy import ROOT_TENANT, SHARED_POOL_ACTIONS, Statement, role_statements
+from bcfleet.domain.policy import (
+    AGENT,
+    ROOT_TENANT,
+    SHARED_POOL_ACTIONS,
+    Statement,
+    agent_statements,
+    role_statements,
+)
 
 POOLS = "tenant:*/pool:*"
 """Every pool, as a resource pattern: where SHARED_POOL_ACTIONS apply."""
@@ -127,8 +134,17 @@ def clamp_to_tenant(tenant_id: str, statements: Iterable[Any]) -> list[Statement
     return clamped
 
 
-def principal_statements(tenant_id: str, role: str, attached: Iterable[Any]) -> list[Statement]:
-    """A principal's statements: its role's, then its attached ones (bounded outside root)."""
+def principal_statements(
+    tenant_id: str, role: str, attached: Iterable[Any], host_id: str | None = None
+) -> list[Statement]:
+    """A principal's statements: its role's, then its attached ones (bounded outside root).
+
+    A host's agent (role AGENT, bound to host_id) gets agent_statements and, of its attached
+    policies, only the deny statements: nothing attached widens what an agent may do.
+    """
+    if role == AGENT:
+        denies = [s for s in attached if isinstance(s, Mapping) and s.get("effect") == "deny"]
+        return [*agent_statements(tenant_id, host_id), *denies, dict(ROOT_ONLY_GUARD)]
     statements: list[Statement] = list(role_statements(tenant_id, role))
     if tenant_id == ROOT_TENANT:
         statements.extend(s for s in attached if isinstance(s, Mapping))

@@ -370,6 +370,7 @@ PRINCIPALS = Table(
     Column("name", String()),
     Column("role", String()),
     Column("created_at", UTCDateTime()),
+    Column("host_id", String()),
 )
 
 

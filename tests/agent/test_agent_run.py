@@ -167,7 +167,7 @@ def test_fleet_agent_simulate_reports_every_host_without_an_inventory(cli: Any) 
 
 def test_without_a_hypervisor_the_agent_writes_libvirt_domains(tmp_path: Path) -> None:
     spec = {
-        "id": "ins_01",
+        "id": "ins_01jz3k4m5n6p7q8r9s0t1v2w3x",
         "name": "vm",
         "state": "running",
         "shape": {"vcpu": 2, "memoryGiB": 4, "diskGiB": 40, "gpus": 0},
@@ -177,8 +177,8 @@ def test_without_a_hypervisor_the_agent_writes_libvirt_domains(tmp_path: Path) -
     }
     (tmp_path / "ins_gone.xml").write_text("<domain/>")
     written = write_domains(tmp_path, [spec])
-    assert [p.name for p in written] == ["ins_01.xml"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ins_01.xml"]
+    assert [p.name for p in written] == ["ins_01jz3k4m5n6p7q8r9s0t1v2w3x.xml"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ins_01jz3k4m5n6p7q8r9s0t1v2w3x.xml"]
     assert "<vcpu" in written[0].read_text()
 
 
@@ -192,3 +192,32 @@ def test_the_simulated_agents_boot_placed_instances_after_the_delay(
     assert simulate_round(fleet, clock.now(), OP, boot_seconds=20)["booted"] == 1
     (spare,) = fleet.api.instances.list(OP, tenant_id="acme")["items"]
     assert "readyAt" in spare
+
+
+def test_the_readmes_agent_token_runs_its_host_and_nothing_else(
+    fleet: Fleet, server: BackgroundServer
+) -> None:
+    """`fleet iam tokens create --tenant root --name fra-01-agent --role agent --host fra-01`,
+    then `fleet agent run … --host fra-01 --simulate --once` with that token."""
+    pool = placed_instance(fleet)
+    fleet.api.hosts.adopt(OP, tenant_id="root", pool=pool["id"], name="fra-02", labels=PLACEMENT)
+    url = fleet.settings.db_url
+    made = run_cli("iam", "tokens", "create", "--tenant", "root", "--name", "fra-01-agent",
+                   "--role", "agent", "--host", "fra-01", "--json", db=url)  # fmt: skip
+    assert made.exit_code == 0, made.stderr
+    agent_token = str(made.json()["token"])  # type: ignore[index]
+    run = ("agent", "run", "--server", server.url, "--token", agent_token, "--simulate")
+    result = run_cli(*run, "--host", "fra-01", "--once", "--json", db=url)
+    assert result.exit_code == 0, result.stderr
+    assert result.json()["inventoriesReported"] == 1  # type: ignore[index]
+    run_vps_hosts(fleet, fleet.now())
+    flavor(fleet, pool["id"])
+    made_instance = fleet.api.instances.create(OP, tenant_id="acme", pool_id=pool["id"],
+                                               flavor="g1.small")  # fmt: skip
+    booted = run_cli(*run, "--host", "fra-01", "--rounds", "2", "--interval", "0.01",
+                     "--boot-seconds", "0", db=url)  # fmt: skip
+    assert booted.exit_code == 0, booted.stderr
+    assert fleet.api.instances.show(OP, made_instance["id"])["readyAt"] is not None
+    other = run_cli(*run, "--host", "fra-02", "--once", db=url)
+    assert other.exit_code != 0 and "FORBIDDEN" in other.stderr
+    assert fleet.api.hosts.show(OP, host="fra-02")["inventoryReportedAt"] is None

@@ -44,7 +44,10 @@ def test_the_document_names_the_enums_and_bounds_the_server_checks() -> None:
     reservation = schemas["ReservationCreate"]
     assert reservation["properties"]["gpus"]["minimum"] == 1
     assert reservation["not"]["properties"]["binding"] == {"const": "node"}
-    assert schemas["TokenCreate"]["properties"]["role"]["enum"] == ["admin", "member", "viewer"]
+    token = schemas["TokenCreate"]
+    assert token["properties"]["role"]["enum"] == ["admin", "member", "viewer", "agent"]
+    assert token["then"] == {"required": ["host"]}  # an agent names its host, no one else does
+    assert token["else"] == {"not": {"required": ["host"]}}
     assert "pattern" in schemas["ReservationCreate"]["properties"]["duration"]
     assert schemas["ReservationBatch"]["properties"]["requests"]["maxItems"] == 100
 

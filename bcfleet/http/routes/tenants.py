@@ -14,29 +14,40 @@ from bcfleet.api.documents import (
     TokenRevokedJson,
 )
 from bcfleet.api.tenants import TENANT_ID, TENANT_NAME_MAX
-from bcfleet.domain.policy import ROLES
+from bcfleet.domain.policy import AGENT, ROLES
 from bcfleet.domain.token_lifetime import MAX_TOKEN_LIFETIME
 from bcfleet.http.operations import Call, Operation, Param
-from bcfleet.http.rules import duration, identifier, matching, one_of, text
+from bcfleet.http.rules import duration, identifier, matching, one_of, reference, text
 from bcfleet.http.schemas import obj
 from bcfleet.http.typed_schemas import document_schemas
 
 TAG = "tenants"
 LIFETIME = duration(MAX_TOKEN_LIFETIME, "The token's lifetime (absent: no expiry)")
 
+AGENT_NEEDS_HOST = {
+    "if": {"properties": {"role": {"const": AGENT}}, "required": ["role"]},
+    "then": {"required": ["host"]},
+    "else": {"not": {"required": ["host"]}},
+}
+"""iam.check_role: a host exactly when the role is agent."""
+
 SCHEMAS = {
     **document_schemas((TenantJson, PrincipalJson, TenantPageJson)),
     "TenantCreate": obj(
         {"id": matching(TENANT_ID), "name": text(TENANT_NAME_MAX)}, required=["id"]
     ),
-    "TokenCreate": obj(
-        {
-            "name": identifier(),
-            "role": one_of(ROLES),
-            "expiresIn": LIFETIME,
-        },
-        required=["name"],
-    ),
+    "TokenCreate": {
+        **obj(
+            {
+                "name": identifier(),
+                "role": one_of(ROLES),
+                "expiresIn": LIFETIME,
+                "host": reference("The host (id or name) an agent token is bound to"),
+            },
+            required=["name"],
+        ),
+        **AGENT_NEEDS_HOST,
+    },
     "TokenRotate": obj({"expiresIn": LIFETIME}, required=[]),
     **document_schemas((TokenJson, TokenInfoJson, TokenPageJson)),
     **document_schemas((TokenRevokedJson,)),
@@ -58,6 +69,7 @@ def create_token(call: Call) -> Any:
         name=call.field("name"),
         role=call.field("role", "member"),
         expires_in=call.field("expiresIn"),
+        host=call.field("host"),
     )
 
 

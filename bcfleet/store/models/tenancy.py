@@ -27,8 +27,11 @@ class Principal(SQLModel, table=True):
     id: str = Field(primary_key=True)
     tenant_id: str = Field(foreign_key="tenants.id", index=True)
     name: str
-    role: str  # admin | member | viewer
+    role: str  # admin | member | viewer | agent
     created_at: datetime = Field(sa_type=UTCDateTime)
+    # The host (node id) an agent principal is bound to; None for every other role. No
+    # foreign key: a removed host leaves its agent bound to a node that is gone (allowed nothing).
+    host_id: str | None = Field(default=None)
 
 
 class ApiToken(SQLModel, table=True):
