@@ -1,9 +1,10 @@
 """`fleet agent run`: report this host's inventory, pull its InstanceSpecs, report guest states.
 
 Each round reports the inventory (the first round, then every `inventory_every` rounds),
-pulls the specs and, with a simulated hypervisor, acts them out and reports the state
-changes. Without --simulate there is no hypervisor to drive here: the agent writes each
-spec's libvirt domain XML into `domains_dir` (when given) for the host's tooling to define.
+pulls the specs and, with a hypervisor (the simulated one, or libvirt's with
+--hypervisor URI: bcfleet.agent.seam), brings the guests to them and reports the state
+changes. With neither, the agent writes each spec's libvirt domain XML into `domains_dir`
+(when given) for the host's tooling to define.
 Rounds are bounded by `rounds` (None: until interrupted).
 """
 
@@ -19,6 +20,7 @@ from typing import Any
 from bcfleet.agent.hypervisor import SimulatedHypervisor
 from bcfleet.agent.inventory import read_inventory
 from bcfleet.agent.remote import AgentConnection
+from bcfleet.agent.seam import Hypervisor, open_libvirt
 from bcfleet.domain.guest_view import GUEST_PREFIX
 from bcfleet.domain.instance_spec import render_libvirt_domain
 from bcfleet.domain.inventory_age import AGENT_ROUND_SECONDS, INVENTORY_EVERY_ROUNDS
@@ -40,6 +42,7 @@ class AgentOptions:
     rounds: int | None = None
     domains_dir: Path | None = None
     inventory: dict[str, Any] | None = None  # None: this machine's (or simulated with --simulate)
+    hypervisor_uri: str | None = None  # a libvirt URI: run the guests there
 
 
 @dataclass
@@ -48,6 +51,7 @@ class AgentReport:
     inventories: int = 0
     specs: int = 0
     states: list[tuple[str, str]] = field(default_factory=list)
+    conditions: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -55,6 +59,7 @@ class AgentReport:
             "inventoriesReported": self.inventories,
             "specs": self.specs,
             "states": [{"instanceId": i, "state": s} for i, s in self.states],
+            "conditions": [{"on": k, "message": m} for k, m in sorted(self.conditions.items())],
         }
 
 
@@ -68,12 +73,17 @@ class Agent:
         *,
         now: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
+        hypervisor: Hypervisor | None = None,
     ) -> None:
         self.connection = connection
         self.options = options
         self.now = now
         self.sleep = sleep
-        self.hypervisor = SimulatedHypervisor(options.boot_seconds) if options.simulate else None
+        self.hypervisor = hypervisor
+        if hypervisor is None and options.simulate:
+            self.hypervisor = SimulatedHypervisor(options.boot_seconds)
+        elif hypervisor is None and options.hypervisor_uri:
+            self.hypervisor = open_libvirt(options.hypervisor_uri)
         self.report = AgentReport()
 
     def inventory(self) -> dict[str, Any]:
@@ -92,9 +102,10 @@ class Agent:
         specs = self.connection.specs(host)
         self.report.specs = len(specs)
         if self.hypervisor is not None:
-            for instance_id, state in self.hypervisor.apply(specs, self.now()):
+            for instance_id, state in self.hypervisor.converge(specs, self.now()):
                 if self.connection.report_state(host, instance_id, state):
                     self.report.states.append((instance_id, state))
+            self.report.conditions = self.hypervisor.problems()
         elif self.options.domains_dir is not None:
             write_domains(self.options.domains_dir, specs)
         self.report.rounds += 1
@@ -104,8 +115,15 @@ class Agent:
         while self.options.rounds is None or self.report.rounds < self.options.rounds:
             self.round()
             if self.options.rounds is None or self.report.rounds < self.options.rounds:
-                self.sleep(self.options.interval)
+                self.pause()
         return self.report
+
+    def pause(self) -> None:
+        """Until the next round: the interval, cut short by a hypervisor that saw something."""
+        if self.hypervisor is None:
+            self.sleep(self.options.interval)
+        else:
+            self.hypervisor.pause(self.options.interval, self.sleep)
 
 
 def write_domains(directory: Path, specs: Sequence[Mapping[str, Any]]) -> list[Path]:

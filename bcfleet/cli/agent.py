@@ -48,6 +48,8 @@ def _inventory_file(path: Path | None) -> dict[str, object] | None:
 @click.option("--server", required=True, help="The fleet's HTTP API, e.g. http://127.0.0.1:8080.")
 @click.option("--host", default=socket.gethostname, help="This host's name in the fleet.")
 @click.option("--simulate", is_flag=True, help="Act out boots and stops instead of a hypervisor.")
+@click.option("--hypervisor", metavar="URI",
+              help="Run the guests on this libvirt URI (qemu:///system, test:///default, …).")  # fmt: skip
 @click.option("--once", is_flag=True, help="One round, then exit.")
 @click.option("--rounds", type=click.IntRange(1), help="Stop after this many rounds.")
 @click.option("--interval", type=Seconds(0.01), default=AGENT_ROUND_SECONDS, show_default=True)
@@ -59,6 +61,7 @@ def run(
     server: str,
     host: str,
     simulate: bool,
+    hypervisor: str | None,
     once: bool,
     rounds: int | None,
     interval: float,
@@ -73,6 +76,8 @@ def run(
     token = state().token
     if not token:
         raise UnauthenticatedError("fleet agent run needs --token (or BCFLEET_TOKEN)")
+    if simulate and hypervisor:
+        raise InvalidInputError("--simulate and --hypervisor exclude each other", {})
     boot = load_fleet_settings().spare_boot_seconds if boot_seconds is None else boot_seconds
     options = AgentOptions(
         host=host,
@@ -82,10 +87,16 @@ def run(
         rounds=1 if once else rounds,
         domains_dir=domains,
         inventory=_inventory_file(inventory_file),
+        hypervisor_uri=hypervisor,
     )
     connection = AgentConnection(server, token)
     try:
-        report = Agent(connection, options).run()
+        agent = Agent(connection, options)
+        try:
+            report = agent.run()
+        finally:
+            if agent.hypervisor is not None:
+                agent.hypervisor.close()
     finally:
         connection.close()
     output(report.to_json(), lambda d: f"{d['rounds']} rounds, {len(d['states'])} states reported")

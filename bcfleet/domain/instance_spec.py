@@ -17,6 +17,8 @@ nodes): a huge-page guest gets one guest cell holding all its vCPUs and memory, 
 is bound to the host nodes in ``<numatune>``.
 """
 
+import hashlib
+import json
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping, Sequence
@@ -122,6 +124,14 @@ def _kib(gib: int) -> str:
     return str(gib * 1024 * 1024)
 
 
+def spec_digest(spec: Mapping[str, Any]) -> str:
+    """What a defined domain was made from: the spec's fields that shape its XML (not its state
+    or name), hashed; the driver defines a domain again when this changes."""
+    shaping = {key: spec.get(key) for key in ("shape", "placement", "balloon", "gpus")}
+    text = json.dumps(shaping, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
 def _metadata(domain: ET.Element, spec: Mapping[str, Any]) -> None:
     metadata = ET.SubElement(domain, "metadata")
     ET.SubElement(
@@ -132,6 +142,7 @@ def _metadata(domain: ET.Element, spec: Mapping[str, Any]) -> None:
             "id": str(spec["id"]),
             "state": str(spec.get("state", "")),
             "balloonFloorPercent": str(spec.get("balloon", {}).get("floorPercent", "")),
+            "spec": spec_digest(spec),
         },
     )
 
