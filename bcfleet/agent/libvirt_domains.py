@@ -2,8 +2,10 @@
 
 A domain is ours only when its persistent XML carries bcfleet's metadata element (namespace
 METADATA_NAMESPACE of bcfleet.domain.instance_spec); owned() skips every other domain
-without reading anything else of it. apply() makes one Action's libvirt call. The libvirt
-driver (bcfleet.agent.libvirt_driver) is the only caller.
+without reading anything else of it. apply() makes one Action's libvirt call; a start first
+makes the guest's disk volume in the host's storage pool when it is missing, and the undefine
+of a deleted guest deletes that volume. The libvirt driver (bcfleet.agent.libvirt_driver) is
+the only caller.
 """
 
 from __future__ import annotations
@@ -16,7 +18,12 @@ from typing import Any
 import libvirt
 
 from bcfleet.domain.converge import Act, Action, Observed, Power
-from bcfleet.domain.instance_spec import METADATA_NAMESPACE, render_libvirt_domain
+from bcfleet.domain.instance_spec import (
+    METADATA_NAMESPACE,
+    HostDomain,
+    render_libvirt_domain,
+    volume_name,
+)
 
 # libvirt's virDomainShutoffReason, in words for a condition.
 _SHUTOFF_REASONS = {
@@ -83,21 +90,25 @@ def observe(mine: Owned) -> Observed:
     return Observed(Power.RUNNING, mine.digest, cpuset=cpuset, memory_kib=memory_kib)
 
 
-def domain_xml(spec: Mapping[str, Any], mine: Owned | None) -> str:
+def domain_xml(spec: Mapping[str, Any], mine: Owned | None, host: HostDomain) -> str:
     """The rendered domain XML; a redefinition keeps the domain's UUID (libvirt's identity)."""
-    xml = render_libvirt_domain(spec)
+    xml = render_libvirt_domain(spec, host)
     if mine is None:
         return xml
     return xml.replace("<name>", f"<uuid>{mine.domain.UUIDString()}</uuid>\n  <name>", 1)
 
 
 def apply(
-    conn: libvirt.virConnect, action: Action, spec: Mapping[str, Any] | None, mine: Owned | None
+    conn: libvirt.virConnect,
+    action: Action,
+    spec: Mapping[str, Any] | None,
+    mine: Owned | None,
+    host: HostDomain,
 ) -> Owned | None:
     """Make one action's libvirt call; returns the domain (a define makes or replaces it)."""
     if action.act == Act.DEFINE:
         assert spec is not None
-        domain = conn.defineXML(domain_xml(spec, mine))
+        domain = conn.defineXML(domain_xml(spec, mine, host))
         made = ownership(domain)
         if made is None:
             raise libvirt.libvirtError("the defined domain lost bcfleet's metadata")
@@ -105,6 +116,8 @@ def apply(
     assert mine is not None
     domain = mine.domain
     if action.act == Act.START:
+        assert spec is not None
+        _ensure_volume(conn, host, mine.instance_id, int(spec["shape"]["diskGiB"]))
         domain.create()
     elif action.act == Act.SHUTDOWN:
         _shutdown(domain)
@@ -112,12 +125,38 @@ def apply(
         domain.destroy()
     elif action.act == Act.UNDEFINE:
         domain.undefine()
+        _delete_volume(conn, host, mine.instance_id)
         return None
     elif action.act == Act.SET_MEMORY:
         domain.setMemoryFlags(action.memory_kib, _NOW)
     elif action.act == Act.PIN_CPUS:
         _pin(conn, domain, action.cpuset)
     return mine
+
+
+def _ensure_volume(conn: libvirt.virConnect, host: HostDomain, instance_id: str, gib: int) -> None:
+    """The guest's disk in the host's storage pool, made empty (qcow2, its diskGiB) when missing."""
+    pool = conn.storagePoolLookupByName(host.storage_pool)
+    name = volume_name(instance_id)
+    if name in pool.listVolumes():
+        return
+    volume = ET.Element("volume")
+    ET.SubElement(volume, "name").text = name
+    ET.SubElement(volume, "capacity", unit="GiB").text = str(max(gib, 1))
+    ET.SubElement(ET.SubElement(volume, "target"), "format", type="qcow2")
+    pool.createXML(ET.tostring(volume, encoding="unicode"), 0)
+
+
+def _delete_volume(conn: libvirt.virConnect, host: HostDomain, instance_id: str) -> None:
+    """A deleted guest's disk, when the pool has it."""
+    try:
+        pool = conn.storagePoolLookupByName(host.storage_pool)
+    except libvirt.libvirtError as exc:
+        if exc.get_error_code() == libvirt.VIR_ERR_NO_STORAGE_POOL:
+            return
+        raise
+    if volume_name(instance_id) in pool.listVolumes():
+        pool.storageVolLookupByName(volume_name(instance_id)).delete(0)
 
 
 def _shutdown(domain: libvirt.virDomain) -> None:

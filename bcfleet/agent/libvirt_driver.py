@@ -36,7 +36,7 @@ from bcfleet.domain.converge import (
     report_of,
     restart_backoff,
 )
-from bcfleet.domain.instance_spec import spec_digest
+from bcfleet.domain.instance_spec import HostDomain, spec_digest
 
 log = logging.getLogger("bcfleet.agent")
 RECONNECT_BASE_SECONDS = 1.0
@@ -77,6 +77,7 @@ class _Link:
 class LibvirtDriver:
     opener: Callable[[], libvirt.virConnect]
     grace: float = 30.0
+    host: HostDomain = field(default_factory=HostDomain)
     balloon: BalloonHook | None = None
     admit: AdmitHook | None = None
     closes: bool = True  # close() closes the connection (not one a caller handed over)
@@ -175,7 +176,7 @@ class LibvirtDriver:
                 if refusal:
                     condition = refusal
                     break
-            mine = domains.apply(conn, action, spec, mine)
+            mine = domains.apply(conn, action, spec, mine, self.host)
         self._condition(key, condition)
         if mine is None and spec is None:
             self.memos.pop(key, None)  # undefined: nothing left to remember

@@ -21,8 +21,9 @@ from bcfleet.agent.hypervisor import SimulatedHypervisor
 from bcfleet.agent.inventory import read_inventory
 from bcfleet.agent.remote import AgentConnection
 from bcfleet.agent.seam import Hypervisor, open_libvirt
+from bcfleet.domain.converge import SHUTDOWN_GRACE_SECONDS
 from bcfleet.domain.guest_view import GUEST_PREFIX
-from bcfleet.domain.instance_spec import render_libvirt_domain
+from bcfleet.domain.instance_spec import HostDomain, render_libvirt_domain
 from bcfleet.domain.inventory_age import AGENT_ROUND_SECONDS, INVENTORY_EVERY_ROUNDS
 from bcfleet.domain.simulated_inventory import two_socket_host
 
@@ -43,6 +44,8 @@ class AgentOptions:
     domains_dir: Path | None = None
     inventory: dict[str, Any] | None = None  # None: this machine's (or simulated with --simulate)
     hypervisor_uri: str | None = None  # a libvirt URI: run the guests there
+    host_domain: HostDomain = field(default_factory=HostDomain)  # with hypervisor_uri
+    shutdown_grace: float = SHUTDOWN_GRACE_SECONDS  # ACPI shutdown, then destroy
 
 
 @dataclass
@@ -83,7 +86,9 @@ class Agent:
         if hypervisor is None and options.simulate:
             self.hypervisor = SimulatedHypervisor(options.boot_seconds)
         elif hypervisor is None and options.hypervisor_uri:
-            self.hypervisor = open_libvirt(options.hypervisor_uri)
+            self.hypervisor = open_libvirt(
+                options.hypervisor_uri, host=options.host_domain, grace=options.shutdown_grace
+            )
         self.report = AgentReport()
 
     def inventory(self) -> dict[str, Any]:

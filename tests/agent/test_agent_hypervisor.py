@@ -21,6 +21,8 @@ from tests.support.builders import OP, hosted_pool, token
 from tests.support.fleet import IN_CI, python_cli, run_cli
 
 PLACEMENT = {"bc.dev/cap.instance.placement": "true"}
+NODE = """<node><pool type="dir"><name>bcfleet</name><target><path>/var/lib/bcfleet</path>
+</target></pool></node>"""  # an empty test-driver host with bcfleet's storage pool
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -42,7 +44,7 @@ def server(fleet: Fleet) -> Iterator[BackgroundServer]:
 @pytest.fixture
 def node(tmp_path: Path) -> str:
     path = tmp_path / "node.xml"
-    path.write_text("<node/>")
+    path.write_text(NODE)
     return f"test://{path}"
 
 

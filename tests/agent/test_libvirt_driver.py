@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bcfleet.domain.instance_spec import InstanceSpecJson, instance_spec
+from bcfleet.domain.instance_spec import HostDomain, InstanceSpecJson, instance_spec
 from bcfleet.domain.numa import HostPlacement
 from bcfleet.domain.shapes import Shape
 from tests.support.fleet import IN_CI
@@ -28,6 +28,8 @@ except ImportError:
         "libvirt-python is not installed: pip install 'bcfleet[libvirt]'", allow_module_level=True
     )
 
+NODE = """<node><pool type="dir"><name>bcfleet</name><target><path>/var/lib/bcfleet</path>
+</target></pool></node>"""  # an empty test-driver host with bcfleet's storage pool
 FOREIGN = """<domain type="test"><name>{name}</name><memory unit="KiB">65536</memory>
 <os><type>hvm</type></os></domain>"""
 
@@ -49,7 +51,7 @@ def node(tmp_path: Path) -> str:
     """A test driver URI whose every open is a fresh, empty host (test:///default is shared
     by the connections open at the same time in a process)."""
     path = tmp_path / "node.xml"
-    path.write_text("<node/>")
+    path.write_text(NODE)
     return f"test://{path}"
 
 
@@ -167,7 +169,9 @@ def test_a_restarted_agent_adopts_its_domains_and_starts_nothing_twice(conn: Any
     before.converge([guest("ins_running")], 0)
     before.close()  # killed: its event callback goes with it
     running_id = conn.lookupByName("ins_running").ID()
-    conn.defineXML(domain_xml(guest("ins_defined"), None))  # killed between define and start
+    conn.defineXML(
+        domain_xml(guest("ins_defined"), None, HostDomain())
+    )  # killed between define and start
     specs = [guest("ins_running"), guest("ins_defined")]
     restarted = LibvirtDriver.on(conn)
     for now in range(3):
@@ -205,7 +209,7 @@ def test_libvirt_unreachable_degrades_the_host_reconnects_with_backoff_and_leave
 ) -> None:
     start_event_loop()
     host = libvirt.open(node)  # the host's libvirt once it is back
-    host.defineXML(domain_xml(guest("ins_a"), None)).create()
+    host.defineXML(domain_xml(guest("ins_a"), None, HostDomain())).create()
     running_id = host.lookupByName("ins_a").ID()
     opens = itertools.count()
 
@@ -227,3 +231,46 @@ def test_libvirt_unreachable_degrades_the_host_reconnects_with_backoff_and_leave
     assert not driver.degraded
     assert host.lookupByName("ins_a").ID() == running_id, "the running guest was left running"
     host.close()
+
+
+def test_a_guests_disk_is_made_at_its_start_and_deleted_with_it(conn: Any) -> None:
+    pool = conn.storagePoolLookupByName("bcfleet")
+    driver = LibvirtDriver.on(conn)
+    driver.converge([guest("ins_a")], 0)
+    volume = pool.storageVolLookupByName("ins_a.qcow2")
+    assert volume.info()[1] == 10 * 1024**3  # the spec's diskGiB
+    driver.converge([guest("ins_a", "stopped")], 1)
+    driver.converge([guest("ins_a")], 2)
+    assert pool.listVolumes() == ["ins_a.qcow2"], "kept across a stop and a start"
+    driver.converge([], 3)
+    driver.converge([], 4)
+    assert pool.listVolumes() == []
+
+
+def test_without_the_storage_pool_a_start_is_refused_with_libvirts_message(
+    tmp_path: Path,
+) -> None:
+    start_event_loop()
+    (tmp_path / "bare.xml").write_text("<node/>")
+    bare = libvirt.open(f"test://{tmp_path / 'bare.xml'}")
+    driver = LibvirtDriver.on(bare)
+    assert driver.converge([guest("ins_a")], 0) == [("ins_a", "stopped")]
+    assert "storage pool" in driver.problems()["ins_a"].lower()
+    assert "bcfleet" in driver.problems()["ins_a"]
+    driver.close()
+    bare.close()
+
+
+def test_the_host_options_reach_the_defined_domain(conn: Any, tmp_path: Path) -> None:
+    host = HostDomain(
+        domain_type="qemu",
+        console_dir=str(tmp_path),
+        kernel="/boot/vmlinuz",
+        initrd="/boot/initrd.img",
+        cmdline="console=ttyS0",
+    )
+    LibvirtDriver.on(conn, host=host).converge([guest("ins_a")], 0)
+    xml = conn.lookupByName("ins_a").XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE)
+    assert f'<log file="{tmp_path}/ins_a.log"' in xml.replace("'", '"')
+    assert "<kernel>/boot/vmlinuz</kernel>" in xml and "<cmdline>console=ttyS0</cmdline>" in xml
+    assert 'type="qemu"' in xml.replace("'", '"').split("\n")[0]
