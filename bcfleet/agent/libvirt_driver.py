@@ -20,6 +20,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import libvirt
@@ -37,6 +38,7 @@ from bcfleet.domain.converge import (
     restart_backoff,
 )
 from bcfleet.domain.instance_spec import HostDomain, spec_digest
+from bcfleet.domain.states import AgentReport
 
 log = logging.getLogger("bcfleet.agent")
 RECONNECT_BASE_SECONDS = 1.0
@@ -77,6 +79,7 @@ class _Link:
 class LibvirtDriver:
     opener: Callable[[], libvirt.virConnect]
     grace: float = 30.0
+    ready_line: str | None = None  # with host.console_dir: ready once the console logs it
     host: HostDomain = field(default_factory=HostDomain)
     balloon: BalloonHook | None = None
     admit: AdmitHook | None = None
@@ -198,11 +201,20 @@ class LibvirtDriver:
             self.conditions.pop(key, None)
 
     def _report(self, key: str, found: Observed | None) -> list[tuple[str, str]]:
-        states = report_of(found)
-        if self.reported.get(key) == states:
-            return []
+        """The states of one guest that are new since the last report."""
+        before = self.reported.get(key, ())
+        states = report_of(found, ready=self._ready(key, found, before))
         self.reported[key] = states
-        return [(key, state) for state in states]
+        return [(key, state) for state in states if state not in before]
+
+    def _ready(self, key: str, found: Observed | None, before: tuple[str, ...]) -> bool:
+        """Running and, when the agent watches consoles for a ready line, the line was logged."""
+        log = self.host.console_log(key)
+        if self.ready_line is None or log is None or found is None:
+            return True
+        if found.power == Power.RUNNING and AgentReport.READY in before:
+            return True  # ready until it stops (the log starts afresh at each start)
+        return self.ready_line in _tail(Path(log))
 
     def _forget(self, live: set[str]) -> None:
         """Drop what is remembered of instances no spec and no domain names any more."""
@@ -253,6 +265,16 @@ class LibvirtDriver:
         if conn is not None and self.closes:
             with contextlib.suppress(libvirt.libvirtError):
                 conn.close()
+
+
+def _tail(path: Path, size: int = 65536) -> str:
+    """The end of a console log ("" before the guest wrote one)."""
+    try:
+        with path.open("rb") as log:
+            log.seek(max(path.stat().st_size - size, 0))
+            return log.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def _alive(conn: libvirt.virConnect) -> bool:

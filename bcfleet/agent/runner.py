@@ -46,6 +46,7 @@ class AgentOptions:
     hypervisor_uri: str | None = None  # a libvirt URI: run the guests there
     host_domain: HostDomain = field(default_factory=HostDomain)  # with hypervisor_uri
     shutdown_grace: float = SHUTDOWN_GRACE_SECONDS  # ACPI shutdown, then destroy
+    ready_line: str | None = None  # ready once a guest's console logs it (host_domain.console_dir)
 
 
 @dataclass
@@ -87,7 +88,10 @@ class Agent:
             self.hypervisor = SimulatedHypervisor(options.boot_seconds)
         elif hypervisor is None and options.hypervisor_uri:
             self.hypervisor = open_libvirt(
-                options.hypervisor_uri, host=options.host_domain, grace=options.shutdown_grace
+                options.hypervisor_uri,
+                host=options.host_domain,
+                grace=options.shutdown_grace,
+                ready_line=options.ready_line,
             )
         self.report = AgentReport()
 

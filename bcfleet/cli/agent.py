@@ -58,6 +58,9 @@ def _inventory_file(path: Path | None) -> dict[str, object] | None:
               help="With --hypervisor: the libvirt storage pool of the guests' disks.")  # fmt: skip
 @click.option("--console-dir", type=click.Path(file_okay=False, resolve_path=True),
               help="With --hypervisor: log each guest's serial console to DIR/<id>.log.")  # fmt: skip
+@click.option(
+    "--ready-line", help="With --console-dir: a guest is ready once its console logs this."
+)
 @click.option("--kernel", help="With --hypervisor: boot this kernel directly.")
 @click.option("--initrd", help="With --hypervisor and --kernel: its initramfs.")
 @click.option("--cmdline", help="With --hypervisor and --kernel: its command line.")
@@ -78,6 +81,7 @@ def run(
     domain_type: str,
     storage_pool: str,
     console_dir: str | None,
+    ready_line: str | None,
     kernel: str | None,
     initrd: str | None,
     cmdline: str | None,
@@ -98,6 +102,8 @@ def run(
         raise UnauthenticatedError("fleet agent run needs --token (or BCFLEET_TOKEN)")
     if simulate and hypervisor:
         raise InvalidInputError("--simulate and --hypervisor exclude each other", {})
+    if ready_line and not console_dir:
+        raise InvalidInputError("--ready-line needs --console-dir", {"readyLine": ready_line})
     boot = load_fleet_settings().spare_boot_seconds if boot_seconds is None else boot_seconds
     options = AgentOptions(
         host=host,
@@ -110,6 +116,7 @@ def run(
         hypervisor_uri=hypervisor,
         host_domain=HostDomain(domain_type, storage_pool, console_dir, kernel, initrd, cmdline),
         shutdown_grace=shutdown_grace,
+        ready_line=ready_line,
     )
     connection = AgentConnection(server, token)
     try:

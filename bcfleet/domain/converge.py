@@ -92,13 +92,14 @@ def restart_backoff(failures: int) -> float:
     return float(min(RESTART_BACKOFF_CAP_SECONDS, wait))
 
 
-def report_of(observed: Observed | None) -> tuple[str, ...]:
-    """What the agent API is told of a domain: running and ready, stopped, or crashed."""
+def report_of(observed: Observed | None, *, ready: bool = True) -> tuple[str, ...]:
+    """What the agent API is told of a domain: running (and ready: running, and its console
+    answered when the agent watches for that), stopped, or crashed."""
     if observed is None or observed.power == Power.STOPPED:
         return (AgentReport.STOPPED,)
     if observed.power == Power.CRASHED:
         return (AgentReport.CRASHED,)
-    return (AgentReport.RUNNING, AgentReport.READY)
+    return (AgentReport.RUNNING, AgentReport.READY) if ready else (AgentReport.RUNNING,)
 
 
 def plan(

@@ -98,6 +98,8 @@ def test_fleet_agent_run_hypervisor_once(fleet: Fleet, server: BackgroundServer,
     both = run_cli(*base, "--hypervisor", node, "--simulate", db=fleet.settings.db_url)
     assert both.exit_code == 1
     assert json.loads(both.stdout)["error"]["code"] == "INVALID_INPUT"
+    blind = run_cli(*base, "--hypervisor", node, "--ready-line", "up", db=fleet.settings.db_url)
+    assert json.loads(blind.stdout)["error"]["code"] == "INVALID_INPUT"
 
 
 def test_without_libvirt_python_the_agent_says_what_to_install(tmp_path: Path) -> None:

@@ -17,16 +17,16 @@ from tests.support.fleet import IN_CI
 
 try:
     import libvirt
-
-    from bcfleet.agent.libvirt_domains import domain_xml
-    from bcfleet.agent.libvirt_driver import LibvirtDriver
-    from bcfleet.agent.libvirt_events import start_event_loop
 except ImportError:
     if IN_CI:
         raise  # libvirt-python is required in CI: pip install '.[libvirt]'
     pytest.skip(
         "libvirt-python is not installed: pip install 'bcfleet[libvirt]'", allow_module_level=True
     )
+
+from bcfleet.agent.libvirt_domains import domain_xml  # noqa: E402
+from bcfleet.agent.libvirt_driver import LibvirtDriver  # noqa: E402
+from bcfleet.agent.libvirt_events import start_event_loop  # noqa: E402
 
 NODE = """<node><pool type="dir"><name>bcfleet</name><target><path>/var/lib/bcfleet</path>
 </target></pool></node>"""  # an empty test-driver host with bcfleet's storage pool
@@ -274,3 +274,16 @@ def test_the_host_options_reach_the_defined_domain(conn: Any, tmp_path: Path) ->
     assert f'<log file="{tmp_path}/ins_a.log"' in xml.replace("'", '"')
     assert "<kernel>/boot/vmlinuz</kernel>" in xml and "<cmdline>console=ttyS0</cmdline>" in xml
     assert 'type="qemu"' in xml.replace("'", '"').split("\n")[0]
+
+
+def test_with_a_ready_line_a_guest_is_ready_once_its_console_logs_it(
+    conn: Any, tmp_path: Path
+) -> None:
+    host = HostDomain(console_dir=str(tmp_path))
+    driver = LibvirtDriver.on(conn, host=host, ready_line="bcfleet-guest ready")
+    assert driver.converge([guest("ins_a")], 0) == [("ins_a", "running")]
+    (tmp_path / "ins_a.log").write_text("[    0.5] booting\n")
+    assert driver.converge([guest("ins_a")], 1) == []
+    (tmp_path / "ins_a.log").write_text("[    0.5] booting\nbcfleet-guest ready\n")
+    assert driver.converge([guest("ins_a")], 2) == [("ins_a", "ready")]
+    assert driver.converge([guest("ins_a")], 3) == []

@@ -131,6 +131,10 @@ def test_what_the_agent_api_is_told(observed: Observed | None, reports: tuple[st
     assert report_of(observed) == reports
 
 
+def test_a_running_guest_whose_console_has_not_answered_is_running_but_not_ready() -> None:
+    assert report_of(RUNNING, ready=False) == ("running",)
+
+
 def test_plans_cover_every_spec_and_every_owned_domain_and_nothing_else() -> None:
     gone = {"ins_gone": OFF}
     result = plans([spec()], {"ins_a": D}, gone, {}, 0)
