@@ -109,6 +109,8 @@ class LibvirtDriver:
         self.conditions.pop(HOST, None)
 
     def _connected(self, now: float) -> libvirt.virConnect | None:
+        if self.link.seen is not None and self.link.seen.lost.is_set():
+            self._lose(now, "the connection was closed")
         if self.link.conn is not None:
             return self.link.conn
         if now < self.link.retry_at:
@@ -157,6 +159,9 @@ class LibvirtDriver:
                     break
                 self._refused(key, step, now, str(exc))
                 found = _reread(mine.get(key))
+            except ValueError as exc:  # a spec the renderer cannot map (a malformed PCI address)
+                self._refused(key, step, now, str(exc))
+                found = _reread(mine.get(key))
             if key in wanted:
                 changes.extend(self._report(key, found))
         self._forget(set(wanted) | set(mine))
@@ -186,11 +191,11 @@ class LibvirtDriver:
         return None if mine is None else domains.observe(mine)
 
     def _refused(self, key: str, step: Plan, now: float, message: str) -> None:
-        """libvirt refused a call: a condition with its message, and a backoff before the next try."""
+        """libvirt (or the renderer) refused: a condition with its message, and a backoff."""
         failures = step.memo.failures + 1
         retry_at = now + restart_backoff(failures)
         self.memos[key] = replace(step.memo, failures=failures, retry_at=retry_at)
-        self._condition(key, f"libvirt refused: {message}")
+        self._condition(key, f"refused: {message}")
 
     def _condition(self, key: str, message: str) -> None:
         if message:

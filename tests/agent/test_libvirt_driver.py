@@ -287,3 +287,12 @@ def test_with_a_ready_line_a_guest_is_ready_once_its_console_logs_it(
     (tmp_path / "ins_a.log").write_text("[    0.5] booting\nbcfleet-guest ready\n")
     assert driver.converge([guest("ins_a")], 2) == [("ins_a", "ready")]
     assert driver.converge([guest("ins_a")], 3) == []
+
+
+def test_a_spec_the_renderer_cannot_map_is_that_guests_condition_alone(conn: Any) -> None:
+    broken = guest("ins_bad")
+    broken["gpus"] = [{"pciAddress": "not-a-pci-address"}]
+    driver = LibvirtDriver.on(conn)
+    driver.converge([broken, guest("ins_ok")], 0)
+    assert "not a PCI address" in driver.problems()["ins_bad"]
+    assert state(conn, "ins_ok") == libvirt.VIR_DOMAIN_RUNNING
