@@ -8,7 +8,7 @@ It never reads the clock: the caller says what time it is.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +38,19 @@ class SimulatedHypervisor:
         for instance_id, desired in sorted(wanted.items()):
             changes.extend(self._step(instance_id, desired, now))
         return changes
+
+    def converge(self, specs: Sequence[Mapping[str, Any]], now: float) -> list[tuple[str, str]]:
+        """The Hypervisor seam (bcfleet.agent.seam): apply()."""
+        return self.apply(specs, now)
+
+    def problems(self) -> dict[str, str]:
+        return {}
+
+    def pause(self, seconds: float, sleep: Callable[[float], None]) -> None:
+        sleep(seconds)
+
+    def close(self) -> None:
+        pass
 
     def _step(self, instance_id: str, desired: str, now: float) -> list[tuple[str, str]]:
         guest = self.guests.get(instance_id)

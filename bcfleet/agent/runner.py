@@ -1,9 +1,10 @@
 """`fleet agent run`: report this host's inventory, pull its InstanceSpecs, report guest states.
 
 Each round reports the inventory (the first round, then every `inventory_every` rounds),
-pulls the specs and, with a simulated hypervisor, acts them out and reports the state
-changes. Without --simulate there is no hypervisor to drive here: the agent writes each
-spec's libvirt domain XML into `domains_dir` (when given) for the host's tooling to define.
+pulls the specs and, with a hypervisor (the simulated one, or libvirt's with
+--hypervisor URI: bcfleet.agent.seam), brings the guests to them and reports the state
+changes. With neither, the agent writes each spec's libvirt domain XML into `domains_dir`
+(when given) for the host's tooling to define.
 Rounds are bounded by `rounds` (None: until interrupted).
 
 Every spec id the server sends is checked against the id formats (``spec_id_problem``)
@@ -23,9 +24,11 @@ from typing import Any
 from bcfleet.agent.hypervisor import SimulatedHypervisor
 from bcfleet.agent.inventory import read_inventory
 from bcfleet.agent.remote import AgentConnection
+from bcfleet.agent.seam import Hypervisor, open_libvirt
 from bcfleet.domain.bounds import shown
+from bcfleet.domain.converge import SHUTDOWN_GRACE_SECONDS
 from bcfleet.domain.guest_view import GUEST_PREFIX, is_guest_id
-from bcfleet.domain.instance_spec import InstanceSpecJson, render_libvirt_domain
+from bcfleet.domain.instance_spec import HostDomain, InstanceSpecJson, render_libvirt_domain
 from bcfleet.domain.inventory_age import AGENT_ROUND_SECONDS, INVENTORY_EVERY_ROUNDS
 from bcfleet.domain.simulated_inventory import two_socket_host
 from bcfleet.errors import InvalidInputError
@@ -47,6 +50,10 @@ class AgentOptions:
     rounds: int | None = None
     domains_dir: Path | None = None
     inventory: dict[str, Any] | None = None  # None: this machine's (or simulated with --simulate)
+    hypervisor_uri: str | None = None  # a libvirt URI: run the guests there
+    host_domain: HostDomain = field(default_factory=HostDomain)  # with hypervisor_uri
+    shutdown_grace: float = SHUTDOWN_GRACE_SECONDS  # ACPI shutdown, then destroy
+    ready_line: str | None = None  # ready once a guest's console logs it (host_domain.console_dir)
 
 
 @dataclass
@@ -56,6 +63,7 @@ class AgentReport:
     specs: int = 0
     states: list[tuple[str, str]] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)  # why specs were skipped, each said once
+    conditions: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -64,6 +72,7 @@ class AgentReport:
             "specs": self.specs,
             "states": [{"instanceId": i, "state": s} for i, s in self.states],
             "refused": [{"reason": r} for r in self.refused],
+            "conditions": [{"on": k, "message": m} for k, m in sorted(self.conditions.items())],
         }
 
 
@@ -104,13 +113,23 @@ class Agent:
         now: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
         warn: Callable[[str], None] = lambda _reason: None,
+        hypervisor: Hypervisor | None = None,
     ) -> None:
         self.connection = connection
         self.options = options
         self.now = now
         self.sleep = sleep
         self.warn = warn
-        self.hypervisor = SimulatedHypervisor(options.boot_seconds) if options.simulate else None
+        self.hypervisor = hypervisor
+        if hypervisor is None and options.simulate:
+            self.hypervisor = SimulatedHypervisor(options.boot_seconds)
+        elif hypervisor is None and options.hypervisor_uri:
+            self.hypervisor = open_libvirt(
+                options.hypervisor_uri,
+                host=options.host_domain,
+                grace=options.shutdown_grace,
+                ready_line=options.ready_line,
+            )
         self.report = AgentReport()
 
     def inventory(self) -> dict[str, Any]:
@@ -129,9 +148,10 @@ class Agent:
         specs, refused = checked_specs(self.connection.specs(host))
         self.report.specs = len(specs)
         if self.hypervisor is not None:
-            for instance_id, state in self.hypervisor.apply(specs, self.now()):
+            for instance_id, state in self.hypervisor.converge(specs, self.now()):
                 if self.connection.report_state(host, instance_id, state):
                     self.report.states.append((instance_id, state))
+            self.report.conditions = self.hypervisor.problems()
         elif self.options.domains_dir is not None:
             write_domains(self.options.domains_dir, specs, refused)
         self._refused(refused)
@@ -149,8 +169,15 @@ class Agent:
         while self.options.rounds is None or self.report.rounds < self.options.rounds:
             self.round()
             if self.options.rounds is None or self.report.rounds < self.options.rounds:
-                self.sleep(self.options.interval)
+                self.pause()
         return self.report
+
+    def pause(self) -> None:
+        """Until the next round: the interval, cut short by a hypervisor that saw something."""
+        if self.hypervisor is None:
+            self.sleep(self.options.interval)
+        else:
+            self.hypervisor.pause(self.options.interval, self.sleep)
 
 
 def domain_path(directory: Path, spec: Mapping[str, Any]) -> Path:

@@ -11,6 +11,8 @@ import click
 
 from bcfleet.agent.inventory import read_inventory
 from bcfleet.cli.common import Seconds, Whole, fleet_command, output, print_json, state
+from bcfleet.domain.converge import SHUTDOWN_GRACE_SECONDS
+from bcfleet.domain.instance_spec import HostDomain
 from bcfleet.domain.inventory import validate_inventory
 from bcfleet.domain.inventory_age import AGENT_ROUND_SECONDS
 from bcfleet.errors import InvalidInputError, UnauthenticatedError
@@ -48,6 +50,22 @@ def _inventory_file(path: Path | None) -> dict[str, object] | None:
 @click.option("--server", required=True, help="The fleet's HTTP API, e.g. http://127.0.0.1:8080.")
 @click.option("--host", default=socket.gethostname, help="This host's name in the fleet.")
 @click.option("--simulate", is_flag=True, help="Act out boots and stops instead of a hypervisor.")
+@click.option("--hypervisor", metavar="URI",
+              help="Run the guests on this libvirt URI (qemu:///system, test:///default, …).")  # fmt: skip
+@click.option("--domain-type", type=click.Choice(["kvm", "qemu"]), default="kvm", show_default=True,
+              help="With --hypervisor: qemu where only TCG runs.")  # fmt: skip
+@click.option("--storage-pool", default="bcfleet", show_default=True,
+              help="With --hypervisor: the libvirt storage pool of the guests' disks.")  # fmt: skip
+@click.option("--console-dir", type=click.Path(file_okay=False, resolve_path=True),
+              help="With --hypervisor: log each guest's serial console to DIR/<id>.log.")  # fmt: skip
+@click.option(
+    "--ready-line", help="With --console-dir: a guest is ready once its console logs this."
+)
+@click.option("--kernel", help="With --hypervisor: boot this kernel directly.")
+@click.option("--initrd", help="With --hypervisor and --kernel: its initramfs.")
+@click.option("--cmdline", help="With --hypervisor and --kernel: its command line.")
+@click.option("--shutdown-grace", type=Seconds(), default=SHUTDOWN_GRACE_SECONDS, show_default=True,
+              help="With --hypervisor: seconds from ACPI shutdown to destroy.")  # fmt: skip
 @click.option("--once", is_flag=True, help="One round, then exit.")
 @click.option("--rounds", type=Whole(1), help="Stop after this many rounds.")
 @click.option("--interval", type=Seconds(0.01), default=AGENT_ROUND_SECONDS, show_default=True)
@@ -59,6 +77,15 @@ def run(
     server: str,
     host: str,
     simulate: bool,
+    hypervisor: str | None,
+    domain_type: str,
+    storage_pool: str,
+    console_dir: str | None,
+    ready_line: str | None,
+    kernel: str | None,
+    initrd: str | None,
+    cmdline: str | None,
+    shutdown_grace: float,
     once: bool,
     rounds: int | None,
     interval: float,
@@ -73,6 +100,10 @@ def run(
     token = state().token
     if not token:
         raise UnauthenticatedError("fleet agent run needs --token (or BCFLEET_TOKEN)")
+    if simulate and hypervisor:
+        raise InvalidInputError("--simulate and --hypervisor exclude each other", {})
+    if ready_line and not console_dir:
+        raise InvalidInputError("--ready-line needs --console-dir", {"readyLine": ready_line})
     boot = load_fleet_settings().spare_boot_seconds if boot_seconds is None else boot_seconds
     options = AgentOptions(
         host=host,
@@ -82,10 +113,19 @@ def run(
         rounds=1 if once else rounds,
         domains_dir=domains,
         inventory=_inventory_file(inventory_file),
+        hypervisor_uri=hypervisor,
+        host_domain=HostDomain(domain_type, storage_pool, console_dir, kernel, initrd, cmdline),
+        shutdown_grace=shutdown_grace,
+        ready_line=ready_line,
     )
     connection = AgentConnection(server, token)
     try:
-        report = Agent(connection, options, warn=_refused).run()
+        agent = Agent(connection, options, warn=_refused)
+        try:
+            report = agent.run()
+        finally:
+            if agent.hypervisor is not None:
+                agent.hypervisor.close()
     finally:
         connection.close()
     output(report.to_json(), lambda d: f"{d['rounds']} rounds, {len(d['states'])} states reported")

@@ -17,9 +17,12 @@ nodes): a huge-page guest gets one guest cell holding all its vCPUs and memory, 
 is bound to the host nodes in ``<numatune>``.
 """
 
+import hashlib
+import json
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired, TypedDict
 
 from bcfleet.domain.json_types import OneOf
@@ -69,6 +72,23 @@ class InstanceSpecJson(TypedDict):
     placement: SpecPlacementJson
     balloon: BalloonJson
     gpus: list[SpecGpuJson]
+
+
+@dataclass(frozen=True)
+class HostDomain:
+    """How this host's libvirt runs every guest (the agent's options, the same for each spec):
+    the domain type ("kvm", or "qemu" where only TCG runs), the storage pool of the disks, a
+    folder for each guest's serial console log (<id>.log), and a kernel to boot directly."""
+
+    domain_type: str = "kvm"
+    storage_pool: str = "bcfleet"
+    console_dir: str | None = None
+    kernel: str | None = None
+    initrd: str | None = None
+    cmdline: str | None = None
+
+    def console_log(self, instance_id: str) -> str | None:
+        return None if self.console_dir is None else f"{self.console_dir}/{instance_id}.log"
 
 
 def instance_spec(
@@ -122,6 +142,14 @@ def _kib(gib: int) -> str:
     return str(gib * 1024 * 1024)
 
 
+def spec_digest(spec: Mapping[str, Any]) -> str:
+    """What a defined domain was made from: the spec's fields that shape its XML (not its state
+    or name), hashed; the driver defines a domain again when this changes."""
+    shaping = {key: spec.get(key) for key in ("shape", "placement", "balloon", "gpus")}
+    text = json.dumps(shaping, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
 def _metadata(domain: ET.Element, spec: Mapping[str, Any]) -> None:
     metadata = ET.SubElement(domain, "metadata")
     ET.SubElement(
@@ -132,6 +160,7 @@ def _metadata(domain: ET.Element, spec: Mapping[str, Any]) -> None:
             "id": str(spec["id"]),
             "state": str(spec.get("state", "")),
             "balloonFloorPercent": str(spec.get("balloon", {}).get("floorPercent", "")),
+            "spec": spec_digest(spec),
         },
     )
 
@@ -164,12 +193,21 @@ def _numatune(domain: ET.Element, placement: Mapping[str, Any]) -> None:
         ET.SubElement(numatune, "memory", mode="strict", nodeset=nodeset)
 
 
-def _guest_cpu(domain: ET.Element, shape: Mapping[str, Any], placement: Mapping[str, Any]) -> None:
+def _os(domain: ET.Element, host: HostDomain) -> None:
     os_element = ET.SubElement(domain, "os")
     ET.SubElement(os_element, "type").text = "hvm"
+    for tag in ("kernel", "initrd", "cmdline"):
+        value = getattr(host, tag)
+        if value:
+            ET.SubElement(os_element, tag).text = value
     ET.SubElement(os_element, "boot", dev="hd")
+
+
+def _guest_cpu(domain: ET.Element, shape: Mapping[str, Any], placement: Mapping[str, Any]) -> None:
     ET.SubElement(ET.SubElement(domain, "features"), "acpi")
-    cpu = ET.SubElement(domain, "cpu", mode="host-passthrough")
+    # the host's CPU under KVM; QEMU's most capable model where only TCG runs
+    mode = "host-passthrough" if domain.get("type") == "kvm" else "maximum"
+    cpu = ET.SubElement(domain, "cpu", mode=mode)
     if placement.get("hugepageSizeBytes"):
         cell = {
             "id": "0",
@@ -189,12 +227,27 @@ def _hostdev(devices: ET.Element, pci_address: str) -> None:
     ET.SubElement(ET.SubElement(hostdev, "source"), "address", address)
 
 
-def _devices(domain: ET.Element, spec: Mapping[str, Any], storage_pool: str) -> None:
+def volume_name(instance_id: str) -> str:
+    """The disk volume of a guest in the host's storage pool."""
+    return f"{instance_id}.qcow2"
+
+
+def _console(devices: ET.Element, log: str) -> None:
+    serial = ET.SubElement(devices, "serial", type="pty")
+    ET.SubElement(serial, "log", file=log, append="off")
+    ET.SubElement(serial, "target", port="0")
+    ET.SubElement(ET.SubElement(devices, "console", type="pty"), "target", type="serial", port="0")
+
+
+def _devices(domain: ET.Element, spec: Mapping[str, Any], host: HostDomain) -> None:
     devices = ET.SubElement(domain, "devices")
     disk = ET.SubElement(devices, "disk", type="volume", device="disk")
     ET.SubElement(disk, "driver", name="qemu", type="qcow2")
-    ET.SubElement(disk, "source", pool=storage_pool, volume=f"{spec['id']}.qcow2")
+    ET.SubElement(disk, "source", pool=host.storage_pool, volume=volume_name(str(spec["id"])))
     ET.SubElement(disk, "target", dev="vda", bus="virtio")
+    log = host.console_log(str(spec["id"]))
+    if log is not None:
+        _console(devices, log)
     for gpu in spec.get("gpus") or ():
         _hostdev(devices, gpu["pciAddress"])
     if (spec.get("balloon") or {}).get("enabled"):
@@ -204,18 +257,20 @@ def _devices(domain: ET.Element, spec: Mapping[str, Any], storage_pool: str) -> 
         ET.SubElement(devices, "memballoon", model="none")
 
 
-def render_libvirt_domain(spec: Mapping[str, Any], *, storage_pool: str = "bcfleet") -> str:
+def render_libvirt_domain(spec: Mapping[str, Any], host: HostDomain | None = None) -> str:
     """The libvirt-kvm domain XML of an InstanceSpec; the disk is a volume named after the id."""
+    host = host or HostDomain()
     shape = spec["shape"]
     placement = spec.get("placement") or {}
-    domain = ET.Element("domain", type="kvm")
+    domain = ET.Element("domain", type=host.domain_type)
     ET.SubElement(domain, "name").text = str(spec["id"])
     ET.SubElement(domain, "title").text = str(spec.get("name", spec["id"]))
     _metadata(domain, spec)
     _memory(domain, shape, placement)
     _cpus(domain, shape["vcpu"], placement)
     _numatune(domain, placement)
+    _os(domain, host)
     _guest_cpu(domain, shape, placement)
-    _devices(domain, spec, storage_pool)
+    _devices(domain, spec, host)
     ET.indent(domain)
     return ET.tostring(domain, encoding="unicode") + "\n"

@@ -80,11 +80,12 @@ class PoolKind(StrEnum):
 
 
 class AgentReport(StrEnum):
-    """What a host agent reports of a guest: running, ready (booted), or stopped."""
+    """What a host agent reports of a guest: running, ready (booted), stopped, or crashed."""
 
     RUNNING = "running"
     READY = "ready"
     STOPPED = "stopped"
+    CRASHED = "crashed"
 
 
 AGENT_UP: tuple[AgentReport, ...] = (AgentReport.RUNNING, AgentReport.READY)

@@ -83,3 +83,27 @@ def test_the_schemas_list_exactly_the_huge_page_sizes_the_code_accepts() -> None
         assert placement_problems({"hugepageSizeBytes": size}) == {}
     for size in (3000, 4095, 6144, 1 << 41):
         assert "placement.hugepageSizeBytes" in placement_problems({"hugepageSizeBytes": size})
+
+
+def test_the_agents_host_options_keep_the_domain_xml_valid(domain_schema: Any) -> None:
+    from bcfleet.domain.instance_spec import HostDomain, instance_spec, render_libvirt_domain
+    from bcfleet.domain.numa import HostPlacement
+    from bcfleet.domain.shapes import Shape
+
+    spec = instance_spec(
+        instance_id="ins_01",
+        name="vm",
+        state="running",
+        shape=Shape(vcpu=2, memory_gib=1, disk_gib=10),
+        placement=HostPlacement(cpus=(2, 3), cpuset=(2, 3), mems=(0,), hugepage_size_bytes=2097152),
+    )
+    host = HostDomain(
+        domain_type="qemu",
+        console_dir="/var/log/bcfleet",
+        kernel="/boot/vmlinuz",
+        initrd="/boot/initrd.img",
+        cmdline="console=ttyS0",
+    )
+    xml = etree.fromstring(render_libvirt_domain(spec, host).encode())
+    assert domain_schema.validate(xml), domain_schema.error_log
+    assert xml.find("cpu").get("mode") == "maximum"

@@ -36,7 +36,7 @@ def test_states_are_their_stored_strings() -> None:
     assert [s.value for s in HostState] == ["ready", "draining"]
     assert [s.value for s in DeliveryState] == ["pending", "delivered", "dead"]
     assert [k.value for k in PoolKind] == ["vps-host", "provider"]
-    assert [r.value for r in AgentReport] == ["running", "ready", "stopped"]
+    assert [r.value for r in AgentReport] == ["running", "ready", "stopped", "crashed"]
     assert json.dumps({"state": InstanceState.DELETED}) == '{"state": "deleted"}'
     assert f"{ReservationState.ACTIVE}" == "active"
     assert InstanceState.DELETED == "deleted"
