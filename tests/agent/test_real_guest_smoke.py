@@ -66,13 +66,19 @@ def check_balloon(domain: Any, log: Path, libvirt: Any) -> None:
     booted = wait_for(lambda: last_memtotal(log), timeout=10, what="the guest's MemTotal")
     domain.setMemoryFlags(GIB_KIB // 2, libvirt.VIR_DOMAIN_AFFECT_LIVE)
     wait_until(
-        lambda: (last_memtotal(log) or booted) <= booted - GIB_KIB // 2 + 16 * 1024,
+        lambda: (
+            domain.memoryStats()["actual"] == GIB_KIB // 2
+            and (last_memtotal(log) or booted) <= booted - GIB_KIB // 2 + 16 * 1024
+        ),
         timeout=30,
-        what="the balloon to take half the guest's memory",
+        what="the balloon to take half the guest's memory (dommemstat and MemTotal)",
     )
-    assert domain.memoryStats()["actual"] == GIB_KIB // 2
     domain.setMemoryFlags(GIB_KIB, libvirt.VIR_DOMAIN_AFFECT_LIVE)
-    wait_until(lambda: last_memtotal(log) == booted, timeout=30, what="the balloon to give it back")
+    wait_until(
+        lambda: domain.memoryStats()["actual"] == GIB_KIB and last_memtotal(log) == booted,
+        timeout=30,
+        what="the balloon to give it back",
+    )
 
 
 @pytest.mark.parametrize(

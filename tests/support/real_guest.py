@@ -17,6 +17,7 @@ in that process (event_loop()).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import json
 import os
@@ -33,6 +34,9 @@ from typing import Any
 
 import pytest
 
+from bcfleet.domain.instance_spec import instance_spec, render_libvirt_domain
+from bcfleet.domain.numa import HostPlacement
+from bcfleet.domain.shapes import Shape
 from tests.support.fleet import IN_CI
 from tests.support.waiting import wait_until
 
@@ -252,15 +256,57 @@ def prepare_root(root: Path, hugetlbfs: Path) -> None:
     (root / "etc" / "qemu.conf").write_text(QEMU_CONF.format(hugetlbfs=hugetlbfs))
 
 
-def domain_type(connection: Any) -> str:
-    """kvm when asked for (BCFLEET_REAL_GUEST_KVM=1) and offered, else qemu (TCG).
+def machine_key() -> str:
+    """What decides whether KVM can boot the guest: the kernel and its KVM modules."""
+    modules = sorted(path.name for path in Path("/sys/module").glob("kvm*"))
+    return f"{os.uname().release} {','.join(modules)}"
 
-    Some machines offer a /dev/kvm that cannot boot a stock kernel (a paravirtual one), so KVM is
-    opt-in; TCG boots the guest in seconds."""
-    if os.environ.get("BCFLEET_REAL_GUEST_KVM") != "1":
+
+def kvm_boots(libvirt: ModuleType, connection: Any, host: RealHost) -> bool:
+    """Whether the guest image prints its ready line under KVM (a trial boot of at most 20 s)."""
+    spec = instance_spec(
+        instance_id="bcfleet-kvm-trial",
+        name="kvm-trial",
+        state="running",
+        shape=Shape(vcpu=1, memory_gib=1, disk_gib=0),
+        placement=HostPlacement(cpus=None, cpuset=tuple(sorted(os.sched_getaffinity(0)))),
+    )
+    log = host.console_log("bcfleet-kvm-trial")
+    domain = connection.defineXML(adapt_domain(render_libvirt_domain(spec), host, log))
+    try:
+        domain.create()
+        wait_until(
+            lambda: host.image.ready_line in console_text(log) or not domain.isActive(),
+            timeout=20,
+            what="the KVM trial boot",
+        )
+        return host.image.ready_line in console_text(log)
+    except (libvirt.libvirtError, AssertionError):
+        return False
+    finally:
+        if domain.isActive():
+            domain.destroy()
+        domain.undefine()
+
+
+def domain_type(libvirt: ModuleType, connection: Any, host: RealHost) -> str:
+    """kvm where it boots the stock kernel, else qemu (TCG); BCFLEET_REAL_GUEST_ACCEL forces one.
+
+    Some machines offer a /dev/kvm that cannot (a paravirtual one fails on the first MSR), so
+    the answer comes from a trial boot, remembered in the root per kernel and KVM modules."""
+    forced = os.environ.get("BCFLEET_REAL_GUEST_ACCEL")
+    if forced in ("kvm", "qemu"):
+        return forced
+    if "<domain type='kvm'" not in connection.getCapabilities():
         return "qemu"
-    capabilities = connection.getCapabilities()
-    return "kvm" if "<domain type='kvm'" in capabilities else "qemu"
+    verdicts_file = host.root / "accelerator.json"
+    verdicts = json.loads(verdicts_file.read_text()) if verdicts_file.exists() else {}
+    key = machine_key()
+    if key not in verdicts:
+        trial = dataclasses.replace(host, domain_type="kvm")
+        verdicts[key] = "kvm" if kvm_boots(libvirt, connection, trial) else "qemu"
+        verdicts_file.write_text(json.dumps(verdicts, indent=1) + "\n")
+    return str(verdicts[key])
 
 
 @contextlib.contextmanager
@@ -275,12 +321,11 @@ def real_host(hugepages: int = 512) -> Iterator[RealHost]:
     ):
         prepare_root(EMBED_ROOT, hugetlbfs)
         uri = embed_uri(EMBED_ROOT)
-        with closed_connection(libvirt, uri) as connection:
-            kind = domain_type(connection)
-            # The first call probes QEMU into the root's capabilities cache (kept in .cache/).
-            connection.getDomainCapabilities(None, "x86_64", None, kind)
-        host = RealHost(uri, EMBED_ROOT, kind, image, hugetlbfs)
+        host = RealHost(uri, EMBED_ROOT, "qemu", image, hugetlbfs)
         try:
+            # The first connection probes QEMU into the root's capabilities cache (in .cache/).
+            with closed_connection(libvirt, uri) as connection:
+                host = dataclasses.replace(host, domain_type=domain_type(libvirt, connection, host))
             yield host
         finally:
             left = kill_qemu(EMBED_ROOT)
