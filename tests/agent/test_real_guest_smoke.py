@@ -35,6 +35,7 @@ pytestmark = pytest.mark.slow
 GIB_KIB = 1024 * 1024
 BOOT_SECONDS = 90  # TCG on two busy cores; a quiet machine is ready in under 10 s
 STOP_SECONDS = 30
+BALLOON_SECONDS = 60  # the balloon moves 512 MiB in a few seconds when the machine is quiet
 MEMTOTAL = re.compile(r"bcfleet-guest memtotal-kib (\d+)")
 
 
@@ -70,13 +71,13 @@ def check_balloon(domain: Any, log: Path, libvirt: Any) -> None:
             domain.memoryStats()["actual"] == GIB_KIB // 2
             and (last_memtotal(log) or booted) <= booted - GIB_KIB // 2 + 16 * 1024
         ),
-        timeout=30,
+        timeout=BALLOON_SECONDS,
         what="the balloon to take half the guest's memory (dommemstat and MemTotal)",
     )
     domain.setMemoryFlags(GIB_KIB, libvirt.VIR_DOMAIN_AFFECT_LIVE)
     wait_until(
         lambda: domain.memoryStats()["actual"] == GIB_KIB and last_memtotal(log) == booted,
-        timeout=30,
+        timeout=BALLOON_SECONDS,
         what="the balloon to give it back",
     )
 
