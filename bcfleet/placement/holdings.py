@@ -16,9 +16,10 @@ from sqlalchemy import Connection, Select, func, or_, select
 
 from bcfleet.domain.host_reserve import HostReserve
 from bcfleet.domain.numa import HostPlacement
-from bcfleet.domain.physical import Held, inventory_shortfall
+from bcfleet.domain.physical import INVENTORY_SHORTFALL, Held, inventory_shortfall
 from bcfleet.domain.shapes import Inventory
 from bcfleet.domain.states import INSTANCE_LIVE
+from bcfleet.placement.conditions import clear_condition, set_condition
 from bcfleet.store.tables import BOOKINGS, GPU_ATOMS, HOSTS, INSTANCES, NODE_RESOURCES, POOLS
 
 
@@ -107,3 +108,21 @@ def shortfalls(
         if missing:
             found[node] = missing
     return found
+
+
+def with_shortfall(
+    connection: Connection,
+    node_id: str,
+    conditions: list[dict[str, Any]],
+    now: datetime,
+    default: HostReserve,
+) -> list[dict[str, Any]]:
+    """The host's conditions with InventoryShortfall set (naming what is missing) or cleared,
+    from its stored inventory (hosts.report flushes the new one first)."""
+    missing = shortfalls(connection, now, default, [node_id]).get(node_id)
+    if not missing:
+        return clear_condition(conditions, INVENTORY_SHORTFALL)
+    message = "the latest inventory lacks what guests hold: " + "; ".join(missing)
+    return set_condition(
+        conditions, INVENTORY_SHORTFALL, reason="HeldNotReported", message=message, at=now
+    )

@@ -201,3 +201,30 @@ def test_a_moved_gpu_keeps_its_guest_on_the_old_address(any_fleet: Fleet) -> Non
 def test_inventory_shortfall(held: Held, expected: list[str]) -> None:
     inv = Inventory.from_json(inventory(cpus=16, gpus=1))
     assert inventory_shortfall(inv, HostReserve(), held) == expected
+
+
+def test_the_host_names_what_it_lacks_and_keeps_the_booking(any_fleet: Fleet) -> None:
+    no_gpus(any_fleet)
+    db = any_fleet.settings.db_url
+    shown = run_cli("hosts", "show", "--host", "fra-01", "--json", db=db).json()
+    assert isinstance(shown, dict)
+    assert shown["gpus"] == {"total": 0, "used": 1}  # was {total 0, used 0}
+    assert shown["status"] == "ready, inventory shortfall"
+    [condition] = shown["conditions"]
+    assert condition["type"] == "InventoryShortfall"
+    assert f"GPUs {GPU} held but not in the inventory" in condition["message"]
+    listed = run_cli("hosts", "list", db=db)
+    assert "ready, inventory shortfall" in listed.stdout
+    text = run_cli("hosts", "show", "--host", "fra-01", db=db).stdout
+    assert (
+        f"condition: InventoryShortfall: the latest inventory lacks what guests hold: GPUs {GPU}"
+        in text
+    )
+
+    report(any_fleet, inventory(cpus=16, gpus=2))  # the GPU is back
+    shown = any_fleet.api.hosts.show(OP, host="fra-01")
+    assert (shown["status"], shown["conditions"], shown["gpus"]) == (
+        "ready",
+        [],
+        {"total": 2, "used": 1},
+    )
