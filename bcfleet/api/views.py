@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from bcfleet.api.conditions import condition_is_true
 from bcfleet.clock import format_time
 from bcfleet.domain.bounds import finite_or_none
-from bcfleet.domain.physical import INVENTORY_SHORTFALL
+from bcfleet.domain.states import INVENTORY_SHORTFALL
 
 if TYPE_CHECKING:
     from bcfleet.api.documents import (

@@ -124,10 +124,6 @@ def pinned_outside_guest_cpus(
     return problems
 
 
-INVENTORY_SHORTFALL = "InventoryShortfall"
-"""The host's condition while inventory_shortfall names something (hosts.report sets it)."""
-
-
 @dataclass(frozen=True)
 class Held:
     """What a host's live guests hold there: scalars as allocated, pinned CPUs, GPUs' addresses."""

@@ -16,9 +16,9 @@ from sqlalchemy import Connection, Select, func, or_, select
 
 from bcfleet.domain.host_reserve import HostReserve
 from bcfleet.domain.numa import HostPlacement
-from bcfleet.domain.physical import INVENTORY_SHORTFALL, Held, inventory_shortfall
+from bcfleet.domain.physical import Held, inventory_shortfall
 from bcfleet.domain.shapes import Inventory
-from bcfleet.domain.states import INSTANCE_LIVE
+from bcfleet.domain.states import INSTANCE_LIVE, INVENTORY_SHORTFALL
 from bcfleet.placement.conditions import clear_condition, set_condition
 from bcfleet.store.tables import BOOKINGS, GPU_ATOMS, HOSTS, INSTANCES, NODE_RESOURCES, POOLS
 

@@ -9,8 +9,7 @@ from typing import Any
 from rich.text import Text
 
 from bcfleet.domain.inventory_age import inventory_stale
-from bcfleet.domain.physical import INVENTORY_SHORTFALL
-from bcfleet.domain.states import HostState
+from bcfleet.domain.states import INVENTORY_SHORTFALL, HostState
 from bcfleet.tui.format import (
     DIM_DASH,
     Cell,
