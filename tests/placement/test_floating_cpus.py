@@ -58,6 +58,19 @@ def test_deleting_the_pinned_guest_gives_its_cpus_back(any_fleet: Fleet) -> None
     assert spec_cpus(any_fleet, floating["id"]) == list(range(2, 16))
 
 
+def test_resizing_the_pinned_guest_moves_the_floating_set_with_it(any_fleet: Fleet) -> None:
+    floating, pinned = floating_then_pinned(any_fleet)
+    pool_id = pinned["poolId"]
+    flavor(
+        any_fleet, pool_id, name="pinned-small", vcpu=2, memory_gib=4, placement={"pinned": True}
+    )
+    any_fleet.api.instances.stop(OP, pinned["id"])
+    any_fleet.api.instances.resize(OP, pinned["id"], flavor="pinned-small")
+    owned = set(any_fleet.api.instances.show(OP, pinned["id"])["hostPlacement"]["cpus"])
+    assert len(owned) == 2
+    assert spec_cpus(any_fleet, floating["id"]) == sorted(set(range(2, 16)) - owned)
+
+
 def test_doctor_is_ok_after_both_placements(any_fleet: Fleet) -> None:
     floating_then_pinned(any_fleet)
     shown = run_cli("doctor", "--invariants", "--json", db=any_fleet.settings.db_url)
