@@ -11,7 +11,7 @@ from bcfleet.api.base import Area
 from bcfleet.api.fault_views import fault_warning
 from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.domain.states import PoolKind
-from bcfleet.placement.invariants import check_all
+from bcfleet.placement.invariants import HostFacts, check_all
 from bcfleet.store.job_faults import all_faults
 from bcfleet.store.models import Host, NodeResource, Pool
 
@@ -63,5 +63,6 @@ class DoctorAPI(Area):
             warnings.extend(fault_warning(fault) for fault in all_faults(session))
             body: dict[str, Any] = {"warnings": warnings}
             if invariants:
-                body["invariants"] = check_all(session)
+                facts = HostFacts(self.fleet.now(), self.fleet.settings.host_reserve)
+                body["invariants"] = check_all(session, facts)
             return body

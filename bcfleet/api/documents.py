@@ -184,6 +184,7 @@ class HostFieldsJson(TypedDict):
     inventoryReportedAt: Time | None
     inventoryError: str | None
     createdAt: Time
+    conditions: list[Mapping[str, Any]]
 
 
 class HostJson(HostFieldsJson):

@@ -92,7 +92,7 @@ class HostReads(Area):
 
         - `resources`: its capacity rows (allocated of floor(allocatable × ratio));
         - `gpus`: {"total": its GPUs present, "used": those booked now, by an instance or a
-          reservation};
+          reservation, present or not};
         - `degradedGuests`: its live instances with a PlacementDegraded condition;
         - `inventoryError`: why vps.hosts could not derive its capacity rows, or null.
         """
@@ -132,6 +132,7 @@ def list_hosts(on: Transaction, scope: Scope, now: datetime) -> list[HostListIte
             HOSTS.c.inventory_reported_at,
             HOSTS.c.created_at,
             HOSTS.c.inventory_error,
+            HOSTS.c.conditions,
         )
         .join(POOLS, POOLS.c.id == HOSTS.c.pool_id)
         .order_by(HOSTS.c.name)
@@ -149,7 +150,19 @@ def list_hosts(on: Transaction, scope: Scope, now: datetime) -> list[HostListIte
     gpus = _gpus(connection, scope, now)
     degraded = _degraded(connection, scope)
     items: list[HostListItemJson] = []
-    for node, name, pool_id, pool, labels, controlled, state, reported, created, error in rows:
+    for (
+        node,
+        name,
+        pool_id,
+        pool,
+        labels,
+        controlled,
+        state,
+        reported,
+        created,
+        error,
+        held,
+    ) in rows:
         # Only hosts.report writes an inventory, always with its time: no time, no inventory.
         total, used = gpus.get(node, (0, 0))
         fields = host_fields_json(
@@ -163,6 +176,7 @@ def list_hosts(on: Transaction, scope: Scope, now: datetime) -> list[HostListIte
             inventory_reported_at=time_text(reported),
             inventory_error=error,
             created_at=time_text(created),
+            conditions=[] if held in (None, "[]") else json_value(held),
         )
         item = cast("HostListItemJson", fields)  # a fresh dict: completed, not copied
         item["resources"] = resources.get(node, [])
@@ -188,7 +202,11 @@ def _resources(connection: Connection, scope: Scope) -> dict[str, list[NodeResou
 
 
 def _gpus(connection: Connection, scope: Scope, now: datetime) -> dict[str, tuple[int, int]]:
-    """node → (GPUs present, those of them booked now by an instance or a reservation)."""
+    """node → (GPUs present, GPUs booked now by an instance or a reservation).
+
+    A booked GPU the latest inventory no longer reports still counts as used: the booking
+    stands (the host's InventoryShortfall condition names it), so used may exceed total.
+    """
     atoms, bookings = GPU_ATOMS.c, BOOKINGS.c
     present = atoms.present.is_(True)
     totals = plain_rows(
@@ -196,15 +214,12 @@ def _gpus(connection: Connection, scope: Scope, now: datetime) -> dict[str, tupl
         _scoped(select(atoms.node_id, func.count()).where(present), atoms.node_id, scope)
         .group_by(atoms.node_id),
     )  # fmt: skip
-    if not totals:
-        return {}
     busy = plain_rows(
         connection,
         _scoped(
             select(bookings.node_id, func.count(bookings.atom_id.distinct()))
             .join(GPU_ATOMS, atoms.id == bookings.atom_id)
             .where(
-                present,
                 bookings.released_at.is_(None),
                 bookings.starts_at <= now,
                 or_(bookings.ends_at.is_(None), bookings.ends_at > now),
@@ -213,8 +228,11 @@ def _gpus(connection: Connection, scope: Scope, now: datetime) -> dict[str, tupl
             scope,
         ).group_by(bookings.node_id),
     )
-    used = dict(busy)
-    return {node: (int(total), int(used.get(node, 0))) for node, total in totals}
+    used, present_now = dict(busy), dict(totals)
+    return {
+        node: (int(present_now.get(node, 0)), int(used.get(node, 0)))
+        for node in present_now.keys() | used.keys()
+    }
 
 
 def _degraded(connection: Connection, scope: Scope) -> Counter[str]:

@@ -19,6 +19,7 @@ from bcfleet.domain.bounds import printable, text_problem
 from bcfleet.domain.inventory import validate_inventory
 from bcfleet.domain.states import HostState, PoolKind
 from bcfleet.errors import ConflictError, InvalidInputError
+from bcfleet.placement.holdings import with_shortfall
 from bcfleet.schemas import load_schema
 from bcfleet.store.faults import flush_or_conflict
 from bcfleet.store.models import (
@@ -247,6 +248,14 @@ class HostsAPI(HostReads):
             row.inventory_reported_at = self.fleet.now()
             row.inventory_generation += 1
             session.add(row)
+            session.flush()
+            row.conditions = with_shortfall(
+                session.connection(),
+                row.id,
+                list(row.conditions or []),
+                self.fleet.now(),
+                self.fleet.settings.host_reserve,
+            )
             return host_json(row, pool, _resources(session, [row.id])[row.id])
 
     def set_state(

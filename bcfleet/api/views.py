@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from bcfleet.api.conditions import condition_is_true
 from bcfleet.clock import format_time
 from bcfleet.domain.bounds import finite_or_none
+from bcfleet.domain.states import INVENTORY_SHORTFALL
 
 if TYPE_CHECKING:
     from bcfleet.api.documents import (
@@ -141,10 +143,14 @@ def host_fields_json(
     inventory_reported_at: str | None,
     inventory_error: str | None,
     created_at: str,
+    conditions: list[dict[str, Any]] | None = None,
 ) -> HostJson:
     """The fields every rendering of a host has, without its resources (no inventory time, no
-    inventory: only hosts.report writes one, always with its time)."""
+    inventory: only hosts.report writes one, always with its time). Its status names an
+    InventoryShortfall condition too."""
     status = state if inventory_reported_at is not None else f"{state}, no inventory"
+    if condition_is_true(conditions, INVENTORY_SHORTFALL):
+        status = f"{status}, inventory shortfall"
     return {
         "id": id,
         "name": name,
@@ -157,6 +163,7 @@ def host_fields_json(
         "inventoryReportedAt": inventory_reported_at,
         "inventoryError": inventory_error,
         "createdAt": created_at,
+        "conditions": list(conditions or []),
     }
 
 
@@ -172,6 +179,7 @@ def host_json(host: Host, pool: Pool, resources: list[NodeResource] | None = Non
         inventory_reported_at=format_time(host.inventory_reported_at),
         inventory_error=host.inventory_error,
         created_at=format_time(host.created_at),
+        conditions=host.conditions,
     )
     if resources is not None:
         body["resources"] = [node_resource_json(r) for r in resources]

@@ -35,6 +35,7 @@ def _host_text(h: dict[str, Any]) -> str:
         f"  inventory: {h['inventoryReportedAt'] or 'never reported'}",
         f"  capacity:  {_usage(h)}",
     ]
+    lines.extend(f"  condition: {c['type']}: {c['message']}" for c in h.get("conditions") or [])
     return "\n".join(lines)
 
 

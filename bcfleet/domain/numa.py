@@ -13,8 +13,10 @@ Rules (document 000, "Placement"):
 - Pinned guests take free CPUs (neither reserved nor pinned by another guest), isolated ones
   first, then the rest by id; vCPU i runs on ``cpus[i]``.
 - Floating guests get ``cpus=None`` and a ``cpuset``: the non-reserved CPUs no guest has pinned
-  (of the chosen node when numaAffine is honoured), so libvirt can express it. A host whose
-  guest CPUs are all pinned is no candidate (NoGuestCpus).
+  (of the chosen node when numaAffine is honoured), so libvirt can express it (the rule is
+  domain/floating.py's; placement re-derives the other floating guests' sets when a pinned
+  guest lands or leaves). A host whose guest CPUs are all pinned is no candidate
+  (NoGuestCpus), nor is one where a pinned guest would leave a floating guest no CPU.
 - numaAffine keeps CPUs and memory on one NUMA node: the GPUs' node for a GPU guest, otherwise
   the fitting node where a pinned guest gets the most isolated CPUs, then the one with the
   fewest free CPUs, then the least free memory, then the lowest id (best fit, leaving roomier
@@ -52,6 +54,7 @@ from enum import StrEnum
 from typing import Any
 
 from bcfleet.domain.fit import NoFit, clamp_ratio
+from bcfleet.domain.floating import floating_cpus, floating_node
 from bcfleet.domain.shapes import GIB, Cpu, Gpu, Inventory, NumaNode, PlacementPolicy, Shape
 
 
@@ -189,6 +192,7 @@ class _HostView:
 
     inventory: Inventory
     usable: tuple[Cpu, ...]
+    reserved: frozenset[int]
     taken: frozenset[int]
     pages_booked: Mapping[tuple[int, int], int]
     memory_booked: Mapping[int, int]
@@ -227,7 +231,9 @@ def _host_view(
         for node, gib in other.memory_by_node.items():
             memory[node] = memory.get(node, 0) + gib
     usable = tuple(c for c in inventory.cpus if c.id not in reserved)
-    return _HostView(inventory, usable, frozenset(taken), pages, memory, clamp_ratio(ratio))
+    return _HostView(
+        inventory, usable, reserved, frozenset(taken), pages, memory, clamp_ratio(ratio)
+    )
 
 
 def _book_anywhere(host: _HostView, size: int, needed: int) -> dict[int, int]:
@@ -327,14 +333,7 @@ def _honour(
 
 
 def _floating_cpuset(host: _HostView, node: int | None) -> tuple[int, ...]:
-    # the ids of host.free_cpus(node), which sorts them isolated first for pinning
-    cpuset = tuple(
-        sorted(
-            c.id
-            for c in host.usable
-            if c.id not in host.taken and (node is None or c.numa_node == node)
-        )
-    )
+    cpuset = floating_cpus(host.inventory.cpus, host.reserved, host.taken, node)
     if not cpuset:
         guest_cpus = len(host.usable)
         raise NoGuestCpus(f"0 of {guest_cpus} guest cpus unpinned")
@@ -365,6 +364,8 @@ def choose_host_placement(
     pages = _book_anywhere(host, size, pages_needed(shape, size)) if size is not None else {}
     balloon = host.memory_ratio > 1 and size is None and shape.gpus == 0 and not gpus
     outcome = _honour(host, shape, policy, gpus)
+    if not isinstance(outcome, DegradedReason) and outcome.cpus is not None:
+        _keep_floating_guests_a_cpu(host, outcome.cpus, others)
     if isinstance(outcome, DegradedReason):
         return _off_node(host, None, size, pages, balloon, outcome)
     if outcome.node is None:
@@ -379,6 +380,19 @@ def choose_host_placement(
         memory_by_node={} if size is not None else {node: shape.memory_gib},
         balloon=balloon,
     )
+
+
+def _keep_floating_guests_a_cpu(
+    host: _HostView, cpus: tuple[int, ...], others: Sequence[HostPlacement]
+) -> None:
+    """NoGuestCpus when pinning these CPUs would leave a floating guest of the host none."""
+    pinned = host.taken | frozenset(cpus)
+    for other in others:
+        if other.pinned:
+            continue
+        node = floating_node(other, host.inventory)
+        if not floating_cpus(host.inventory.cpus, host.reserved, pinned, node):
+            raise NoGuestCpus(f"pinning {len(cpus)} cpus would leave a floating guest no cpu")
 
 
 def _cpuset(host: _HostView, cpus: tuple[int, ...] | None, node: int | None) -> tuple[int, ...]:

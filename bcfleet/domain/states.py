@@ -90,3 +90,8 @@ class AgentReport(StrEnum):
 
 AGENT_UP: tuple[AgentReport, ...] = (AgentReport.RUNNING, AgentReport.READY)
 """Reports that mark a running instance ready (spares count from then)."""
+
+
+INVENTORY_SHORTFALL = "InventoryShortfall"
+"""A host's condition while its latest inventory lacks what its guests hold: hosts.report sets
+it from domain/physical.inventory_shortfall; listings and the dashboard show it."""

@@ -190,42 +190,58 @@ def _atom_values(gpu: Gpu) -> tuple[str, str, int | None, bool]:
     return (gpu.model, gpu.pci_address, gpu.numa_node, True)
 
 
+def _by_address(existing: Mapping[int, GpuAtom]) -> dict[str, GpuAtom]:
+    """The host's atoms by PCI address (lower case): a GPU is the device at its address."""
+    return {a.pci_address.lower(): a for _, a in sorted(existing.items())}
+
+
 def _atoms_differ(existing: Mapping[int, GpuAtom], gpus: tuple[Gpu, ...]) -> bool:
-    for index, gpu in enumerate(gpus):
-        atom = existing.get(index)
+    by_address = _by_address(existing)
+    for gpu in gpus:
+        atom = by_address.get(gpu.pci_address.lower())
         if atom is None or (atom.model, atom.pci_address, atom.numa_node, atom.present) != (
             _atom_values(gpu)
         ):
             return True
-    return any(index >= len(gpus) and atom.present for index, atom in existing.items())
+    reported = {g.pci_address.lower() for g in gpus}
+    return any(a.present and address not in reported for address, a in by_address.items())
 
 
 def sync_atoms(
     session: Session, host: Host, gpus: tuple[Gpu, ...], existing: Mapping[int, GpuAtom]
 ) -> int:
-    """Make the host's GPU atoms match its inventory's GPUs; vanished atoms are kept, not present."""
+    """Make the host's GPU atoms match its inventory's GPUs, one atom per PCI address.
+
+    An atom keeps its address for good: a GPU reported at a new address is a new atom, and an
+    atom whose address the inventory no longer lists is kept, not present, with its bookings
+    (doctor and the host's InventoryShortfall condition name it while they are held).
+    """
     changed = 0
-    for index, gpu in enumerate(gpus):
-        atom = existing.get(index)
+    by_address = _by_address(existing)
+    next_index = max(existing, default=-1) + 1
+    for gpu in gpus:
+        atom = by_address.get(gpu.pci_address.lower())
         values = _atom_values(gpu)
         if atom is None:
             session.add(
                 GpuAtom(
                     node_id=host.id,
-                    index=index,
+                    index=next_index,
                     model=values[0],
                     pci_address=values[1],
                     numa_node=values[2],
                     present=True,
                 )
             )
+            next_index += 1
             changed += 1
         elif (atom.model, atom.pci_address, atom.numa_node, atom.present) != values:
             atom.model, atom.pci_address, atom.numa_node, atom.present = values
             session.add(atom)
             changed += 1
-    for index, atom in existing.items():
-        if index >= len(gpus) and atom.present:
+    reported = {g.pci_address.lower() for g in gpus}
+    for address, atom in by_address.items():
+        if address not in reported and atom.present:
             atom.present = False
             session.add(atom)
             changed += 1

@@ -28,6 +28,7 @@ from bcfleet.domain.states import INSTANCE_LIVE, InstanceState, PoolKind
 from bcfleet.placement import gpus as gpu_atoms
 from bcfleet.placement.candidates import SearchAhead, feasible_hosts, pool_snapshots
 from bcfleet.placement.conditions import clear_condition, set_condition
+from bcfleet.placement.floating import refloat_guests
 from bcfleet.placement.quotas import (
     FinishCharge,
     charged_already,
@@ -501,6 +502,10 @@ def _claim_on(
             at=now,
         )
     _record_placement(instance, host.node_id, allocation_id, placement, fleet)
+    if placement.pinned and not alone:
+        refloat_guests(
+            session, fleet, pool, host.node_id, guest_id=instance.id, placement=placement
+        )
     if savepoint is not None:
         savepoint.release()
     return None
@@ -711,7 +716,20 @@ def release_instance(session: Session, fleet: Fleet, instance: Instance, *, reas
             allocation.release_reason = reason
             session.add(allocation)
     gpu_atoms.release_bookings(session, instance.id, now)
+    _give_back_pinned_cpus(session, fleet, instance)
     instance.state = InstanceState.DELETED
     instance.deleted_at = now
     instance.updated_at = now
     session.add(instance)
+
+
+def _give_back_pinned_cpus(session: Session, fleet: Fleet, instance: Instance) -> None:
+    """A live pinned guest leaving its host gives its CPUs back to the floating guests there."""
+    placement = instance.host_placement or {}
+    if instance.state == InstanceState.DELETED or instance.node_id is None:
+        return
+    if not placement.get("cpus"):
+        return
+    pool = session.get(Pool, instance.pool_id)
+    if pool is not None:
+        refloat_guests(session, fleet, pool, instance.node_id, guest_id=instance.id, placement=None)

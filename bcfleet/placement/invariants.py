@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import text
 from sqlmodel import Session, col, select
 
+from bcfleet.domain.host_reserve import DEFAULT_RESERVE, HostReserve
 from bcfleet.domain.numa import HostPlacement
-from bcfleet.domain.physical import Guest, double_pinned_cpus, overbooked_hugepages
+from bcfleet.domain.physical import (
+    Guest,
+    double_pinned_cpus,
+    floating_on_pinned,
+    overbooked_hugepages,
+    pinned_outside_guest_cpus,
+)
 from bcfleet.domain.shapes import Inventory
 from bcfleet.domain.states import INSTANCE_LIVE, INSTANCE_ON_HOST, InstanceState
+from bcfleet.placement.holdings import host_inventories, shortfalls
 from bcfleet.placement.quotas import quota_charge_of, quota_usage
 from bcfleet.store.models import (
     Allocation,
@@ -218,19 +229,60 @@ def hugepages_over_total(session: Session) -> list[str]:
     return overbooked_hugepages(guests, inventories)
 
 
-CHECKS = {
+def floating_on_pinned_cpus(session: Session) -> list[str]:
+    """No floating guest may run on a CPU another live guest of its host has pinned."""
+    guests, _ = live_guests(session)  # unreadable placements are doublePinnedCpus' to report
+    return floating_on_pinned(guests)
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """What the checks of guests against their hosts' latest inventories need from the fleet."""
+
+    now: datetime
+    reserve: HostReserve = DEFAULT_RESERVE
+
+
+def pinned_outside_guest_cpus_check(session: Session, facts: HostFacts) -> list[str]:
+    """No live guest is pinned to a CPU its host keeps for itself or no longer reports."""
+    guests, _ = live_guests(session)
+    wanted = sorted({g.node_id for g in guests if g.placement.pinned})
+    if not wanted:
+        return []
+    found = host_inventories(session.connection(), facts.reserve, wanted)
+    inventories = {node: inventory for node, (inventory, _) in found.items()}
+    reserves = {node: reserve.vcpu for node, (_, reserve) in found.items()}
+    return pinned_outside_guest_cpus(guests, inventories, reserves)
+
+
+def inventory_shortfall_check(session: Session, facts: HostFacts) -> list[str]:
+    """Each host's latest inventory still has what its live guests hold (scalars, pinned CPUs, GPUs)."""
+    found = shortfalls(session.connection(), facts.now, facts.reserve)
+    return [f"node {node}: {'; '.join(missing)}" for node, missing in sorted(found.items())]
+
+
+CHECKS: dict[str, Callable[[Session], list[str]]] = {
     "overCapacity": over_capacity,
     "allocatedMatchesAllocations": allocated_matches_allocations,
     "doubleBookedAtoms": double_booked_atoms,
     "doubleHeldGpus": double_held_gpus,
     "doublePinnedCpus": double_pinned,
+    "floatingOnPinnedCpus": floating_on_pinned_cpus,
     "hugepagesOverTotal": hugepages_over_total,
     "quotaMatchesCharges": quota_matches_charges,
     "instancesHaveAllocations": instances_have_allocations,
     "readableDocuments": readable_documents,
 }
+HOST_CHECKS: dict[str, Callable[[Session, HostFacts], list[str]]] = {
+    "pinnedOutsideGuestCpus": pinned_outside_guest_cpus_check,
+    "inventoryShortfall": inventory_shortfall_check,
+}
 
 
-def check_all(session: Session) -> dict[str, Any]:
+def check_all(session: Session, facts: HostFacts | None = None) -> dict[str, Any]:
+    """Every invariant; the checks against the hosts' inventories need facts (doctor passes
+    its clock and the fleet's host reserve), and are left out without them."""
     results = {name: check(session) for name, check in CHECKS.items()}
+    if facts is not None:
+        results.update({name: check(session, facts) for name, check in HOST_CHECKS.items()})
     return {"ok": not any(results.values()), "problems": results}

@@ -14,6 +14,7 @@ from bcfleet.domain.numa import NotCandidate
 from bcfleet.domain.shapes import Shape, placement_from_json, shape_delta
 from bcfleet.domain.states import InstanceState
 from bcfleet.errors import CapacityUnavailableError
+from bcfleet.placement.floating import refloat_guests
 from bcfleet.placement.gpus import AtomRef
 from bcfleet.placement.instance_placer import (
     _record_placement,
@@ -104,5 +105,8 @@ def _replace(
             {"resource": refused.no_fit().kind},
         ) from refused
     _record_placement(instance, allocation.node_id, allocation.id, placement, fleet)
+    refloat_guests(
+        session, fleet, pool, allocation.node_id, guest_id=instance.id, placement=placement
+    )
     instance.state = InstanceState.STOPPED
     session.add(instance)

@@ -206,6 +206,7 @@ HOSTS = Table(
     Column("inventory_error", Text()),
     Column("created_at", UTCDateTime()),
     Column("managed", Boolean()),
+    Column("conditions", JSON()),
 )
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from rich.text import Text
 
 from bcfleet.domain.inventory_age import inventory_stale
-from bcfleet.domain.states import HostState
+from bcfleet.domain.states import INVENTORY_SHORTFALL, HostState
 from bcfleet.tui.format import (
     DIM_DASH,
     Cell,
@@ -38,15 +38,20 @@ AGE = 8
 
 
 def state_cell(host: Mapping[str, Any], *, narrow: bool = False) -> Cell:
-    """ready, draining or no inventory (both when a draining host never reported)."""
+    """ready, draining or no inventory (both when a draining host never reported); short
+    (red) while its InventoryShortfall condition holds."""
     words = []
     if host["state"] == HostState.DRAINING:
         words.append(HostState.DRAINING.value)
     if not host.get("inventoryReportedAt"):
         words.append("no inv." if narrow else "no inventory")
+    short = any(c.get("type") == INVENTORY_SHORTFALL for c in host.get("conditions") or ())
+    if short:
+        words.append("short" if narrow else "inventory short")
     if not words:
         return HostState.READY.value
-    return Text(", ".join(words), style="yellow" if HostState.DRAINING in words else "dim")
+    style = "bold red" if short else "yellow" if HostState.DRAINING in words else "dim"
+    return Text(", ".join(words), style=style)
 
 
 def gpu_cell(host: Mapping[str, Any]) -> tuple[Cell, float]:

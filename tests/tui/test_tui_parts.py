@@ -91,6 +91,9 @@ def test_host_states_are_words() -> None:
     assert plain(state_cell({"state": "draining", "inventoryReportedAt": None})) == (
         "draining, no inventory"
     )
+    short = {**host, "conditions": [{"type": "InventoryShortfall", "message": "GPUs gone"}]}
+    assert plain(state_cell(short)) == "inventory short"
+    assert plain(state_cell(short, narrow=True)) == "short"
 
 
 def test_a_host_without_inventory_or_rows_shows_dashes_not_zeros() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Index, Text, UniqueConstraint
+from sqlalchemy import JSON, Index, Text, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
 from bcfleet.domain.states import HostState, PoolKind
@@ -15,6 +15,7 @@ from bcfleet.store.types import (
     PoolKindColumn,
     UTCDateTime,
     empty_dict,
+    empty_list,
 )
 
 
@@ -78,6 +79,12 @@ class Host(SQLModel, table=True):
     inventory_error: str | None = Field(default=None, sa_type=Text)
     created_at: datetime = Field(sa_type=UTCDateTime)
     managed: bool = False
+    # InventoryShortfall while its latest inventory lacks what its guests hold (hosts.report).
+    conditions: list[dict[str, Any]] = Field(
+        default_factory=empty_list,
+        sa_type=JSON,
+        sa_column_kwargs={"server_default": text("'[]'")},
+    )
 
 
 class NodeResource(SQLModel, table=True):

@@ -240,6 +240,8 @@ class HostDetail(DrillDown):
         facts.append(f"  {host['id']}\npool {host['pool']} · state {host['status']} · ")
         facts.append(f"inventory {reported if inventory else 'never reported'}")
         facts.append(f"\n{capacity_text(host.get('resources') or [])}")
+        for condition in host.get("conditions") or []:
+            facts.append(f"\n{condition['type']}: {condition['message']}", style="bold red")
         if bookings:
             facts.append(f"\n{gpus_now_and_later(bookings, now)}")
         if inventory:
