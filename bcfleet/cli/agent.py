@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import time
 from pathlib import Path
@@ -66,6 +67,9 @@ def _inventory_file(path: Path | None) -> dict[str, object] | None:
 @click.option("--cmdline", help="With --hypervisor and --kernel: its command line.")
 @click.option("--shutdown-grace", type=Seconds(), default=SHUTDOWN_GRACE_SECONDS, show_default=True,
               help="With --hypervisor: seconds from ACPI shutdown to destroy.")  # fmt: skip
+@click.option("--host-root", type=click.Path(file_okay=False), default="/", show_default=True,
+              help="With --hypervisor: read /proc and /sys (host memory and free huge pages) "
+              "below DIR.")  # fmt: skip
 @click.option("--once", is_flag=True, help="One round, then exit.")
 @click.option("--rounds", type=Whole(1), help="Stop after this many rounds.")
 @click.option("--interval", type=Seconds(0.01), default=AGENT_ROUND_SECONDS, show_default=True)
@@ -86,6 +90,7 @@ def run(
     initrd: str | None,
     cmdline: str | None,
     shutdown_grace: float,
+    host_root: str,
     once: bool,
     rounds: int | None,
     interval: float,
@@ -104,7 +109,8 @@ def run(
         raise InvalidInputError("--simulate and --hypervisor exclude each other", {})
     if ready_line and not console_dir:
         raise InvalidInputError("--ready-line needs --console-dir", {"readyLine": ready_line})
-    boot = load_fleet_settings().spare_boot_seconds if boot_seconds is None else boot_seconds
+    settings = load_fleet_settings()
+    boot = settings.spare_boot_seconds if boot_seconds is None else boot_seconds
     options = AgentOptions(
         host=host,
         simulate=simulate,
@@ -117,7 +123,11 @@ def run(
         host_domain=HostDomain(domain_type, storage_pool, console_dir, kernel, initrd, cmdline),
         shutdown_grace=shutdown_grace,
         ready_line=ready_line,
+        host_root=host_root,
+        balloon_floor_percent=settings.balloon_floor_percent,
     )
+    if hypervisor:
+        _log_to_stderr()
     connection = AgentConnection(server, token)
     try:
         agent = Agent(connection, options, warn=_refused)
@@ -129,6 +139,16 @@ def run(
     finally:
         connection.close()
     output(report.to_json(), lambda d: f"{d['rounds']} rounds, {len(d['states'])} states reported")
+
+
+def _log_to_stderr() -> None:
+    """The driver's log (conditions, balloon targets) on stderr as it happens."""
+    logger = logging.getLogger("bcfleet.agent")
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("agent: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
 
 
 def _refused(reason: str) -> None:
