@@ -57,6 +57,9 @@ def _inventory_file(path: Path | None) -> dict[str, object] | None:
               help="With --hypervisor: qemu where only TCG runs.")  # fmt: skip
 @click.option("--storage-pool", default="bcfleet", show_default=True,
               help="With --hypervisor: the libvirt storage pool of the guests' disks.")  # fmt: skip
+@click.option("--no-disk", is_flag=True,
+              help="With --hypervisor and --kernel: guests without a disk, for a URI without "
+              "storage pools (qemu:///embed).")  # fmt: skip
 @click.option("--console-dir", type=click.Path(file_okay=False, resolve_path=True),
               help="With --hypervisor: log each guest's serial console to DIR/<id>.log.")  # fmt: skip
 @click.option(
@@ -84,6 +87,7 @@ def run(
     hypervisor: str | None,
     domain_type: str,
     storage_pool: str,
+    no_disk: bool,
     console_dir: str | None,
     ready_line: str | None,
     kernel: str | None,
@@ -107,6 +111,8 @@ def run(
         raise UnauthenticatedError("fleet agent run needs --token (or BCFLEET_TOKEN)")
     if simulate and hypervisor:
         raise InvalidInputError("--simulate and --hypervisor exclude each other", {})
+    if no_disk and not kernel:
+        raise InvalidInputError("--no-disk needs --kernel: the guest boots nothing else", {})
     if ready_line and not console_dir:
         raise InvalidInputError("--ready-line needs --console-dir", {"readyLine": ready_line})
     settings = load_fleet_settings()
@@ -120,7 +126,9 @@ def run(
         domains_dir=domains,
         inventory=_inventory_file(inventory_file),
         hypervisor_uri=hypervisor,
-        host_domain=HostDomain(domain_type, storage_pool, console_dir, kernel, initrd, cmdline),
+        host_domain=HostDomain(
+            domain_type, None if no_disk else storage_pool, console_dir, kernel, initrd, cmdline
+        ),
         shutdown_grace=shutdown_grace,
         ready_line=ready_line,
         host_root=host_root,
