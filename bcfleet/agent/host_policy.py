@@ -5,8 +5,8 @@ to what the host says below ``root`` (bcfleet.agent.host_memory; ``/`` on a real
 tree in tests and in `fleet agent run --host-root DIR`):
 
 - balloon(): once per round, with the running guests. It reads /proc/meminfo and
-  /proc/pressure/memory, keeps each guest's previous memoryStats() sample to tell whether it is
-  idle, and returns the targets decide_balloons() changes, in KiB. The floor is the spec's
+  /proc/pressure/memory, keeps each guest's previous memoryStats() sample (the last one taken
+  at another ``last_update``) to tell whether it is idle, and returns the targets decide_balloons() changes, in KiB. The floor is the spec's
   ``balloon.floorPercent`` (the server fills it from ``balloon_floor_percent``), else
   ``floor_percent``. Each change is logged (logger bcfleet.agent) and kept in ``balloons``.
 - admit(): before each start. The huge page pools are read once per round (at the round's
@@ -96,7 +96,8 @@ class HostPolicy:
 
     root: str | os.PathLike[str] = "/"
     floor_percent: int = DEFAULT_FLOOR_PERCENT
-    samples: dict[str, Mapping[str, int]] = field(default_factory=dict)
+    samples: dict[str, Mapping[str, int]] = field(default_factory=dict)  # the last, per guest
+    earlier: dict[str, Mapping[str, int]] = field(default_factory=dict)  # the one before, in time
     balloons: dict[str, int] = field(default_factory=dict)  # guest → its last target set, KiB
     pools: HostPools | None = None  # read at the round's first start
     admitted: list[Admission] = field(default_factory=list)
@@ -104,10 +105,10 @@ class HostPolicy:
     def balloon(self, guests: Sequence[GuestMemoryView]) -> dict[str, int]:
         """A new round: the balloon targets (KiB) that change, from the host's memory now."""
         self.pools, self.admitted = None, []
-        views = [
-            guest_balloon(g, self.samples.get(g.instance_id), self.floor_percent) for g in guests
-        ]
+        views = [guest_balloon(g, self._before(g), self.floor_percent) for g in guests]
         self.samples = {g.instance_id: dict(g.stats) for g in guests}
+        self.earlier = {g.instance_id: self.earlier[g.instance_id] for g in guests
+                        if g.instance_id in self.earlier}  # fmt: skip
         if not any(view.ballooned for view in views):
             return {}
         try:
@@ -128,6 +129,14 @@ class HostPolicy:
                 decision.state,
             )
         return targets
+
+    def _before(self, guest: GuestMemoryView) -> Mapping[str, int] | None:
+        """The guest's last sample taken at another time than this one (QEMU refreshes the
+        statistics every 10 s, the rounds come every second or so)."""
+        latest = self.samples.get(guest.instance_id)
+        if latest is not None and latest.get("last_update") != guest.stats.get("last_update"):
+            self.earlier[guest.instance_id] = latest
+        return self.earlier.get(guest.instance_id)
 
     def admit(self, spec: Mapping[str, Any]) -> str | None:
         """Why this start must wait (the free huge pages cannot back it), or None."""

@@ -174,6 +174,16 @@ def test_the_idle_guest_gives_first_judged_from_its_previous_sample(host: FakeHo
     assert set(targets) == {"ins_idle"} and targets["ins_idle"] < GIB_KIB
 
 
+def test_idleness_compares_samples_taken_at_different_times(host: FakeHost) -> None:
+    policy = HostPolicy(host.root)
+    policy.balloon([sample("ins_busy", 100, 0), sample("ins_idle", 100, 0)])
+    policy.balloon([sample("ins_busy", 110, 500), sample("ins_idle", 110, 0)])
+    host.memory(available_kib=HOST_KIB // 10 - 1024)
+    # The next round comes before QEMU refreshed the statistics: the same sample again.
+    targets = policy.balloon([sample("ins_busy", 110, 500), sample("ins_idle", 110, 0)])
+    assert set(targets) == {"ins_idle"}
+
+
 def test_without_a_previous_sample_no_guest_counts_as_idle(host: FakeHost) -> None:
     host.memory(available_kib=HOST_KIB // 10 - 1024)
     targets = HostPolicy(host.root).balloon([sample("ins_b", 110, 500), sample("ins_c", 110, 0)])
