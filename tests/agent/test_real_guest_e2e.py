@@ -2,7 +2,8 @@
 --hypervisor qemu:///embed?root=…` running the instances under libvirt's QEMU driver.
 
 Required when CI=true (scripts/libvirt-host, scripts/guest-image); skipped elsewhere without
-them. In order: the ready line on the console; the CLI shows the instance running and ready;
+them. In order: the ready line on the console of a guest with a pinned CPU and huge pages
+(every QEMU thread on that CPU, its GiB taken from the huge pages); the CLI shows the instance running and ready;
 vps.usage meters it; stop sends ACPI and the guest powers off; a floating guest's balloon
 inflates under memory pressure written into the agent's --host-root and deflates once more
 than 20 % is free (the guest's MemTotal on its console and the agent's log show it); delete
@@ -28,7 +29,14 @@ from tests.support.guest_fleet import (
     last_memtotal,
     owned_domains,
 )
-from tests.support.real_guest import console_text, libvirt_module, qemu_processes, real_host
+from tests.support.real_guest import (
+    HUGEPAGE_KIB,
+    HUGEPAGES_SYSFS,
+    console_text,
+    libvirt_module,
+    qemu_processes,
+    real_host,
+)
 from tests.support.waiting import wait_for, wait_until
 
 pytestmark = pytest.mark.slow
@@ -37,6 +45,7 @@ BOOT_SECONDS = 90  # TCG on two busy cores; a quiet machine is ready in under 10
 STOP_SECONDS = 40
 BALLOON_SECONDS = 60  # memory statistics come every 10 s, then the balloon moves in seconds
 MIB_KIB = 1024
+GIB_KIB = 1024 * MIB_KIB
 
 
 def guest_running(fleet: GuestFleet, spec_id: str) -> bool:
@@ -45,6 +54,26 @@ def guest_running(fleet: GuestFleet, spec_id: str) -> bool:
         spec_id.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
         for pid in qemu_processes(fleet.host.root)
     )
+
+
+def qemu_of(fleet: GuestFleet, spec_id: str) -> int:
+    return next(
+        pid
+        for pid in qemu_processes(fleet.host.root)
+        if spec_id.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+    )
+
+
+def check_enacted(fleet: GuestFleet, instance_id: str, spec_id: str) -> None:
+    """The pinned CPU and the huge pages of the spec are what QEMU got."""
+    (cpu,) = fleet.cli("instances", "spec", instance_id)["placement"]["cpus"]
+    tasks = Path(f"/proc/{qemu_of(fleet, spec_id)}/task").glob("*/status")
+    allowed = {
+        cpus for t in tasks for cpus in re.findall(r"Cpus_allowed_list:\s*(\S+)", t.read_text())
+    }
+    assert allowed == {str(cpu)}, f"every QEMU thread of a pinned guest on CPU {cpu}: {allowed}"
+    free = int((HUGEPAGES_SYSFS / "free_hugepages").read_text())
+    assert free <= 512 - GIB_KIB // HUGEPAGE_KIB, "its whole GiB comes from the huge pages"
 
 
 def defined(fleet: GuestFleet, spec_id: str) -> bool:
@@ -116,6 +145,7 @@ def test_a_real_guest_runs_is_metered_stops_balloons_and_is_deleted(tmp_path: Pa
     with real_host(hugepages=512) as real, agent_root(real) as host:
         with fleet_on(host, tmp_path / "fleet") as fleet:
             pinned, pinned_spec, pinned_log = boot(fleet, "pinned")
+            check_enacted(fleet, pinned, pinned_spec)
             check_running_metered_and_stopped(fleet, pinned, pinned_log)
             floating, floating_spec, floating_log = boot(fleet, "floating")
             check_balloon(fleet, floating_spec, floating_log)
