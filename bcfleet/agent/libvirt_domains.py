@@ -84,9 +84,14 @@ def observe(mine: Owned) -> Observed:
         return Observed(power, mine.digest, reason=word)
     if state == libvirt.VIR_DOMAIN_CRASHED:
         return Observed(Power.CRASHED, mine.digest, reason="crashed")
-    pins = mine.domain.vcpuPinInfo(_RUNNING_NOW)
+    try:
+        pins = mine.domain.vcpuPinInfo(_RUNNING_NOW)
+        memory_kib = int(mine.domain.info()[2])
+    except libvirt.libvirtError:
+        if mine.domain.isActive():
+            raise
+        return observe(mine)  # it stopped between the two calls (an ACPI shutdown finishing)
     cpuset = tuple(sorted({cpu for row in pins for cpu, on in enumerate(row) if on}))
-    memory_kib = int(mine.domain.info()[2])
     return Observed(Power.RUNNING, mine.digest, cpuset=cpuset, memory_kib=memory_kib)
 
 
@@ -136,6 +141,8 @@ def apply(
 
 def _ensure_volume(conn: libvirt.virConnect, host: HostDomain, instance_id: str, gib: int) -> None:
     """The guest's disk in the host's storage pool, made empty (qcow2, its diskGiB) when missing."""
+    if host.storage_pool is None:
+        return
     pool = conn.storagePoolLookupByName(host.storage_pool)
     name = volume_name(instance_id)
     if name in pool.listVolumes():
@@ -149,6 +156,8 @@ def _ensure_volume(conn: libvirt.virConnect, host: HostDomain, instance_id: str,
 
 def _delete_volume(conn: libvirt.virConnect, host: HostDomain, instance_id: str) -> None:
     """A deleted guest's disk, when the pool has it."""
+    if host.storage_pool is None:
+        return
     try:
         pool = conn.storagePoolLookupByName(host.storage_pool)
     except libvirt.libvirtError as exc:

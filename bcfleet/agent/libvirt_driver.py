@@ -241,7 +241,11 @@ class LibvirtDriver:
         guests = []
         for key, seen in observed.items():
             if seen.power == Power.RUNNING and key in wanted:
-                stats = {k: int(v) for k, v in mine[key].domain.memoryStats().items()}
+                try:
+                    raw = mine[key].domain.memoryStats()
+                except libvirt.libvirtError:  # it stopped since it was observed: next round
+                    continue
+                stats = {k: int(v) for k, v in raw.items()}
                 guests.append(GuestMemory(key, wanted[key], seen.memory_kib, stats))
         return dict(self.balloon(guests))
 

@@ -21,10 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bcfleet.agent.host_policy import HostPolicy
 from bcfleet.agent.hypervisor import SimulatedHypervisor
 from bcfleet.agent.inventory import read_inventory
 from bcfleet.agent.remote import AgentConnection
 from bcfleet.agent.seam import Hypervisor, open_libvirt
+from bcfleet.domain.balloon import DEFAULT_FLOOR_PERCENT
 from bcfleet.domain.bounds import shown
 from bcfleet.domain.converge import SHUTDOWN_GRACE_SECONDS
 from bcfleet.domain.guest_view import GUEST_PREFIX, is_guest_id
@@ -54,6 +56,8 @@ class AgentOptions:
     host_domain: HostDomain = field(default_factory=HostDomain)  # with hypervisor_uri
     shutdown_grace: float = SHUTDOWN_GRACE_SECONDS  # ACPI shutdown, then destroy
     ready_line: str | None = None  # ready once a guest's console logs it (host_domain.console_dir)
+    host_root: str = "/"  # with hypervisor_uri: where /proc and /sys are read (host_policy)
+    balloon_floor_percent: int = DEFAULT_FLOOR_PERCENT  # for a spec that names none
 
 
 @dataclass
@@ -124,11 +128,14 @@ class Agent:
         if hypervisor is None and options.simulate:
             self.hypervisor = SimulatedHypervisor(options.boot_seconds)
         elif hypervisor is None and options.hypervisor_uri:
+            policy = HostPolicy(options.host_root, options.balloon_floor_percent)
             self.hypervisor = open_libvirt(
                 options.hypervisor_uri,
                 host=options.host_domain,
                 grace=options.shutdown_grace,
                 ready_line=options.ready_line,
+                balloon=policy.balloon,
+                admit=policy.admit,
             )
         self.report = AgentReport()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import time
 from pathlib import Path
@@ -56,6 +57,9 @@ def _inventory_file(path: Path | None) -> dict[str, object] | None:
               help="With --hypervisor: qemu where only TCG runs.")  # fmt: skip
 @click.option("--storage-pool", default="bcfleet", show_default=True,
               help="With --hypervisor: the libvirt storage pool of the guests' disks.")  # fmt: skip
+@click.option("--no-disk", is_flag=True,
+              help="With --hypervisor and --kernel: guests without a disk, for a URI without "
+              "storage pools (qemu:///embed).")  # fmt: skip
 @click.option("--console-dir", type=click.Path(file_okay=False, resolve_path=True),
               help="With --hypervisor: log each guest's serial console to DIR/<id>.log.")  # fmt: skip
 @click.option(
@@ -66,6 +70,9 @@ def _inventory_file(path: Path | None) -> dict[str, object] | None:
 @click.option("--cmdline", help="With --hypervisor and --kernel: its command line.")
 @click.option("--shutdown-grace", type=Seconds(), default=SHUTDOWN_GRACE_SECONDS, show_default=True,
               help="With --hypervisor: seconds from ACPI shutdown to destroy.")  # fmt: skip
+@click.option("--host-root", type=click.Path(file_okay=False), default="/", show_default=True,
+              help="With --hypervisor: read /proc and /sys (host memory and free huge pages) "
+              "below DIR.")  # fmt: skip
 @click.option("--once", is_flag=True, help="One round, then exit.")
 @click.option("--rounds", type=Whole(1), help="Stop after this many rounds.")
 @click.option("--interval", type=Seconds(0.01), default=AGENT_ROUND_SECONDS, show_default=True)
@@ -80,12 +87,14 @@ def run(
     hypervisor: str | None,
     domain_type: str,
     storage_pool: str,
+    no_disk: bool,
     console_dir: str | None,
     ready_line: str | None,
     kernel: str | None,
     initrd: str | None,
     cmdline: str | None,
     shutdown_grace: float,
+    host_root: str,
     once: bool,
     rounds: int | None,
     interval: float,
@@ -102,9 +111,12 @@ def run(
         raise UnauthenticatedError("fleet agent run needs --token (or BCFLEET_TOKEN)")
     if simulate and hypervisor:
         raise InvalidInputError("--simulate and --hypervisor exclude each other", {})
+    if no_disk and not kernel:
+        raise InvalidInputError("--no-disk needs --kernel: the guest boots nothing else", {})
     if ready_line and not console_dir:
         raise InvalidInputError("--ready-line needs --console-dir", {"readyLine": ready_line})
-    boot = load_fleet_settings().spare_boot_seconds if boot_seconds is None else boot_seconds
+    settings = load_fleet_settings()
+    boot = settings.spare_boot_seconds if boot_seconds is None else boot_seconds
     options = AgentOptions(
         host=host,
         simulate=simulate,
@@ -114,10 +126,16 @@ def run(
         domains_dir=domains,
         inventory=_inventory_file(inventory_file),
         hypervisor_uri=hypervisor,
-        host_domain=HostDomain(domain_type, storage_pool, console_dir, kernel, initrd, cmdline),
+        host_domain=HostDomain(
+            domain_type, None if no_disk else storage_pool, console_dir, kernel, initrd, cmdline
+        ),
         shutdown_grace=shutdown_grace,
         ready_line=ready_line,
+        host_root=host_root,
+        balloon_floor_percent=settings.balloon_floor_percent,
     )
+    if hypervisor:
+        _log_to_stderr()
     connection = AgentConnection(server, token)
     try:
         agent = Agent(connection, options, warn=_refused)
@@ -129,6 +147,16 @@ def run(
     finally:
         connection.close()
     output(report.to_json(), lambda d: f"{d['rounds']} rounds, {len(d['states'])} states reported")
+
+
+def _log_to_stderr() -> None:
+    """The driver's log (conditions, balloon targets) on stderr as it happens."""
+    logger = logging.getLogger("bcfleet.agent")
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("agent: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
 
 
 def _refused(reason: str) -> None:

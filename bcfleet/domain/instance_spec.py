@@ -81,7 +81,7 @@ class HostDomain:
     folder for each guest's serial console log (<id>.log), and a kernel to boot directly."""
 
     domain_type: str = "kvm"
-    storage_pool: str = "bcfleet"
+    storage_pool: str | None = "bcfleet"  # None: no disk (a URI without storage pools)
     console_dir: str | None = None
     kernel: str | None = None
     initrd: str | None = None
@@ -241,10 +241,11 @@ def _console(devices: ET.Element, log: str) -> None:
 
 def _devices(domain: ET.Element, spec: Mapping[str, Any], host: HostDomain) -> None:
     devices = ET.SubElement(domain, "devices")
-    disk = ET.SubElement(devices, "disk", type="volume", device="disk")
-    ET.SubElement(disk, "driver", name="qemu", type="qcow2")
-    ET.SubElement(disk, "source", pool=host.storage_pool, volume=volume_name(str(spec["id"])))
-    ET.SubElement(disk, "target", dev="vda", bus="virtio")
+    if host.storage_pool is not None:
+        disk = ET.SubElement(devices, "disk", type="volume", device="disk")
+        ET.SubElement(disk, "driver", name="qemu", type="qcow2")
+        ET.SubElement(disk, "source", pool=host.storage_pool, volume=volume_name(str(spec["id"])))
+        ET.SubElement(disk, "target", dev="vda", bus="virtio")
     log = host.console_log(str(spec["id"]))
     if log is not None:
         _console(devices, log)

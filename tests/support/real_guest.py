@@ -23,7 +23,6 @@ import json
 import os
 import signal
 import subprocess
-import tempfile
 import threading
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
@@ -43,6 +42,7 @@ from tests.support.waiting import wait_until
 REPO = Path(__file__).resolve().parents[2]
 EMBED_ROOT = REPO / ".cache" / "libvirt-embed"
 LOCK_FILE = REPO / ".cache" / "libvirt-embed.lock"
+HUGETLBFS = REPO / ".cache" / "hugetlbfs"  # mounted only while a real_host() runs
 HUGEPAGE_KIB = 2048
 HUGEPAGES_SYSFS = Path(f"/sys/kernel/mm/hugepages/hugepages-{HUGEPAGE_KIB}kB")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
@@ -179,7 +179,10 @@ def huge_pages(count: int) -> Iterator[Path]:
     if not nr_file.exists():
         unavailable(f"this kernel has no {HUGEPAGE_KIB} KiB huge pages")
     before = int(nr_file.read_text())
-    mount = Path(tempfile.mkdtemp(prefix="bcfleet-hugetlbfs-"))
+    # One path for every real_host() of a process: the embedded driver a process opened keeps
+    # the qemu.conf it read first, hugetlbfs_mount included, until the process exits.
+    mount = HUGETLBFS
+    mount.mkdir(parents=True, exist_ok=True)
     mounted = False
     try:
         nr_file.write_text(f"{before + count}\n")
@@ -197,7 +200,6 @@ def huge_pages(count: int) -> Iterator[Path]:
     finally:
         if mounted:
             subprocess.run(["umount", str(mount)], check=False, capture_output=True, timeout=30)
-        mount.rmdir()
         nr_file.write_text(f"{before}\n")
 
 
