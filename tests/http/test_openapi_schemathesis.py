@@ -131,6 +131,15 @@ def _serverless_pool(found: Found) -> bool:
     )
 
 
+def _identifier(found: Found) -> bool:
+    """Names people look things up by: 'Letters of one script …, no full-width or other
+    compatibility forms: INVALID_INPUT otherwise' (each identifier field's description; no
+    pattern can say it)."""
+    return found.status == 400 and str(found.details.get("bound", "")).endswith(
+        "letters of one script"
+    )
+
+
 def _kept_after_delete(found: Found) -> bool:
     """instances.show: 'A deleted instance stays readable by its id, with state deleted'."""
     answer = found.answer if isinstance(found.answer, dict) else {}
@@ -153,6 +162,7 @@ DOCUMENTED: dict[str, tuple[Callable[[Found], bool], ...]] = {
         _bracketed_host,
         _compute_change,
         _serverless_pool,
+        _identifier,
     ),
     # services.deploy, setSize and environments.update: '503 NO_CAPACITY (reason
     # fleet_no_capacity, instance_size, Retry-After) when no spare of its size is free'.
@@ -288,6 +298,13 @@ def test_the_server_agrees_with_its_openapi_document_under_every_check(fleet: Fl
             Found("POST /v1/services/{id}/deploy", "not_a_server_error", "", 500,
                   {"error": {"code": "INTERNAL", "message": "", "details": {}}}, ""),
             False, id="an-internal-error-is-never-documented"),
+        pytest.param(
+            Found("POST /v1/indexes", "positive_data_acceptance", "", 400,
+                  {"error": {"code": "INVALID_INPUT", "message": "name must not mix letters of "
+                             "different scripts (CYRILLIC, LATIN), as a look-alike of another "
+                             "name does", "details": {"field": "name", "bound":
+                             "1..63 printable characters, letters of one script"}}}, ""),
+            True, id="a-look-alike-name-the-description-refuses"),
         pytest.param(
             Found("GET /v1/instances/{id}", "use_after_free", "", 200,
                   {"id": "ins_1", "state": "deleted", "deletedAt": "2026-11-30T10:00:00Z"}, ""),
