@@ -9,6 +9,7 @@ The event document lives in bcfleet/domain/event_document.py, since the store re
 from collections.abc import Mapping
 from typing import Annotated, Any, NotRequired, TypedDict
 
+from bcfleet.domain.agent_report import HEALTH_STATES, GuestAgentReportJson
 from bcfleet.domain.event_document import EventJson
 from bcfleet.domain.guest_view import HostBookingJson
 from bcfleet.domain.instance_spec import (
@@ -170,8 +171,16 @@ class NodeResourceJson(TypedDict):
     allocated: int
 
 
+class HostHealthJson(TypedDict):
+    """The host as its agent last reported it: ok, or degraded with why; at: since when."""
+
+    state: Annotated[str, OneOf(HEALTH_STATES)]
+    message: str | None
+    at: Time
+
+
 class HostFieldsJson(TypedDict):
-    """The fields every rendering of a host has."""
+    """The fields every rendering of a host has; health only once its agent reported one."""
 
     id: str
     name: str
@@ -184,6 +193,7 @@ class HostFieldsJson(TypedDict):
     inventoryReportedAt: Time | None
     inventoryError: str | None
     createdAt: Time
+    health: NotRequired[HostHealthJson]
 
 
 class HostJson(HostFieldsJson):
@@ -241,6 +251,11 @@ class InstanceJson(TypedDict):
     idempotencyKey: NotRequired[str]
     unreadable: NotRequired[list[str]]
     """The stored fields that cannot be read (shown empty): present only on a damaged row."""
+    agentConditions: NotRequired[list[Mapping[str, Any]]]
+    """What its host's agent reports (StartRefused, HypervisorRefused, StoppedOutside), apart
+    from the server's conditions: present once it reported one."""
+    balloonBytes: NotRequired[int]
+    """The guest's memory as its balloon leaves it, as its agent last reported it."""
 
 
 class InstancePageJson(TypedDict):
@@ -257,6 +272,15 @@ class GuestStateJson(TypedDict):
     id: str
     state: InstanceStateText
     readyAt: Time | None
+
+
+class AgentReportJson(TypedDict):
+    """What an agent's report of its guests and host answers: the report as stored, its
+    guests under the ids the agent used."""
+
+    host: str
+    health: HostHealthJson | None
+    guests: list[GuestAgentReportJson]
 
 
 ReservationDeviceJson = TypedDict("ReservationDeviceJson", {"class": str, "count": int})

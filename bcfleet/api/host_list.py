@@ -27,6 +27,7 @@ from bcfleet.domain.states import InstanceState
 from bcfleet.errors import NotFoundError
 from bcfleet.ids import has_prefix
 from bcfleet.store.driver_sql import DriverStatement, core_connection
+from bcfleet.store.stored_json import from_driver
 from bcfleet.store.tables import BOOKINGS, GPU_ATOMS, HOSTS, INSTANCES, NODE_RESOURCES, POOLS
 
 if TYPE_CHECKING:
@@ -132,6 +133,7 @@ def list_hosts(on: Transaction, scope: Scope, now: datetime) -> list[HostListIte
             HOSTS.c.inventory_reported_at,
             HOSTS.c.created_at,
             HOSTS.c.inventory_error,
+            HOSTS.c.agent_health,
         )
         .join(POOLS, POOLS.c.id == HOSTS.c.pool_id)
         .order_by(HOSTS.c.name)
@@ -149,7 +151,19 @@ def list_hosts(on: Transaction, scope: Scope, now: datetime) -> list[HostListIte
     gpus = _gpus(connection, scope, now)
     degraded = _degraded(connection, scope)
     items: list[HostListItemJson] = []
-    for node, name, pool_id, pool, labels, controlled, state, reported, created, error in rows:
+    for (
+        node,
+        name,
+        pool_id,
+        pool,
+        labels,
+        controlled,
+        state,
+        reported,
+        created,
+        error,
+        health,
+    ) in rows:
         # Only hosts.report writes an inventory, always with its time: no time, no inventory.
         total, used = gpus.get(node, (0, 0))
         fields = host_fields_json(
@@ -163,6 +177,7 @@ def list_hosts(on: Transaction, scope: Scope, now: datetime) -> list[HostListIte
             inventory_reported_at=time_text(reported),
             inventory_error=error,
             created_at=time_text(created),
+            health=from_driver(health, parsed=False),  # views.health_json checks it
         )
         item = cast("HostListItemJson", fields)  # a fresh dict: completed, not copied
         item["resources"] = resources.get(node, [])

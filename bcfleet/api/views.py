@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from bcfleet.clock import format_time
+from bcfleet.domain.agent_report import HEALTH_DEGRADED, HEALTH_STATES
 from bcfleet.domain.bounds import finite_or_none
 
 if TYPE_CHECKING:
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
         DeletedJson,
         FlavorJson,
         FlavorPlacementJson,
+        HostHealthJson,
         HostJson,
         NodeResourceJson,
         PoolJson,
@@ -129,6 +131,13 @@ def node_resource_json(row: NodeResource) -> NodeResourceJson:
     )
 
 
+def health_json(stored: Any) -> HostHealthJson | None:
+    """A host's stored health as documents show it (None until its agent reported one)."""
+    if not isinstance(stored, Mapping) or stored.get("state") not in HEALTH_STATES:
+        return None
+    return {"state": stored["state"], "message": stored.get("message"), "at": stored.get("at", "")}
+
+
 def host_fields_json(
     *,
     id: str,
@@ -141,11 +150,15 @@ def host_fields_json(
     inventory_reported_at: str | None,
     inventory_error: str | None,
     created_at: str,
+    health: Any = None,
 ) -> HostJson:
     """The fields every rendering of a host has, without its resources (no inventory time, no
     inventory: only hosts.report writes one, always with its time)."""
     status = state if inventory_reported_at is not None else f"{state}, no inventory"
-    return {
+    shown_health = health_json(health)
+    if shown_health is not None and shown_health["state"] == HEALTH_DEGRADED:
+        status = f"{status}, degraded"
+    body: HostJson = {
         "id": id,
         "name": name,
         "poolId": pool_id,
@@ -158,6 +171,9 @@ def host_fields_json(
         "inventoryError": inventory_error,
         "createdAt": created_at,
     }
+    if shown_health is not None:
+        body["health"] = shown_health
+    return body
 
 
 def host_json(host: Host, pool: Pool, resources: list[NodeResource] | None = None) -> HostJson:
@@ -172,6 +188,7 @@ def host_json(host: Host, pool: Pool, resources: list[NodeResource] | None = Non
         inventory_reported_at=format_time(host.inventory_reported_at),
         inventory_error=host.inventory_error,
         created_at=format_time(host.created_at),
+        health=host.agent_health,
     )
     if resources is not None:
         body["resources"] = [node_resource_json(r) for r in resources]

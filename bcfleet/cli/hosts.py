@@ -35,6 +35,10 @@ def _host_text(h: dict[str, Any]) -> str:
         f"  inventory: {h['inventoryReportedAt'] or 'never reported'}",
         f"  capacity:  {_usage(h)}",
     ]
+    health = h.get("health")
+    if health is not None:
+        said = f": {health['message']}" if health.get("message") else ""
+        lines.append(f"  health:    {health['state']} since {health['at']}{said}")
     return "\n".join(lines)
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.text import Text
 
+from bcfleet.domain.agent_report import HEALTH_DEGRADED
 from bcfleet.domain.inventory_age import inventory_stale
 from bcfleet.domain.states import HostState
 from bcfleet.tui.format import (
@@ -38,15 +39,20 @@ AGE = 8
 
 
 def state_cell(host: Mapping[str, Any], *, narrow: bool = False) -> Cell:
-    """ready, draining or no inventory (both when a draining host never reported)."""
+    """ready, draining or no inventory (both when a draining host never reported), and
+    degraded while its agent says so (libvirt unreachable)."""
     words = []
     if host["state"] == HostState.DRAINING:
         words.append(HostState.DRAINING.value)
     if not host.get("inventoryReportedAt"):
         words.append("no inv." if narrow else "no inventory")
+    degraded = (host.get("health") or {}).get("state") == HEALTH_DEGRADED
+    if degraded:
+        words.append("degraded")
     if not words:
         return HostState.READY.value
-    return Text(", ".join(words), style="yellow" if HostState.DRAINING in words else "dim")
+    style = "red" if degraded else "yellow" if HostState.DRAINING in words else "dim"
+    return Text(", ".join(words), style=style)
 
 
 def gpu_cell(host: Mapping[str, Any]) -> tuple[Cell, float]:
