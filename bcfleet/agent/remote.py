@@ -74,7 +74,8 @@ class AgentConnection:
         the last report that went through (all of them the first time); those sent.
 
         A guest the server no longer has on this host (deleted meanwhile) makes it refuse the
-        whole report: nothing is remembered as sent, so the next round sends it all again."""
+        whole report (NOT_FOUND): none of it counts as sent, so the next round sends those
+        changes again, without the guest its specs no longer name."""
         now = guest_reports(guests, problems, balloons)
         health = host_health(problems)
         todo = changed(self.sent_guests, now)
