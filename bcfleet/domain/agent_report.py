@@ -12,7 +12,6 @@ from collections.abc import Iterable, Mapping
 from typing import TypedDict
 
 from bcfleet.domain.bounds import AGENT_MESSAGE_MAX, printable
-from bcfleet.domain.hugepage_admission import REFUSED_REASON, REFUSED_TYPE
 
 HOST_KEY = "host"
 """The key of the host's own problem among a Hypervisor's problems()."""
@@ -58,6 +57,8 @@ def fit(message: str) -> str:
 
 def condition_of(message: str) -> AgentConditionJson:
     """The typed condition a driver's problem message stands for."""
+    from bcfleet.domain.hugepage_admission import REFUSED_REASON, REFUSED_TYPE  # not for a listing
+
     if message.startswith(STOPPED_OUTSIDE):
         how = message[len(STOPPED_OUTSIDE) :].split(")", 1)[0].strip() or "unknown"
         reason = "".join(word.capitalize() for word in how.split()) or "Unknown"
