@@ -19,7 +19,6 @@ from bcfleet.api.instance_list import CONDITION_TYPE
 from bcfleet.clock import format_time
 from bcfleet.domain.agent_report import (
     HEALTH_OK,
-    HEALTH_STATES,
     AgentConditionJson,
     GuestAgentReportJson,
     HealthReportJson,
@@ -34,6 +33,7 @@ from bcfleet.domain.bounds import (
     check_whole,
     shown,
 )
+from bcfleet.domain.states import HostHealth
 from bcfleet.errors import InvalidInputError, NotFoundError
 from bcfleet.placement.conditions import set_condition
 from bcfleet.store.models import Host
@@ -97,9 +97,9 @@ def check_report(
     checked_health: HealthReportJson | None = None
     if health is not None:
         body = _mapping("health", health, ("state", "message"))
-        if body.get("state") not in HEALTH_STATES:
+        if body.get("state") not in tuple(HostHealth):
             raise InvalidInputError(
-                f"health.state must be one of {', '.join(HEALTH_STATES)}",
+                f"health.state must be one of {', '.join(HostHealth)}",
                 {"field": "health.state", "state": shown(body.get("state"))},
             )
         message = body.get("message")

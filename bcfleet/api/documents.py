@@ -9,7 +9,7 @@ The event document lives in bcfleet/domain/event_document.py, since the store re
 from collections.abc import Mapping
 from typing import Annotated, Any, NotRequired, TypedDict
 
-from bcfleet.domain.agent_report import HEALTH_STATES, GuestAgentReportJson
+from bcfleet.domain.agent_report import GuestAgentReportJson
 from bcfleet.domain.event_document import EventJson
 from bcfleet.domain.guest_view import HostBookingJson
 from bcfleet.domain.instance_spec import (
@@ -19,6 +19,7 @@ from bcfleet.domain.job_documents import JobRunJson, JobStatusJson
 from bcfleet.domain.json_types import OneOf, Time
 from bcfleet.domain.states import (
     DeliveryState,
+    HostHealth,
     HostState,
     InstanceState,
     ReservationState,
@@ -174,7 +175,7 @@ class NodeResourceJson(TypedDict):
 class HostHealthJson(TypedDict):
     """The host as its agent last reported it: ok, or degraded with why; at: since when."""
 
-    state: Annotated[str, OneOf(HEALTH_STATES)]
+    state: Annotated[str, OneOf(tuple(HostHealth))]
     message: str | None
     at: Time
 

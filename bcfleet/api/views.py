@@ -10,8 +10,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from bcfleet.clock import format_time
-from bcfleet.domain.agent_report import HEALTH_DEGRADED, HEALTH_STATES
+from bcfleet.domain.agent_report import HEALTH_DEGRADED
 from bcfleet.domain.bounds import finite_or_none
+from bcfleet.domain.states import HostHealth
 
 if TYPE_CHECKING:
     from bcfleet.api.documents import (
@@ -133,7 +134,7 @@ def node_resource_json(row: NodeResource) -> NodeResourceJson:
 
 def health_json(stored: Any) -> HostHealthJson | None:
     """A host's stored health as documents show it (None until its agent reported one)."""
-    if not isinstance(stored, Mapping) or stored.get("state") not in HEALTH_STATES:
+    if not isinstance(stored, Mapping) or stored.get("state") not in tuple(HostHealth):
         return None
     return {"state": stored["state"], "message": stored.get("message"), "at": stored.get("at", "")}
 

@@ -12,11 +12,11 @@ from collections.abc import Iterable, Mapping
 from typing import TypedDict
 
 from bcfleet.domain.bounds import AGENT_MESSAGE_MAX, printable
+from bcfleet.domain.states import HostHealth
 
 HOST_KEY = "host"
 """The key of the host's own problem among a Hypervisor's problems()."""
-HEALTH_OK, HEALTH_DEGRADED = "ok", "degraded"
-HEALTH_STATES = (HEALTH_OK, HEALTH_DEGRADED)
+HEALTH_OK, HEALTH_DEGRADED = HostHealth.OK.value, HostHealth.DEGRADED.value
 
 STOPPED_OUTSIDE = "the guest stopped outside bcfleet ("
 """How the converge decider words a guest that died or was destroyed behind bcfleet's back."""

@@ -17,7 +17,7 @@ from bcfleet.api.documents import (
 )
 from bcfleet.api.hosts import LABEL_KEY_MAX, LABEL_VALUE_MAX
 from bcfleet.api.instance_list import CONDITION_TYPE
-from bcfleet.domain.agent_report import HEALTH_STATES, AgentConditionJson, GuestAgentReportJson
+from bcfleet.domain.agent_report import AgentConditionJson, GuestAgentReportJson
 from bcfleet.domain.bounds import (
     AGENT_CONDITIONS_MAX,
     AGENT_GUESTS_MAX,
@@ -27,6 +27,7 @@ from bcfleet.domain.bounds import (
     SHAPE_MAX,
 )
 from bcfleet.domain.inventory import GPU_MODEL_MAX
+from bcfleet.domain.states import HostHealth
 from bcfleet.http.operations import TENANT, Call, Operation, Param
 from bcfleet.http.rules import matching, one_of, reference, slug, text
 from bcfleet.http.schemas import (
@@ -127,7 +128,7 @@ SCHEMAS = {
             "health": nullable(
                 obj(
                     {
-                        "state": one_of(HEALTH_STATES),
+                        "state": one_of([h.value for h in HostHealth]),
                         "message": nullable(text(AGENT_MESSAGE_MAX)),
                     },
                     required=["state"],
