@@ -127,6 +127,10 @@ def store_report(
 
     A guest id that names no live instance on this host (another host's, another tenant's
     opaque id, a deleted one) is NOT_FOUND, and nothing of the report is kept."""
+    if health is not None:  # the host's row before its guests' rows, in every report
+        host.agent_health = health_at(host.agent_health, health, at)
+        session.add(host)
+        session.flush()
     for report in guests:
         instance = host_guest(session, host, report["id"], real_ids=real_ids)
         if instance is None:
@@ -137,9 +141,6 @@ def store_report(
         instance.agent_conditions = replaced(instance.agent_conditions, report["conditions"], at)
         instance.balloon_bytes = report["balloonBytes"]
         session.add(instance)
-    if health is not None:
-        host.agent_health = health_at(host.agent_health, health, at)
-        session.add(host)
 
 
 def replaced(
