@@ -46,6 +46,9 @@ class SimulatedHypervisor:
     def problems(self) -> dict[str, str]:
         return {}
 
+    def balloons(self) -> dict[str, int]:
+        return {}  # simulated guests have no balloon
+
     def pause(self, seconds: float, sleep: Callable[[float], None]) -> None:
         sleep(seconds)
 

@@ -88,6 +88,7 @@ class LibvirtDriver:
     memos: dict[str, Memo] = field(default_factory=dict)
     conditions: dict[str, str] = field(default_factory=dict)
     reported: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    memory_kib: dict[str, int] = field(default_factory=dict)  # running guests', last seen
 
     @classmethod
     def open(cls, uri: str, **options: Any) -> LibvirtDriver:
@@ -147,6 +148,7 @@ class LibvirtDriver:
         digests = {key: spec_digest(spec) for key, spec in wanted.items()}
         targets = self._balloon_targets(mine, observed, wanted)
         changes: list[tuple[str, str]] = []
+        after: dict[str, Observed | None] = dict(observed)  # each guest once worked on
         todo = plans(
             specs, digests, observed, self.memos, now, balloon_kib=targets, grace=self.grace
         )
@@ -164,6 +166,8 @@ class LibvirtDriver:
                 found = _reread(mine.get(key))
             if key in wanted:
                 changes.extend(self._report(key, found))
+            after[key] = found
+        self.memory_kib = _running_memory(after, wanted)
         self._forget(set(wanted) | set(mine))
         return changes
 
@@ -252,6 +256,9 @@ class LibvirtDriver:
     def problems(self) -> dict[str, str]:
         return dict(self.conditions)
 
+    def balloons(self) -> dict[str, int]:
+        return {key: kib * 1024 for key, kib in self.memory_kib.items()}
+
     @property
     def degraded(self) -> bool:
         return HOST in self.conditions
@@ -274,6 +281,17 @@ class LibvirtDriver:
         if conn is not None and self.closes:
             with contextlib.suppress(libvirt.libvirtError):
                 conn.close()
+
+
+def _running_memory(
+    seen: Mapping[str, Observed | None], wanted: Mapping[str, Any]
+) -> dict[str, int]:
+    """The memory (KiB) of each running guest that has a spec."""
+    return {
+        key: found.memory_kib
+        for key, found in seen.items()
+        if found is not None and found.power == Power.RUNNING and key in wanted
+    }
 
 
 def _tail(path: Path, size: int = 65536) -> str:

@@ -159,6 +159,9 @@ class Agent:
                 if self.connection.report_state(host, instance_id, state):
                     self.report.states.append((instance_id, state))
             self.report.conditions = self.hypervisor.problems()
+            guests = [str(spec["id"]) for spec in specs]
+            balloons = self.hypervisor.balloons()
+            self.connection.report_guests(host, guests, self.report.conditions, balloons)
         elif self.options.domains_dir is not None:
             write_domains(self.options.domains_dir, specs, refused)
         self._refused(refused)

@@ -4,7 +4,8 @@ A Hypervisor is the simulated one (bcfleet.agent.hypervisor) or the libvirt driv
 (bcfleet.agent.libvirt_driver, opened by open_libvirt(), the only place that reaches for the
 optional libvirt-python package). Each round the agent hands it the host's specs and the
 time and reports the (instance id, state) pairs it returns; problems() are the conditions it
-holds (by instance id, "host" for the host's own), and pause() waits until the next round.
+holds (by instance id, "host" for the host's own), balloons() the memory its running guests'
+balloons leave them, and pause() waits until the next round.
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ class Hypervisor(Protocol):
 
     def problems(self) -> dict[str, str]:
         """The conditions it holds now: instance id (or "host") → message."""
+        ...
+
+    def balloons(self) -> dict[str, int]:
+        """Each running guest's memory as its balloon leaves it now: instance id → bytes."""
         ...
 
     def pause(self, seconds: float, sleep: Callable[[float], None]) -> None:

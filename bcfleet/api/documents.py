@@ -9,6 +9,7 @@ The event document lives in bcfleet/domain/event_document.py, since the store re
 from collections.abc import Mapping
 from typing import Annotated, Any, NotRequired, TypedDict
 
+from bcfleet.domain.agent_report import GuestAgentReportJson
 from bcfleet.domain.event_document import EventJson
 from bcfleet.domain.guest_view import HostBookingJson
 from bcfleet.domain.instance_spec import (
@@ -18,6 +19,7 @@ from bcfleet.domain.job_documents import JobRunJson, JobStatusJson
 from bcfleet.domain.json_types import OneOf, Time
 from bcfleet.domain.states import (
     DeliveryState,
+    HostHealth,
     HostState,
     InstanceState,
     ReservationState,
@@ -170,8 +172,16 @@ class NodeResourceJson(TypedDict):
     allocated: int
 
 
+class HostHealthJson(TypedDict):
+    """The host as its agent last reported it: ok, or degraded with why; at: since when."""
+
+    state: Annotated[str, OneOf(tuple(HostHealth))]
+    message: str | None
+    at: Time
+
+
 class HostFieldsJson(TypedDict):
-    """The fields every rendering of a host has."""
+    """The fields every rendering of a host has; health only once its agent reported one."""
 
     id: str
     name: str
@@ -185,6 +195,7 @@ class HostFieldsJson(TypedDict):
     inventoryError: str | None
     createdAt: Time
     conditions: list[Mapping[str, Any]]
+    health: NotRequired[HostHealthJson]
 
 
 class HostJson(HostFieldsJson):
@@ -242,6 +253,11 @@ class InstanceJson(TypedDict):
     idempotencyKey: NotRequired[str]
     unreadable: NotRequired[list[str]]
     """The stored fields that cannot be read (shown empty): present only on a damaged row."""
+    agentConditions: NotRequired[list[Mapping[str, Any]]]
+    """What its host's agent reports (StartRefused, HypervisorRefused, StoppedOutside), apart
+    from the server's conditions: present once it reported one."""
+    balloonBytes: NotRequired[int]
+    """The guest's memory as its balloon leaves it, as its agent last reported it."""
 
 
 class InstancePageJson(TypedDict):
@@ -258,6 +274,15 @@ class GuestStateJson(TypedDict):
     id: str
     state: InstanceStateText
     readyAt: Time | None
+
+
+class AgentReportJson(TypedDict):
+    """What an agent's report of its guests and host answers: the report as stored, its
+    guests under the ids the agent used."""
+
+    host: str
+    health: HostHealthJson | None
+    guests: list[GuestAgentReportJson]
 
 
 ReservationDeviceJson = TypedDict("ReservationDeviceJson", {"class": str, "count": int})

@@ -27,6 +27,7 @@ from bcfleet.domain.states import InstanceState
 from bcfleet.errors import NotFoundError
 from bcfleet.ids import has_prefix
 from bcfleet.store.driver_sql import DriverStatement, core_connection
+from bcfleet.store.stored_json import from_driver
 from bcfleet.store.tables import BOOKINGS, GPU_ATOMS, HOSTS, INSTANCES, NODE_RESOURCES, POOLS
 
 if TYPE_CHECKING:
@@ -133,6 +134,7 @@ def list_hosts(on: Transaction, scope: Scope, now: datetime) -> list[HostListIte
             HOSTS.c.created_at,
             HOSTS.c.inventory_error,
             HOSTS.c.conditions,
+            HOSTS.c.agent_health,
         )
         .join(POOLS, POOLS.c.id == HOSTS.c.pool_id)
         .order_by(HOSTS.c.name)
@@ -162,6 +164,7 @@ def list_hosts(on: Transaction, scope: Scope, now: datetime) -> list[HostListIte
         created,
         error,
         held,
+        health,
     ) in rows:
         # Only hosts.report writes an inventory, always with its time: no time, no inventory.
         total, used = gpus.get(node, (0, 0))
@@ -177,6 +180,7 @@ def list_hosts(on: Transaction, scope: Scope, now: datetime) -> list[HostListIte
             inventory_error=error,
             created_at=time_text(created),
             conditions=[] if held in (None, "[]") else json_value(held),
+            health=from_driver(health, parsed=False),  # views.health_json checks it
         )
         item = cast("HostListItemJson", fields)  # a fresh dict: completed, not copied
         item["resources"] = resources.get(node, [])

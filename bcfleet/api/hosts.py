@@ -7,14 +7,14 @@ from typing import Any
 from sqlalchemy import delete
 from sqlmodel import Session, col, select
 
-from bcfleet.api.auth import Credential, pool_resource, require_host_report
-from bcfleet.api.documents import DeletedJson, HostDetailJson, HostJson
+from bcfleet.api.auth import Credential, pool_resource, require_host_report, sees_guests
+from bcfleet.api.documents import AgentReportJson, DeletedJson, HostDetailJson, HostJson
 from bcfleet.api.events import emit
 from bcfleet.api.host_list import HostReads, Scope, list_hosts
 from bcfleet.api.lookup import find_host, find_pool
 from bcfleet.api.names import add_named, require_free_name
 from bcfleet.api.pools import validate_name
-from bcfleet.api.views import deleted_json, host_json
+from bcfleet.api.views import deleted_json, health_json, host_json
 from bcfleet.domain.bounds import printable, text_problem
 from bcfleet.domain.inventory import validate_inventory
 from bcfleet.domain.states import HostState, PoolKind
@@ -257,6 +257,34 @@ class HostsAPI(HostReads):
                 self.fleet.settings.host_reserve,
             )
             return host_json(row, pool, _resources(session, [row.id])[row.id])
+
+    def report_guests(
+        self,
+        credential: Credential | None,
+        *,
+        tenant_id: str | None = None,
+        host: str,
+        health: Any = None,
+        guests: Any = None,
+    ) -> AgentReportJson:
+        """A host agent reports the host's health and, per listed guest, its conditions and
+        balloon, each replacing what was reported before (api.agent_reports)."""
+        from bcfleet.api.agent_reports import check_report, store_report
+
+        checked_health, checked = check_report(health, guests)
+        with self.fleet.write() as session:
+            actor = self.actor(session, credential, tenant_id)
+            row, pool = find_host(session, actor, host)
+            require_host_report(actor, row, pool)
+            store_report(
+                session,
+                row,
+                checked_health,
+                checked,
+                real_ids=sees_guests(actor),
+                at=self.fleet.now(),
+            )
+            return {"host": row.name, "health": health_json(row.agent_health), "guests": checked}
 
     def set_state(
         self,

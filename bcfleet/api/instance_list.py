@@ -52,10 +52,17 @@ FIELDS = (
     "provider_server_id",
     "provider_status",
     "idempotency_key",
+    "agent_conditions",
+    "balloon_bytes",
 )
 """The instance columns instance_body reads."""
 TIME_FIELDS = ("created_at", "updated_at", "ready_at", "deleted_at")
-FIELD_NAMES = {"shape": "shape", "host_placement": "hostPlacement", "conditions": "conditions"}
+FIELD_NAMES = {
+    "shape": "shape",
+    "host_placement": "hostPlacement",
+    "conditions": "conditions",
+    "agent_conditions": "agentConditions",
+}
 _NAMES = (*FIELDS, "flavor")
 COLUMNS = (*(_c[name] for name in FIELDS), FLAVORS.c.name)
 
@@ -151,6 +158,10 @@ def instance_body(values: Mapping[str, Any], flavor: str | None, view: HostView)
         body["idempotencyKey"] = values["idempotency_key"]
     if values.get("unreadable"):
         body["unreadable"] = list(values["unreadable"])
+    if values["agent_conditions"]:
+        body["agentConditions"] = list(values["agent_conditions"])
+    if values["balloon_bytes"] is not None:
+        body["balloonBytes"] = int(values["balloon_bytes"])
     return body
 
 

@@ -11,14 +11,16 @@ from typing import TYPE_CHECKING, Any
 
 from bcfleet.api.conditions import condition_is_true
 from bcfleet.clock import format_time
+from bcfleet.domain.agent_report import HEALTH_DEGRADED
 from bcfleet.domain.bounds import finite_or_none
-from bcfleet.domain.states import INVENTORY_SHORTFALL
+from bcfleet.domain.states import INVENTORY_SHORTFALL, HostHealth
 
 if TYPE_CHECKING:
     from bcfleet.api.documents import (
         DeletedJson,
         FlavorJson,
         FlavorPlacementJson,
+        HostHealthJson,
         HostJson,
         NodeResourceJson,
         PoolJson,
@@ -131,6 +133,13 @@ def node_resource_json(row: NodeResource) -> NodeResourceJson:
     )
 
 
+def health_json(stored: Any) -> HostHealthJson | None:
+    """A host's stored health as documents show it (None until its agent reported one)."""
+    if not isinstance(stored, Mapping) or stored.get("state") not in tuple(HostHealth):
+        return None
+    return {"state": stored["state"], "message": stored.get("message"), "at": stored.get("at", "")}
+
+
 def host_fields_json(
     *,
     id: str,
@@ -144,6 +153,7 @@ def host_fields_json(
     inventory_error: str | None,
     created_at: str,
     conditions: list[dict[str, Any]] | None = None,
+    health: Any = None,
 ) -> HostJson:
     """The fields every rendering of a host has, without its resources (no inventory time, no
     inventory: only hosts.report writes one, always with its time). Its status names an
@@ -151,7 +161,10 @@ def host_fields_json(
     status = state if inventory_reported_at is not None else f"{state}, no inventory"
     if condition_is_true(conditions, INVENTORY_SHORTFALL):
         status = f"{status}, inventory shortfall"
-    return {
+    shown_health = health_json(health)
+    if shown_health is not None and shown_health["state"] == HEALTH_DEGRADED:
+        status = f"{status}, degraded"
+    body: HostJson = {
         "id": id,
         "name": name,
         "poolId": pool_id,
@@ -165,6 +178,9 @@ def host_fields_json(
         "createdAt": created_at,
         "conditions": list(conditions or []),
     }
+    if shown_health is not None:
+        body["health"] = shown_health
+    return body
 
 
 def host_json(host: Host, pool: Pool, resources: list[NodeResource] | None = None) -> HostJson:
@@ -180,6 +196,7 @@ def host_json(host: Host, pool: Pool, resources: list[NodeResource] | None = Non
         inventory_error=host.inventory_error,
         created_at=format_time(host.created_at),
         conditions=host.conditions,
+        health=host.agent_health,
     )
     if resources is not None:
         body["resources"] = [node_resource_json(r) for r in resources]

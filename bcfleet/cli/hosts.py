@@ -36,6 +36,10 @@ def _host_text(h: dict[str, Any]) -> str:
         f"  capacity:  {_usage(h)}",
     ]
     lines.extend(f"  condition: {c['type']}: {c['message']}" for c in h.get("conditions") or [])
+    health = h.get("health")
+    if health is not None:
+        said = f": {health['message']}" if health.get("message") else ""
+        lines.append(f"  health:    {health['state']} since {health['at']}{said}")
     return "\n".join(lines)
 
 

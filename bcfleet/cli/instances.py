@@ -15,8 +15,13 @@ def group() -> None:
     """Instances: placed on hosts of vps-host pools, or made at a provider."""
 
 
+def _conditions(item: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The server's conditions, then those its host's agent reports."""
+    return [*item.get("conditions", []), *item.get("agentConditions", [])]
+
+
 def _condition_text(item: Mapping[str, Any]) -> str:
-    return "; ".join(f"{c['type']}: {c['message']}" for c in item.get("conditions", []))
+    return "; ".join(f"{c['type']}: {c['message']}" for c in _conditions(item))
 
 
 def _instance_text(i: dict[str, Any]) -> str:
@@ -41,7 +46,10 @@ def _instance_text(i: dict[str, Any]) -> str:
             f"  cpus:    {'pinned ' + ','.join(map(str, cpus)) if cpus else 'floating'}"
             + (f", NUMA {placement['mems']}" if placement.get("mems") else "")
         )
-    for condition in i.get("conditions", []):
+    if i.get("balloonBytes") is not None:
+        mib = i["balloonBytes"] / (1 << 20)
+        lines.append(f"  balloon: {mib:,.0f} MiB of memory left to the guest (its agent says)")
+    for condition in _conditions(i):
         lines.append(f"  {condition['type']}: {condition['reason']}: {condition['message']}")
     return "\n".join(lines)
 

@@ -19,6 +19,7 @@ import httpx
 
 from bcfleet import __version__
 from bcfleet.api.documents import (
+    AgentReportJson,
     EventPageJson,
     FlavorJson,
     FlavorPageJson,
@@ -248,6 +249,15 @@ class FleetClient:
         result: InstanceJson | GuestStateJson = self.request(
             "POST", path, json_body={"state": state}
         )
+        return result
+
+    def report_guests(
+        self, host: str, health: Mapping[str, Any] | None, guests: list[Mapping[str, Any]]
+    ) -> AgentReportJson:
+        """A host's health and its guests' conditions and balloons, as its agent sees them."""
+        path = f"/v1/hosts/{_p(host)}/guests/report"
+        body = {"health": None if health is None else dict(health), "guests": guests}
+        result: AgentReportJson = self.request("POST", path, json_body=body)
         return result
 
     # instances and quotas

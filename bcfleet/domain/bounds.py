@@ -23,6 +23,10 @@ Why these numbers:
 - ``WAIT_SECONDS_MAX`` = 86,400: a wait, poll interval, timeout, grace or simulated delay given
   on the command line or to the API is finite and at most a day; a longer one is a typo, and
   an infinite or NaN one never ends a loop.
+- ``AGENT_MESSAGE_MAX`` = 1,024 and ``AGENT_CONDITIONS_MAX`` = 8: what a host agent reports of
+  a guest (domain.agent_report): a condition's message (libvirt's errors run to a few hundred
+  characters; the agent cuts longer ones) and how many conditions one guest carries (its
+  driver holds one at a time). ``AGENT_GUESTS_MAX`` = ``PAGE_MAX``: the guests in one report.
 - URLs (webhooks, provider endpoints): http or https with a host and, if any, a numeric port;
   one that Python's URL parser cannot split (``http://[::1``) is refused like any other.
 - Integers written as text (query parameters): what OpenAPI's ``integer`` and JSON write, ASCII
@@ -64,6 +68,9 @@ HTTP schemas list them as an enum, so editors flag any other)."""
 HUGEPAGE_COUNT_MAX = INT32_MAX
 PAGE_MAX = 1_000
 WAIT_SECONDS_MAX = 86_400.0
+AGENT_MESSAGE_MAX = 1_024
+AGENT_CONDITIONS_MAX = 8
+AGENT_GUESTS_MAX = PAGE_MAX
 
 INTEGER_DIGITS_MAX = 19
 INTEGER_TEXT = re.compile(r"-?(?:0|[1-9][0-9]*)")

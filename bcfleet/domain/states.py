@@ -56,6 +56,13 @@ class HostState(StrEnum):
     DRAINING = "draining"
 
 
+class HostHealth(StrEnum):
+    """A host as its agent reports it: ok, or degraded (libvirt unreachable, say)."""
+
+    OK = "ok"
+    DEGRADED = "degraded"
+
+
 class TokenState(StrEnum):
     """An API token as tokens.list shows it: active, expired (at or past its expiry), revoked."""
 

@@ -79,12 +79,18 @@ OBJECT = Kind("object", _object, dict)
 OPTIONAL_OBJECT = Kind("object or null", _object_or_null, lambda: None)
 OBJECT_LIST = Kind("list of objects", _object_list, list)
 TEXT_LIST = Kind("list of texts", _text_list, list)
+OPTIONAL_OBJECT_LIST = Kind("list of objects or null", lambda v: v is None or _object_list(v), list)
 
 
 EVENT_DOCUMENTS = {"data": OBJECT}
 DELIVERY_DOCUMENTS = {"payload": OBJECT}
 WEBHOOK_DOCUMENTS = {"event_types": TEXT_LIST}
-INSTANCE_DOCUMENTS = {"shape": OBJECT, "host_placement": OPTIONAL_OBJECT, "conditions": OBJECT_LIST}
+INSTANCE_DOCUMENTS = {
+    "shape": OBJECT,
+    "host_placement": OPTIONAL_OBJECT,
+    "conditions": OBJECT_LIST,
+    "agent_conditions": OPTIONAL_OBJECT_LIST,
+}
 """What each JSON column read by the jobs and listings holds, by table."""
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     Column,
     Float,
@@ -204,6 +205,7 @@ HOSTS = Table(
     Column("inventory_reported_at", UTCDateTime()),
     Column("inventory_generation", BigCounter()),
     Column("inventory_error", Text()),
+    Column("agent_health", JSON()),
     Column("created_at", UTCDateTime()),
     Column("managed", Boolean()),
     Column("conditions", JSON()),
@@ -224,6 +226,8 @@ INSTANCES = Table(
     Column("allocation_id", String()),
     Column("host_placement", JSON()),
     Column("conditions", JSON()),
+    Column("agent_conditions", JSON()),
+    Column("balloon_bytes", BigInteger()),
     Column("purpose", String()),
     Column("size", String()),
     Column("created_at", UTCDateTime()),

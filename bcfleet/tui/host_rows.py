@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.text import Text
 
+from bcfleet.domain.agent_report import HEALTH_DEGRADED
 from bcfleet.domain.inventory_age import inventory_stale
 from bcfleet.domain.states import INVENTORY_SHORTFALL, HostState
 from bcfleet.tui.format import (
@@ -39,7 +40,8 @@ AGE = 8
 
 def state_cell(host: Mapping[str, Any], *, narrow: bool = False) -> Cell:
     """ready, draining or no inventory (both when a draining host never reported); short
-    (red) while its InventoryShortfall condition holds."""
+    (red) while its InventoryShortfall condition holds, and degraded while its agent says so
+    (libvirt unreachable)."""
     words = []
     if host["state"] == HostState.DRAINING:
         words.append(HostState.DRAINING.value)
@@ -48,9 +50,12 @@ def state_cell(host: Mapping[str, Any], *, narrow: bool = False) -> Cell:
     short = any(c.get("type") == INVENTORY_SHORTFALL for c in host.get("conditions") or ())
     if short:
         words.append("short" if narrow else "inventory short")
+    degraded = (host.get("health") or {}).get("state") == HEALTH_DEGRADED
+    if degraded:
+        words.append("degraded")
     if not words:
         return HostState.READY.value
-    style = "bold red" if short else "yellow" if HostState.DRAINING in words else "dim"
+    style = "bold red" if short or degraded else "yellow" if HostState.DRAINING in words else "dim"
     return Text(", ".join(words), style=style)
 
 

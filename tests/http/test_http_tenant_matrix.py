@@ -26,6 +26,7 @@ BODIES: dict[str, Any] = {
     "hosts.adopt": {"pool": "acme-pool", "name": "sneaky-01"},
     "hosts.report": inventory(cpus=2),
     "hosts.reportInstanceState": {"state": "running"},
+    "hosts.reportGuests": {"health": {"state": "degraded", "message": "x"}, "guests": []},
     "instances.create": {"pool": "acme-pool", "flavor": "g1.small"},
     "instances.resize": {"flavor": "g1.small"},
     "quotas.set": {"vcpu": 1000},

@@ -45,7 +45,13 @@ from tests.support.fleet import run_cli
 from tests.support.http import ApiClient, error_code, served
 from tests.support.security_world import PLACEMENT, build_world
 
-AGENT_WORK = {"hosts.report", "hosts.specs", "hosts.reservations", "hosts.reportInstanceState"}
+AGENT_WORK = {
+    "hosts.report",
+    "hosts.specs",
+    "hosts.reservations",
+    "hosts.reportInstanceState",
+    "hosts.reportGuests",
+}
 """The operations of a host's agent; every other one is refused to its token."""
 HOST_OPERATIONS = {op.operation_id for op in all_operations() if "{host}" in op.path}
 REFUSED = {"FORBIDDEN", "NOT_FOUND"}
@@ -153,6 +159,12 @@ CALLS: dict[str, Call] = {
     "hosts.specs-another-host": lambda a, t, w: a.instances.specs_for_host(t, "shared-h2"),
     "hosts.reportInstanceState-another-host": lambda a, t, w: a.instances.report_state(
         t, host="shared-h2", instance_id=w["guest"], state="ready"
+    ),
+    "hosts.reportGuests-another-host": lambda a, t, w: a.hosts.report_guests(
+        t, host="shared-h2", health={"state": "degraded", "message": "x"}
+    ),
+    "hosts.reportGuests-a-real-instance-id": lambda a, t, w: a.hosts.report_guests(
+        t, host="shared-h1", guests=[{"id": w["acme"]["instance"]["id"], "conditions": []}]
     ),
     "hosts.show-its-host": lambda a, t, w: a.hosts.show(t, host="shared-h1"),
     "hosts.list": lambda a, t, w: a.hosts.list(t),

@@ -10,6 +10,7 @@ from rich.text import Text
 from bcfleet.tui.format import age, countdown, duration_text, short_id, usage_cell
 from bcfleet.tui.host_rows import host_row, next_age_change, state_cell
 from bcfleet.tui.screens.detail import describe
+from bcfleet.tui.screens.instances import reason_of
 from bcfleet.tui.widgets.keyed_table import Column, Row, matches, parse_filter
 
 NOW = datetime(2026, 11, 30, 10, 0, 40, tzinfo=UTC)
@@ -94,6 +95,17 @@ def test_host_states_are_words() -> None:
     short = {**host, "conditions": [{"type": "InventoryShortfall", "message": "GPUs gone"}]}
     assert plain(state_cell(short)) == "inventory short"
     assert plain(state_cell(short, narrow=True)) == "short"
+    degraded = {**host, "health": {"state": "degraded", "message": "libvirt unreachable"}}
+    assert plain(state_cell(degraded)) == "degraded"
+    assert plain(state_cell({**host, "health": {"state": "ok", "message": None}})) == "ready"
+
+
+def test_an_instances_reason_is_the_servers_condition_else_its_agents() -> None:
+    refused = {"type": "StartRefused", "reason": "NotEnoughHugepages", "message": "huge pages"}
+    assert reason_of({"conditions": [], "agentConditions": [refused]}) == "StartRefused: huge pages"
+    degraded = {"type": "PlacementDegraded", "status": "True", "message": "spread"}
+    assert reason_of({"conditions": [degraded], "agentConditions": [refused]}) == "spread"
+    assert reason_of({"conditions": []}) == "-"
 
 
 def test_a_host_without_inventory_or_rows_shows_dashes_not_zeros() -> None:

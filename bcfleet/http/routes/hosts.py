@@ -4,22 +4,36 @@ from __future__ import annotations
 
 from typing import Any
 
+from bcfleet.api.agent_reports import BALLOON_BYTES_MAX
 from bcfleet.api.documents import (
+    AgentReportJson,
     GpuCountJson,
     HostDetailJson,
+    HostHealthJson,
     HostJson,
     HostListItemJson,
     HostPageJson,
     NodeResourceJson,
 )
 from bcfleet.api.hosts import LABEL_KEY_MAX, LABEL_VALUE_MAX
-from bcfleet.domain.bounds import HUGEPAGE_COUNT_MAX, HUGEPAGE_SIZE_MAX, SHAPE_MAX
+from bcfleet.api.instance_list import CONDITION_TYPE
+from bcfleet.domain.agent_report import AgentConditionJson, GuestAgentReportJson
+from bcfleet.domain.bounds import (
+    AGENT_CONDITIONS_MAX,
+    AGENT_GUESTS_MAX,
+    AGENT_MESSAGE_MAX,
+    HUGEPAGE_COUNT_MAX,
+    HUGEPAGE_SIZE_MAX,
+    SHAPE_MAX,
+)
 from bcfleet.domain.inventory import GPU_MODEL_MAX
+from bcfleet.domain.states import HostHealth
 from bcfleet.http.operations import TENANT, Call, Operation, Param
-from bcfleet.http.rules import reference, slug, text
+from bcfleet.http.rules import matching, one_of, reference, slug, text
 from bcfleet.http.schemas import (
     BOOL,
     COUNT,
+    array,
     nullable,
     obj,
     ref,
@@ -108,6 +122,43 @@ SCHEMAS = {
     ),
     "Inventory": inventory_schema(),
     **AGENT_SCHEMAS,
+    **document_schemas((HostHealthJson, AgentConditionJson, GuestAgentReportJson, AgentReportJson)),
+    "GuestsReport": obj(
+        {
+            "health": nullable(
+                obj(
+                    {
+                        "state": one_of([h.value for h in HostHealth]),
+                        "message": nullable(text(AGENT_MESSAGE_MAX)),
+                    },
+                    required=["state"],
+                )
+            ),
+            "guests": array(
+                obj(
+                    {
+                        "id": text(),
+                        "conditions": array(
+                            obj(
+                                {
+                                    "type": matching(CONDITION_TYPE),
+                                    "reason": matching(CONDITION_TYPE),
+                                    "message": text(AGENT_MESSAGE_MAX),
+                                }
+                            ),
+                            AGENT_CONDITIONS_MAX,
+                        ),
+                        "balloonBytes": nullable(
+                            {"type": "integer", "minimum": 0, "maximum": BALLOON_BYTES_MAX}
+                        ),
+                    },
+                    required=["id"],
+                ),
+                AGENT_GUESTS_MAX,
+            ),
+        },
+        required=[],
+    ),
 }
 
 
@@ -133,6 +184,16 @@ def show_host(call: Call) -> Any:
 def report_inventory(call: Call) -> Any:
     return call.api.hosts.report(
         call.token, tenant_id=call.tenant, host=call.path["host"], inventory=call.body
+    )
+
+
+def report_guests(call: Call) -> Any:
+    return call.api.hosts.report_guests(
+        call.token,
+        tenant_id=call.tenant,
+        host=call.path["host"],
+        health=call.field("health"),
+        guests=call.field("guests"),
     )
 
 
@@ -193,6 +254,21 @@ OPERATIONS = [
         response="Host",
         query=Q,
         description=INVENTORY_RULES,
+    ),
+    Operation(
+        "POST",
+        "/v1/hosts/{host}/guests/report",
+        "hosts.reportGuests",
+        "A host agent reports its guests' conditions and balloons and the host's health",
+        TAG,
+        report_guests,
+        request="GuestsReport",
+        response="AgentReport",
+        query=Q,
+        description="Each listed guest's conditions and balloon replace what its agent "
+        "reported before (a condition not reported again is gone); guests not listed keep "
+        "theirs. Kept apart from the server's own conditions. A guest not on this host is "
+        "NOT_FOUND and nothing is kept.",
     ),
     Operation(
         "POST",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from bcfleet.domain.states import InstanceState
@@ -32,6 +32,10 @@ class Instance(SQLModel, table=True):
     allocation_id: str | None = Field(default=None)
     host_placement: dict[str, Any] | None = Field(default=None, sa_type=JSON)
     conditions: list[dict[str, Any]] = Field(default_factory=empty_list, sa_type=JSON)
+    # What the host's agent reports (api.agent_reports), apart from the server's own conditions:
+    # each report replaces both; NULL on rows older than migration 0005 reads as none.
+    agent_conditions: list[dict[str, Any]] | None = Field(default=None, sa_type=JSON)
+    balloon_bytes: int | None = Field(default=None, sa_type=BigInteger)
     purpose: str = "tenant"  # tenant | spare | service
     size: str | None = None  # the instance size of a spare or service instance
     created_at: datetime = Field(sa_type=UTCDateTime)

@@ -77,6 +77,8 @@ class Host(SQLModel, table=True):
     inventory_generation: int = Field(default=0, sa_type=BigCounter)
     # Why the vps.hosts job could not derive this host's capacity from its inventory; None when it could.
     inventory_error: str | None = Field(default=None, sa_type=Text)
+    # The agent's word on the host itself (api.agent_reports): {state: ok|degraded, message, at}.
+    agent_health: dict[str, Any] | None = Field(default=None, sa_type=JSON)
     created_at: datetime = Field(sa_type=UTCDateTime)
     managed: bool = False
     # InventoryShortfall while its latest inventory lacks what its guests hold (hosts.report).

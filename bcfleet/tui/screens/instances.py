@@ -1,7 +1,8 @@
 """Instances: each with its state, flavor, host (as the caller may see it) and why it is pending.
 
 The REASON column carries a pending instance's counted Unschedulable message (the
-CLI's `why`), or a degraded placement's reason; Enter describes the instance: every
+CLI's `why`), or a degraded placement's reason, or else what its host's agent reports
+(a start refused, libvirt's refusal, a crash); Enter describes the instance: every
 field, its conditions, and the events the log holds about it.
 """
 
@@ -47,11 +48,14 @@ STATE_STYLE: dict[str, str] = {
 
 
 def reason_of(instance: Mapping[str, Any]) -> str:
-    """Why it waits (the counted Unschedulable message) or why it runs degraded; '-' otherwise."""
+    """Why it waits (the counted Unschedulable message) or why it runs degraded, or else its
+    agent's first condition; '-' otherwise."""
     for kind in ("Unschedulable", "PlacementDegraded"):
         found = condition(instance, kind)
         if found is not None and found.get("status", "True") == "True":
             return str(found.get("message") or found.get("reason") or kind)
+    for reported in instance.get("agentConditions") or ():
+        return f"{reported.get('type')}: {reported.get('message')}"
     return DASH
 
 
