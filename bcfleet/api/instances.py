@@ -410,7 +410,7 @@ class InstancesAPI(Area):
     def report_state(
         self, credential: Credential | None, *, host: str, instance_id: str, state: str
     ) -> InstanceJson | GuestStateJson:
-        """A host agent reports an instance's observed state: running/ready marks it ready (spares count then).
+        """A host agent reports an instance's observed state: ready (never running) marks it ready, spares counting from then.
 
         The instance is named by the id the agent got from specs_for_host: root's admin
         gets the instance back, anyone else the guest's opaque id and state."""

@@ -95,8 +95,9 @@ class AgentReport(StrEnum):
     CRASHED = "crashed"
 
 
-AGENT_UP: tuple[AgentReport, ...] = (AgentReport.RUNNING, AgentReport.READY)
-"""Reports that mark a running instance ready (spares count from then)."""
+AGENT_UP: tuple[AgentReport, ...] = (AgentReport.READY,)
+"""Reports that mark a running instance ready (spares count from then): only the agent's own
+word that the guest is ready (docs/agent.md), never the bare fact that its domain runs."""
 
 
 INVENTORY_SHORTFALL = "InventoryShortfall"

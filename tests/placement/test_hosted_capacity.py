@@ -230,7 +230,11 @@ def test_a_host_agent_reports_an_instance_ready(fleet: Fleet) -> None:
         fleet.api.instances.report_state(
             OP, host=host_name, instance_id=made["id"], state="exploded"
         )
-    ready = fleet.api.instances.report_state(
+    running = fleet.api.instances.report_state(
         OP, host=host_name, instance_id=made["id"], state="running"
+    )
+    assert running.get("readyAt") is None  # a running domain is not yet a ready guest
+    ready = fleet.api.instances.report_state(
+        OP, host=host_name, instance_id=made["id"], state="ready"
     )
     assert ready["readyAt"] == "2026-11-30T10:00:00Z"

@@ -137,7 +137,7 @@ def _world(fleet: Fleet) -> dict[str, Any]:
     real = {i["id"]: api.instances.show(OP, i["id"])["nodeId"] for i in acme}
     names = {node: name for name, node in hosts.items()}
     first = acme[0]["id"]
-    api.instances.report_state(OP, host=names[real[first]], instance_id=first, state="running")
+    api.instances.report_state(OP, host=names[real[first]], instance_id=first, state="ready")
     fleet.clock.advance(seconds=3600)  # type: ignore[attr-defined]
     run_vps_usage(fleet, fleet.now())
     enqueue(fleet, fleet.now())
