@@ -18,21 +18,15 @@ from bcfleet.http.app import create_app
 from bcfleet.http.server import BackgroundServer
 from bcfleet.jobs.vps_hosts import run_vps_hosts
 from tests.support.builders import OP, hosted_pool, token
-from tests.support.fleet import IN_CI, python_cli, run_cli
+from tests.support.fleet import python_cli, run_cli
+from tests.support.libvirt_test_driver import NODE, libvirt_or_skip
 
 PLACEMENT = {"bc.dev/cap.instance.placement": "true"}
-NODE = """<node><pool type="dir"><name>bcfleet</name><target><path>/var/lib/bcfleet</path>
-</target></pool></node>"""  # an empty test-driver host with bcfleet's storage pool
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def needs_libvirt() -> None:
-    try:
-        import libvirt  # noqa: F401
-    except ImportError:
-        if IN_CI:
-            pytest.fail("libvirt-python is required in CI: pip install '.[libvirt]'")
-        pytest.skip("libvirt-python is not installed: pip install 'bcfleet[libvirt]'")
+    libvirt_or_skip()
 
 
 @pytest.fixture

@@ -10,7 +10,8 @@ import pytest
 from bcfleet.domain.instance_spec import HostDomain, instance_spec, render_libvirt_domain
 from bcfleet.domain.numa import HostPlacement
 from bcfleet.domain.shapes import Shape
-from tests.support.fleet import IN_CI, run_cli
+from tests.support.fleet import run_cli
+from tests.support.libvirt_test_driver import libvirt_or_skip
 
 SPEC = instance_spec(
     instance_id="ins_a",
@@ -34,12 +35,7 @@ def test_the_domain_has_a_disk_only_with_a_storage_pool(host: HostDomain, disks:
 
 
 def test_a_diskless_guest_starts_on_a_host_without_storage_pools(tmp_path: Path) -> None:
-    try:
-        import libvirt
-    except ImportError:
-        if IN_CI:
-            raise
-        pytest.skip("libvirt-python is not installed: pip install 'bcfleet[libvirt]'")
+    libvirt = libvirt_or_skip()
     from bcfleet.agent.libvirt_driver import LibvirtDriver
     from bcfleet.agent.libvirt_events import start_event_loop
 

@@ -17,22 +17,13 @@ from bcfleet.agent.runner import Agent, AgentOptions
 from bcfleet.domain.instance_spec import InstanceSpecJson, instance_spec
 from bcfleet.domain.numa import HostPlacement
 from bcfleet.domain.shapes import Shape
-from tests.support.fleet import IN_CI
+from tests.support.libvirt_test_driver import NODE, libvirt_or_skip
 
-try:
-    import libvirt
-except ImportError:
-    if IN_CI:
-        raise  # libvirt-python is required in CI: pip install '.[libvirt]'
-    pytest.skip(
-        "libvirt-python is not installed: pip install 'bcfleet[libvirt]'", allow_module_level=True
-    )
+libvirt = libvirt_or_skip()
 
 from bcfleet.agent.libvirt_driver import GuestMemory, LibvirtDriver  # noqa: E402
 from bcfleet.agent.libvirt_events import start_event_loop  # noqa: E402
 
-NODE = """<node><pool type="dir"><name>bcfleet</name><target><path>/var/lib/bcfleet</path>
-</target></pool></node>"""
 GIB_KIB = 1024 * 1024
 HOST_KIB = 16 * GIB_KIB
 PAGE_KIB = 2048

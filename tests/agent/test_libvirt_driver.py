@@ -13,23 +13,14 @@ import pytest
 from bcfleet.domain.instance_spec import HostDomain, InstanceSpecJson, instance_spec
 from bcfleet.domain.numa import HostPlacement
 from bcfleet.domain.shapes import Shape
-from tests.support.fleet import IN_CI
+from tests.support.libvirt_test_driver import NODE, libvirt_or_skip
 
-try:
-    import libvirt
-except ImportError:
-    if IN_CI:
-        raise  # libvirt-python is required in CI: pip install '.[libvirt]'
-    pytest.skip(
-        "libvirt-python is not installed: pip install 'bcfleet[libvirt]'", allow_module_level=True
-    )
+libvirt = libvirt_or_skip()
 
 from bcfleet.agent.libvirt_domains import domain_xml  # noqa: E402
 from bcfleet.agent.libvirt_driver import LibvirtDriver  # noqa: E402
 from bcfleet.agent.libvirt_events import start_event_loop  # noqa: E402
 
-NODE = """<node><pool type="dir"><name>bcfleet</name><target><path>/var/lib/bcfleet</path>
-</target></pool></node>"""  # an empty test-driver host with bcfleet's storage pool
 FOREIGN = """<domain type="test"><name>{name}</name><memory unit="KiB">65536</memory>
 <os><type>hvm</type></os></domain>"""
 
