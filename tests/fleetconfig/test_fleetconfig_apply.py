@@ -289,6 +289,45 @@ def test_a_spares_change_shows_credits_and_applies(fleet: Fleet) -> None:
     assert fleet.api.settings.compute_show(OP, tenant_id="acme")["totalCreditsPerMonth"] == 3600
 
 
+MORE_LARGE = COMPUTE.replace(
+    "large:  { enabled: true, spares: 2 }", "large:  { enabled: true, spares: 4 }"
+)
+
+
+def spares(fleet: Fleet) -> dict[str, int]:
+    sizes = fleet.api.settings.compute_show(OP, tenant_id="acme")["sizes"]
+    return {size: sizes[size]["spares"] for size in ("medium", "large")}
+
+
+@pytest.mark.parametrize("saved", [pytest.param(False, id="shown"), pytest.param(True, id="saved")])
+def test_a_write_to_a_before_value_the_operator_saw_stales_the_plan(
+    any_fleet: Fleet, saved: bool
+) -> None:
+    """The before-values shown are part of what was approved: medium 1 was shown, medium is 5
+    now, so applying large 2 -> 4 would put medium back to 1 unseen. STALE_PLAN, no change."""
+    apply_text(any_fleet, COMPUTE)
+    shown = plan_json(planned(any_fleet, MORE_LARGE))
+    approved = Approved(desired(MORE_LARGE), shown, saved=saved)
+    any_fleet.api.settings.compute_set(OP, tenant_id="acme", spares={"medium": 5})
+    before = revision(any_fleet)
+    with pytest.raises(StalePlanError, match=r"compute\.acme") as refused:
+        apply(any_fleet, OP, approved)
+    assert refused.value.details["address"] == "compute.acme"
+    assert spares(any_fleet) == {"medium": 5, "large": 2} and revision(any_fleet) == before
+
+
+@pytest.mark.parametrize("saved", [pytest.param(False, id="shown"), pytest.param(True, id="saved")])
+def test_a_write_to_something_the_plan_does_not_touch_keeps_it_valid(
+    any_fleet: Fleet, saved: bool
+) -> None:
+    apply_text(any_fleet, COMPUTE)
+    shown = plan_json(planned(any_fleet, MORE_LARGE))
+    any_fleet.api.tenants.create(OP, "globex")
+    done = apply(any_fleet, OP, Approved(desired(MORE_LARGE), shown, saved=saved))
+    assert not done.replanned and changes(done.plan) == {"compute.acme": ("update",)}
+    assert spares(any_fleet) == {"medium": 1, "large": 4}
+
+
 def test_settings_saved_through_the_api_are_adopted(fleet: Fleet) -> None:
     apply_text(fleet, without_compute(COMPUTE))
     fleet.api.settings.compute_set(OP, tenant_id="acme", spares={"medium": 1})
@@ -377,16 +416,23 @@ def saved_from(fleet: Fleet, text: str = BASE) -> SavedPlan:
 def test_a_saved_plan_applies_once_and_then_is_stale(fleet: Fleet) -> None:
     saved = saved_from(fleet)  # made on an empty database
     assert apply(fleet, OP, approved_from(saved)).plan.has_changes
-    with pytest.raises(StalePlanError, match="state revision 0"):
+    with pytest.raises(StalePlanError, match="no longer matches"):
         apply(fleet, OP, approved_from(saved))
 
 
-def test_a_saved_plan_is_stale_after_any_write(fleet: Fleet) -> None:
+def test_a_saved_plan_is_stale_after_a_write_to_what_it_touches(fleet: Fleet) -> None:
     saved = saved_from(fleet)
-    fleet.api.tenants.create(OP, "globex")
-    with pytest.raises(StalePlanError):
+    fleet.api.tenants.create(OP, "acme", name="Acme Inc")  # the plan created acme
+    with pytest.raises(StalePlanError, match=r"\(tenant.acme changed"):
         apply(fleet, OP, approved_from(saved))
     assert fleet.api.pools.list(OP)["items"] == []
+
+
+def test_a_saved_plan_survives_a_write_to_what_it_does_not_touch(fleet: Fleet) -> None:
+    saved = saved_from(fleet)
+    fleet.api.tenants.create(OP, "globex")
+    assert apply(fleet, OP, approved_from(saved)).plan.has_changes
+    assert not planned(fleet).has_changes
 
 
 def test_a_saved_plan_whose_plan_would_differ_is_stale(fleet: Fleet) -> None:
