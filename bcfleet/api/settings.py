@@ -23,10 +23,11 @@ from bcfleet.api.auth import Actor, Credential, tenant_resource
 from bcfleet.api.base import Area
 from bcfleet.api.compute_state import load_size_users, write_settings
 from bcfleet.api.compute_views import settings_json
-from bcfleet.api.documents import ComputeSettingsJson
+from bcfleet.api.documents import ComputeSettingsJson, DeletedJson
 from bcfleet.api.events import emit
 from bcfleet.api.fault_views import last_error_json
 from bcfleet.api.lookup import find_pool, get_tenant
+from bcfleet.api.views import deleted_json
 from bcfleet.domain.compute_settings import (
     ComputeChange,
     apply_change,
@@ -124,6 +125,27 @@ class SettingsAPI(Area):
             body["message"] = result.message
             body["notices"] = notices
             return body
+
+    def compute_delete(self, credential: Credential | None, *, tenant_id: str) -> DeletedJson:
+        """Forget a tenant's saved settings (FleetConfig's delete): back to the defaults, which turn
+        every size on, so nothing in use is turned off; its serverless pool is named no more."""
+        with self.fleet.write() as session:
+            self._admin(session, credential, tenant_id)
+            lock_compute(session, tenant_id)
+            row, _ = load_settings(session, tenant_id)
+            if row is not None:
+                session.delete(row)
+                session.flush()  # the pool it named can be deleted next, in this transaction
+                emit(
+                    session,
+                    self.fleet.ids,
+                    self.fleet.now(),
+                    "compute.settings.deleted",
+                    tenant_id=tenant_id,
+                    subject_id=tenant_id,
+                    data={"version": row.version},
+                )
+            return deleted_json(tenant_id)
 
     def compute_draft(
         self, credential: Credential | None, *, tenant_id: str, change: ComputeChange

@@ -4,13 +4,13 @@ Apply takes the apply lock, opens ONE write transaction that every API call
 joins (``Fleet.transaction``), and inside it observes the state again and plans
 again before changing anything:
 
-- a saved plan (``fleet apply plan.json``) must have been made at the state
-  revision the transaction reads, and planning its recorded configuration again
-  must give exactly the recorded plan; otherwise STALE_PLAN and nothing changes;
-- a plan shown before a prompt (``fleet apply -f``) must still have the same
-  changes; if it does not, an auto-approved apply (``--yes``, as Terraform's
-  ``-auto-approve`` plans under the lock) applies the plan made under the lock,
-  and an interactive one fails with STALE_PLAN so the operator reviews again.
+- a saved plan (``fleet apply plan.json``) and a plan shown before a prompt
+  (``fleet apply -f``) must still have the same changes with the same before-
+  and after-values (``_check_fresh``, the one rule for both); otherwise
+  STALE_PLAN and nothing changes. A write to something the plan does not touch
+  leaves it valid;
+- an auto-approved apply (``--yes``, as Terraform's ``-auto-approve`` plans
+  under the lock) applies the plan made under the lock.
 
 Then every change runs through the API; any error rolls the whole transaction
 back, so either all of the plan lands or none of it, and a process killed
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from bcfleet.api.auth import Credential
 from bcfleet.errors import StalePlanError
-from bcfleet.reconcile.actions import Plan, Summary, thaw
+from bcfleet.reconcile.actions import Plan, Summary
 from bcfleet.reconcile.execute import Executor
 from bcfleet.reconcile.lock import WaitNotice, held
 from bcfleet.reconcile.model import DesiredFleet, ObservedFleet
@@ -64,16 +64,13 @@ def plan_json(result: Plan) -> dict[str, Any]:
     return loaded
 
 
-def _approved_changes(document: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+def approved_changes(document: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    """What a plan's JSON approves: each change's address, actions, before- and after-values."""
     return [
-        (change["address"], tuple(change["actions"]), change["after"])
+        (change["address"], tuple(change["actions"]), change.get("before"), change["after"])
         for change in document.get("resource_changes", [])
         if change["actions"] != ["no-op"]
     ]
-
-
-def _fresh_changes(result: Plan) -> list[tuple[Any, ...]]:
-    return [(a.address, a.actions, thaw(a.after)) for a in result.changes]
 
 
 @dataclass(frozen=True)
@@ -197,34 +194,40 @@ def _apply_locked(
 
 
 def _check_fresh(approved: Approved, fresh: Plan, revision: int) -> bool:
-    """Whether the fresh plan replaces the approved one; STALE_PLAN when it may not."""
-    if approved.saved:
-        if revision != approved.state_revision:
-            raise stale(approved.state_revision, revision)
-        if render_json(fresh) != dict(approved.plan):  # JSON types already: no round trip
-            raise StalePlanError(
-                "the saved plan no longer matches what its configuration plans against the "
-                "state (the settings or the state changed); make a new plan",
-                {"planRevision": approved.state_revision, "stateRevision": revision},
-            )
+    """Whether the fresh plan replaces the approved one; STALE_PLAN when it may not.
+
+    The one rule for a saved plan and a plan shown at a prompt: what was approved is each
+    change with the before-values the operator saw. If a change, a before-value or an
+    after-value differs now, the plan is stale; a write to anything the plan does not touch
+    leaves it valid. Only ``--yes`` (no prompt, no saved plan) applies the plan made again."""
+    if approved_changes(plan_json(fresh)) == approved_changes(approved.plan):
         return False
-    if _fresh_changes(fresh) == _approved_changes(approved.plan):
-        return False
-    if approved.auto_approve:
+    if approved.auto_approve and not approved.saved:
         return True
+    details = {"planRevision": approved.state_revision, "stateRevision": revision}
+    changed = _first_difference(approved.plan, plan_json(fresh))
+    if approved.saved:
+        raise StalePlanError(
+            f"the saved plan no longer matches what its configuration plans against the "
+            f"state ({changed} changed since it was made): nothing was applied; make a new "
+            f"plan with `fleet plan --out`",
+            {**details, "address": changed},
+        )
     raise StalePlanError(
-        "the state changed after this plan was shown, and the plan with it; nothing was "
-        "applied: run `fleet apply` again to review the new plan",
-        {"planRevision": approved.state_revision, "stateRevision": revision},
+        f"the state changed after this plan was shown ({changed}), and the plan with it; "
+        f"nothing was applied: run `fleet apply` again to review the new plan",
+        {**details, "address": changed},
     )
 
 
-def stale(planned: int, current: int) -> StalePlanError:
-    return StalePlanError(
-        f"the saved plan was made at state revision {planned}, but the state is now at "
-        f"revision {current}: nothing was applied; make a new plan with `fleet plan --out`",
-        {"planRevision": planned, "stateRevision": current},
-    )
+def _first_difference(approved: Mapping[str, Any], fresh: Mapping[str, Any]) -> str:
+    """The first address whose approved change differs from the fresh one."""
+    old = {change[0]: change for change in approved_changes(approved)}
+    new = {change[0]: change for change in approved_changes(fresh)}
+    for address in sorted(old.keys() | new.keys()):
+        if old.get(address) != new.get(address):
+            return str(address)
+    return "the plan"
 
 
 def _execute(

@@ -233,8 +233,10 @@ class Executor:
         quotas.set(self.credential, **key, limits=limits, managed=True)
 
     def _compute(self, action: Action, attrs: Attrs) -> None:
-        """Create, adopt or update: one save naming every size (plans never delete settings)."""
-        del action  # every kind of change is the same save
+        """Create, adopt or update: one save naming every size; delete: back to the defaults."""
+        if "delete" in action.actions:
+            self.api.settings.compute_delete(self.credential, tenant_id=str(attrs["tenant"]))
+            return
         self.api.settings.compute_save(
             self.credential,
             tenant_id=str(attrs["tenant"]),

@@ -7,7 +7,9 @@ are never touched. A removed flavor that instance rows reference is archived.
 Like Argo CD, a plan that would delete every managed object is an error unless
 ``allow_empty``. Actions are ordered so creations follow dependencies
 (tenants, provider accounts, pools, offers, hosts, flavors, quotas, compute) and
-deletions run afterwards in reverse. A compute section that leaves out
+deletions run afterwards in reverse, so compute settings no longer declared
+(back to the defaults) go before the pool they name; a deleted tenant's settings,
+managed or not, are deleted first with it. A compute section that leaves out
 ``serverlessPool`` keeps the state's pool, as the compute settings API does.
 """
 
@@ -52,6 +54,7 @@ Key = tuple[str, tuple[str, ...]]
 
 REASON_ADOPT = "exists but no FleetConfig manages it yet: apply adopts it"
 REASON_DELETE = "no longer in the configuration"
+REASON_WITH_TENANT = "its tenant is deleted, and the settings with it"
 REASON_ARCHIVE = (
     "no longer in the configuration, but instance rows reference it: "
     "archived instead of deleted; instances using it keep running"
@@ -170,20 +173,12 @@ def _compare(want: Entry, have: Entry) -> Action:
 
 
 def _remove(have: Entry, context: _Context) -> Action | None:
+    if have.type == "compute" and have.key[0] in context.deleted_tenants:
+        # part of its tenant, managed or not: removed first, before the pool it may name
+        return _action(have, ("delete",), have.attrs, None, REASON_WITH_TENANT)
     if not have.managed or have.archived:
         return None
     if have.type == "tenant" and have.key == (ROOT_TENANT,):
-        return None
-    if have.type == "compute":
-        if have.key[0] in context.deleted_tenants:
-            return None
-        context.warnings.append(
-            PlanMessage(
-                "COMPUTE_NOT_DECLARED",
-                f"{have.address} is no longer in the configuration; its settings stay as they are",
-                have.address,
-            )
-        )
         return None
     if have.type == "flavor" and have.referenced:
         after = freeze({**have.attrs, "archived": True})

@@ -3,8 +3,9 @@
 A saved plan records the bcfleet version, the state revision it was made
 against, the configuration's text with its sha256, and the plan as JSON.
 Applying it plans the recorded configuration again under the apply lock and
-refuses (STALE_PLAN) unless the revision and the plan are unchanged, the way
-Terraform refuses a saved plan whose state moved on.
+refuses (STALE_PLAN) unless every change, with its before- and after-values, is
+unchanged (``apply._check_fresh``); a write to something the plan does not
+touch does not stale it.
 """
 
 from __future__ import annotations

@@ -289,6 +289,45 @@ def test_a_spares_change_shows_credits_and_applies(fleet: Fleet) -> None:
     assert fleet.api.settings.compute_show(OP, tenant_id="acme")["totalCreditsPerMonth"] == 3600
 
 
+MORE_LARGE = COMPUTE.replace(
+    "large:  { enabled: true, spares: 2 }", "large:  { enabled: true, spares: 4 }"
+)
+
+
+def spares(fleet: Fleet) -> dict[str, int]:
+    sizes = fleet.api.settings.compute_show(OP, tenant_id="acme")["sizes"]
+    return {size: sizes[size]["spares"] for size in ("medium", "large")}
+
+
+@pytest.mark.parametrize("saved", [pytest.param(False, id="shown"), pytest.param(True, id="saved")])
+def test_a_write_to_a_before_value_the_operator_saw_stales_the_plan(
+    any_fleet: Fleet, saved: bool
+) -> None:
+    """The before-values shown are part of what was approved: medium 1 was shown, medium is 5
+    now, so applying large 2 -> 4 would put medium back to 1 unseen. STALE_PLAN, no change."""
+    apply_text(any_fleet, COMPUTE)
+    shown = plan_json(planned(any_fleet, MORE_LARGE))
+    approved = Approved(desired(MORE_LARGE), shown, saved=saved)
+    any_fleet.api.settings.compute_set(OP, tenant_id="acme", spares={"medium": 5})
+    before = revision(any_fleet)
+    with pytest.raises(StalePlanError, match=r"compute\.acme") as refused:
+        apply(any_fleet, OP, approved)
+    assert refused.value.details["address"] == "compute.acme"
+    assert spares(any_fleet) == {"medium": 5, "large": 2} and revision(any_fleet) == before
+
+
+@pytest.mark.parametrize("saved", [pytest.param(False, id="shown"), pytest.param(True, id="saved")])
+def test_a_write_to_something_the_plan_does_not_touch_keeps_it_valid(
+    any_fleet: Fleet, saved: bool
+) -> None:
+    apply_text(any_fleet, COMPUTE)
+    shown = plan_json(planned(any_fleet, MORE_LARGE))
+    any_fleet.api.tenants.create(OP, "globex")
+    done = apply(any_fleet, OP, Approved(desired(MORE_LARGE), shown, saved=saved))
+    assert not done.replanned and changes(done.plan) == {"compute.acme": ("update",)}
+    assert spares(any_fleet) == {"medium": 1, "large": 4}
+
+
 def test_settings_saved_through_the_api_are_adopted(fleet: Fleet) -> None:
     apply_text(fleet, without_compute(COMPUTE))
     fleet.api.settings.compute_set(OP, tenant_id="acme", spares={"medium": 1})
@@ -322,7 +361,10 @@ def test_a_tenant_removed_takes_its_compute_settings_along(fleet: Fleet) -> None
     ) + ("  - tenant: globex\n    sizes: { small: { spares: 1 } }\n")
     apply_text(fleet, globex)
     assert fleet.api.settings.compute_show(OP, tenant_id="globex")["totalCreditsPerMonth"] == 720
-    assert changes(planned(fleet, COMPUTE)) == {"tenant.globex": ("delete",)}
+    assert changes(planned(fleet, COMPUTE)) == {
+        "tenant.globex": ("delete",),
+        "compute.globex": ("delete",),  # shown, and run first: before any pool it names
+    }
     apply_text(fleet, COMPUTE)
     assert [t["id"] for t in fleet.api.tenants.list(OP)["items"]] == ["acme", "root"]
 
@@ -377,16 +419,23 @@ def saved_from(fleet: Fleet, text: str = BASE) -> SavedPlan:
 def test_a_saved_plan_applies_once_and_then_is_stale(fleet: Fleet) -> None:
     saved = saved_from(fleet)  # made on an empty database
     assert apply(fleet, OP, approved_from(saved)).plan.has_changes
-    with pytest.raises(StalePlanError, match="state revision 0"):
+    with pytest.raises(StalePlanError, match="no longer matches"):
         apply(fleet, OP, approved_from(saved))
 
 
-def test_a_saved_plan_is_stale_after_any_write(fleet: Fleet) -> None:
+def test_a_saved_plan_is_stale_after_a_write_to_what_it_touches(fleet: Fleet) -> None:
     saved = saved_from(fleet)
-    fleet.api.tenants.create(OP, "globex")
-    with pytest.raises(StalePlanError):
+    fleet.api.tenants.create(OP, "acme", name="Acme Inc")  # the plan created acme
+    with pytest.raises(StalePlanError, match=r"\(tenant.acme changed"):
         apply(fleet, OP, approved_from(saved))
     assert fleet.api.pools.list(OP)["items"] == []
+
+
+def test_a_saved_plan_survives_a_write_to_what_it_does_not_touch(fleet: Fleet) -> None:
+    saved = saved_from(fleet)
+    fleet.api.tenants.create(OP, "globex")
+    assert apply(fleet, OP, approved_from(saved)).plan.has_changes
+    assert not planned(fleet).has_changes
 
 
 def test_a_saved_plan_whose_plan_would_differ_is_stale(fleet: Fleet) -> None:
@@ -617,3 +666,87 @@ def test_any_applied_document_plans_no_changes(text: str) -> None:
             assert [a.address for a in again.changes] == [], render_text(again)
         finally:
             fleet.close()
+
+
+# ---------------------------------------------------------------------------
+# What the configuration no longer declares is removed, in an order that works
+
+ROOT_ONLY = "apiVersion: bcfleet.dev/v1\nkind: FleetConfig\ntenants:\n  - { id: root }\n"
+SECTIONS = ("tenants", "providerAccounts", "pools", "hosts", "flavors", "quotas", "compute")
+
+
+def without(text: str, *sections: str) -> str:
+    """The document with these top-level sections left out (each runs to the next one)."""
+    kept: list[str] = []
+    dropping = False
+    for line in text.splitlines(keepends=True):
+        if line[:1].isalpha():
+            dropping = line.split(":", 1)[0] in sections
+        if not dropping:
+            kept.append(line)
+    return "".join(kept)
+
+
+def test_dropping_the_compute_section_deletes_the_settings(any_fleet: Fleet) -> None:
+    apply_text(any_fleet, COMPUTE)
+    dropped = without(COMPUTE, "compute")
+    assert dropped.rstrip() == without_compute(COMPUTE).rstrip()
+    assert changes(planned(any_fleet, dropped)) == {"compute.acme": ("delete",)}
+    assert (
+        apply_text(any_fleet, dropped).message == "Apply complete! 0 added, 0 changed, 1 deleted."
+    )
+    assert not planned(any_fleet, dropped).has_changes
+    settings = any_fleet.api.settings.compute_show(OP, tenant_id="acme")
+    assert settings["serverlessPool"] is None and settings["totalCreditsPerMonth"] == 0
+
+
+def test_a_root_only_config_applies_settings_before_the_pool_they_name(any_fleet: Fleet) -> None:
+    apply_text(any_fleet, COMPUTE)
+    result = planned(any_fleet, ROOT_ONLY, allow_empty=True)
+    assert result.errors == () and changes(result)["compute.acme"] == ("delete",)
+    addresses = [action.address for action in result.changes]
+    assert addresses.index("compute.acme") < addresses.index("pool.vps-fra")
+    done = apply_text(any_fleet, ROOT_ONLY, allow_empty=True)
+    assert done.plan.summary.delete == result.summary.delete
+    assert not planned(any_fleet, ROOT_ONLY).has_changes
+    assert any_fleet.api.pools.list(OP)["items"] == []
+
+
+def test_settings_made_outside_naming_a_removed_pool_are_a_plan_conflict(fleet: Fleet) -> None:
+    apply_text(fleet, without_compute(COMPUTE))
+    fleet.api.settings.compute_set(OP, tenant_id="acme", serverless_pool="vps-fra")
+    result = planned(fleet, without(COMPUTE, "pools", "hosts", "flavors", "quotas", "compute"))
+    assert [e.address for e in result.errors if e.code == "CONFLICT"] == ["pool.vps-fra"]
+    assert "compute.acme (not managed by a FleetConfig)" in result.errors[0].message
+
+
+EDITS = [(section,) for section in SECTIONS] + [
+    ("pools", "compute"),
+    ("hosts", "flavors"),
+    ("flavors", "quotas", "compute"),
+    ("pools", "hosts", "flavors", "quotas", "compute"),
+    ("providerAccounts", "pools", "hosts", "flavors", "quotas", "compute"),
+    ("tenants", "providerAccounts", "pools", "hosts", "flavors", "quotas", "compute"),
+]
+
+
+def test_every_valid_edit_plans_without_errors_applies_and_then_plans_no_changes(
+    any_fleet: Fleet,
+) -> None:
+    """Sections dropped from the example (everything in them is managed, nothing is in use):
+    each valid document plans without errors, applies, and a second plan of the same file
+    shows no changes; putting the sections back does the same."""
+    applied = 0
+    for edit in EDITS:
+        text = without(COMPUTE, *edit)
+        try:
+            desired(text)
+        except InvalidInputError:
+            continue  # the document itself is refused (a section names a dropped one)
+        for document in (text, COMPUTE):
+            result = planned(any_fleet, document, allow_empty=True)
+            assert result.errors == (), (edit, [e.message for e in result.errors])
+            apply_text(any_fleet, document, allow_empty=True)
+            assert not planned(any_fleet, document, allow_empty=True).has_changes, edit
+            applied += 1
+    assert applied >= 10

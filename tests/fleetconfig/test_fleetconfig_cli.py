@@ -19,7 +19,7 @@ from bcfleet.fleet import Fleet
 from bcfleet.jobs.vps_hosts import run_vps_hosts
 from bcfleet.reconcile import lock
 from tests.support.builders import OP, inventory
-from tests.support.fleet import T0, CliResult, open_fleet
+from tests.support.fleet import T0, CliResult, open_fleet, run_cli
 from tests.support.fleetconfig import (
     BASE,
     CHANGED,
@@ -174,6 +174,61 @@ def test_apply_asks_on_a_terminal_and_only_yes_applies(
     monkeypatch.setattr("sys.stdin", Terminal("yes\n"))
     applied = cli("apply", "-f", path)
     assert applied.exit_code == 0 and "Apply complete! 1 adopted, 14 added" in applied.stdout
+
+
+class WriteAtPrompt(Terminal):
+    """A terminal whose operator, while the prompt waits, has someone run `fleet ARGS`."""
+
+    def __init__(self, answer: str, *args: str, db: str) -> None:
+        super().__init__(answer)
+        self.args, self.db = args, db
+        self.written: CliResult | None = None
+
+    def readline(self, size: int | None = -1) -> str:
+        if self.written is None:
+            self.written = run_cli(*self.args, db=self.db)
+        return super().readline(size)
+
+
+MEDIUM_5 = ("settings", "compute", "set", "--tenant", "acme", "--spares", "medium=5")
+MORE_LARGE = EXAMPLE.read_text().replace(
+    "large:  { enabled: true, spares: 2 }", "large:  { enabled: true, spares: 4 }"
+)
+
+
+@pytest.mark.parametrize(
+    ("write_args", "code"),
+    [
+        pytest.param(MEDIUM_5, 4, id="a-before-value-shown-changed"),
+        pytest.param(("tenants", "create", "globex"), 0, id="an-unrelated-write"),
+    ],
+)
+def test_a_write_during_the_prompt_to_what_the_plan_shows_is_stale_plan(
+    db_url: str,
+    write: Callable[..., str],
+    monkeypatch: pytest.MonkeyPatch,
+    write_args: tuple[str, ...],
+    code: int,
+) -> None:
+    """The before-values shown are approved with the plan: the operator saw medium 1, so a
+    `yes` after medium became 5 answers STALE_PLAN (exit 4) and applies nothing; a write the
+    plan does not touch leaves it valid."""
+    monkeypatch.setenv("BCFLEET_NOW", T0.isoformat())
+    assert run_cli("apply", "-f", str(EXAMPLE), "--yes", db=db_url).exit_code == 0
+    terminal = WriteAtPrompt("yes\n", *write_args, db=db_url)
+    monkeypatch.setattr("sys.stdin", terminal)
+    result = run_cli("apply", "-f", write(MORE_LARGE), db=db_url)
+    assert terminal.written is not None and terminal.written.exit_code == 0
+    assert "Only 'yes' will be accepted to approve." in result.stdout
+    assert result.exit_code == code, result.stderr
+    shown = run_cli("settings", "compute", "show", "--tenant", "acme", "--json", db=db_url)
+    sizes = json.loads(shown.stdout)["sizes"]
+    medium, large = sizes["medium"]["spares"], sizes["large"]["spares"]
+    if code == 4:
+        assert "STALE_PLAN" in result.stderr and "compute.acme" in result.stderr
+        assert (medium, large) == (5, 2)
+    else:
+        assert (medium, large) == (1, 4)
 
 
 def test_apply_without_a_terminal_needs_yes(

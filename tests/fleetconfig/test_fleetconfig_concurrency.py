@@ -106,9 +106,11 @@ def test_a_stale_saved_plan_is_refused(db_url: str, docs: tuple[str, str], tmp_p
     again = run("apply", empty_plan, db=db_url)
     assert again.returncode == 4 and "STALE_PLAN" in again.stderr
     assert run("plan", "-f", changed, "--out", later, db=db_url).returncode == 0
-    assert run("tenants", "create", "globex", db=db_url).returncode == 0
+    assert run("tenants", "create", "globex", db=db_url).returncode == 0  # touches nothing planned
+    quota = ("quotas", "set", "--tenant", "acme", "--pool", "hetzner-fsn", "--vcpu", "20")
+    assert run(*quota, "--memory-gib", "64", db=db_url).returncode == 0  # a before-value planned
     stale = run("apply", later, db=db_url)
-    assert stale.returncode == 4, stale.stderr
+    assert stale.returncode == 4 and "quota.acme.hetzner-fsn" in stale.stderr, stale.stderr
 
 
 def test_a_process_killed_mid_apply_leaves_the_state_as_it_was(

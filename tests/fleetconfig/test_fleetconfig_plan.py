@@ -408,11 +408,11 @@ def test_an_empty_document_on_an_unmanaged_state_changes_nothing() -> None:
     assert not result.has_changes and result.errors == ()
 
 
-def test_compute_settings_left_out_stay_as_they_are() -> None:
+def test_compute_settings_left_out_are_deleted() -> None:
     fleet = dataclasses.replace(desired(), compute=())
     result = plan(fleet, observed_from(desired()))
-    assert not result.has_changes
-    assert [w.code for w in result.warnings] == ["COMPUTE_NOT_DECLARED"]
+    assert [(a.address, a.actions) for a in result.changes] == [("compute.acme", ("delete",))]
+    assert result.errors == () and result.warnings == ()
 
 
 def test_compute_without_serverless_pool_keeps_the_state_pool() -> None:
