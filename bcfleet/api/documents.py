@@ -141,6 +141,7 @@ class PoolJson(TypedDict):
     gpuModel: NotRequired[str]
     providerAccountId: NotRequired[str]
     offeredTo: NotRequired[list[str]]
+    notices: NotRequired[list[dict[str, str]]]
 
 
 class FlavorPlacementJson(TypedDict, total=False):

@@ -30,7 +30,6 @@ from bcfleet.domain.bounds import (
     check_ratio,
     check_slug,
     check_whole,
-    ratio_problem,
     shown,
 )
 from bcfleet.domain.states import PoolKind
@@ -50,6 +49,7 @@ from bcfleet.store.models import (
 
 OVERCOMMIT_RESOURCES = ("vcpu", "memoryGiB", "diskGiB")
 RESERVE_RESOURCES = ("vcpu", "memoryGiB", "diskGiB")
+RATIO_CLAMPED = "RATIO_CLAMPED"
 
 
 def validate_name(kind: str, name: str) -> None:
@@ -57,9 +57,15 @@ def validate_name(kind: str, name: str) -> None:
     check_slug(kind, name)
 
 
-def normalize_overcommit(raw: Mapping[str, Any] | None) -> dict[str, float]:
-    """Per-resource ratios within 0.1..100 (document 000), else INVALID_INPUT; GPUs never overcommit."""
+def normalize_overcommit(
+    raw: Mapping[str, Any] | None,
+) -> tuple[dict[str, float], list[dict[str, str]]]:
+    """Per-resource ratios clamped to 0.1..100 (document 000) and the notices saying so.
+
+    NaN, infinities and unknown resources are INVALID_INPUT; GPUs never overcommit.
+    """
     result: dict[str, float] = {}
+    notices: list[dict[str, str]] = []
     for key, value in (raw or {}).items():
         if key in ("gpu", "gpus"):
             raise InvalidInputError("GPUs are never overcommitted", {"field": f"overcommit.{key}"})
@@ -68,8 +74,18 @@ def normalize_overcommit(raw: Mapping[str, Any] | None) -> dict[str, float]:
                 f"unknown overcommit resource {shown(key)}; use {', '.join(OVERCOMMIT_RESOURCES)}",
                 {"field": f"overcommit.{shown(key)}"},
             )
-        result[key] = check_ratio(f"overcommit.{key}", value)
-    return result
+        field = f"overcommit.{key}"
+        result[key], notice = check_ratio(field, value)
+        if notice is not None:
+            notices.append({"code": RATIO_CLAMPED, "field": field, "message": notice})
+    return result, notices
+
+
+def _with_notices(body: PoolJson, notices: list[dict[str, str]]) -> PoolJson:
+    """A pool's answer carrying the clamp notices (only when there are some)."""
+    if notices:
+        body["notices"] = notices
+    return body
 
 
 def normalize_reserve(raw: Mapping[str, Any] | None) -> dict[str, int]:
@@ -150,7 +166,10 @@ class PoolsAPI(Area):
             raise InvalidInputError(
                 f"pool kind must be one of {', '.join(PoolKind)}", {"kind": kind}
             )
-        ratios, reserve = normalize_overcommit(overcommit), normalize_reserve(host_reserve)
+        (ratios, notices), reserve = (
+            normalize_overcommit(overcommit),
+            normalize_reserve(host_reserve),
+        )
         if kind == PoolKind.PROVIDER and not provider_account:
             raise InvalidInputError(
                 "a provider pool needs a provider account", {"field": "providerAccount"}
@@ -187,7 +206,7 @@ class PoolsAPI(Area):
                 subject_id=pool.id,
                 data={"name": name},
             )
-            return pool_json(pool, [])
+            return _with_notices(pool_json(pool, []), notices)
 
     def update(
         self,
@@ -204,7 +223,7 @@ class PoolsAPI(Area):
         Ratios and reserves are merged: what the call leaves out keeps its value, so
         ``--overcommit vcpu=0.1`` leaves memoryGiB as it was (FleetConfig passes all three).
         """
-        ratios = normalize_overcommit(overcommit) if overcommit is not None else None
+        ratios, notices = normalize_overcommit(overcommit) if overcommit is not None else (None, [])
         reserve = normalize_reserve(host_reserve) if host_reserve is not None else None
         check_gpu_model(gpu_model)
         with self.fleet.write() as session:
@@ -212,15 +231,14 @@ class PoolsAPI(Area):
             row = find_pool(session, actor, pool, lock=True)
             actor.require("compute:pools:manage", pool_resource(row))
             if ratios is not None:
-                kept = {k: v for k, v in row.overcommit.items() if ratio_problem(k, v) is None}
-                row.overcommit = {**kept, **ratios}
+                row.overcommit = {**row.overcommit, **ratios}
             if reserve is not None:
                 row.host_reserve = {**row.host_reserve, **reserve}
             if gpu_model is not None:
                 row.gpu_model = gpu_model or None
             row.version += 1
             session.add(row)
-            return pool_json(row, offered_to(session, row.id))
+            return _with_notices(pool_json(row, offered_to(session, row.id)), notices)
 
     def set_managed(
         self, credential: Credential | None, *, tenant_id: str, pool: str, managed: bool = True

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from bcfleet.api.conditions import condition_is_true
 from bcfleet.clock import format_time
 from bcfleet.domain.agent_report import HEALTH_DEGRADED
-from bcfleet.domain.bounds import finite_or_none
+from bcfleet.domain.bounds import finite_or_none, stored_ratio
 from bcfleet.domain.states import INVENTORY_SHORTFALL, HostHealth
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ def pool_json(pool: Pool, offered_to: list[str] | None = None) -> PoolJson:
         "kind": str(pool.kind),
         "owner": pool.owner_tenant_id,
         "policy": {
-            "overcommit": {k: finite_or_none(v) for k, v in pool.overcommit.items()},
+            "overcommit": {k: stored_ratio(v) for k, v in pool.overcommit.items()},
             "hostReserve": {k: finite_or_none(v) for k, v in pool.host_reserve.items()},
         },
         "version": pool.version,

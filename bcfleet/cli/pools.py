@@ -34,6 +34,7 @@ def _pool_text(p: dict[str, Any]) -> str:
     )
     if "offeredTo" in p:
         lines.append("  offeredTo:   " + (", ".join(p["offeredTo"]) or "-"))
+    lines.extend(f"notice: {n['message']}" for n in p.get("notices", []))
     return "\n".join(lines)
 
 
@@ -56,7 +57,7 @@ def _reserve(vcpu: int | None, memory: int | None, disk: int | None) -> dict[str
 @click.option("--gpu-model")
 @click.option(
     "--overcommit",
-    help="Ratios per resource, e.g. vcpu=2,memoryGiB=1.5 (each from 0.1 to 100; an update keeps the ones left out).",
+    help="Ratios per resource, e.g. vcpu=2,memoryGiB=1.5 (each clamped to 0.1..100, with a notice; an update keeps the ones left out).",
 )
 @click.option("--host-reserve-vcpu", type=WHOLE)
 @click.option("--host-reserve-memory-gib", type=WHOLE)

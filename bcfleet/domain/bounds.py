@@ -17,8 +17,9 @@ Why these numbers:
   CPUs is more than any one machine has.
 - ``QUOTA_MAX`` = 1,000,000,000: a tenant's limit in a pool sums many hosts, so it may exceed
   one host's bound; it stays below 2^31 − 1.
-- ``RATIO_MIN``..``RATIO_MAX`` = 0.1..100: the overcommit range of document 000. Outside it is
-  refused, never clamped silently; NaN and infinities are refused everywhere.
+- ``RATIO_MIN``..``RATIO_MAX`` = 0.1..100: the overcommit range of document 000. A ratio outside it is
+  clamped into it, never silently: ``check_ratio`` returns the notice every edge shows; NaN and
+  infinities are refused everywhere.
 - ``PAGE_MAX`` = 1,000: the longest page of a list (events, webhook deliveries, job runs).
 - ``WAIT_SECONDS_MAX`` = 86,400: a wait, poll interval, timeout, grace or simulated delay given
   on the command line or to the API is finite and at most a day; a longer one is a typo, and
@@ -359,13 +360,47 @@ def check_number(field: str, value: Any, low: float, high: float) -> float:
 
 
 def ratio_problem(field: str, value: Any) -> str | None:
-    """Why ``value`` is not an overcommit ratio (finite, 0.1..100), or None."""
-    return number_problem(field, value, RATIO_MIN, RATIO_MAX)
+    """Why ``value`` cannot be an overcommit ratio (not a finite number), or None.
+
+    A finite number outside 0.1..100 is no problem: document 000 clamps it (clamp_ratio).
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"{field} must be a number, got {shown(value)}"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{field} must be a finite number, got {value}"
+    return None
 
 
-def check_ratio(field: str, value: Any) -> float:
-    """An overcommit ratio: finite and within 0.1..100, else INVALID_INPUT (never a clamp)."""
-    return check_number(field, value, RATIO_MIN, RATIO_MAX)
+def clamp_ratio(value: float) -> float:
+    """The one overcommit clamp (document 000): a finite ratio kept within 0.1..100."""
+    return min(RATIO_MAX, max(RATIO_MIN, float(value)))
+
+
+def stored_ratio(value: Any) -> float | None:
+    """A stored ratio as the API shows it and placement uses it: clamped (a row written before
+    the clamp, or straight into the table), or None for what is not a finite number."""
+    finite = finite_or_none(value)
+    return None if finite is None else clamp_ratio(finite)
+
+
+def ratio_notice(field: str, value: float) -> str | None:
+    """What a caller is told when clamp_ratio changed a ratio, or None when it kept it."""
+    kept = clamp_ratio(value)
+    if kept == value:
+        return None
+    return (
+        f"{field} must be from {_bound(RATIO_MIN)} to {_bound(RATIO_MAX)}: "
+        f"you entered {value:g}, so we keep {kept:g}"
+    )
+
+
+def check_ratio(field: str, value: Any) -> tuple[float, str | None]:
+    """An overcommit ratio as stored, clamped to 0.1..100, with the notice saying so (or None).
+
+    NaN, infinities and what is no number are INVALID_INPUT.
+    """
+    _raise(field, ratio_problem(field, value), "finite")
+    return clamp_ratio(value), ratio_notice(field, float(value))
 
 
 def check_limit(value: Any, high: int = PAGE_MAX) -> int:

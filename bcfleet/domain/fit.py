@@ -22,8 +22,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import NamedTuple
 
-from bcfleet.domain.bounds import RATIO_MAX as MAX_RATIO
-from bcfleet.domain.bounds import RATIO_MIN as MIN_RATIO
+from bcfleet.domain.bounds import stored_ratio
 from bcfleet.domain.host_reserve import DEFAULT_RESERVE, HostReserve
 from bcfleet.domain.scalars import SCALARS
 from bcfleet.domain.shapes import Inventory, PlacementPolicy, Shape
@@ -32,14 +31,13 @@ PLACEMENT_CAPABILITY_LABEL = "bc.dev/cap.instance.placement"
 
 
 def clamp_ratio(ratio: object) -> float:
-    """A stored overcommit as placement reads it: default 1 (also for NaN), kept within 0.1..100.
+    """A stored overcommit as placement reads it: bounds.stored_ratio, 1 for what it cannot read.
 
-    Input is refused outside the range (bounds.check_ratio); this only keeps a row written
-    before that rule, or straight into the table, from breaking the capacity math.
+    The API stores ratios already clamped (bounds.check_ratio); a row written before that, or
+    straight into the table, reads as the API shows it, so capacity never sees anything else.
     """
-    if isinstance(ratio, bool) or not isinstance(ratio, int | float) or math.isnan(ratio):
-        return 1.0  # None, NaN, or what no number is (a string written straight into the table)
-    return min(MAX_RATIO, max(MIN_RATIO, float(ratio)))
+    stored = stored_ratio(ratio)
+    return 1.0 if stored is None else stored
 
 
 def capacity(allocatable: int, ratio: float | None) -> int:

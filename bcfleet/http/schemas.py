@@ -22,7 +22,11 @@ STRING: Schema = {"type": "string"}
 NAME: Schema = {"type": "string", "maxLength": NAME_MAX, "pattern": NAME_PATTERN}
 SHAPE_COUNT: Schema = {"type": "integer", "minimum": 0, "maximum": SHAPE_MAX}
 QUOTA: Schema = {"type": "integer", "minimum": 0, "maximum": QUOTA_MAX}
-RATIO: Schema = {"type": "number", "minimum": RATIO_MIN, "maximum": RATIO_MAX}
+RATIO: Schema = {
+    "type": "number",
+    "description": f"An overcommit ratio; outside {RATIO_MIN:g}..{RATIO_MAX:g} it is clamped into "
+    "that range and the answer's notices say so.",
+}
 TEXT: Schema = {"type": "string", "maxLength": 4096}
 BOOL: Schema = {"type": "boolean"}
 INT: Schema = {"type": "integer"}

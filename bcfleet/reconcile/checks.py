@@ -10,6 +10,7 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from bcfleet.domain.bounds import ratio_notice, ratio_problem
 from bcfleet.domain.compute_settings import (
     ComputeSettings,
     capped_spares_message,
@@ -149,6 +150,18 @@ def _check_pools(data: Mapping[str, Any], names: _Names, found: Findings) -> Non
             )
         elif account is not None:
             _reference(found, (*at, "providerAccount"), "provider account", account, names.accounts)
+        _check_ratios(at, pool, found)
+
+
+def _check_ratios(at: PathKey, pool: Item, found: Findings) -> None:
+    """A ratio outside 0.1..100 is clamped, and the plan says so as the API's notice does."""
+    ratios = (pool.get("policy") or {}).get("overcommit") or {}
+    for key, value in ratios.items():
+        field = f"overcommit.{key}"
+        if ratio_problem(field, value) is None:
+            notice = ratio_notice(field, float(value))
+            if notice is not None:
+                found.warn((*at, "policy", "overcommit", key), notice)
 
 
 def _check_hosts(data: Mapping[str, Any], names: _Names, found: Findings) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from bcfleet.domain.compute_settings import SizeSetting, SizeUsers, default_sizes
 from bcfleet.domain.fit import ResourceRow, clamp_ratio
@@ -304,13 +305,26 @@ def _whole(value: object) -> int:
     return 0
 
 
-def normalize_overcommit(raw: Mapping[str, float] | None) -> Overcommit:
+def normalize_overcommit(raw: Mapping[str, Any] | None) -> Overcommit:
+    """Declared or stored ratios as the API keeps them: clamped by the one rule (bounds.clamp_ratio
+    through fit.clamp_ratio), 1 when left out."""
     raw = raw or {}
     return Overcommit(
         vcpu=clamp_ratio(raw.get("vcpu", 1.0)),
         memory_gib=clamp_ratio(raw.get("memoryGiB", 1.0)),
         disk_gib=clamp_ratio(raw.get("diskGiB", 1.0)),
     )
+
+
+def shown_overcommit(raw: Mapping[str, Any] | None) -> Overcommit:
+    """Ratios as the API answered them (already clamped; null, a stored non-number, reads 1)."""
+    raw = raw or {}
+
+    def ratio(key: str) -> float:
+        value = raw.get(key)
+        return 1.0 if value is None else float(value)
+
+    return Overcommit(ratio("vcpu"), ratio("memoryGiB"), ratio("diskGiB"))
 
 
 def normalize_host_reserve(

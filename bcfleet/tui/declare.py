@@ -25,8 +25,8 @@ from bcfleet.reconcile.model import (
     TenantSpec,
     normalize_host_reserve,
     normalize_labels,
-    normalize_overcommit,
     normalize_placement,
+    shown_overcommit,
 )
 from bcfleet.reconcile.schema import fleetconfig_schema, schema_problems
 
@@ -52,7 +52,7 @@ def _pool(doc: JSON, names: Mapping[str, str]) -> Spec:
         kind=doc["kind"],
         owner=doc.get("owner") or ROOT_TENANT,
         gpu_model=doc.get("gpuModel"),
-        overcommit=normalize_overcommit(policy.get("overcommit")),
+        overcommit=shown_overcommit(policy.get("overcommit")),
         host_reserve=normalize_host_reserve(policy.get("hostReserve")),
         provider_account=names.get(account, account) if account else None,
     )

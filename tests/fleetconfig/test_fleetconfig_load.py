@@ -353,12 +353,12 @@ BROKEN = [
         id="misspelt-host-field",
     ),
     pytest.param(
-        doc("pools:\n  - {name: p, kind: vps-host, policy: {overcommit: {vcpu: 0}}}\n"),
+        doc("pools:\n  - {name: p, kind: vps-host, policy: {overcommit: {vcpu: .inf}}}\n"),
         4,
         59,
         "$.pools[0].policy.overcommit.vcpu",
-        "less than the minimum of 0.1",
-        id="overcommit-must-be-at-least-0.1",
+        "expected a finite number, got inf",
+        id="overcommit-must-be-finite",
     ),
     pytest.param(
         doc(
@@ -556,24 +556,34 @@ def test_the_host_reserve_default_can_come_from_settings() -> None:
 
 
 @pytest.mark.parametrize(
-    ("given", "problem"),
+    ("given", "kept", "notice"),
     [
-        pytest.param(500, "500 is greater than the maximum of 100", id="above-100-is-refused"),
-        pytest.param(0.01, "0.01 is less than the minimum of 0.1", id="below-0.1-is-refused"),
-        pytest.param(".nan", "expected a finite number, got nan", id="nan-is-refused"),
+        pytest.param(500, 100, "you entered 500, so we keep 100", id="above-100-keeps-100"),
+        pytest.param(0.01, 0.1, "you entered 0.01, so we keep 0.1", id="below-0.1-keeps-0.1"),
     ],
 )
-def test_overcommit_out_of_range_is_an_error_at_its_place(given: str, problem: str) -> None:
+def test_overcommit_out_of_range_is_clamped_with_a_warning_at_its_place(
+    given: float, kept: float, notice: str
+) -> None:
+    fleet = load_fleetconfig_text(
+        doc(f"pools:\n  - {{name: p, kind: vps-host, policy: {{overcommit: {{vcpu: {given}}}}}}}\n")
+    )
+    assert fleet.pools[0].overcommit.vcpu == kept
+    (warning,) = fleet.warnings
+    assert warning.path == "$.pools[0].policy.overcommit.vcpu"
+    assert (warning.line, warning.column) == (4, 59)
+    assert notice in warning.message
+
+
+def test_overcommit_that_is_not_finite_is_an_error_at_its_place() -> None:
     with pytest.raises(InvalidInputError) as caught:
         load_fleetconfig_text(
-            doc(
-                f"pools:\n  - {{name: p, kind: vps-host, policy: {{overcommit: {{vcpu: {given}}}}}}}\n"
-            )
+            doc("pools:\n  - {name: p, kind: vps-host, policy: {overcommit: {vcpu: .nan}}}\n")
         )
     (error,) = caught.value.details["errors"]
     assert error["path"] == "$.pools[0].policy.overcommit.vcpu"
     assert (error["line"], error["column"]) == (4, 59)
-    assert problem in error["message"]
+    assert "expected a finite number, got nan" in error["message"]
 
 
 def test_overcommit_in_range_is_kept() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from rich.text import Text
 
-from bcfleet.reconcile.model import normalize_overcommit
+from bcfleet.reconcile.model import shown_overcommit
 from bcfleet.tui.actions import actions_for
 from bcfleet.tui.format import DASH, DIM_DASH, Cell, age, croppable, ratio_text, usage_cell
 from bcfleet.tui.screens.objects import ObjectsView, key_of
@@ -25,7 +25,7 @@ def _words(values: Any) -> str:
 
 
 def pool_row(pool: Mapping[str, Any], now: datetime) -> Row:
-    over = normalize_overcommit((pool.get("policy") or {}).get("overcommit"))
+    over = shown_overcommit((pool.get("policy") or {}).get("overcommit"))
     ratios = f"×{ratio_text(over.vcpu)}/{ratio_text(over.memory_gib)}/{ratio_text(over.disk_gib)}"
     since, seconds = age(pool.get("createdAt"), now, short=True)
     offered = _words(pool.get("offeredTo"))
