@@ -4,17 +4,19 @@ The arithmetic is bcfleet.domain.usage's, done by the database on integers so
 that one INSERT … SELECT meters tens of thousands of subjects: times become
 microseconds since the epoch, and a window's quantity in millionths is
 
-    rhe(rate × (piece_end − origin)) − rhe(rate × (piece_start − origin))
+    rhe(base + rate × (piece_end − origin)) − rhe(base + rate × (piece_start − origin))
 
-where origin is the subject's start, rhe(n) rounds n / 3600 half to even, and
+summed over the pieces of the window, where origin is the subject's start (for a resized
+instance, the start of the claim period), base what it counted before origin (0 but after a
+resize), rhe(n) rounds n / 3600 half to even, and
 rates are whole units per hour (flavor shapes, GPU counts, 1 credit). That is
 round_quantity(rate × hours) of the domain, so the SQL and usage_records()
 agree to the millionth (the tests compare them).
 
 Subjects (documents 000, 003, 004):
-- hosted instances, from their allocation's starts_at until released_at:
+- hosted instances, from their allocation's starts_at until released_at, stopped or not:
   vps.vcpu.hours and vps.memory.gib.hours (the allocation's claims, else the
-  instance's shape) and gpu.<model>.hours (the shape's gpus, else its bookings);
+  instance's shape; before a resize, the claims its claim_periods row kept) and gpu.<model>.hours (the shape's gpus, else its bookings);
 - instances of an instance size (purpose spare, and service once a spare is
   taken): credits, 1 per instance-hour, instead of the vps meters;
 - reservations, from activated_at until released_at or ends_at, whichever is
@@ -50,6 +52,7 @@ from sqlalchemy import (
     or_,
     select,
     text,
+    true,
     type_coerce,
     union_all,
 )
@@ -61,7 +64,7 @@ from sqlmodel import Session
 
 from bcfleet.domain.states import PoolKind, ReservationState
 from bcfleet.domain.usage import METER_CREDITS, METER_MEMORY, METER_VCPU, WINDOW
-from bcfleet.store.models import Allocation, Booking, Instance, Pool, Reservation
+from bcfleet.store.models import Allocation, Booking, ClaimPeriod, Instance, Pool, Reservation
 from bcfleet.store.models.usage import DeadLetter, UsageWindow
 from bcfleet.store.types import UTCDateTime
 
@@ -174,7 +177,9 @@ def _columns(
     rate: ColumnElement[Any],
     start_us: ColumnElement[Any],
     end_us: ColumnElement[Any],
+    base: ColumnElement[Any] | None = None,
 ) -> list[ColumnElement[Any]]:
+    """A subject's row; base is rate × µs it counted before start_us (earlier claim periods)."""
     return [
         subject_id.label("subject_id"),
         literal(kind, String()).label("subject_kind"),
@@ -184,6 +189,7 @@ def _columns(
         cast(rate, BigInteger()).label("rate"),
         start_us.label("start_us"),
         end_us.label("end_us"),
+        cast(literal(0) if base is None else base, BigInteger()).label("base"),
     ]
 
 
@@ -222,12 +228,84 @@ def _instance_branches(batch_start: datetime, batch_end: datetime) -> list[Branc
     memory = func.coalesce(
         a.c.claims["memoryGiB"].as_integer(), i.c.shape["memoryGiB"].as_integer()
     )
+    # After a resize, the current claims hold from the last claim period's end, and the
+    # periods before it count at their own claims (_period_branches).
+    past = _periods_by_allocation()
+    since = epoch_us(func.coalesce(past.c.last_end, a.c.starts_at))
+    resized = joined.outerjoin(past, past.c.allocation_id == a.c.id)
+
+    def current(meter: str, rate: Any, base: ColumnElement[Any]) -> Branch:
+        columns = _columns(
+            i.c.id, "instance", a.c.tenant_id, a.c.pool_id, literal(meter, String()), rate,
+            since, end_us, func.coalesce(base, 0),
+        )  # fmt: skip
+        query = select(*columns).select_from(resized).where(*live, tenant_purpose)
+        return Branch(query, literal(meter, String()), meter, i.c.id, "instance", a.c.tenant_id)
+
     return [
-        branch(METER_VCPU, vcpu, tenant_purpose),
-        branch(METER_MEMORY, memory, tenant_purpose),
+        current(METER_VCPU, vcpu, past.c.vcpu_us),
+        current(METER_MEMORY, memory, past.c.memory_us),
+        *_period_branches(batch_start, batch_end),
         branch(gpu_meter, gpus, and_(tenant_purpose, gpus > 0)),
         branch(METER_CREDITS, literal(1), i.c.purpose.in_(SIZED_PURPOSES)),
     ]
+
+
+def _periods_by_allocation() -> Any:
+    """Per resized allocation: when its last claim period ended, and rate × µs of all of them."""
+    cp = _table(ClaimPeriod, "cp")
+    span = epoch_us(cp.c.ended_at) - epoch_us(cp.c.started_at)
+    return (
+        select(
+            cp.c.allocation_id,
+            func.max(cp.c.ended_at).label("last_end"),
+            func.sum(cp.c.vcpu * span).label("vcpu_us"),
+            func.sum(cp.c.memory_gib * span).label("memory_us"),
+        )
+        .group_by(cp.c.allocation_id)
+        .subquery("past")
+    )
+
+
+def _period_branches(batch_start: datetime, batch_end: datetime) -> list[Branch]:
+    """Hosted instances' earlier claim periods (a resize ended each) touching the batch."""
+    cp, a, i, p = (
+        _table(ClaimPeriod, "cp"), _table(Allocation, "a"), _table(Instance, "i"),
+        _table(Pool, "p"),
+    )  # fmt: skip
+    earlier = _table(ClaimPeriod, "cp_before")
+    earlier_span = epoch_us(earlier.c.ended_at) - epoch_us(earlier.c.started_at)
+    joined = (
+        cp.join(a, a.c.id == cp.c.allocation_id)
+        .join(i, i.c.id == a.c.consumer_id)
+        .join(p, p.c.id == a.c.pool_id)
+    )
+    where = [
+        a.c.consumer_kind == "instance",
+        p.c.kind == PoolKind.VPS_HOST,
+        i.c.purpose.not_in(SIZED_PURPOSES),
+        cp.c.started_at < type_coerce(batch_end, UTCDateTime()),
+        cp.c.ended_at > type_coerce(batch_start, UTCDateTime()),
+    ]
+    result = []
+    for meter, column in ((METER_VCPU, "vcpu"), (METER_MEMORY, "memory_gib")):
+        base = (
+            select(func.coalesce(func.sum(earlier.c[column] * earlier_span), 0))
+            .where(
+                earlier.c.allocation_id == cp.c.allocation_id,
+                earlier.c.ended_at <= cp.c.started_at,
+            )
+            .scalar_subquery()
+        )
+        columns = _columns(
+            i.c.id, "instance", a.c.tenant_id, a.c.pool_id, literal(meter, String()),
+            cp.c[column], epoch_us(cp.c.started_at), epoch_us(cp.c.ended_at), base,
+        )  # fmt: skip
+        query = select(*columns).select_from(joined).where(*where)
+        result.append(
+            Branch(query, literal(meter, String()), meter, i.c.id, "instance", a.c.tenant_id)
+        )
+    return result
 
 
 def _reservation_branch(batch_start: datetime, batch_end: datetime) -> Branch:
@@ -336,8 +414,12 @@ def _pieces(queries: Sequence[Select[Any]], windows: Sequence[datetime]) -> Any:
             subjects.c.pool_id,
             subjects.c.meter,
             w.c.ws.label("window_start"),
-            (subjects.c.rate * (piece_start - subjects.c.start_us)).label("n_before"),
-            (subjects.c.rate * (piece_end - subjects.c.start_us)).label("n_after"),
+            (subjects.c.base + subjects.c.rate * (piece_start - subjects.c.start_us)).label(
+                "n_before"
+            ),
+            (subjects.c.base + subjects.c.rate * (piece_end - subjects.c.start_us)).label(
+                "n_after"
+            ),
         )
         .select_from(subjects)
         .join(
@@ -348,14 +430,29 @@ def _pieces(queries: Sequence[Select[Any]], windows: Sequence[datetime]) -> Any:
             ),
         )
         .where(subjects.c.rate > 0)
+        .subquery("piece")
+    )
+    # A window that a resize split has a piece per claim period; its quantity is their sum,
+    # which telescopes to rhe(at its end) − rhe(at its start) as base carries the count on.
+    keys = [
+        inner.c.subject_id,
+        inner.c.subject_kind,
+        inner.c.tenant_id,
+        inner.c.pool_id,
+        inner.c.meter,
+        inner.c.window_start,
+    ]
+    millionths = func.sum(_rhe(inner.c.n_after) - _rhe(inner.c.n_before))
+    return (
+        select(*keys, millionths.label("millionths"))
+        .where(inner.c.n_after > inner.c.n_before)
+        .group_by(*keys)
         .subquery("pieces")
     )
-    return inner
 
 
 def _quantity(pieces: Any) -> ColumnElement[Any]:
-    millionths = _rhe(pieces.c.n_after) - _rhe(pieces.c.n_before)
-    return cast(millionths, Numeric(20, 6)) / literal_column("1000000.0")
+    return cast(pieces.c.millionths, Numeric(20, 6)) / literal_column("1000000.0")
 
 
 def _execute_insert(session: Session, statement: Any) -> int:
@@ -390,7 +487,7 @@ def insert_billed(
         pieces.c.window_start,
         _quantity(pieces),
         type_coerce(now, UTCDateTime()),
-    ).where(pieces.c.n_after > pieces.c.n_before)
+    ).where(true())  # SQLite parses INSERT … SELECT … ON CONFLICT only after a WHERE
     names = [*_TARGET, "created_at"]
     statement = _insert(session, UsageWindow).from_select(names, rows)
     return _execute_insert(session, statement.on_conflict_do_nothing(index_elements=list(KEY)))
@@ -418,7 +515,7 @@ def insert_dead(
         _quantity(pieces),
         reason,
         type_coerce(now, UTCDateTime()),
-    ).where(pieces.c.n_after > pieces.c.n_before)
+    ).where(true())  # SQLite parses INSERT … SELECT … ON CONFLICT only after a WHERE
     names = [*_TARGET, "reason", "created_at"]
     statement = _insert(session, DeadLetter).from_select(names, rows)
     return _execute_insert(session, statement.on_conflict_do_nothing(index_elements=list(KEY)))
