@@ -178,8 +178,10 @@ def _columns(
     start_us: ColumnElement[Any],
     end_us: ColumnElement[Any],
     base: ColumnElement[Any] | None = None,
+    resized: ColumnElement[Any] | None = None,
 ) -> list[ColumnElement[Any]]:
-    """A subject's row; base is rate × µs it counted before start_us (earlier claim periods)."""
+    """A subject's row; base is rate × µs it counted before start_us (earlier claim periods),
+    resized 1 when its windows may be split into pieces (it has claim periods)."""
     return [
         subject_id.label("subject_id"),
         literal(kind, String()).label("subject_kind"),
@@ -190,10 +192,13 @@ def _columns(
         start_us.label("start_us"),
         end_us.label("end_us"),
         cast(literal(0) if base is None else base, BigInteger()).label("base"),
+        (literal(0) if resized is None else resized).label("resized"),
     ]
 
 
-def _instance_branches(batch_start: datetime, batch_end: datetime) -> list[Branch]:
+def _instance_branches(
+    batch_start: datetime, batch_end: datetime, resized_fleet: bool
+) -> list[Branch]:
     a, i, p = _table(Allocation, "a"), _table(Instance, "i"), _table(Pool, "p")
     start_us = epoch_us(a.c.starts_at)
     end_us = epoch_us(_least(a.c.released_at, a.c.ends_at))
@@ -230,41 +235,36 @@ def _instance_branches(batch_start: datetime, batch_end: datetime) -> list[Branc
     )
     # After a resize, the current claims hold from the last claim period's end, and the
     # periods before it count at their own claims (_period_branches).
-    past = _periods_by_allocation()
-    since = epoch_us(func.coalesce(past.c.last_end, a.c.starts_at))
-    resized = joined.outerjoin(past, past.c.allocation_id == a.c.id)
+    if not resized_fleet:
+        return [
+            branch(METER_VCPU, vcpu, tenant_purpose),
+            branch(METER_MEMORY, memory, tenant_purpose),
+            branch(gpu_meter, gpus, and_(tenant_purpose, gpus > 0)),
+            branch(METER_CREDITS, literal(1), i.c.purpose.in_(SIZED_PURPOSES)),
+        ]
+    past = _table(ClaimPeriod, "past")
+    of_this = past.c.allocation_id == a.c.id
+    last_end = select(func.max(past.c.ended_at)).where(of_this).scalar_subquery()
+    since = epoch_us(func.coalesce(last_end, a.c.starts_at))
+    resized = case((select(past.c.id).where(of_this).exists(), 1), else_=0)
 
-    def current(meter: str, rate: Any, base: ColumnElement[Any]) -> Branch:
+    def current(meter: str, rate: Any, column: str) -> Branch:
+        span = epoch_us(past.c.ended_at) - epoch_us(past.c.started_at)
+        base = select(func.coalesce(func.sum(past.c[column] * span), 0)).where(of_this)
         columns = _columns(
             i.c.id, "instance", a.c.tenant_id, a.c.pool_id, literal(meter, String()), rate,
-            since, end_us, func.coalesce(base, 0),
+            since, end_us, base.scalar_subquery(), resized,
         )  # fmt: skip
-        query = select(*columns).select_from(resized).where(*live, tenant_purpose)
+        query = select(*columns).select_from(joined).where(*live, tenant_purpose)
         return Branch(query, literal(meter, String()), meter, i.c.id, "instance", a.c.tenant_id)
 
     return [
-        current(METER_VCPU, vcpu, past.c.vcpu_us),
-        current(METER_MEMORY, memory, past.c.memory_us),
+        current(METER_VCPU, vcpu, "vcpu"),
+        current(METER_MEMORY, memory, "memory_gib"),
         *_period_branches(batch_start, batch_end),
         branch(gpu_meter, gpus, and_(tenant_purpose, gpus > 0)),
         branch(METER_CREDITS, literal(1), i.c.purpose.in_(SIZED_PURPOSES)),
     ]
-
-
-def _periods_by_allocation() -> Any:
-    """Per resized allocation: when its last claim period ended, and rate × µs of all of them."""
-    cp = _table(ClaimPeriod, "cp")
-    span = epoch_us(cp.c.ended_at) - epoch_us(cp.c.started_at)
-    return (
-        select(
-            cp.c.allocation_id,
-            func.max(cp.c.ended_at).label("last_end"),
-            func.sum(cp.c.vcpu * span).label("vcpu_us"),
-            func.sum(cp.c.memory_gib * span).label("memory_us"),
-        )
-        .group_by(cp.c.allocation_id)
-        .subquery("past")
-    )
 
 
 def _period_branches(batch_start: datetime, batch_end: datetime) -> list[Branch]:
@@ -299,7 +299,7 @@ def _period_branches(batch_start: datetime, batch_end: datetime) -> list[Branch]
         )
         columns = _columns(
             i.c.id, "instance", a.c.tenant_id, a.c.pool_id, literal(meter, String()),
-            cp.c[column], epoch_us(cp.c.started_at), epoch_us(cp.c.ended_at), base,
+            cp.c[column], epoch_us(cp.c.started_at), epoch_us(cp.c.ended_at), base, literal(1),
         )  # fmt: skip
         query = select(*columns).select_from(joined).where(*where)
         result.append(
@@ -340,10 +340,30 @@ def _reservation_branch(batch_start: datetime, batch_end: datetime) -> Branch:
     return Branch(query, meter, None, r.c.id, "reservation", r.c.tenant_id)
 
 
-def branches(batch_start: datetime, batch_end: datetime) -> list[Branch]:
-    """Every kind of metered subject live at some time in [batch_start, batch_end)."""
+def any_resized(session: Session, batch_start: datetime) -> bool:
+    """Whether an allocation live after batch_start has claim periods (was resized)."""
+    cp, a = _table(ClaimPeriod, "cp"), _table(Allocation, "a")
+    query = (
+        select(cp.c.id)
+        .select_from(cp.join(a, a.c.id == cp.c.allocation_id))
+        .where(
+            or_(
+                a.c.released_at.is_(None), a.c.released_at > type_coerce(batch_start, UTCDateTime())
+            )
+        )
+        .limit(1)
+    )
+    return session.execute(query).first() is not None
+
+
+def branches(batch_start: datetime, batch_end: datetime, *, resized: bool = True) -> list[Branch]:
+    """Every kind of metered subject live at some time in [batch_start, batch_end).
+
+    resized False (any_resized found no claim periods in play) leaves the claim-period
+    reads out, so a fleet without resizes meters at the cost it always had.
+    """
     return [
-        *_instance_branches(batch_start, batch_end),
+        *_instance_branches(batch_start, batch_end, resized),
         _reservation_branch(batch_start, batch_end),
     ]
 
@@ -406,49 +426,32 @@ def _pieces(queries: Sequence[Select[Any]], windows: Sequence[datetime]) -> Any:
         (and_(subjects.c.end_us.is_not(None), subjects.c.end_us < ws_end), subjects.c.end_us),
         else_=ws_end,
     )
-    inner = (
-        select(
-            subjects.c.subject_id,
-            subjects.c.subject_kind,
-            subjects.c.tenant_id,
-            subjects.c.pool_id,
-            subjects.c.meter,
-            w.c.ws.label("window_start"),
-            (subjects.c.base + subjects.c.rate * (piece_start - subjects.c.start_us)).label(
-                "n_before"
-            ),
-            (subjects.c.base + subjects.c.rate * (piece_end - subjects.c.start_us)).label(
-                "n_after"
-            ),
-        )
-        .select_from(subjects)
-        .join(
-            w,
-            and_(
-                subjects.c.start_us < ws_end,
-                or_(subjects.c.end_us.is_(None), subjects.c.end_us > w.c.ws_us),
-            ),
-        )
-        .where(subjects.c.rate > 0)
-        .subquery("piece")
+    n_before = subjects.c.base + subjects.c.rate * (piece_start - subjects.c.start_us)
+    n_after = subjects.c.base + subjects.c.rate * (piece_end - subjects.c.start_us)
+    keys = [
+        subjects.c.subject_id,
+        subjects.c.subject_kind,
+        subjects.c.tenant_id,
+        subjects.c.pool_id,
+        subjects.c.meter,
+        w.c.ws.label("window_start"),
+    ]
+    overlap = and_(
+        subjects.c.start_us < ws_end,
+        or_(subjects.c.end_us.is_(None), subjects.c.end_us > w.c.ws_us),
     )
+    counted = [subjects.c.rate > 0, n_after > n_before]
+
+    def pieces(millionths: ColumnElement[Any], resized: int) -> Select[Any]:
+        query = select(*keys, millionths.label("millionths")).select_from(subjects).join(w, overlap)
+        return query.where(*counted, subjects.c.resized == resized)
+
     # A window that a resize split has a piece per claim period; its quantity is their sum,
     # which telescopes to rhe(at its end) − rhe(at its start) as base carries the count on.
-    keys = [
-        inner.c.subject_id,
-        inner.c.subject_kind,
-        inner.c.tenant_id,
-        inner.c.pool_id,
-        inner.c.meter,
-        inner.c.window_start,
-    ]
-    millionths = func.sum(_rhe(inner.c.n_after) - _rhe(inner.c.n_before))
-    return (
-        select(*keys, millionths.label("millionths"))
-        .where(inner.c.n_after > inner.c.n_before)
-        .group_by(*keys)
-        .subquery("pieces")
-    )
+    # Only resized subjects are grouped, so the tick costs the same for the others.
+    whole = pieces(_rhe(n_after) - _rhe(n_before), 0)
+    split = pieces(func.sum(_rhe(n_after) - _rhe(n_before)), 1).group_by(*keys)
+    return union_all(whole, split).subquery("pieces")
 
 
 def _quantity(pieces: Any) -> ColumnElement[Any]:
