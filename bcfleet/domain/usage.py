@@ -22,7 +22,6 @@ depends only on the interval and the window, never on when it is computed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -234,16 +233,70 @@ class UsageRecord:
         return (self.subject, self.meter, self.window_start)
 
 
-def _records(
-    subject: str, rates: tuple[MeterRate, ...], origin: datetime, pieces: tuple[WindowPiece, ...]
-) -> Iterator[UsageRecord]:
+@dataclass(frozen=True)
+class ShapePeriod:
+    """The rates a subject counts from `start` until the next period's start (a resize)."""
+
+    start: datetime
+    rates: tuple[MeterRate, ...]
+
+
+def _meters(periods: tuple[ShapePeriod, ...]) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for period in periods:
+        for rate in period.rates:
+            seen.setdefault(rate.meter, None)
+    return tuple(seen)
+
+
+def _cumulative(periods: tuple[ShapePeriod, ...], meter: str, at: datetime) -> Fraction:
+    """What `meter` counted exactly from the first period's start until `at`."""
+    total = Fraction(0)
+    for index, period in enumerate(periods):
+        if at <= period.start:
+            break
+        following = periods[index + 1].start if index + 1 < len(periods) else at
+        held = hours(min(following, at) - period.start)
+        total += sum((r.per_hour * held for r in period.rates if r.meter == meter), Fraction(0))
+    return total
+
+
+def _ordered(periods: tuple[ShapePeriod, ...]) -> tuple[ShapePeriod, ...]:
+    if not periods:
+        raise InvalidInputError("a metered subject needs at least one shape period")
+    ordered = tuple(ShapePeriod(_utc(p.start, "start"), p.rates) for p in periods)
+    if any(
+        later.start <= earlier.start for earlier, later in zip(ordered, ordered[1:], strict=False)
+    ):
+        raise InvalidInputError("shape periods must start in increasing order")
+    return ordered
+
+
+def period_usage_records(
+    subject: str,
+    periods: tuple[ShapePeriod, ...],
+    end: datetime | None,
+    *,
+    until: datetime,
+    since: datetime | None = None,
+) -> tuple[UsageRecord, ...]:
+    """The closed usage windows of a subject whose shape changed at each period's start.
+
+    A window a change falls in is split there: each part counts at its own rates. Quantities
+    are counted from the first period's start, so the windows add up to the exact total
+    rounded once, and a window is the rounded count at its end minus that at its start.
+    One record per closed window and meter, ordered by window, then by meter as first listed.
+    """
+    ordered = _ordered(periods)
+    meters = _meters(ordered)
+    pieces = closed_pieces(ordered[0].start, end, until=until, since=since)
+    records = []
     for piece in pieces:
-        before, after = hours(piece.start - origin), hours(piece.end - origin)
-        for rate in rates:
-            quantity = round_quantity(rate.per_hour * after) - round_quantity(
-                rate.per_hour * before
-            )
-            yield UsageRecord(subject, rate.meter, piece.window_start, quantity)
+        for meter in meters:
+            after = round_quantity(_cumulative(ordered, meter, piece.end))
+            before = round_quantity(_cumulative(ordered, meter, piece.start))
+            records.append(UsageRecord(subject, meter, piece.window_start, after - before))
+    return tuple(records)
 
 
 def usage_records(
@@ -260,6 +313,6 @@ def usage_records(
     One record per closed window and meter, ordered by window then by meter
     as `rates` lists them.
     """
-    origin = _utc(start, "start")
-    pieces = closed_pieces(origin, end, until=until, since=since)
-    return tuple(_records(subject, rates, origin, pieces))
+    return period_usage_records(
+        subject, (ShapePeriod(start, rates),), end, until=until, since=since
+    )

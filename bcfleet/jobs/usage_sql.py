@@ -4,17 +4,19 @@ The arithmetic is bcfleet.domain.usage's, done by the database on integers so
 that one INSERT … SELECT meters tens of thousands of subjects: times become
 microseconds since the epoch, and a window's quantity in millionths is
 
-    rhe(rate × (piece_end − origin)) − rhe(rate × (piece_start − origin))
+    rhe(base + rate × (piece_end − origin)) − rhe(base + rate × (piece_start − origin))
 
-where origin is the subject's start, rhe(n) rounds n / 3600 half to even, and
+summed over the pieces of the window, where origin is the subject's start (for a resized
+instance, the start of the claim period), base what it counted before origin (0 but after a
+resize), rhe(n) rounds n / 3600 half to even, and
 rates are whole units per hour (flavor shapes, GPU counts, 1 credit). That is
 round_quantity(rate × hours) of the domain, so the SQL and usage_records()
 agree to the millionth (the tests compare them).
 
 Subjects (documents 000, 003, 004):
-- hosted instances, from their allocation's starts_at until released_at:
+- hosted instances, from their allocation's starts_at until released_at, stopped or not:
   vps.vcpu.hours and vps.memory.gib.hours (the allocation's claims, else the
-  instance's shape) and gpu.<model>.hours (the shape's gpus, else its bookings);
+  instance's shape; before a resize, the claims its claim_periods row kept) and gpu.<model>.hours (the shape's gpus, else its bookings);
 - instances of an instance size (purpose spare, and service once a spare is
   taken): credits, 1 per instance-hour, instead of the vps meters;
 - reservations, from activated_at until released_at or ends_at, whichever is
@@ -50,6 +52,7 @@ from sqlalchemy import (
     or_,
     select,
     text,
+    true,
     type_coerce,
     union_all,
 )
@@ -61,7 +64,7 @@ from sqlmodel import Session
 
 from bcfleet.domain.states import PoolKind, ReservationState
 from bcfleet.domain.usage import METER_CREDITS, METER_MEMORY, METER_VCPU, WINDOW
-from bcfleet.store.models import Allocation, Booking, Instance, Pool, Reservation
+from bcfleet.store.models import Allocation, Booking, ClaimPeriod, Instance, Pool, Reservation
 from bcfleet.store.models.usage import DeadLetter, UsageWindow
 from bcfleet.store.types import UTCDateTime
 
@@ -174,7 +177,11 @@ def _columns(
     rate: ColumnElement[Any],
     start_us: ColumnElement[Any],
     end_us: ColumnElement[Any],
+    base: ColumnElement[Any] | None = None,
+    resized: ColumnElement[Any] | None = None,
 ) -> list[ColumnElement[Any]]:
+    """A subject's row; base is rate × µs it counted before start_us (earlier claim periods),
+    resized 1 when its windows may be split into pieces (it has claim periods)."""
     return [
         subject_id.label("subject_id"),
         literal(kind, String()).label("subject_kind"),
@@ -184,10 +191,14 @@ def _columns(
         cast(rate, BigInteger()).label("rate"),
         start_us.label("start_us"),
         end_us.label("end_us"),
+        cast(literal(0) if base is None else base, BigInteger()).label("base"),
+        (literal(0) if resized is None else resized).label("resized"),
     ]
 
 
-def _instance_branches(batch_start: datetime, batch_end: datetime) -> list[Branch]:
+def _instance_branches(
+    batch_start: datetime, batch_end: datetime, resized_fleet: bool
+) -> list[Branch]:
     a, i, p = _table(Allocation, "a"), _table(Instance, "i"), _table(Pool, "p")
     start_us = epoch_us(a.c.starts_at)
     end_us = epoch_us(_least(a.c.released_at, a.c.ends_at))
@@ -222,12 +233,79 @@ def _instance_branches(batch_start: datetime, batch_end: datetime) -> list[Branc
     memory = func.coalesce(
         a.c.claims["memoryGiB"].as_integer(), i.c.shape["memoryGiB"].as_integer()
     )
+    # After a resize, the current claims hold from the last claim period's end, and the
+    # periods before it count at their own claims (_period_branches).
+    if not resized_fleet:
+        return [
+            branch(METER_VCPU, vcpu, tenant_purpose),
+            branch(METER_MEMORY, memory, tenant_purpose),
+            branch(gpu_meter, gpus, and_(tenant_purpose, gpus > 0)),
+            branch(METER_CREDITS, literal(1), i.c.purpose.in_(SIZED_PURPOSES)),
+        ]
+    past = _table(ClaimPeriod, "past")
+    of_this = past.c.allocation_id == a.c.id
+    last_end = select(func.max(past.c.ended_at)).where(of_this).scalar_subquery()
+    since = epoch_us(func.coalesce(last_end, a.c.starts_at))
+    resized = case((select(past.c.id).where(of_this).exists(), 1), else_=0)
+
+    def current(meter: str, rate: Any, column: str) -> Branch:
+        span = epoch_us(past.c.ended_at) - epoch_us(past.c.started_at)
+        base = select(func.coalesce(func.sum(past.c[column] * span), 0)).where(of_this)
+        columns = _columns(
+            i.c.id, "instance", a.c.tenant_id, a.c.pool_id, literal(meter, String()), rate,
+            since, end_us, base.scalar_subquery(), resized,
+        )  # fmt: skip
+        query = select(*columns).select_from(joined).where(*live, tenant_purpose)
+        return Branch(query, literal(meter, String()), meter, i.c.id, "instance", a.c.tenant_id)
+
     return [
-        branch(METER_VCPU, vcpu, tenant_purpose),
-        branch(METER_MEMORY, memory, tenant_purpose),
+        current(METER_VCPU, vcpu, "vcpu"),
+        current(METER_MEMORY, memory, "memory_gib"),
+        *_period_branches(batch_start, batch_end),
         branch(gpu_meter, gpus, and_(tenant_purpose, gpus > 0)),
         branch(METER_CREDITS, literal(1), i.c.purpose.in_(SIZED_PURPOSES)),
     ]
+
+
+def _period_branches(batch_start: datetime, batch_end: datetime) -> list[Branch]:
+    """Hosted instances' earlier claim periods (a resize ended each) touching the batch."""
+    cp, a, i, p = (
+        _table(ClaimPeriod, "cp"), _table(Allocation, "a"), _table(Instance, "i"),
+        _table(Pool, "p"),
+    )  # fmt: skip
+    earlier = _table(ClaimPeriod, "cp_before")
+    earlier_span = epoch_us(earlier.c.ended_at) - epoch_us(earlier.c.started_at)
+    joined = (
+        cp.join(a, a.c.id == cp.c.allocation_id)
+        .join(i, i.c.id == a.c.consumer_id)
+        .join(p, p.c.id == a.c.pool_id)
+    )
+    where = [
+        a.c.consumer_kind == "instance",
+        p.c.kind == PoolKind.VPS_HOST,
+        i.c.purpose.not_in(SIZED_PURPOSES),
+        cp.c.started_at < type_coerce(batch_end, UTCDateTime()),
+        cp.c.ended_at > type_coerce(batch_start, UTCDateTime()),
+    ]
+    result = []
+    for meter, column in ((METER_VCPU, "vcpu"), (METER_MEMORY, "memory_gib")):
+        base = (
+            select(func.coalesce(func.sum(earlier.c[column] * earlier_span), 0))
+            .where(
+                earlier.c.allocation_id == cp.c.allocation_id,
+                earlier.c.ended_at <= cp.c.started_at,
+            )
+            .scalar_subquery()
+        )
+        columns = _columns(
+            i.c.id, "instance", a.c.tenant_id, a.c.pool_id, literal(meter, String()),
+            cp.c[column], epoch_us(cp.c.started_at), epoch_us(cp.c.ended_at), base, literal(1),
+        )  # fmt: skip
+        query = select(*columns).select_from(joined).where(*where)
+        result.append(
+            Branch(query, literal(meter, String()), meter, i.c.id, "instance", a.c.tenant_id)
+        )
+    return result
 
 
 def _reservation_branch(batch_start: datetime, batch_end: datetime) -> Branch:
@@ -262,10 +340,30 @@ def _reservation_branch(batch_start: datetime, batch_end: datetime) -> Branch:
     return Branch(query, meter, None, r.c.id, "reservation", r.c.tenant_id)
 
 
-def branches(batch_start: datetime, batch_end: datetime) -> list[Branch]:
-    """Every kind of metered subject live at some time in [batch_start, batch_end)."""
+def any_resized(session: Session, batch_start: datetime) -> bool:
+    """Whether an allocation live after batch_start has claim periods (was resized)."""
+    cp, a = _table(ClaimPeriod, "cp"), _table(Allocation, "a")
+    query = (
+        select(cp.c.id)
+        .select_from(cp.join(a, a.c.id == cp.c.allocation_id))
+        .where(
+            or_(
+                a.c.released_at.is_(None), a.c.released_at > type_coerce(batch_start, UTCDateTime())
+            )
+        )
+        .limit(1)
+    )
+    return session.execute(query).first() is not None
+
+
+def branches(batch_start: datetime, batch_end: datetime, *, resized: bool = True) -> list[Branch]:
+    """Every kind of metered subject live at some time in [batch_start, batch_end).
+
+    resized False (any_resized found no claim periods in play) leaves the claim-period
+    reads out, so a fleet without resizes meters at the cost it always had.
+    """
     return [
-        *_instance_branches(batch_start, batch_end),
+        *_instance_branches(batch_start, batch_end, resized),
         _reservation_branch(batch_start, batch_end),
     ]
 
@@ -328,34 +426,36 @@ def _pieces(queries: Sequence[Select[Any]], windows: Sequence[datetime]) -> Any:
         (and_(subjects.c.end_us.is_not(None), subjects.c.end_us < ws_end), subjects.c.end_us),
         else_=ws_end,
     )
-    inner = (
-        select(
-            subjects.c.subject_id,
-            subjects.c.subject_kind,
-            subjects.c.tenant_id,
-            subjects.c.pool_id,
-            subjects.c.meter,
-            w.c.ws.label("window_start"),
-            (subjects.c.rate * (piece_start - subjects.c.start_us)).label("n_before"),
-            (subjects.c.rate * (piece_end - subjects.c.start_us)).label("n_after"),
-        )
-        .select_from(subjects)
-        .join(
-            w,
-            and_(
-                subjects.c.start_us < ws_end,
-                or_(subjects.c.end_us.is_(None), subjects.c.end_us > w.c.ws_us),
-            ),
-        )
-        .where(subjects.c.rate > 0)
-        .subquery("pieces")
+    n_before = subjects.c.base + subjects.c.rate * (piece_start - subjects.c.start_us)
+    n_after = subjects.c.base + subjects.c.rate * (piece_end - subjects.c.start_us)
+    keys = [
+        subjects.c.subject_id,
+        subjects.c.subject_kind,
+        subjects.c.tenant_id,
+        subjects.c.pool_id,
+        subjects.c.meter,
+        w.c.ws.label("window_start"),
+    ]
+    overlap = and_(
+        subjects.c.start_us < ws_end,
+        or_(subjects.c.end_us.is_(None), subjects.c.end_us > w.c.ws_us),
     )
-    return inner
+    counted = [subjects.c.rate > 0, n_after > n_before]
+
+    def pieces(millionths: ColumnElement[Any], resized: int) -> Select[Any]:
+        query = select(*keys, millionths.label("millionths")).select_from(subjects).join(w, overlap)
+        return query.where(*counted, subjects.c.resized == resized)
+
+    # A window that a resize split has a piece per claim period; its quantity is their sum,
+    # which telescopes to rhe(at its end) − rhe(at its start) as base carries the count on.
+    # Only resized subjects are grouped, so the tick costs the same for the others.
+    whole = pieces(_rhe(n_after) - _rhe(n_before), 0)
+    split = pieces(func.sum(_rhe(n_after) - _rhe(n_before)), 1).group_by(*keys)
+    return union_all(whole, split).subquery("pieces")
 
 
 def _quantity(pieces: Any) -> ColumnElement[Any]:
-    millionths = _rhe(pieces.c.n_after) - _rhe(pieces.c.n_before)
-    return cast(millionths, Numeric(20, 6)) / literal_column("1000000.0")
+    return cast(pieces.c.millionths, Numeric(20, 6)) / literal_column("1000000.0")
 
 
 def _execute_insert(session: Session, statement: Any) -> int:
@@ -390,7 +490,7 @@ def insert_billed(
         pieces.c.window_start,
         _quantity(pieces),
         type_coerce(now, UTCDateTime()),
-    ).where(pieces.c.n_after > pieces.c.n_before)
+    ).where(true())  # SQLite parses INSERT … SELECT … ON CONFLICT only after a WHERE
     names = [*_TARGET, "created_at"]
     statement = _insert(session, UsageWindow).from_select(names, rows)
     return _execute_insert(session, statement.on_conflict_do_nothing(index_elements=list(KEY)))
@@ -418,7 +518,7 @@ def insert_dead(
         _quantity(pieces),
         reason,
         type_coerce(now, UTCDateTime()),
-    ).where(pieces.c.n_after > pieces.c.n_before)
+    ).where(true())  # SQLite parses INSERT … SELECT … ON CONFLICT only after a WHERE
     names = [*_TARGET, "reason", "created_at"]
     statement = _insert(session, DeadLetter).from_select(names, rows)
     return _execute_insert(session, statement.on_conflict_do_nothing(index_elements=list(KEY)))

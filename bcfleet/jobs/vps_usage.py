@@ -37,6 +37,7 @@ from bcfleet.jobs.faults import Item, clear_in, isolate, record_in, statement_fa
 from bcfleet.jobs.stop import stop_requested
 from bcfleet.jobs.usage_sql import (
     Branch,
+    any_resized,
     branches,
     earliest_start,
     insert_billed,
@@ -107,7 +108,9 @@ def meter_next_batch(
         if not windows:
             return None
         faulted = {subject for _, subject in faulted_ids(session, JOB, KINDS)}
-        subjects = subjects_except(branches(windows[0], windows[-1] + WINDOW), faulted)
+        resized = any_resized(session, windows[0])
+        batch = branches(windows[0], windows[-1] + WINDOW, resized=resized)
+        subjects = subjects_except(batch, faulted)
         written, dead_lettered, bad = _meter_isolating(session, subjects, windows, now)
         for (subject_id, kind, tenant_id), error in bad.items():
             item = Item(kind, subject_id, tenant_id)

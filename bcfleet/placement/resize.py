@@ -6,8 +6,10 @@ never counts the instance twice (the failure of Nova bug 1790204).
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import func
 from sqlmodel import Session, col, select
 
 from bcfleet.domain.numa import NotCandidate
@@ -24,16 +26,44 @@ from bcfleet.placement.instance_placer import (
     return_scalars,
 )
 from bcfleet.placement.quotas import charge, lock_quotas, refund
-from bcfleet.store.models import Allocation, Booking, GpuAtom, Instance, Pool
+from bcfleet.store.models import Allocation, Booking, ClaimPeriod, GpuAtom, Instance, Pool
 
 if TYPE_CHECKING:
     from bcfleet.fleet import Fleet
 
 
+def _end_period(session: Session, allocation: Allocation, now: datetime) -> None:
+    """Record the claims that held until now (from the previous resize or the placement)."""
+    last = session.exec(
+        select(func.max(col(ClaimPeriod.ended_at))).where(
+            col(ClaimPeriod.allocation_id) == allocation.id
+        )
+    ).one()
+    started = last if last is not None else allocation.starts_at
+    if now <= started:
+        return  # no time at the old claims (placed or resized at this very moment)
+    session.add(
+        ClaimPeriod(
+            allocation_id=allocation.id,
+            vcpu=int(allocation.claims.get("vcpu", 0)),
+            memory_gib=int(allocation.claims.get("memoryGiB", 0)),
+            started_at=started,
+            ended_at=now,
+        )
+    )
+
+
 def resize_allocation(
-    session: Session, allocation: Allocation, growth: dict[str, int], shrinkage: dict[str, int]
+    session: Session,
+    allocation: Allocation,
+    growth: dict[str, int],
+    shrinkage: dict[str, int],
+    now: datetime,
 ) -> str | None:
-    """Change an allocation's claims in place, all or nothing; the resource that ran out, or None."""
+    """Change an allocation's claims in place, all or nothing; the resource that ran out, or None.
+
+    The claims that held until `now` are kept as a ClaimPeriod, for metering.
+    """
     lock_node_rows(session, allocation.node_id)
     savepoint = session.begin_nested()
     failed = claim_scalars(session, allocation.node_id, growth)
@@ -42,6 +72,8 @@ def resize_allocation(
         return failed
     return_scalars(session, allocation.node_id, shrinkage)
     claims = dict(allocation.claims)
+    if growth or shrinkage:
+        _end_period(session, allocation, now)
     for resource, amount in growth.items():
         claims[resource] = claims.get(resource, 0) + amount
     for resource, amount in shrinkage.items():
@@ -70,7 +102,7 @@ def resize_hosted(
         raise CapacityUnavailableError(
             "the instance has no allocation to resize", {"resource": "allocation"}
         )
-    failed = resize_allocation(session, allocation, growth, shrinkage)  # 2.
+    failed = resize_allocation(session, allocation, growth, shrinkage, fleet.now())  # 2.
     if failed is not None:  # 3. the raise rolls the growth charge back with everything else
         raise CapacityUnavailableError(
             f"not enough {failed} on the instance's host for the new shape", {"resource": failed}

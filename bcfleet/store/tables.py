@@ -93,6 +93,18 @@ BOOKINGS = Table(
 )
 
 
+CLAIM_PERIODS = Table(
+    "claim_periods",
+    METADATA,
+    Column("id", BigCounter(), primary_key=True),
+    Column("allocation_id", String()),
+    Column("vcpu", Integer()),
+    Column("memory_gib", Integer()),
+    Column("started_at", UTCDateTime()),
+    Column("ended_at", UTCDateTime()),
+)
+
+
 COMPUTE_SETTINGS = Table(
     "compute_settings",
     METADATA,

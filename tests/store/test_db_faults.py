@@ -147,6 +147,7 @@ COUNTERS = [
     ("usage_windows", "id"),
     ("usage_dead_letters", "id"),
     ("gpu_atoms", "id"),
+    ("claim_periods", "id"),
     ("bookings", "atom_id"),
     ("hosts", "inventory_generation"),
     ("node_resources", "generation"),

@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from bcfleet.store.models.billing import BillingMeter
-    from bcfleet.store.models.capacity import Allocation, Booking, GpuAtom, Quota, QuotaStripe
+    from bcfleet.store.models.capacity import (
+        Allocation,
+        Booking,
+        ClaimPeriod,
+        GpuAtom,
+        Quota,
+        QuotaStripe,
+    )
     from bcfleet.store.models.events import Event
     from bcfleet.store.models.instances import Instance
     from bcfleet.store.models.pools import (
@@ -41,6 +48,7 @@ _HOMES = {
     "BillingMeter": "billing",
     "Allocation": "capacity",
     "Booking": "capacity",
+    "ClaimPeriod": "capacity",
     "GpuAtom": "capacity",
     "Quota": "capacity",
     "QuotaStripe": "capacity",
@@ -69,6 +77,7 @@ __all__ = [
     "Allocation",
     "ApiToken",
     "Booking",
+    "ClaimPeriod",
     "GpuAtom",
     "Quota",
     "QuotaStripe",

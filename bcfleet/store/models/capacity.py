@@ -49,6 +49,23 @@ class Allocation(SQLModel, table=True):
     release_reason: str | None = None
 
 
+class ClaimPeriod(SQLModel, table=True):
+    """An allocation's earlier vcpu and memoryGiB claims and when they held; a resize writes one.
+
+    vps.usage meters [started_at, ended_at) at these claims and the time after the last
+    period at the allocation's current claims, so a window is split where the shape changed.
+    """
+
+    __tablename__ = "claim_periods"
+
+    id: int | None = Field(default=None, primary_key=True, sa_type=BigCounter)
+    allocation_id: str = Field(foreign_key="allocations.id", index=True)
+    vcpu: int
+    memory_gib: int
+    started_at: datetime = Field(sa_type=UTCDateTime)
+    ended_at: datetime = Field(sa_type=UTCDateTime)
+
+
 class Booking(SQLModel, table=True):
     """One GPU atom booked for [starts_at, ends_at); two live bookings of an atom never overlap."""
 
