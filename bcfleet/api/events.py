@@ -13,6 +13,7 @@ from bcfleet.api.host_view import host_view
 from bcfleet.domain.bounds import check_limit
 from bcfleet.domain.cursors import check_cursor
 from bcfleet.domain.host_ids import node_refs
+from bcfleet.domain.pages import EVENTS
 from bcfleet.store.event_log import emit, event_data, event_json
 from bcfleet.store.models import Event
 
@@ -29,9 +30,9 @@ class EventsAPI(Area):
         tenant_id: str | None = None,
         after: int | None = None,
         types: Sequence[str] = (),
-        limit: int = 100,
+        limit: int = EVENTS.default,
     ) -> EventPageJson:
-        check_limit(limit)
+        check_limit(limit, EVENTS.maximum)
         check_cursor(after)
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from bcfleet.api.auth import Credential, authenticate, tenant_resource
 from bcfleet.api.documents import JobJson, JobPageJson
 from bcfleet.domain.job_documents import JobRunJson, JobStatusJson
+from bcfleet.domain.pages import JOB_RUNS
 from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.jobs import registry, runner, scheduler, stop
 
@@ -67,7 +68,11 @@ class JobsAPI:
         )
 
     def runs(
-        self, credential: Credential | None, *, limit: int = 20, job: str | None = None
+        self,
+        credential: Credential | None,
+        *,
+        limit: int = JOB_RUNS.default,
+        job: str | None = None,
     ) -> Runs:
         """The latest recorded runs, newest first; NOT_FOUND for a job that is not registered."""
         self._require(credential, READ)

@@ -19,6 +19,7 @@ from sqlmodel import Session
 from bcfleet.domain.retry_after import (
     no_capacity_error,
     retry_after_seconds,
+    retry_after_without_spares,
     seconds_until_next_tick,
 )
 from bcfleet.domain.sizes import parse_size
@@ -33,17 +34,28 @@ if TYPE_CHECKING:
 SPARES_JOB = "spares"
 
 
+def spares_interval(fleet: Fleet) -> float:
+    """Seconds between two runs of the spares job."""
+    return fleet.settings.job_intervals.get(SPARES_JOB, 30.0)
+
+
+def idle_retry_after(fleet: Fleet) -> int:
+    """Retry-After of a NO_CAPACITY answer when no replacement spare is coming."""
+    return retry_after_without_spares(spares_interval(fleet))
+
+
 def retry_after_for(
     session: Session, fleet: Fleet, tenant_id: str, size: str, rng: random.Random
-) -> int | None:
-    """Seconds until a replacement spare of the size should be ready; None when none is coming."""
+) -> int:
+    """Seconds until a replacement spare of the size should be ready; the spares job's
+    interval when none is coming (0 spares, the size off, no serverless pool)."""
     row, settings = load_settings(session, tenant_id)
     setting = settings.setting(size)
     if row is None or settings.serverless_pool is None or not setting.enabled:
-        return None
+        return idle_retry_after(fleet)
     if setting.spares == 0:
-        return None
-    interval = fleet.settings.job_intervals.get(SPARES_JOB, 30.0)
+        return idle_retry_after(fleet)
+    interval = spares_interval(fleet)
     to_tick = seconds_until_next_tick(fleet.now(), row.spares_checked_at, interval)
     return retry_after_seconds(
         boot_seconds=fleet.settings.spare_boot_seconds, seconds_to_next_tick=to_tick, rng=rng

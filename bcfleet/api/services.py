@@ -30,7 +30,7 @@ from bcfleet.api.compute_state import (
 from bcfleet.api.compute_views import service_json
 from bcfleet.api.documents import DeletedJson, ServiceJson, ServicePageJson
 from bcfleet.api.events import emit
-from bcfleet.api.serverless_ops import attach, detach, rehome, take_or_fail
+from bcfleet.api.serverless_ops import attach, detach, idle_retry_after, rehome, take_or_fail
 from bcfleet.api.views import deleted_json
 from bcfleet.domain.bounds import check_identifier, check_seconds
 from bcfleet.domain.sizes import SIZES, label, label_with_shape, size_for_api_service
@@ -345,7 +345,7 @@ class ServicesAPI(Area):
             f"deployed and its instance keeps starting: `fleet services show {body['id']}` "
             "tells when it is ready.",
             instance_size=size,
-            retry_after_seconds=None,
+            retry_after_seconds=idle_retry_after(self.fleet),
             details={"serviceId": body["id"], "waitedSeconds": waited},
         )
 

@@ -27,13 +27,13 @@ from bcfleet.api.documents import (
 from bcfleet.clock import format_time
 from bcfleet.domain.bounds import check_limit
 from bcfleet.domain.cursors import check_cursor
+from bcfleet.domain.pages import USAGE, USAGE_DEAD_LETTERS
 from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.domain.usage import METER_CREDITS, METER_MEMORY, METER_VCPU, WINDOW, gpu_meter
 from bcfleet.errors import InvalidInputError
 from bcfleet.store.models import BillingMeter, Pool
 from bcfleet.store.models.usage import DeadLetter, UsageWindow
 
-MAX_LIMIT = 10_000
 EXPORT_PAGE = 2_000
 KEY = ["subject_id", "meter", "window_start"]
 COPIED = ["tenant_id", "subject_id", "subject_kind", "pool_id", "meter", "window_start", "quantity"]
@@ -104,10 +104,6 @@ def _check_range(since: datetime | None, until: datetime | None) -> None:
         )
 
 
-def _check_limit(limit: int) -> None:
-    check_limit(limit, MAX_LIMIT)
-
-
 def _insert(session: Session, model: Any) -> postgresql.Insert | sqlite.Insert:
     if session.get_bind().dialect.name == "postgresql":
         return postgresql.insert(model)
@@ -132,11 +128,11 @@ class UsageAPI(Area):
         since: datetime | None = None,
         until: datetime | None = None,
         after: int | None = None,
-        limit: int = 100,
+        limit: int = USAGE.default,
     ) -> UsagePageJson:
         """One page of windows in id order; `cursor` is the `after` of the next page."""
         _check_range(since, until)
-        _check_limit(limit)
+        check_limit(limit, USAGE.maximum)
         check_cursor(after)
         with self.fleet.read() as session:
             actor = self._reader(session, credential, tenant_id)
@@ -191,10 +187,10 @@ class UsageAPI(Area):
         *,
         tenant_id: str | None = None,
         pending_only: bool = False,
-        limit: int = 100,
+        limit: int = USAGE_DEAD_LETTERS.default,
     ) -> DeadLetterPageJson:
         """Windows of meters missing from the catalogue, oldest first."""
-        _check_limit(limit)
+        check_limit(limit, USAGE_DEAD_LETTERS.maximum)
         with self.fleet.read() as session:
             actor = self._reader(session, credential, tenant_id)
             query = select(DeadLetter).order_by(col(DeadLetter.id)).limit(limit)

@@ -32,6 +32,7 @@ from bcfleet.api.views import deleted_json
 from bcfleet.clock import format_time
 from bcfleet.domain.bounds import check_limit, url_problem
 from bcfleet.domain.cursors import CURSOR_MAX, CURSOR_MIN
+from bcfleet.domain.pages import WEBHOOK_DELIVERIES
 from bcfleet.domain.states import DeliveryState
 from bcfleet.egress import EgressGuard, EgressRefused
 from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError
@@ -215,12 +216,12 @@ class WebhooksAPI(Area):
         *,
         tenant_id: str | None = None,
         state: str | None = None,
-        limit: int = 100,
+        limit: int = WEBHOOK_DELIVERIES.default,
     ) -> WebhookDeliveryPageJson:
         """A webhook's deliveries, newest first; state=dead lists its dead letters."""
         if state is not None and state not in tuple(DeliveryState):
             raise InvalidInputError(f"state is one of {', '.join(DeliveryState)}", {"state": state})
-        check_limit(limit)
+        check_limit(limit, WEBHOOK_DELIVERIES.maximum)
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)
             hook = _find(session, actor, webhook_id)

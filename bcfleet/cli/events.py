@@ -7,6 +7,7 @@ import time
 import click
 
 from bcfleet.cli.common import WHOLE, Seconds, fleet_command, output, print_json, state, table
+from bcfleet.domain.pages import EVENTS
 
 
 @click.group("events")
@@ -21,7 +22,7 @@ COLUMNS = [("SEQ", "seq"), ("AT", "at"), ("TYPE", "type"), ("SUBJECT", "subjectI
 @click.option("--tenant")
 @click.option("--type", "types", multiple=True)
 @click.option("--after", type=WHOLE, help="Only events after this cursor.")
-@click.option("--limit", type=WHOLE, default=100, show_default=True)
+@click.option("--limit", type=WHOLE, default=EVENTS.default, show_default=True)
 def list_(tenant: str | None, types: tuple[str, ...], after: int | None, limit: int) -> None:
     s = state()
     output(

@@ -14,6 +14,7 @@ from bcfleet.api.auth import LOCAL_OPERATOR
 from bcfleet.api.jobs import job_names
 from bcfleet.cli.common import WHOLE, Seconds, fleet_command, output, parse_pairs, state, table
 from bcfleet.clock import OffsetClock, parse_time
+from bcfleet.domain.pages import JOB_RUNS
 from bcfleet.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_LOCKED, EXIT_OK
 
 JOB_NAME = click.Choice(list(job_names()))
@@ -106,7 +107,10 @@ def _jobs_table(jobs: list[dict[str, Any]]) -> str:
 
 
 @fleet_command(group, "list")
-@click.option("--runs", "run_count", type=WHOLE, default=10, show_default=True, help="Recent runs.")
+@click.option(
+    "--runs", "run_count", type=WHOLE, default=JOB_RUNS.default, show_default=True,
+    help="Recent runs.",
+)  # fmt: skip
 @click.option("--job", type=JOB_NAME, help="Only this job's runs.")
 def list_(run_count: int, job: str | None) -> None:
     """Each job's last run and next due time, then the latest runs."""

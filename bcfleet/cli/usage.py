@@ -14,6 +14,7 @@ import click
 from bcfleet.api.documents import UsageWindowJson
 from bcfleet.cli.common import WHOLE, fleet_command, output, state, table
 from bcfleet.clock import parse_time
+from bcfleet.domain.pages import USAGE, USAGE_DEAD_LETTERS
 from bcfleet.domain.usage_csv import csv_lines
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -53,7 +54,7 @@ def filters(func: F) -> F:
 @fleet_command(group, "list")
 @filters
 @click.option("--after", type=WHOLE, help="Only windows after this cursor.")
-@click.option("--limit", type=WHOLE, default=100, show_default=True)
+@click.option("--limit", type=WHOLE, default=USAGE.default, show_default=True)
 def list_(
     tenant: str | None,
     meter: str | None,
@@ -128,7 +129,7 @@ def _write_json(first: UsageWindowJson | None, rows: Iterator[UsageWindowJson]) 
 @fleet_command(group, "dead-letters")
 @click.option("--tenant")
 @click.option("--pending", is_flag=True, help="Only those not replayed yet.")
-@click.option("--limit", type=WHOLE, default=100, show_default=True)
+@click.option("--limit", type=WHOLE, default=USAGE_DEAD_LETTERS.default, show_default=True)
 def dead_letters(tenant: str | None, pending: bool, limit: int) -> None:
     """Windows whose meter was not in the billing-meter catalogue."""
     s = state()

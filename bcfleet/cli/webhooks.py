@@ -6,6 +6,7 @@ import click
 
 from bcfleet.api.auth import LOCAL_OPERATOR
 from bcfleet.cli.common import WHOLE, fleet_command, output, state, table
+from bcfleet.domain.pages import WEBHOOK_DELIVERIES
 from bcfleet.domain.states import DeliveryState
 
 
@@ -72,7 +73,7 @@ def delete(webhook_id: str, tenant: str | None) -> None:
 @click.argument("webhook_id")
 @click.option("--tenant")
 @click.option("--state", "state_", type=click.Choice([s.value for s in DeliveryState]))
-@click.option("--limit", type=WHOLE, default=100, show_default=True)
+@click.option("--limit", type=WHOLE, default=WEBHOOK_DELIVERIES.default, show_default=True)
 def deliveries(webhook_id: str, tenant: str | None, state_: str | None, limit: int) -> None:
     """A webhook's deliveries, newest first (--state dead: the dead letters)."""
     s = state()

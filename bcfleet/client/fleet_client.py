@@ -45,6 +45,7 @@ from bcfleet.clock import parse_time
 from bcfleet.domain.guest_view import HostBookingJson
 from bcfleet.domain.instance_spec import InstanceSpecJson
 from bcfleet.domain.job_documents import JobRunJson
+from bcfleet.domain.pages import EVENTS, JOB_RUNS
 from bcfleet.errors import FleetError, error_from_document
 
 JSON = dict[str, Any]
@@ -317,7 +318,7 @@ class FleetClient:
 
     # events
     def events(
-        self, after: int | None = None, types: Sequence[str] = (), limit: int = 100
+        self, after: int | None = None, types: Sequence[str] = (), limit: int = EVENTS.default
     ) -> EventPageJson:
         params: dict[str, Any] = {"after": after, "type": list(types) or None, "limit": limit}
         result: EventPageJson = self.request("GET", "/v1/events", params=params)
@@ -367,7 +368,7 @@ class FleetClient:
         page: JobPageJson = self.request("GET", "/v1/jobs")
         return page["items"]
 
-    def job_runs(self, job: str, limit: int = 50) -> list[JobRunJson]:
+    def job_runs(self, job: str, limit: int = JOB_RUNS.default) -> list[JobRunJson]:
         """A job's latest recorded runs, newest first."""
         path = f"/v1/jobs/{_p(job)}/runs"
         page: JobRunPageJson = self.request("GET", path, params={"limit": limit})

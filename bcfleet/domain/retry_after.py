@@ -7,6 +7,12 @@ jittered upwards only (up to `jitter` of it, 20 % by default) so that many
 clients turned away at once do not all come back in the same second, and none
 comes back before the replacement can be ready. The result is a whole number of
 seconds, rounded up, and at least 1.
+
+Every NO_CAPACITY answer carries Retry-After (PRODUCT.md §3). When no replacement
+is coming (the size keeps 0 spares, is off, or the tenant names no serverless pool),
+or a streaming deploy gave up waiting, the value is the spares job's interval
+(`retry_after_without_spares`): the soonest a raised spare count is acted on, and
+the cadence at which the jobs place what is pending.
 """
 
 from __future__ import annotations
@@ -55,10 +61,20 @@ def retry_after_seconds(
     return max(1, math.ceil(jittered))
 
 
-def no_capacity_error(size: str, retry_after: int | None) -> NoCapacityError:
-    """The NO_CAPACITY error for a size that ran out, naming it and telling who can add capacity."""
+def retry_after_without_spares(interval_seconds: float) -> int:
+    """Retry-After when no replacement spare is coming: the spares job's interval, rounded up."""
+    if not interval_seconds >= 0:
+        raise ValueError("interval_seconds must not be negative")
+    return max(1, math.ceil(interval_seconds))
+
+
+def no_capacity_error(size: str, retry_after: int) -> NoCapacityError:
+    """The NO_CAPACITY error for a size that ran out, naming it and telling who can add capacity.
+
+    `retry_after` is required: every NO_CAPACITY answer carries the Retry-After header.
+    """
     name = parse_size(size)
-    wait = f" Retry after {retry_after} seconds." if retry_after is not None else ""
+    wait = f" Retry after {retry_after} seconds."
     message = (
         f"No free instance of size {label(name)}.{wait} If this keeps happening, ask your "
         f"admin to add capacity: raise the spare instances for {label(name)} on the Compute tab."

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Literal
 
+from bcfleet.domain.bounds import INT32_MAX
 from bcfleet.errors import InvalidInputError
 
 SizeName = Literal["small", "medium", "large", "xlarge"]
@@ -21,6 +22,11 @@ SIZE_NAMES: tuple[SizeName, ...] = ("small", "medium", "large", "xlarge")
 
 SPARES_MAX = 10
 """The most spare instances kept per size; a higher request is kept as this."""
+
+SPARES_ASKED_MAX = INT32_MAX
+"""The most spares a request may name (CLI, HTTP, FleetConfig): up to it, a count above
+SPARES_MAX is kept as SPARES_MAX with a notice; above it, INVALID_INPUT (a whole-number
+bound every edge and schema shares, so no edge refuses what another keeps as 10)."""
 
 CREDITS_PER_INSTANCE_HOUR = 1
 """Every size currently uses 1 credit per instance per hour."""
@@ -134,7 +140,11 @@ def size_of_legacy_service(size: str | None) -> str:
 
 
 def kept_spares(requested: int) -> int:
-    """The spares actually kept for a request: at most SPARES_MAX; negative is INVALID_INPUT."""
+    """The spares actually kept for a request: at most SPARES_MAX (15 keeps 10).
+
+    Every edge calls this (through compute_settings.draft_change): negative, non-integer
+    or above SPARES_ASKED_MAX is INVALID_INPUT.
+    """
     if isinstance(requested, bool) or not isinstance(requested, int):
         raise InvalidInputError(
             f"Spare instances must be a whole number, not {requested!r}",
@@ -144,6 +154,12 @@ def kept_spares(requested: int) -> int:
         raise InvalidInputError(
             f"Spare instances can't be negative (got {requested}); use 0 to keep none ready",
             {"field": "spares", "value": requested, "min": 0, "max": SPARES_MAX},
+        )
+    if requested > SPARES_ASKED_MAX:
+        raise InvalidInputError(
+            f"Spare instances must be at most {SPARES_ASKED_MAX:,} (got a larger number); "
+            f"above {SPARES_MAX} we keep {SPARES_MAX}",
+            {"field": "spares", "min": 0, "max": SPARES_ASKED_MAX},
         )
     return min(requested, SPARES_MAX)
 

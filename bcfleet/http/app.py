@@ -24,6 +24,7 @@ from bcfleet.api.auth import LOCAL_OPERATOR
 from bcfleet.api.documents import EventPageJson
 from bcfleet.clock import format_time
 from bcfleet.domain.job_documents import JobRunJson
+from bcfleet.domain.pages import EVENTS
 from bcfleet.errors import FleetError, NotFoundError, UnauthenticatedError
 from bcfleet.fleet import Fleet
 from bcfleet.http.metrics import UNMATCHED_ROUTE, EventTally, JobRunTally
@@ -199,7 +200,7 @@ def _tallies(fleet: Fleet, served: Served) -> tuple[EventTally, JobRunTally]:
     """The server's own reads for the fleet's counters (events as root, the jobs' run records)."""
 
     def read_page(after: int | None) -> EventPageJson:
-        return fleet.api.events.list(LOCAL_OPERATOR, after=after, limit=1000)
+        return fleet.api.events.list(LOCAL_OPERATOR, after=after, limit=EVENTS.maximum)
 
     def read_runs(limit: int) -> list[JobRunJson]:
         return fleet.api.jobs.runs(LOCAL_OPERATOR, limit=limit)

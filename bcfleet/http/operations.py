@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from bcfleet.domain.bounds import INTEGER_DIGITS_MAX, integer_form, parse_integer, shown
+from bcfleet.domain.pages import Page
 from bcfleet.errors import InvalidInputError
 from bcfleet.fleet import Fleet
 from bcfleet.http.rules import STORABLE_PATTERN, matches
@@ -113,6 +114,13 @@ class Param:
 
 
 PATH_REFERENCE = {"type": "string", "minLength": 1, "pattern": STORABLE_PATTERN}
+
+
+def page_limit(page: Page, description: str = "At most this many.") -> Param:
+    """The `limit` query parameter of a list: its default and maximum from domain.pages."""
+    return Param(
+        "limit", "integer", description, minimum=1, maximum=page.maximum, default=page.default
+    )
 
 
 def string_problem(schema: Mapping[str, Any], raw: str) -> str | None:

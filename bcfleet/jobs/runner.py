@@ -28,6 +28,7 @@ from sqlmodel import Session, col
 from bcfleet.clock import format_time
 from bcfleet.domain.bounds import check_limit
 from bcfleet.domain.job_documents import JobRunJson, JobStatusJson, LeaseHolderJson
+from bcfleet.domain.pages import JOB_RUNS
 from bcfleet.errors import FleetError, LockedError
 from bcfleet.jobs.registry import JOBS, JobFunction, JobSpec, get_job
 from bcfleet.jobs.stop import stop_requested
@@ -340,9 +341,11 @@ def _available(spec: JobSpec) -> bool:
         return True
 
 
-def recent_runs(fleet: Fleet, *, limit: int = 20, job: str | None = None) -> list[JobRunJson]:
-    """The latest recorded runs, newest first (at most bounds.PAGE_MAX)."""
-    check_limit(limit)
+def recent_runs(
+    fleet: Fleet, *, limit: int = JOB_RUNS.default, job: str | None = None
+) -> list[JobRunJson]:
+    """The latest recorded runs, newest first (at most pages.JOB_RUNS.maximum)."""
+    check_limit(limit, JOB_RUNS.maximum)
     query = select(JobRun).order_by(JobRun.started_at.desc()).limit(limit)  # type: ignore[attr-defined]
     if job is not None:
         query = query.where(JobRun.job == get_job(job).name)  # type: ignore[arg-type]

@@ -38,6 +38,7 @@ from bcfleet.domain.compute_settings import (
 from bcfleet.domain.guest_view import HostBookingJson
 from bcfleet.domain.instance_spec import InstanceSpecJson
 from bcfleet.domain.job_documents import JobRunJson
+from bcfleet.domain.pages import EVENTS, USAGE
 from bcfleet.domain.preview_document import PreviewJson
 from bcfleet.tui.source import (
     DEGRADED,
@@ -196,16 +197,16 @@ class RemoteSource:
             page: UsagePageJson = self.client.request(
                 "GET",
                 "/v1/usage",
-                params={"since": since.isoformat(), "after": cursor, "limit": 10_000},
+                params={"since": since.isoformat(), "after": cursor, "limit": USAGE.maximum},
             )
             items.extend(page["items"])
-            if len(page["items"]) < 10_000 or page["cursor"] is None:
+            if len(page["items"]) < USAGE.maximum or page["cursor"] is None:
                 return {"items": items, "complete": True}
             cursor = page["cursor"]
         return {"items": items, "complete": False}
 
     def events(
-        self, after: int | None, types: Sequence[str] = (), limit: int = 200
+        self, after: int | None, types: Sequence[str] = (), limit: int = EVENTS.default
     ) -> EventPageJson:
         return self.client.events(after=after, types=types, limit=limit)
 

@@ -45,6 +45,7 @@ from bcfleet.domain.compute_settings import (
 from bcfleet.domain.guest_view import HostBookingJson
 from bcfleet.domain.instance_spec import InstanceSpecJson
 from bcfleet.domain.job_documents import JobRunJson
+from bcfleet.domain.pages import EVENTS, USAGE
 from bcfleet.domain.preview_document import PreviewJson
 from bcfleet.domain.sizes import SIZE_NAMES
 from bcfleet.fleet import Fleet
@@ -171,7 +172,7 @@ class FleetSource(Protocol):
         ...
 
     def events(
-        self, after: int | None, types: Sequence[str] = (), limit: int = 200
+        self, after: int | None, types: Sequence[str] = (), limit: int = EVENTS.default
     ) -> EventPageJson: ...
 
     def flavors(self) -> list[FlavorRowJson]:
@@ -389,15 +390,17 @@ class LocalSource:
         items: list[UsageWindowJson] = []
         cursor = None
         while len(items) < USAGE_WINDOWS_READ:
-            page = self.api.usage.list(self.credential, since=since, after=cursor, limit=10_000)
+            page = self.api.usage.list(
+                self.credential, since=since, after=cursor, limit=USAGE.maximum
+            )
             items.extend(page["items"])
-            if len(page["items"]) < 10_000:
+            if len(page["items"]) < USAGE.maximum:
                 return {"items": items, "complete": True}
             cursor = page["cursor"]
         return {"items": items, "complete": False}
 
     def events(
-        self, after: int | None, types: Sequence[str] = (), limit: int = 200
+        self, after: int | None, types: Sequence[str] = (), limit: int = EVENTS.default
     ) -> EventPageJson:
         return self.api.events.list(self.credential, after=after, types=types, limit=limit)
 
@@ -437,7 +440,7 @@ class LocalSource:
         return self.api.jobs.list(self.credential)["items"]
 
     def job_runs(self, job: str) -> list[JobRunJson]:
-        return self.api.jobs.runs(self.credential, limit=50, job=job)
+        return self.api.jobs.runs(self.credential, job=job)
 
     def stop_instance(self, instance_id: str) -> InstanceJson:
         return self.api.instances.stop(self.credential, instance_id)

@@ -10,6 +10,7 @@ from sqlmodel import select
 
 from bcfleet.agent.simulate import boot_instances
 from bcfleet.clock import FakeClock
+from bcfleet.domain.retry_after import retry_after_without_spares
 from bcfleet.errors import (
     ConflictError,
     InvalidInputError,
@@ -268,12 +269,13 @@ def test_retry_after_is_the_next_spares_tick_plus_the_boot_jittered_upwards(
     assert all(w is not None and 30 <= w <= 36 for w in waits)
 
 
-def test_no_retry_after_when_no_replacement_is_coming(fleet: Fleet) -> None:
+def test_retry_after_is_the_spares_interval_when_no_replacement_is_coming(fleet: Fleet) -> None:
     serverless_tenant(fleet)  # 0 spares for every size
     with pytest.raises(NoCapacityError) as refused:
         fleet.api.services.deploy(OP, service(fleet, "web"))
-    assert refused.value.retry_after_seconds is None
-    assert "retry_after" not in refused.value.details
+    interval = fleet.settings.job_intervals.get("spares", 30.0)
+    assert refused.value.retry_after_seconds == retry_after_without_spares(interval)
+    assert refused.value.details["retry_after"] == refused.value.retry_after_seconds
     assert refused.value.instance_size == "large"
 
 

@@ -32,7 +32,7 @@ from bcfleet.api.documents import (
 )
 from bcfleet.api.services import COMPUTE_NAME_MAX, HOSTINGS
 from bcfleet.domain.compute_settings import ComputeChange
-from bcfleet.domain.sizes import SIZE_NAMES, SPARES_MAX
+from bcfleet.domain.sizes import SIZE_NAMES, SPARES_ASKED_MAX, SPARES_MAX
 from bcfleet.errors import FleetError
 from bcfleet.http.operations import TENANT, Call, Operation, Param
 from bcfleet.http.rules import identifier, one_of, reference, size, slug
@@ -54,7 +54,13 @@ COMPUTE_NAME = identifier(COMPUTE_NAME_MAX, nonblank=True)
 SPARES = {
     "type": "object",
     "propertyNames": SIZE,
-    "additionalProperties": {"type": "integer", "minimum": 0, "maximum": SPARES_MAX},
+    "additionalProperties": {
+        "type": "integer",
+        "minimum": 0,
+        "maximum": SPARES_ASKED_MAX,
+        "description": f"Spare instances of a size; above {SPARES_MAX} we keep {SPARES_MAX} "
+        "and the answer's notices say so (SPARES_CAPPED).",
+    },
     "maxProperties": SIZES_AT_MOST,
 }
 SIZE_MAP = {

@@ -13,8 +13,9 @@ from starlette.responses import Response, StreamingResponse
 from bcfleet.api.documents import EventPageJson
 from bcfleet.domain.cursors import CURSOR_MAX, CURSOR_MIN, check_cursor
 from bcfleet.domain.event_document import EventJson
+from bcfleet.domain.pages import EVENTS
 from bcfleet.errors import FleetError, InvalidInputError
-from bcfleet.http.operations import TENANT, Call, Operation, Param
+from bcfleet.http.operations import TENANT, Call, Operation, Param, page_limit
 from bcfleet.http.schemas import ref
 from bcfleet.http.serving import Served, bearer_token, served
 from bcfleet.http.streams import OpenStream, held_open
@@ -35,7 +36,7 @@ AFTER = Param(
     maximum=CURSOR_MAX,
 )
 TYPES = Param("type", "strings", "Only events of these types (repeatable).")
-LIMIT = Param("limit", "integer", "At most this many events.", minimum=1, maximum=1000, default=100)
+LIMIT = page_limit(EVENTS, "At most this many events.")
 STREAM_LIMIT = Param(
     "limit", "integer", "Close the stream after this many events.", minimum=1, maximum=100000
 )
@@ -47,7 +48,7 @@ def list_events(call: Call) -> Any:
         tenant_id=call.tenant,
         after=call.query.get("after"),
         types=call.query.get("type", ()),
-        limit=call.query.get("limit", 100),
+        limit=call.query["limit"],
     )
 
 

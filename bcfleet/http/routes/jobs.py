@@ -6,9 +6,9 @@ from typing import Any
 
 from bcfleet.api.documents import JobJson, JobPageJson, JobRunPageJson
 from bcfleet.api.jobs import job_names
-from bcfleet.domain.bounds import PAGE_MAX
 from bcfleet.domain.job_documents import JobRunJson, LeaseHolderJson
-from bcfleet.http.operations import Call, Operation, Param
+from bcfleet.domain.pages import JOB_RUNS
+from bcfleet.http.operations import Call, Operation, page_limit
 from bcfleet.http.schemas import COUNT
 from bcfleet.http.typed_schemas import document_schemas
 
@@ -17,9 +17,7 @@ SCHEMAS = document_schemas(
     (LeaseHolderJson, JobJson, JobPageJson, JobRunJson, JobRunPageJson),
     {"Job": {"failures": COUNT}},
 )
-LIMIT = Param(
-    "limit", "integer", "At most this many runs.", minimum=1, maximum=PAGE_MAX, default=50
-)
+LIMIT = page_limit(JOB_RUNS, "At most this many runs.")
 
 
 def list_jobs(call: Call) -> Any:

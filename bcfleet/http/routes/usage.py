@@ -19,8 +19,9 @@ from bcfleet.api.documents import (
 )
 from bcfleet.clock import parse_time
 from bcfleet.domain.cursors import CURSOR_MAX, CURSOR_MIN
+from bcfleet.domain.pages import USAGE, USAGE_DEAD_LETTERS
 from bcfleet.domain.usage_csv import csv_lines
-from bcfleet.http.operations import TENANT, Call, Operation, Param
+from bcfleet.http.operations import TENANT, Call, Operation, Param, page_limit
 from bcfleet.http.rules import reference, time
 from bcfleet.http.serving import bearer_token, served
 from bcfleet.http.typed_schemas import document_schemas
@@ -61,7 +62,7 @@ def list_usage(call: Call) -> Any:
     return call.api.usage.list(
         call.token,
         after=call.query.get("after"),
-        limit=call.query.get("limit", 100),
+        limit=call.query["limit"],
         **_filters(dict(call.query)),
     )
 
@@ -71,7 +72,7 @@ def dead_letters(call: Call) -> Any:
         call.token,
         tenant_id=call.tenant,
         pending_only=bool(call.query.get("pendingOnly")),
-        limit=call.query.get("limit", 100),
+        limit=call.query["limit"],
     )
 
 
@@ -99,7 +100,8 @@ async def export_usage(request: Request) -> Response:
     return StreamingResponse(body(), media_type=media)
 
 
-LIMIT = Param("limit", "integer", "At most this many.", minimum=1, maximum=10000, default=100)
+LIMIT = page_limit(USAGE)
+DEAD_LETTER_LIMIT = page_limit(USAGE_DEAD_LETTERS)
 AFTER = Param("after", "integer", "Windows after this id.", minimum=CURSOR_MIN, maximum=CURSOR_MAX)
 EXPORT_QUERY = (*FILTERS, Param("format", description="json (NDJSON) or csv.", default="json",
                                 enum=("json", "csv")))  # fmt: skip
@@ -116,7 +118,7 @@ OPERATIONS = [
               "Windows of meters missing from the catalogue", TAG, dead_letters,
               response="DeadLetterPage",
               query=(TENANT, Param("pendingOnly", "boolean", "Not yet replayed.", default=False),
-                     LIMIT)),
+                     DEAD_LETTER_LIMIT)),
     Operation("POST", "/v1/usage/replay", "usage.replay",
               "Bill every dead letter whose meter exists now (root's admin)", TAG, replay,
               response="Replayed"),

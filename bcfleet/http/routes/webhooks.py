@@ -18,8 +18,9 @@ from bcfleet.api.webhooks import (
     MAX_URL,
     MIN_SECRET,
 )
+from bcfleet.domain.pages import WEBHOOK_DELIVERIES
 from bcfleet.domain.states import DeliveryState
-from bcfleet.http.operations import TENANT, Call, Operation, Param
+from bcfleet.http.operations import TENANT, Call, Operation, Param, page_limit
 from bcfleet.http.rules import http_url, reference
 from bcfleet.http.schemas import array, nullable, obj
 from bcfleet.http.typed_schemas import document_schemas
@@ -83,7 +84,7 @@ def list_deliveries(call: Call) -> Any:
         call.path["id"],
         tenant_id=call.tenant,
         state=call.query.get("state"),
-        limit=call.query.get("limit", 100),
+        limit=call.query["limit"],
     )
 
 
@@ -99,7 +100,7 @@ DELIVERY_QUERY = (
     TENANT,
     Param("state", description="Only deliveries in this state (dead: the dead letters).",
           enum=tuple(s.value for s in DeliveryState)),
-    Param("limit", "integer", "At most this many.", minimum=1, maximum=1000, default=100),
+    page_limit(WEBHOOK_DELIVERIES),
 )  # fmt: skip
 OPERATIONS = [
     Operation("POST", "/v1/webhooks", "webhooks.create",

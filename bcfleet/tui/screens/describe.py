@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
+from bcfleet.domain import pages
 from bcfleet.tui.declare import declaration
 from bcfleet.tui.format import DASH, bytes_text, cpulist, moment, yes_no
 from bcfleet.tui.screens.detail import DetailScreen, describe
@@ -28,7 +29,7 @@ FLEETCONFIG = "FleetConfig"
 EVENTS = "events"
 CPU_LISTS = frozenset({"cpus", "cpuset", "mems", "isolated"})
 """Lists of CPU or NUMA node ids, written as Linux writes them: 2-63."""
-EVENT_PAGE = 1000
+EVENT_PAGE = pages.EVENTS.maximum
 EVENT_PAGES = 50
 EVENTS_SHOWN = 20
 

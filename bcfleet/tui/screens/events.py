@@ -11,6 +11,7 @@ from textual.app import SystemCommand
 from textual.binding import Binding, BindingType
 
 from bcfleet.clock import parse_time
+from bcfleet.domain.pages import EVENTS
 from bcfleet.tui.format import DASH, croppable
 from bcfleet.tui.screens.table import TableView
 from bcfleet.tui.widgets.keyed_table import Column, Row
@@ -26,7 +27,7 @@ COLUMNS = (
 )
 KEEP = 1000
 """Events kept in the tail; older ones scroll out."""
-PAGE = 1000
+PAGE = EVENTS.maximum  # the screen reads whole pages
 
 
 def data_text(data: Mapping[str, Any]) -> str:
