@@ -99,6 +99,16 @@ def _inventory(found: Found) -> bool:
     )
 
 
+def _guests_report(found: Found) -> bool:
+    """hosts.reportGuests: 'a guest listed twice, and a condition type listed twice for one
+    guest' (GuestsReport's description; no schema keyword says it)."""
+    return (
+        found.operation == "POST /v1/hosts/{host}/guests/report"
+        and found.status == 400
+        and found.message.endswith(("names a type twice", "names a guest twice"))
+    )
+
+
 def _offer(found: Found) -> bool:
     """FlavorCreate/FlavorUpdate.offerId: required in a provider pool, refused in a vps-host one."""
     fields = found.details.get("fields", {})
@@ -158,6 +168,7 @@ DOCUMENTED: dict[str, tuple[Callable[[Found], bool], ...]] = {
         _time_offset,
         _egress,
         _inventory,
+        _guests_report,
         _offer,
         _bracketed_host,
         _compute_change,

@@ -62,6 +62,12 @@ INVENTORY_RULES = (
 )
 
 
+GUESTS_REPORT_RULES = (
+    "Beyond this schema the server refuses (INVALID_INPUT, naming the field): a guest listed "
+    "twice, and a condition type listed twice for one guest."
+)
+
+
 def inventory_schema() -> dict[str, Any]:
     """schemas/inventory.schema.json as a component, with the bounds domain/inventory.py checks:
     ids and sizes within SHAPE_MAX, huge pages within their bounds, printable text."""
@@ -158,7 +164,8 @@ SCHEMAS = {
             ),
         },
         required=[],
-    ),
+    )
+    | {"description": GUESTS_REPORT_RULES},
 }
 
 
