@@ -18,7 +18,6 @@ from bcfleet.api.guests import host_guest
 from bcfleet.api.instance_list import CONDITION_TYPE
 from bcfleet.clock import format_time
 from bcfleet.domain.agent_report import (
-    HEALTH_OK,
     AgentConditionJson,
     GuestAgentReportJson,
     HealthReportJson,
@@ -102,8 +101,8 @@ def check_report(
                 f"health.state must be one of {', '.join(HostHealth)}",
                 {"field": "health.state", "state": shown(body.get("state"))},
             )
-        message = body.get("message")
-        if body["state"] != HEALTH_OK or message is not None:
+        message = body.get("message")  # optional in either state, as the schema says
+        if message is not None:
             message = check_text("health.message", message, AGENT_MESSAGE_MAX)
         checked_health = {"state": body["state"], "message": message}
     items = _list("guests", [] if guests is None else guests, AGENT_GUESTS_MAX)

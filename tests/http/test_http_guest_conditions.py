@@ -175,6 +175,13 @@ def test_the_agents_conditions_and_the_servers_stay_apart(fleet: Fleet) -> None:
 TOO_LONG = "x" * (AGENT_MESSAGE_MAX + 1)
 
 
+def test_a_degraded_host_may_say_why_or_not(fleet: Fleet) -> None:
+    two_hosts(fleet)
+    fleet.api.hosts.report_guests(OP, host="fra-01", health={"state": "degraded", "message": None})
+    host = fleet.api.hosts.show(OP, host="fra-01")
+    assert (host["status"], host["health"]["message"]) == ("draining, degraded", None)
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [
@@ -191,8 +198,8 @@ TOO_LONG = "x" * (AGENT_MESSAGE_MAX + 1)
         pytest.param({"guests": [{"id": "G", "balloonBytes": -1}]},
                      "guests[0].balloonBytes", id="negative-balloon"),
         pytest.param({"health": {"state": "sad"}}, "health.state", id="unknown-health"),
-        pytest.param({"health": {"state": "degraded"}}, "health.message",
-                     id="degraded-without-why"),
+        pytest.param({"health": {"state": "degraded", "message": "a\nb"}}, "health.message",
+                     id="health-message-with-a-newline"),
         pytest.param({"guests": [{"id": "G"}, {"id": "G"}]}, "guests", id="a-guest-twice"),
     ],
 )  # fmt: skip
