@@ -5,7 +5,6 @@ same free pages. The host is a fake /proc and /sys tree, as `fleet agent run --h
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,12 +16,11 @@ from bcfleet.agent.runner import Agent, AgentOptions
 from bcfleet.domain.instance_spec import InstanceSpecJson, instance_spec
 from bcfleet.domain.numa import HostPlacement
 from bcfleet.domain.shapes import Shape
-from tests.support.libvirt_test_driver import NODE, libvirt_or_skip
+from tests.support.libvirt_test_driver import libvirt_or_skip
 
 libvirt = libvirt_or_skip()
 
 from bcfleet.agent.libvirt_driver import GuestMemory, LibvirtDriver  # noqa: E402
-from bcfleet.agent.libvirt_events import start_event_loop  # noqa: E402
 
 GIB_KIB = 1024 * 1024
 HOST_KIB = 16 * GIB_KIB
@@ -59,21 +57,6 @@ def host(tmp_path: Path) -> FakeHost:
     fake.memory(available_kib=HOST_KIB // 2)
     fake.hugepages(free=1024)
     return fake
-
-
-@pytest.fixture
-def node(tmp_path: Path) -> str:
-    path = tmp_path / "node.xml"
-    path.write_text(NODE)
-    return f"test://{path}"
-
-
-@pytest.fixture
-def conn(node: str) -> Iterator[Any]:
-    start_event_loop()
-    connection = libvirt.open(node)
-    yield connection
-    connection.close()
 
 
 def floating(instance_id: str) -> InstanceSpecJson:

@@ -4,16 +4,13 @@ ownership, adoption after an agent restart, and the bad days."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from bcfleet.domain.instance_spec import HostDomain, InstanceSpecJson, instance_spec
 from bcfleet.domain.numa import HostPlacement
 from bcfleet.domain.shapes import Shape
-from tests.support.libvirt_test_driver import NODE, libvirt_or_skip
+from tests.support.libvirt_test_driver import libvirt_or_skip
 
 libvirt = libvirt_or_skip()
 
@@ -35,23 +32,6 @@ def guest(
         shape=Shape(vcpu=2, memory_gib=1, disk_gib=10),
         placement=HostPlacement(cpus=None, cpuset=cpuset, balloon=True),
     )
-
-
-@pytest.fixture
-def node(tmp_path: Path) -> str:
-    """A test driver URI whose every open is a fresh, empty host (test:///default is shared
-    by the connections open at the same time in a process)."""
-    path = tmp_path / "node.xml"
-    path.write_text(NODE)
-    return f"test://{path}"
-
-
-@pytest.fixture
-def conn(node: str) -> Iterator[Any]:
-    start_event_loop()
-    connection = libvirt.open(node)
-    yield connection
-    connection.close()
 
 
 def foreign(conn: Any, name: str = "theirs") -> tuple[Any, str]:

@@ -6,7 +6,10 @@ CI (`CI=true`), where scripts/libvirt-host installs it and its absence is a fail
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -29,3 +32,24 @@ def libvirt_or_skip() -> ModuleType:
             allow_module_level=True,
         )
     return libvirt
+
+
+@pytest.fixture
+def node(tmp_path: Path) -> str:
+    """A test driver URI whose every open is a fresh, empty host (test:///default is shared
+    by the connections open at the same time in a process)."""
+    path = tmp_path / "node.xml"
+    path.write_text(NODE)
+    return f"test://{path}"
+
+
+@pytest.fixture
+def conn(node: str) -> Iterator[Any]:
+    """An open connection to `node`, libvirt's event loop running."""
+    libvirt = libvirt_or_skip()
+    from bcfleet.agent.libvirt_events import start_event_loop
+
+    start_event_loop()
+    connection = libvirt.open(node)
+    yield connection
+    connection.close()
