@@ -24,7 +24,7 @@ import os
 import re
 from pathlib import Path
 
-from bcfleet.agent.inventory import _HUGEPAGE_DIR, _NODE_DIR, _numbered, _read
+from bcfleet.agent.inventory import HUGEPAGE_DIR, NODE_DIR, numbered, read_text_file
 from bcfleet.domain.balloon import HostMemory
 from bcfleet.domain.hugepage_admission import HostPools
 from bcfleet.domain.shapes import HugepagePool
@@ -48,7 +48,7 @@ def _meminfo_kib(text: str, key: str) -> int | None:
 
 def read_meminfo(root: str | os.PathLike[str] = "/") -> tuple[int, int]:
     """(MemTotal, MemAvailable) of ``/proc/meminfo`` in bytes."""
-    text = _read(Path(root) / MEMINFO)
+    text = read_text_file(Path(root) / MEMINFO)
     if text is None:
         raise _unsupported(MEMINFO, "cannot read it: the agent reads a Linux host's procfs")
     figures = []
@@ -64,7 +64,7 @@ def read_meminfo(root: str | os.PathLike[str] = "/") -> tuple[int, int]:
 
 def read_memory_pressure(root: str | os.PathLike[str] = "/") -> float | None:
     """``some avg10`` of ``/proc/pressure/memory`` (percent of the last 10 s stalled), or None."""
-    text = _read(Path(root) / PRESSURE)
+    text = read_text_file(Path(root) / PRESSURE)
     if text is None:
         return None
     for line in text.splitlines():
@@ -87,7 +87,7 @@ def read_host_memory(root: str | os.PathLike[str] = "/") -> HostMemory:
 
 
 def _count(root: Path, relative: str) -> int:
-    text = _read(root / relative)
+    text = read_text_file(root / relative)
     if text is None or not re.fullmatch(r"[0-9]+", text):
         raise _unsupported(relative, f"want a whole number of huge pages, got {text!r}")
     return int(text)
@@ -99,7 +99,7 @@ def _pools(root: Path, relative: str) -> tuple[HugepagePool, ...]:
         names = os.listdir(root / relative)
     except OSError:
         return ()
-    sizes = sorted((int(m.group(1)), m.group(0)) for m in map(_HUGEPAGE_DIR.match, names) if m)
+    sizes = sorted((int(m.group(1)), m.group(0)) for m in map(HUGEPAGE_DIR.match, names) if m)
     return tuple(
         HugepagePool(
             size_bytes=kib * KIB,
@@ -113,7 +113,7 @@ def _pools(root: Path, relative: str) -> tuple[HugepagePool, ...]:
 def read_hugepage_pools(root: str | os.PathLike[str] = "/") -> HostPools:
     """NUMA node → its huge page pools; {None: the global pools} on a host with no nodes."""
     base = Path(root)
-    nodes = _numbered(base / _NODE_DIR, "node")
+    nodes = numbered(base / NODE_DIR, "node")
     if not nodes:
         return {None: _pools(base, GLOBAL_HUGEPAGES)}
-    return {node: _pools(base, f"{_NODE_DIR}/node{node}/hugepages") for node in nodes}
+    return {node: _pools(base, f"{NODE_DIR}/node{node}/hugepages") for node in nodes}

@@ -66,9 +66,9 @@ GPU_MODELS: dict[tuple[int, int], str] = {
 }
 
 _CPU_DIR = "sys/devices/system/cpu"
-_NODE_DIR = "sys/devices/system/node"
+NODE_DIR = "sys/devices/system/node"
 _NUMBERED = re.compile(r"^(cpu|node)(\d+)$")
-_HUGEPAGE_DIR = re.compile(r"^hugepages-(\d+)kB$")
+HUGEPAGE_DIR = re.compile(r"^hugepages-(\d+)kB$")
 _MEMTOTAL = re.compile(r"MemTotal:\s+(\d+)\s*kB")
 
 
@@ -87,14 +87,14 @@ def parse_cpulist(text: str) -> list[int]:
     return sorted(cpus)
 
 
-def _read(path: Path) -> str | None:
+def read_text_file(path: Path) -> str | None:
     try:
         return path.read_text(encoding="utf-8", errors="replace").strip()
     except OSError:
         return None
 
 
-def _numbered(directory: Path, prefix: str) -> list[int]:
+def numbered(directory: Path, prefix: str) -> list[int]:
     """The N of every ``<prefix>N`` entry in ``directory``, sorted; empty when it is absent."""
     try:
         names = os.listdir(directory)
@@ -115,13 +115,13 @@ def _memtotal_kib(text: str | None) -> int | None:
 
 def online_cpus(root: Path) -> list[int]:
     """The online CPUs: ``cpu/online``, else the ``cpuN`` directories not marked offline."""
-    listed = _read(root / _CPU_DIR / "online")
+    listed = read_text_file(root / _CPU_DIR / "online")
     if listed:
         return parse_cpulist(listed)
     return [
         n
-        for n in _numbered(root / _CPU_DIR, "cpu")
-        if _read(root / _CPU_DIR / f"cpu{n}" / "online") != "0"
+        for n in numbered(root / _CPU_DIR, "cpu")
+        if read_text_file(root / _CPU_DIR / f"cpu{n}" / "online") != "0"
     ]
 
 
@@ -129,14 +129,14 @@ def cpu_nodes(root: Path, node_ids: Iterable[int]) -> dict[int, int]:
     """CPU id → NUMA node, from each node's cpulist."""
     owner: dict[int, int] = {}
     for node in node_ids:
-        for cpu in parse_cpulist(_read(root / _NODE_DIR / f"node{node}" / "cpulist") or ""):
+        for cpu in parse_cpulist(read_text_file(root / NODE_DIR / f"node{node}" / "cpulist") or ""):
             owner.setdefault(cpu, node)
     return owner
 
 
 def read_cpus(root: Path, node_ids: list[int]) -> list[dict[str, Any]]:
     """The ``cpus`` entries: every online CPU with its node (or null) and whether it is isolated."""
-    isolated = set(parse_cpulist(_read(root / _CPU_DIR / "isolated") or ""))
+    isolated = set(parse_cpulist(read_text_file(root / _CPU_DIR / "isolated") or ""))
     owner = cpu_nodes(root, node_ids)
     return [
         {"id": cpu, "numaNode": owner.get(cpu), "isolated": cpu in isolated}
@@ -152,14 +152,14 @@ def read_hugepages(node_dir: Path) -> list[dict[str, int]]:
     except OSError:
         return []
     for name in names:
-        match = _HUGEPAGE_DIR.match(name)
+        match = HUGEPAGE_DIR.match(name)
         if match:
             sizes.append((int(match.group(1)) * 1024, name))
     entries = []
     for size_bytes, name in sorted(sizes):
         size_dir = node_dir / "hugepages" / name
-        total = int(_read(size_dir / "nr_hugepages") or 0)
-        free = int(_read(size_dir / "free_hugepages") or 0)
+        total = int(read_text_file(size_dir / "nr_hugepages") or 0)
+        free = int(read_text_file(size_dir / "free_hugepages") or 0)
         entries.append({"sizeBytes": size_bytes, "total": total, "free": free})
     return entries
 
@@ -168,8 +168,8 @@ def read_numa_nodes(root: Path, node_ids: list[int]) -> list[dict[str, Any]]:
     """The ``numaNodes`` entries: memory and huge pages of every node."""
     nodes = []
     for node in node_ids:
-        node_dir = root / _NODE_DIR / f"node{node}"
-        kib = _memtotal_kib(_read(node_dir / "meminfo")) or 0
+        node_dir = root / NODE_DIR / f"node{node}"
+        kib = _memtotal_kib(read_text_file(node_dir / "meminfo")) or 0
         nodes.append(
             {"id": node, "memoryGiB": _gib(kib * 1024), "hugepages": read_hugepages(node_dir)}
         )
@@ -178,7 +178,7 @@ def read_numa_nodes(root: Path, node_ids: list[int]) -> list[dict[str, Any]]:
 
 def read_memory_gib(root: Path) -> float:
     """``MemTotal`` of ``/proc/meminfo`` in GiB."""
-    kib = _memtotal_kib(_read(root / "proc" / "meminfo"))
+    kib = _memtotal_kib(read_text_file(root / "proc" / "meminfo"))
     if kib is None:
         raise UnsupportedError(
             "no MemTotal in /proc/meminfo: the agent reads a Linux host's procfs",
@@ -191,7 +191,10 @@ def is_whole_disk(block_dir: Path) -> bool:
     """Whether a ``/sys/block`` entry is a real, fixed disk (see the module docstring)."""
     if block_dir.name.startswith(NOT_WHOLE_DISKS):
         return False
-    return _read(block_dir / "removable") != "1" and _read(block_dir / "hidden") != "1"
+    return (
+        read_text_file(block_dir / "removable") != "1"
+        and read_text_file(block_dir / "hidden") != "1"
+    )
 
 
 def read_disk_gib(root: Path) -> float:
@@ -204,12 +207,12 @@ def read_disk_gib(root: Path) -> float:
     sectors = 0
     for name in names:
         if is_whole_disk(block / name):
-            sectors += int(_read(block / name / "size") or 0)
+            sectors += int(read_text_file(block / name / "size") or 0)
     return _gib(sectors * SECTOR_BYTES)
 
 
 def _hex(path: Path) -> int | None:
-    text = _read(path)
+    text = read_text_file(path)
     try:
         return int(text, 16) if text else None
     except ValueError:
@@ -230,7 +233,7 @@ def read_gpu(device_dir: Path, node_ids: set[int]) -> dict[str, Any] | None:
     if pci_class >> 8 not in GPU_CLASSES or vendor in CONSOLE_VENDORS:
         return None
     try:
-        node: int | None = int(_read(device_dir / "numa_node") or "-1")
+        node: int | None = int(read_text_file(device_dir / "numa_node") or "-1")
     except ValueError:
         node = None
     return {
@@ -254,13 +257,13 @@ def read_gpus(root: Path, node_ids: list[int]) -> list[dict[str, Any]]:
 
 def read_hostname(root: Path) -> str:
     """The kernel's host name under ``root``, else this process's."""
-    return _read(root / "proc" / "sys" / "kernel" / "hostname") or socket.gethostname()
+    return read_text_file(root / "proc" / "sys" / "kernel" / "hostname") or socket.gethostname()
 
 
 def read_inventory(root: str | os.PathLike[str] = "/") -> dict[str, Any]:
     """This host's inventory document (``schemas/inventory.schema.json``), read below ``root``."""
     base = Path(root)
-    node_ids = _numbered(base / _NODE_DIR, "node")
+    node_ids = numbered(base / NODE_DIR, "node")
     cpus = read_cpus(base, node_ids)
     if not cpus:
         raise UnsupportedError(
