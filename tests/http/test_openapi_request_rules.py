@@ -6,13 +6,15 @@ from __future__ import annotations
 import sys
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from bcfleet.domain.bounds import forbidden
+from bcfleet.domain.bounds import URL_MAX, URL_PARSER_WORDS, forbidden, url_problem
 from bcfleet.domain.durations import parse_duration
 from bcfleet.errors import InvalidInputError
 from bcfleet.fleet import Fleet
 from bcfleet.http.app import openapi_document
-from bcfleet.http.rules import duration, matches, text
+from bcfleet.http.rules import duration, http_url, matches, text
 from tests.support.builders import hosted_pool
 from tests.support.http import error_code, served
 
@@ -87,3 +89,19 @@ def test_a_schema_error_never_quotes_a_provider_token(fleet: Fleet) -> None:
         )
     assert (answer.status_code, error_code(answer)) == (400, "INVALID_INPUT")
     assert "secret-with" not in answer.text
+
+
+URL_PIECES = ["http", "HTTPS", "ftp", "://", ":", "@", "/", "?", "#", "[", "]", "::1", "1.2.3.4",
+              "a", "Z", "9", "65535", "65536", "00080", " ", "\u00a0", "\u200b", "\t", "\uff03",
+              "%20", "."]  # fmt: skip
+
+
+@given(st.lists(st.sampled_from(URL_PIECES), max_size=12))
+def test_the_url_pattern_is_the_rule_but_for_what_the_parser_adds(pieces: list[str]) -> None:
+    """The OpenAPI pattern of a URL says what bounds.url_problem says, except the parser's part
+    (a bracketed host that is no IPv6 address, NFKC), which the description states."""
+    url = "".join(pieces)
+    for candidate in (url, f"http://{url}", f"https://a{url}"):
+        problem = url_problem("url", candidate, URL_MAX)
+        by_pattern = matches(http_url(URL_MAX)["pattern"], candidate)
+        assert by_pattern == (problem is None or URL_PARSER_WORDS in problem), (candidate, problem)
