@@ -4,6 +4,7 @@ to them: the document and the server cannot drift apart."""
 from __future__ import annotations
 
 import sys
+import unicodedata
 
 import pytest
 from hypothesis import given
@@ -89,6 +90,23 @@ def test_a_schema_error_never_quotes_a_provider_token(fleet: Fleet) -> None:
         )
     assert (answer.status_code, error_code(answer)) == (400, "INVALID_INPUT")
     assert "secret-with" not in answer.text
+
+
+def test_the_url_pattern_refuses_exactly_the_characters_url_problem_refuses() -> None:
+    """Blanks (bounds.BLANKS, written out) are Unicode's Zs, the rest what bounds.forbidden says:
+    every character either refuses, the first 12,544 code points and every 251st beyond."""
+    pattern = http_url(URL_MAX)["pattern"]
+    judged = {code for code in range(sys.maxunicode + 1) if _url_refuses(chr(code))}
+    judged |= set(range(0x3100)) | set(range(0, sys.maxunicode + 1, 251))
+    for code in sorted(judged - set(range(0xD800, 0xE000))):  # no JSON string holds a surrogate
+        url = f"http://a/{chr(code)}"
+        refused = _url_refuses(chr(code))
+        assert (not matches(pattern, url)) == refused, hex(code)
+        assert (url_problem("url", url, URL_MAX) is not None) == refused, hex(code)
+
+
+def _url_refuses(char: str) -> bool:
+    return forbidden(char) or unicodedata.category(char) == "Zs"
 
 
 URL_PIECES = ["http", "HTTPS", "ftp", "://", ":", "@", "/", "?", "#", "[", "]", "::1", "1.2.3.4",
