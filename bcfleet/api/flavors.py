@@ -71,12 +71,20 @@ def validate_flavor_input(
         raise InvalidInputError(f"invalid flavor: {message}", {"fields": problems})
 
 
+_REFERENCING = select(Instance.id).where(col(Instance.flavor_id).is_not(None))
+
+
 def _referenced(session: Session, flavor_id: str) -> bool:
-    """Whether any instance row, deleted ones included, references the flavor."""
-    return (
-        session.exec(select(Instance.id).where(Instance.flavor_id == flavor_id).limit(1)).first()
-        is not None
-    )
+    """Whether any instance row, deleted ones included, references the flavor (the rule a flavor
+    is archived rather than deleted by)."""
+    found = session.exec(_REFERENCING.where(Instance.flavor_id == flavor_id).limit(1)).first()
+    return found is not None
+
+
+def referenced_flavors(session: Session) -> set[str]:
+    """The ids of every flavor _referenced() holds referenced, in one query (FleetConfig's plan)."""
+    query = select(Instance.flavor_id).where(col(Instance.flavor_id).is_not(None))
+    return {flavor_id for flavor_id in session.exec(query.distinct()) if flavor_id is not None}
 
 
 def _item(pool: Pool, raw: Mapping[str, Any]) -> dict[str, Any]:

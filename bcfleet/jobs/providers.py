@@ -77,7 +77,7 @@ def run_reconcile(fleet: Fleet, now: datetime) -> dict[str, int]:
     counts = dict.fromkeys(COUNTS, 0)
     identity = fleet_id(fleet)
     accounts, known_pools = _accounts(fleet)
-    catalog = fleet.api.offer_catalog
+    catalog = fleet.offer_catalog
     faults = FaultLog(fleet, JOB, ("instance", "server", "providerAccount"))
     gone = and_(
         col(Instance.state) == InstanceState.DELETED, col(Instance.provider_status) == SERVER_GONE

@@ -24,13 +24,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from bcfleet.api.auth import Credential
+from bcfleet.api.auth import Credential, require_fleet_operator
 from bcfleet.errors import StalePlanError
 from bcfleet.reconcile.actions import Plan, Summary
 from bcfleet.reconcile.execute import Executor
 from bcfleet.reconcile.lock import WaitNotice, held
 from bcfleet.reconcile.model import DesiredFleet, ObservedFleet
-from bcfleet.reconcile.observe import observe, require_operator
+from bcfleet.reconcile.observe import observe
 from bcfleet.reconcile.perf import collector_paused
 from bcfleet.reconcile.plan import plan
 from bcfleet.reconcile.render import render_json
@@ -46,7 +46,7 @@ StepHook = Callable[[int], None]
 def observe_state(fleet: Fleet, credential: Credential | None) -> ObservedFleet:
     """The state in one read transaction, for root's admin only."""
     with fleet.read() as session:
-        require_operator(session, credential, fleet.now())
+        require_fleet_operator(session, credential, fleet.now())
         return observe(session, host_reserve=fleet.settings.host_reserve)
 
 
@@ -180,7 +180,7 @@ def _apply_locked(
     with fleet.transaction(bump_revision=False) as joined, collector_paused():
         session = joined.session
         assert session is not None
-        require_operator(session, credential, fleet.now())
+        require_fleet_operator(session, credential, fleet.now())
         revision = current_revision(session)
         observed = observe(session, host_reserve=fleet.settings.host_reserve)
         fresh = plan(approved.desired, observed, allow_empty=approved.allow_empty)

@@ -19,10 +19,9 @@ from contextlib import contextmanager, suppress
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from bcfleet.api.auth import Credential
+from bcfleet.api.auth import Credential, require_fleet_operator
 from bcfleet.clock import format_time
 from bcfleet.errors import LockedError, NotFoundError
-from bcfleet.reconcile.observe import require_operator
 from bcfleet.store.locks import JOB_LEASE_PREFIX, by_id, kept_alive, live, release, take
 from bcfleet.store.locks import Lease as Lease  # re-exported: the lock's holder, for callers
 from bcfleet.store.models import Lock
@@ -152,7 +151,7 @@ def force_unlock(fleet: Fleet, credential: Credential | None, lock_id: str) -> L
     """Remove a lock (the apply lock or a job's lease) by its id, whoever holds it (root's
     admin only); NOT_FOUND otherwise."""
     with fleet.write(bump_revision=False) as session:
-        require_operator(session, credential, fleet.now())
+        require_fleet_operator(session, credential, fleet.now())
         row = by_id(session, lock_id)
         if row is None:
             raise NotFoundError(f"no lock with id {lock_id!r}", {"lock": lock_id})
