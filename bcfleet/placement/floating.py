@@ -49,7 +49,7 @@ def refloat_guests(
 ) -> int:
     """Re-derive the host's floating cpusets now that guest_id has `placement` there (None: it
     left); returns how many floating guests changed."""
-    from bcfleet.placement.instance_placer import host_inventory
+    from bcfleet.placement.claims import host_inventory
 
     guests = {
         str(gid): HostPlacement.from_json(doc)

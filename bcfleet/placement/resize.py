@@ -16,15 +16,10 @@ from bcfleet.domain.numa import NotCandidate
 from bcfleet.domain.shapes import Shape, placement_from_json, shape_delta
 from bcfleet.domain.states import InstanceState
 from bcfleet.errors import CapacityUnavailableError
+from bcfleet.placement.claims import claim_scalars, lock_node_rows, return_scalars
 from bcfleet.placement.floating import refloat_guests
 from bcfleet.placement.gpus import AtomRef
-from bcfleet.placement.instance_placer import (
-    _record_placement,
-    choose_placement,
-    claim_scalars,
-    lock_node_rows,
-    return_scalars,
-)
+from bcfleet.placement.instance_placer import _record_placement, choose_placement
 from bcfleet.placement.quotas import charge, lock_quotas, refund
 from bcfleet.store.models import Allocation, Booking, ClaimPeriod, GpuAtom, Instance, Pool
 
