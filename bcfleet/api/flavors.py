@@ -29,7 +29,7 @@ from bcfleet.store.faults import flush_or_conflict
 from bcfleet.store.models import Flavor, Instance, Pool
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.api.handle import ApiHandle
 
 # A check of a provider pool's offer (issue of provider pools); returns warnings, raises on unknown.
 OfferCheck = Callable[[Session, Pool, str], list[str]]
@@ -118,7 +118,7 @@ def _check_names_free(session: Session, pool: Pool, names: list[str]) -> None:
 
 
 def _created_event(
-    fleet: Fleet, pool: Pool, row: Mapping[str, Any], now: datetime
+    fleet: ApiHandle, pool: Pool, row: Mapping[str, Any], now: datetime
 ) -> dict[str, Any]:
     return {
         "id": fleet.ids.new("evt", now),

@@ -34,7 +34,7 @@ from bcfleet.store.faults import RunAgainCarefully
 from bcfleet.store.uow import CoreSavepoint
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.placement.handle import PlacementHandle
 
 
 # All of a node's scalar claims in one guarded statement (SQLite, whose writers are serialized):
@@ -250,7 +250,12 @@ class ReadBehindClaim:
     """
 
     def __init__(
-        self, session: Session, fleet: Fleet, node_id: str, exclude: str, looked_empty: bool
+        self,
+        session: Session,
+        fleet: PlacementHandle,
+        node_id: str,
+        exclude: str,
+        looked_empty: bool,
     ) -> None:
         self._session, self._fleet, self._node_id, self._exclude = session, fleet, node_id, exclude
         self._kept = fleet.placement.kept_inventory(node_id)
@@ -281,7 +286,7 @@ _INVENTORY_UNLESS_KEPT = DriverStatement(
 
 
 def host_inventory(
-    session: Session, fleet: Fleet, node_id: str, known_generation: int | None = None
+    session: Session, fleet: PlacementHandle, node_id: str, known_generation: int | None = None
 ) -> Inventory:
     """The host's parsed inventory, kept in the fleet's placement context by its generation.
 
@@ -303,7 +308,7 @@ def _send_inventory_read(
 
 
 def _inventory_read(
-    fleet: Fleet, node_id: str, kept: tuple[int, Inventory] | None, sent: SentRows
+    fleet: PlacementHandle, node_id: str, kept: tuple[int, Inventory] | None, sent: SentRows
 ) -> Inventory:
     """The inventory _send_inventory_read asked for: the kept copy when it is current."""
     generation, document = sent.rows().one()
@@ -345,7 +350,7 @@ class ClaimStrategy(Protocol):
     def take(
         self,
         session: Session,
-        fleet: Fleet,
+        fleet: PlacementHandle,
         host: HostSnapshot,
         claims: Mapping[str, int],
         instance_id: str,
@@ -375,7 +380,7 @@ class SqliteClaims:
     def take(
         self,
         session: Session,
-        fleet: Fleet,  # noqa: ARG002 - the strategies' one signature (ClaimStrategy)
+        fleet: PlacementHandle,  # noqa: ARG002 - the strategies' one signature (ClaimStrategy)
         host: HostSnapshot,
         claims: Mapping[str, int],
         instance_id: str,  # noqa: ARG002
@@ -413,7 +418,7 @@ class PostgresClaims:
     def take(
         self,
         session: Session,
-        fleet: Fleet,
+        fleet: PlacementHandle,
         host: HostSnapshot,
         claims: Mapping[str, int],
         instance_id: str,

@@ -22,7 +22,7 @@ from bcfleet.store.models import Pool
 from bcfleet.store.tables import INSTANCES
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.placement.handle import PlacementHandle
 
 _LIVE_IN = ", ".join(f"'{state.value}'" for state in INSTANCE_LIVE)
 _GUESTS_ON = DriverStatement(
@@ -40,7 +40,7 @@ _SET_PLACEMENT = (
 
 def refloat_guests(
     session: Session,
-    fleet: Fleet,
+    fleet: PlacementHandle,
     pool: Pool,
     node_id: str,
     *,

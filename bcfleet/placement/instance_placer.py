@@ -44,7 +44,7 @@ from bcfleet.store.models import Allocation, Instance, Pool
 from bcfleet.store.new_rows import add_as_loaded, new_row
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.placement.handle import PlacementHandle
 
 CANDIDATES_TO_SCORE = 16
 _INSERT_ALLOCATION = DriverStatement(Allocation.__table__.insert())  # type: ignore[attr-defined]
@@ -54,7 +54,7 @@ _COLUMNS = tuple(c.key for c in Instance.__table__.columns)  # type: ignore[attr
 
 def place_instance(
     session: Session,
-    fleet: Fleet,
+    fleet: PlacementHandle,
     *,
     tenant_id: str,
     pool: Pool,
@@ -122,7 +122,7 @@ def place_instance(
 
 def try_place(
     session: Session,
-    fleet: Fleet,
+    fleet: PlacementHandle,
     instance: Instance,
     pool: Pool,
     *,
@@ -185,7 +185,7 @@ def try_place(
 
 def _mark_unschedulable(
     session: Session,
-    fleet: Fleet,
+    fleet: PlacementHandle,
     instance: Instance,
     pool: Pool,
     shape: Shape,
@@ -206,7 +206,7 @@ def _mark_unschedulable(
 
 def _claim_on(
     session: Session,
-    fleet: Fleet,
+    fleet: PlacementHandle,
     instance: Instance,
     pool: Pool,
     host: HostSnapshot,
@@ -337,7 +337,7 @@ def choose_atoms(
 
 def choose_placement(
     session: Session,
-    fleet: Fleet,
+    fleet: PlacementHandle,
     pool: Pool,
     node_id: str,
     shape: Shape,
@@ -373,7 +373,11 @@ def choose_placement(
 
 
 def _record_placement(
-    instance: Instance, node_id: str, allocation_id: str, placement: HostPlacement, fleet: Fleet
+    instance: Instance,
+    node_id: str,
+    allocation_id: str,
+    placement: HostPlacement,
+    fleet: PlacementHandle,
 ) -> None:
     now = fleet.now()
     instance.node_id = node_id
@@ -396,7 +400,9 @@ def _record_placement(
     instance.conditions = conditions
 
 
-def release_instance(session: Session, fleet: Fleet, instance: Instance, *, reason: str) -> None:
+def release_instance(
+    session: Session, fleet: PlacementHandle, instance: Instance, *, reason: str
+) -> None:
     """Release the allocation and GPU atoms, refund quota, mark the instance deleted (times kept for metering)."""
     now = fleet.now()
     if instance.state != InstanceState.DELETED:  # quota rows before node rows: the one lock order
@@ -417,7 +423,7 @@ def release_instance(session: Session, fleet: Fleet, instance: Instance, *, reas
     session.add(instance)
 
 
-def _give_back_pinned_cpus(session: Session, fleet: Fleet, instance: Instance) -> None:
+def _give_back_pinned_cpus(session: Session, fleet: PlacementHandle, instance: Instance) -> None:
     """A live pinned guest leaving its host gives its CPUs back to the floating guests there."""
     placement = instance.host_placement or {}
     if instance.state == InstanceState.DELETED or instance.node_id is None:

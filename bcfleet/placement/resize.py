@@ -24,7 +24,7 @@ from bcfleet.placement.quotas import charge, lock_quotas, refund
 from bcfleet.store.models import Allocation, Booking, ClaimPeriod, GpuAtom, Instance, Pool
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.placement.handle import PlacementHandle
 
 
 def _end_period(session: Session, allocation: Allocation, now: datetime) -> None:
@@ -81,7 +81,7 @@ def resize_allocation(
 
 def resize_hosted(
     session: Session,
-    fleet: Fleet,
+    fleet: PlacementHandle,
     instance: Instance,
     pool: Pool,
     new_shape: dict[str, Any],
@@ -109,7 +109,7 @@ def resize_hosted(
 
 
 def _replace(
-    session: Session, fleet: Fleet, instance: Instance, pool: Pool, allocation: Allocation
+    session: Session, fleet: PlacementHandle, instance: Instance, pool: Pool, allocation: Allocation
 ) -> None:
     """A same-placement resize chooses the host placement again for the new shape."""
     booked = select(GpuAtom).join(Booking, col(Booking.atom_id) == col(GpuAtom.id))
