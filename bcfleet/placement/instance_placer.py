@@ -242,11 +242,9 @@ def _claim_on(
     if failed is not None:
         strategy.refused(taken)
         return NoFit(failed, f"{failed} claimed concurrently")
-    savepoint = taken.savepoint
     atoms = _take_atoms(session, host.node_id, shape.gpus, policy, now)
-    if atoms is None:
-        assert savepoint is not None  # no atoms are wanted without GPUs
-        savepoint.rollback()
+    if atoms is None:  # GPUs are wanted: the claim ran in a savepoint, on either engine
+        strategy.refused(taken)
         return NoFit("gpu", f"0 of {shape.gpus} gpu free")
     try:
         placement = choose_placement(
@@ -299,8 +297,8 @@ def _claim_on(
         refloat_guests(
             session, fleet, pool, host.node_id, guest_id=instance.id, placement=placement
         )
-    if savepoint is not None:
-        savepoint.release()
+    if taken.savepoint is not None:
+        taken.savepoint.release()
     return None
 
 
