@@ -30,7 +30,7 @@ from bcfleet.clock import Clock
 from bcfleet.providers.fake_server import FakeHetzner
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.api.handle import ApiHandle
 
 FAKE_TOKEN_ENV = "BCFLEET_FAKE_HCLOUD_TOKEN"
 FAKE_TOKEN = "fake-hcloud-token"
@@ -50,7 +50,7 @@ class FakeProvider:
 
     def create_account(
         self,
-        fleet: Fleet,
+        fleet: ApiHandle,
         *,
         tenant_id: str = "root",
         name: str = "fake-hetzner",

@@ -41,7 +41,7 @@ from bcfleet.secretbox import Secret, require_box
 from bcfleet.store.models import Pool, ProviderAccount
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.api.handle import ApiHandle
 
 MAX_TOKEN = 4096
 
@@ -139,7 +139,7 @@ def _check_filters(kind: str | None, min_vcpu: int | None) -> None:
 
 
 class ProviderAccountsAPI(Area):
-    def __init__(self, fleet: Fleet, catalog: OfferCatalog | None = None) -> None:
+    def __init__(self, fleet: ApiHandle, catalog: OfferCatalog | None = None) -> None:
         super().__init__(fleet)
         self.catalog = catalog or OfferCatalog(fleet)
 
