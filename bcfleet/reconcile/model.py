@@ -270,10 +270,6 @@ class HostCapacity:
     rows: tuple[ResourceRow, ...] = ()
     totals: Mapping[str, int] = field(default_factory=dict)
 
-    def total(self, row: ResourceRow) -> int:
-        """The inventory total of a row's resource; its allocatable when the host reports none."""
-        return self.totals.get(row.resource, row.allocatable)
-
 
 @dataclass(frozen=True)
 class ObservedFleet:
