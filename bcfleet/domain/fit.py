@@ -22,22 +22,12 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import NamedTuple
 
-from bcfleet.domain.bounds import stored_ratio
 from bcfleet.domain.host_reserve import DEFAULT_RESERVE, HostReserve
+from bcfleet.domain.pool_policy import clamp_ratio
 from bcfleet.domain.scalars import SCALARS
 from bcfleet.domain.shapes import Inventory, PlacementPolicy, Shape
 
 PLACEMENT_CAPABILITY_LABEL = "bc.dev/cap.instance.placement"
-
-
-def clamp_ratio(ratio: object) -> float:
-    """A stored overcommit as placement reads it: bounds.stored_ratio, 1 for what it cannot read.
-
-    The API stores ratios already clamped (bounds.check_ratio); a row written before that, or
-    straight into the table, reads as the API shows it, so capacity never sees anything else.
-    """
-    stored = stored_ratio(ratio)
-    return 1.0 if stored is None else stored
 
 
 def capacity(allocatable: int, ratio: float | None) -> int:

@@ -361,5 +361,7 @@ def test_plan_row_hosts_show_and_dashboard_agree_after_a_ratio_change(
             ResourceRow("vcpu", 8, 0.5, 4, 8)
         ]
         assert run_cli("plan", "-f", str(after), "--detailed-exitcode", db=db_url).exit_code == 0
+        problems = fleet.api.doctor.check(OP, invariants=True)["invariants"]["problems"]
+        assert problems["overCapacity"] == [f"node {listed['id']}: vcpu 8 allocated of capacity 4"]
     finally:
         fleet.close()
