@@ -269,7 +269,8 @@ class ObservedCompute:
 
 @dataclass(frozen=True)
 class HostCapacity:
-    """A host's node_resources rows, and the inventory totals (by resource) they derive from."""
+    """A host's node_resources rows, and the inventory totals (by resource) they derive from;
+    without totals (an unreadable inventory, a tenant-controlled host) vps.hosts keeps the rows."""
 
     host: str
     pool: str

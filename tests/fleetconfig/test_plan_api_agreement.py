@@ -365,3 +365,22 @@ def test_plan_row_hosts_show_and_dashboard_agree_after_a_ratio_change(
         assert problems["overCapacity"] == [f"node {listed['id']}: vcpu 8 allocated of capacity 4"]
     finally:
         fleet.close()
+
+
+def test_a_tenant_controlled_hosts_rows_are_left_alone_by_the_plan_as_by_vps_hosts(
+    any_fleet: Fleet,
+) -> None:
+    pool_with_hosts(any_fleet, hosts=2, cpus=10, numa_nodes=1)
+    any_fleet.api.hosts.update(OP, host="h2", tenant_controlled=True)
+    with any_fleet.read() as session:
+        observed = observe(session)
+    (spec,) = (p.spec for p in observed.pools)
+    after = replace(spec, overcommit=normalize_overcommit({"vcpu": 0.5}))
+    (vcpu, *_), _ = pool_capacity(after, observed.capacity)
+    any_fleet.api.pools.update(OP, tenant_id="root", pool=spec.name, overcommit={"vcpu": 0.5})
+    run_vps_hosts(any_fleet, any_fleet.now())
+    assert (
+        rows(any_fleet, "h1")["vcpu"]["capacity"],
+        rows(any_fleet, "h2")["vcpu"]["capacity"],
+    ) == (4, 8)
+    assert (vcpu.resource, vcpu.before, vcpu.after) == ("vcpu", 16, 12)
