@@ -23,24 +23,27 @@ def _pool_text(p: dict[str, Any]) -> str:
     ]
     if p.get("gpuModel"):
         lines.append(f"  gpuModel:    {p['gpuModel']}")
-    overcommit = p["policy"]["overcommit"] or {}
-    lines.append(
-        "  overcommit:  "
-        + (", ".join(f"{k}={_ratio(v)}" for k, v in overcommit.items()) or "none (1)")
-    )
-    reserve = p["policy"]["hostReserve"] or {}
-    lines.append(
-        "  hostReserve: " + (", ".join(f"{k}={v}" for k, v in reserve.items()) or "defaults")
-    )
+    effective, stored = p["effectivePolicy"], p["policy"]
+    lines.append("  overcommit:  " + _in_force(effective["overcommit"], stored["overcommit"]))
+    lines.append("  hostReserve: " + _in_force(effective["hostReserve"], stored["hostReserve"]))
     if "offeredTo" in p:
         lines.append("  offeredTo:   " + (", ".join(p["offeredTo"]) or "-"))
     lines.extend(f"notice: {n['message']}" for n in p.get("notices", []))
     return "\n".join(lines)
 
 
-def _ratio(value: float | None) -> str:
-    """A ratio as written; null (a stored value that is not a finite number) reads as 1."""
-    return "1 (invalid value stored)" if value is None else f"{value:g}"
+def _in_force(effective: dict[str, Any], stored: dict[str, Any]) -> str:
+    """Each resource's value in force (the API's effectivePolicy), the ones the pool does not
+    set marked as defaults; a stored value that is not a finite number says so."""
+    parts = []
+    for resource, value in effective.items():
+        note = ""
+        if resource not in stored:
+            note = " (default)"
+        elif stored[resource] is None:
+            note = " (invalid value stored)"
+        parts.append(f"{resource}={'-' if value is None else f'{value:g}'}{note}")
+    return ", ".join(parts)
 
 
 def _reserve(vcpu: int | None, memory: int | None, disk: int | None) -> dict[str, int] | None:

@@ -208,7 +208,8 @@ def _quotas(session: Session, names: Mapping[str, str]) -> tuple[ObservedQuota, 
 
 
 def _capacity(session: Session, names: Mapping[str, str]) -> tuple[HostCapacity, ...]:
-    """Each host's node_resources rows with the inventory totals they were derived from."""
+    """Each host's node_resources rows with the inventory totals they were derived from; none
+    for a tenant-controlled host, whose rows vps.hosts no longer writes (the plan keeps them)."""
     query = select_columns(
         col(NodeResource.node_id),
         col(NodeResource.resource),
@@ -223,18 +224,22 @@ def _capacity(session: Session, names: Mapping[str, str]) -> tuple[HostCapacity,
     if not rows:
         return ()
     hosts = session.execute(
-        select(col(Host.id), col(Host.name), col(Host.pool_id), col(Host.inventory)).where(
-            col(Host.id).in_(list(rows))
-        )
+        select_columns(
+            col(Host.id),
+            col(Host.name),
+            col(Host.pool_id),
+            col(Host.inventory),
+            col(Host.tenant_controlled),
+        ).where(col(Host.id).in_(list(rows)))
     ).all()
     return tuple(
         HostCapacity(
             name,
             names[pool_id],
             tuple(sorted(rows[id_], key=lambda row: row.resource)),
-            _totals(inventory),
+            {} if controlled else _totals(inventory),  # vps.hosts leaves its rows alone
         )
-        for id_, name, pool_id, inventory in sorted(hosts, key=lambda h: h[1])
+        for id_, name, pool_id, inventory, controlled in sorted(hosts, key=lambda h: h[1])
     )
 
 
