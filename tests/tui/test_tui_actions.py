@@ -238,6 +238,37 @@ async def test_marked_rows_are_shown_listed_in_one_confirm_and_answered_row_by_r
         assert not any(on_ui for _, on_ui in source.calls)
 
 
+async def test_an_action_takes_only_the_marked_rows_the_filter_shows_and_says_the_rest(
+    fleet_db: Path,
+) -> None:
+    app, fleet, source = recorded_app(fleet_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await open_row(pilot, "9", "~^acme-web-0[127]$")
+        t = table(app)
+        await pilot.press("space", "space", "space")
+        await pilot.press("slash", "ctrl+u", *"acme-web-07", "enter")  # two marks hidden
+        await pilot.pause()
+        assert t.shown_count == 1 and len(t.marked) == 3
+        assert "3 marked (2 hidden by the filter)" in status(app)
+        await pilot.press("x")
+        asked = await confirm(pilot)
+        assert asked.splitlines() == [
+            "Stop instance acme-web-07 (acme)?",
+            "It stops; it keeps its host, GPUs and quota.",
+            "2 marked rows are hidden by the filter and left out.",
+        ]
+        assert [c for c, _ in source.calls] == ["stop_instance"]
+        assert instance_state(fleet, "acme-web-07") == "stopped"
+        assert instance_state(fleet, "acme-web-01") == "running"
+        assert len(t.marked) == 2  # the hidden marks stay for later
+        assert "2 marked (2 hidden by the filter)" in status(app)
+
+        await pilot.press("escape")  # the filter is cleared: the two marked rows show again
+        await pilot.pause()
+        assert len(t.marked_shown()) == 2 and "hidden" not in status(app)
+
+
 async def test_space_unmarks_and_escape_clears_the_filter_then_the_marks(fleet_db: Path) -> None:
     app, _, _ = recorded_app(fleet_db)
     async with app.run_test(size=(120, 40)) as pilot:

@@ -21,6 +21,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Button, Footer, Input, Select, Static
 
 from bcfleet.errors import FleetError
@@ -335,8 +336,14 @@ class ViewScreen(Screen[None]):
         self.query_one(Prompt).close()
         self.focus_body()
 
+    def offer_focus(self, widget: Widget) -> None:
+        """Focus a widget of the view (data came in), unless the prompt is open: what is being
+        typed stays the prompt's."""
+        if not self.query_one(Prompt).display:
+            self.set_focus(widget)
+
     def focus_body(self) -> None:
-        """Give the focus back to the view's main widget."""
+        """Give the focus back to the view's main widget, at once (not after the queued keys)."""
         self.focus_next()
 
 
