@@ -58,7 +58,9 @@ async def open_row(pilot: Any, view: str, word: str) -> None:
 
 
 async def confirm(pilot: Any, answer: str = "y") -> str:
-    """The confirm's question; then answer it and wait for the worker."""
+    """The confirm's question (once the facts it names are read); then answer it and wait for
+    the worker."""
+    await settle(pilot)
     screen = pilot.app.screen
     assert isinstance(screen, Confirm)
     asked = screen.question
@@ -92,6 +94,48 @@ async def test_an_answer_of_no_changes_nothing(fleet_db: Path) -> None:
         assert "cannot be undone" in await confirm(pilot, "n")
         assert instance_state(fleet, "acme-web-07") == "running"
         assert source.calls == []
+
+
+async def test_deleting_the_instance_a_service_runs_on_names_it_and_the_api_refuses(
+    fleet_db: Path,
+) -> None:
+    app, fleet, _source = recorded_app(fleet_db)
+    web = next(s for s in fleet.api.services.list(OP)["items"] if s["deployed"])
+    serving = fleet.api.instances.show(OP, str(web["instanceId"]))["name"]
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await open_row(pilot, "9", f"~^{serving}$")
+        await pilot.press("ctrl+d")
+        asked = await confirm(pilot)
+        assert asked.splitlines()[1] == (
+            "Its host, GPUs and quota are released; this cannot be undone; "
+            "it serves: service prod/web (deployed)."
+        )
+        assert any(
+            f"{serving} (acme): CONFLICT: instance {serving} serves service prod/web "
+            "(deployed): undeploy it first" in s
+            for s in said(app)
+        ), said(app)
+    assert fleet.api.services.show(OP, str(web["id"]))["instanceId"] == web["instanceId"]
+
+
+async def test_taking_an_offer_back_names_what_the_tenant_holds_in_the_pool(
+    fleet_db: Path,
+) -> None:
+    app, fleet, _source = recorded_app(fleet_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await open_row(pilot, "0", "gpu-burst")
+        await pilot.press("O", *"acme", "enter")
+        asked = await confirm(pilot, "n")
+        line = asked.splitlines()[1]
+        assert line.startswith("Tenant acme may no longer place in it; acme holds there: instance ")
+        assert "(running)" in line and "reservation rsv_" in line
+        await pilot.press("O", *"initech", "enter")
+        asked = await confirm(pilot, "n")
+        assert asked.splitlines()[1] == "Tenant initech may no longer place in it."
+    pool = next(p for p in fleet.api.pools.list(OP)["items"] if p["name"] == "gpu-burst")
+    assert "acme" in pool["offeredTo"]
 
 
 async def test_an_error_says_its_code_and_message_and_start_resize_delete_work(

@@ -216,7 +216,7 @@ class ActingView(ViewScreen):
         look = action.look
         assert look is not None
         try:
-            found = tuple((k, i, look(self.source, i)) for k, i in rows)
+            found = tuple((k, i, look(self.source, i, value)) for k, i in rows)
         except Exception as exc:  # noqa: BLE001 - said to the operator; nothing changed
             self.post_message(self.Refused(action, exc))
             return
