@@ -12,9 +12,8 @@ from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Credential, acting_for, resolve
 from bcfleet.api.base import Area
-from bcfleet.api.documents import DependentsJson
 from bcfleet.api.lookup import find_pool
-from bcfleet.domain.dependents import Dependent
+from bcfleet.domain.dependents import Dependent, DependentsJson
 from bcfleet.domain.states import INSTANCE_LIVE, InstanceState, ReservationState
 from bcfleet.errors import NotFoundError
 from bcfleet.store.models import Instance

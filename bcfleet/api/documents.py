@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from typing import Annotated, Any, NotRequired, TypedDict
 
 from bcfleet.domain.agent_report import GuestAgentReportJson
-from bcfleet.domain.dependents import DependentJson
 from bcfleet.domain.event_document import EventJson
 from bcfleet.domain.guest_view import HostBookingJson
 from bcfleet.domain.instance_spec import (
@@ -41,12 +40,6 @@ DeliveryStateText = Annotated[str, OneOf(tuple(DeliveryState))]
 
 ReservationStateText = Annotated[str, OneOf(tuple(ReservationState))]
 """A reservation's state (domain.states.ReservationState)."""
-
-
-class DependentsJson(TypedDict):
-    """What depends on a row (fleet.api.dependents): each with its kind, id, name and state."""
-
-    items: list[DependentJson]
 
 
 class TenantJson(TypedDict):

@@ -14,6 +14,12 @@ class DependentJson(TypedDict):
     state: NotRequired[str]
 
 
+class DependentsJson(TypedDict):
+    """What depends on a row (fleet.api.dependents; not served over HTTP yet)."""
+
+    items: list[DependentJson]
+
+
 @dataclass(frozen=True)
 class Dependent:
     """One thing that depends on the row: a service an instance serves, an instance in a pool."""
