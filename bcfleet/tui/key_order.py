@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from textual.app import App
 
 ENDS_PROMPT = frozenset({"enter", "escape"})
+LOST_AFTER = 3.0
+"""Seconds a key may take to be handled before the keys behind it go on anyway."""
 
 
 class KeyOrder:
@@ -42,6 +44,7 @@ class KeyOrder:
         self.in_flight = 0
         """The number of the key being handled (0: none)."""
         self._sent = 0
+        self._watching: int | None = None
         self.closing: Prompt | None = None
         """The prompt an Enter or Esc went to, until it has closed."""
         self.quitting = False
@@ -56,8 +59,24 @@ class KeyOrder:
             return
         if self.busy() or self.waiting:
             self.waiting.append(event)
+            self._watch()
             return
         await self._send(event)
+
+    def _watch(self) -> None:
+        """Should a key's way up be lost (a widget removed with the wait still in its queue),
+        the keys behind it go on after LOST_AFTER seconds rather than never."""
+        if self._watching is None:
+            self._watching = self.in_flight
+            self.app.set_timer(LOST_AFTER, self._lost)
+
+    async def _lost(self) -> None:
+        stuck, self._watching = self._watching, None
+        if stuck and self.in_flight == stuck:
+            self.in_flight = 0
+            await self.resume()
+        if self.waiting:
+            self._watch()
 
     async def resume(self) -> None:
         """The key in flight was handled, or a prompt closed: the next keys go on."""
