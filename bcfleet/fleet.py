@@ -17,7 +17,7 @@ from bcfleet.ids import IdFactory
 from bcfleet.settings import FleetSettings, load_fleet_settings
 from bcfleet.store import wal_checkpoints
 from bcfleet.store.driver_sql import core_connection
-from bcfleet.store.engine import make_engine
+from bcfleet.store.engine import BUSY_TIMEOUT_S, make_engine
 from bcfleet.store.faults import lost_connections, run_retrying
 from bcfleet.store.schema import ensure_schema, forget_schema
 from bcfleet.store.tables import TENANTS
@@ -84,10 +84,13 @@ class Fleet:
         clock: Clock | None = None,
         settings: FleetSettings | None = None,
         ids: IdFactory | None = None,
+        busy_timeout_s: float = BUSY_TIMEOUT_S,
     ) -> Fleet:
-        """Open (and, for a fresh database, create) the fleet state at db_url."""
+        """Open (and, for a fresh database, create) the fleet state at db_url; an SQLite database
+        another process holds locked answers DATABASE_UNAVAILABLE (database_busy) after
+        busy_timeout_s."""
         settings = settings or load_fleet_settings()
-        engine = make_engine(db_url or settings.db_url)
+        engine = make_engine(db_url or settings.db_url, busy_timeout_s=busy_timeout_s)
         with lost_connections():
             ensure_schema(engine)
         fleet = cls(engine, clock=clock, settings=settings, ids=ids)

@@ -44,6 +44,9 @@ class CliState:
     json: bool = False
     debug: bool = False
     token: str | None = None
+    busy_timeout_s: float | None = None
+    """How long the fleet's SQLite connections wait for another process's lock (None: the
+    store's default); the dashboard waits a second, then says busy."""
     _fleet: Fleet | None = field(default=None, repr=False)
 
     @property
@@ -51,7 +54,11 @@ class CliState:
         if self._fleet is None:
             from bcfleet.fleet import Fleet
 
-            self._fleet = Fleet.open(self._url_to_open())
+            url = self._url_to_open()
+            if self.busy_timeout_s is None:
+                self._fleet = Fleet.open(url)
+            else:
+                self._fleet = Fleet.open(url, busy_timeout_s=self.busy_timeout_s)
         return self._fleet
 
     def _url_to_open(self) -> str | None:

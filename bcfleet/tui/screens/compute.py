@@ -160,7 +160,7 @@ class ComputeView(ViewScreen):
         self._message("")
         self.redraw(load=True)
         self.update_title()
-        self.query_one(f"#enabled-{SIZE_NAMES[0]}", OnOff).focus()
+        self.offer_focus(self.query_one(f"#enabled-{SIZE_NAMES[0]}", OnOff))
 
     def show_failure(self, error: Exception, *, disconnected: bool, area: str | None) -> None:
         """The form gives way to the error and Retry; no numbers stay under the asked tenant's name."""
@@ -176,7 +176,7 @@ class ComputeView(ViewScreen):
         self.query_one("#load-error", Static).update(
             Text(f"Couldn't load {whose} compute settings: {error}", style="bold")
         )
-        self.query_one("#retry", Button).focus()
+        self.offer_focus(self.query_one("#retry", Button))
         self.update_title()
 
     # -- drawing ----------------------------------------------------------------------------------

@@ -202,7 +202,7 @@ class PreviewView(ViewScreen):
             self.action_preview()
 
     def focus_body(self) -> None:
-        self.query_one("#gpus", Input).focus()
+        self.set_focus(self.query_one("#gpus", Input))
 
 
 def _gpu_pool(pools: list[dict[str, Any]]) -> str | None:
