@@ -100,7 +100,7 @@ def _compute(fleet: Fleet, cpu_pool: str) -> int:
     from bcfleet.agent.simulate import boot_instances
 
     fleet.api.jobs.call(OP, "spares")
-    boot_instances(fleet, fleet.now() + timedelta(hours=1))
+    boot_instances(fleet, OP, fleet.now() + timedelta(hours=1))
     services: list[ServiceJson] = []
     for workspace, name, size in (
         ("prod", "web", "large"),
