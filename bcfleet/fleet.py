@@ -13,6 +13,7 @@ from sqlalchemy import Connection, Engine, select
 from sqlalchemy.exc import IntegrityError
 
 from bcfleet.clock import Clock, SystemClock, clock_from_env
+from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.ids import IdFactory
 from bcfleet.settings import FleetSettings, load_fleet_settings
 from bcfleet.store import wal_checkpoints
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-_ROOT_TENANT = select(TENANTS.c.id).where(TENANTS.c.id == "root")
+_ROOT_TENANT = select(TENANTS.c.id).where(TENANTS.c.id == ROOT_TENANT)
 
 
 class Fleet:
@@ -133,8 +134,8 @@ class Fleet:
 
         try:
             with self.write(bump_revision=False) as session:
-                if session.get(Tenant, "root") is None:
-                    session.add(Tenant(id="root", name="root", created_at=self.now()))
+                if session.get(Tenant, ROOT_TENANT) is None:
+                    session.add(Tenant(id=ROOT_TENANT, name=ROOT_TENANT, created_at=self.now()))
         except IntegrityError:
             pass  # another process seeded it first
 

@@ -16,7 +16,6 @@ from bcfleet.agent.remote import AgentConnection
 from bcfleet.agent.runner import Agent, AgentOptions, simulated_inventory, write_domains
 from bcfleet.agent.simulate import boot_instances
 from bcfleet.clock import FakeClock
-from bcfleet.domain.inventory import inventory_problems
 from bcfleet.errors import ForbiddenError, NotFoundError, UnauthenticatedError
 from bcfleet.fleet import Fleet
 from bcfleet.http.app import create_app
@@ -24,6 +23,7 @@ from bcfleet.http.server import BackgroundServer
 from bcfleet.jobs.spares import run_spares
 from bcfleet.jobs.vps_hosts import run_vps_hosts
 from bcfleet.schemas import load_schema
+from bcfleet.schemas.inventory import inventory_problems
 from tests.support.builders import OP, flavor, hosted_pool, token
 from tests.support.compute import capacity_host, serverless_tenant
 from tests.support.fleet import run_cli
