@@ -121,7 +121,12 @@ def slug() -> Schema:
 
 
 def reference(description: str = "") -> Schema:
-    """An id or a name the server looks up (unknown ones are NOT_FOUND, never a schema error)."""
+    """Non-empty text without NUL: a reference, a filter or a secret, as the server reads it.
+
+    The schema refuses only "" and NUL; the meaning is the server's to judge: a pool or a
+    flavor it looks up is NOT_FOUND when unknown; a filter (meter, state, subject) or a
+    webhook's event type that names nothing matches nothing.
+    """
     body: Schema = {"type": "string", "minLength": 1, "pattern": STORABLE_PATTERN}
     if description:
         body["description"] = description
