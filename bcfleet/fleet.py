@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy import Connection, Engine, select
@@ -103,6 +104,20 @@ class Fleet:
 
         url = db_url or load_fleet_settings().db_url
         return probe(url), shown(url)
+
+    @staticmethod
+    def sqlite_file(db_url: str | None = None) -> Path | None:
+        """The file an SQLite URL (default: the settings') names; None for PostgreSQL."""
+        from bcfleet.store.probe import sqlite_file
+
+        return sqlite_file(db_url or load_fleet_settings().db_url)
+
+    def unchanged(self) -> bool:
+        """Whether nothing has changed the state since the fleet was made (revision 0)."""
+        from bcfleet.store.uow import current_revision
+
+        with self.read() as session:
+            return current_revision(session) == 0
 
     @staticmethod
     def upgrade(db_url: str | None = None) -> str | None:
