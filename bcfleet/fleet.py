@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from bcfleet.api.facade import FleetAPI
     from bcfleet.placement.context import PlacementContext
+    from bcfleet.providers.offer_catalog import OfferCatalog
 
 T = TypeVar("T")
 
@@ -225,6 +226,12 @@ class Fleet:
                 session=session,
                 lease_clock=self.lease_clock,
             )
+
+    @property
+    def offer_catalog(self) -> OfferCatalog:
+        """The fleet's one offer catalog, the API's (with its flavor hooks): handed to the
+        providers job here, so that no layer below the API reaches into it."""
+        return self.api.offer_catalog
 
     @cached_property
     def api(self) -> FleetAPI:

@@ -14,12 +14,12 @@ from bcfleet.domain.states import PoolKind
 from bcfleet.store.models import Host, Instance, Pool, Tenant
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.api.handle import ApiHandle
 
 PLACEMENT_LABEL = "bc.dev/cap.instance.placement"
 
 
-def build_demo(fleet: Fleet, *, hosts: int = 50) -> dict[str, Any]:
+def build_demo(fleet: ApiHandle, *, hosts: int = 50) -> dict[str, Any]:
     """Create the demo fleet in an empty database; returns what was made."""
     api, op = fleet.api, LOCAL_OPERATOR
     api.tenants.create(op, "acme", name="ACME")
@@ -80,7 +80,7 @@ def build_demo(fleet: Fleet, *, hosts: int = 50) -> dict[str, Any]:
     return {"pools": [gpu_pool["name"], cpu_pool["name"]], "hosts": len(made)}
 
 
-def fleet_contents(fleet: Fleet) -> dict[str, int]:
+def fleet_contents(fleet: ApiHandle) -> dict[str, int]:
     """What a database already holds, counted: empty means only the root tenant is there."""
     with fleet.read() as session:
         counts = {

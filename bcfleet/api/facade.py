@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from bcfleet.api.environments import EnvironmentsAPI
     from bcfleet.api.events import EventsAPI
     from bcfleet.api.flavors import FlavorsAPI
+    from bcfleet.api.handle import ApiHandle
     from bcfleet.api.host_list import HostReads
     from bcfleet.api.hosts import HostsAPI
     from bcfleet.api.iam import IamAPI
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
     from bcfleet.api.tenants import TenantsAPI
     from bcfleet.api.usage import UsageAPI
     from bcfleet.api.webhooks import WebhooksAPI
-    from bcfleet.fleet import Fleet
 
 T = TypeVar("T")
 
@@ -42,7 +42,7 @@ T = TypeVar("T")
 class FleetAPI:
     """The service layer of one fleet, area by area."""
 
-    def __init__(self, fleet: Fleet) -> None:
+    def __init__(self, fleet: ApiHandle) -> None:
         self.fleet = fleet
         self._areas: dict[str, Any] = {}
         self._lock = threading.RLock()  # one object per area, even when threads ask at once

@@ -31,7 +31,7 @@ from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.providers.fake_server import FakeHetzner
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.api.handle import ApiHandle
 
 FAKE_TOKEN_ENV = "BCFLEET_FAKE_HCLOUD_TOKEN"
 FAKE_TOKEN = "fake-hcloud-token"
@@ -51,7 +51,7 @@ class FakeProvider:
 
     def create_account(
         self,
-        fleet: Fleet,
+        fleet: ApiHandle,
         *,
         tenant_id: str = ROOT_TENANT,
         name: str = "fake-hetzner",

@@ -15,7 +15,7 @@ from bcfleet.api.lookup import find_host, find_pool
 from bcfleet.api.names import add_named, require_free_name
 from bcfleet.api.pools import validate_name
 from bcfleet.api.views import deleted_json, health_json, host_json
-from bcfleet.domain.bounds import printable, text_problem
+from bcfleet.domain.bounds import label_problem, printable
 from bcfleet.domain.states import HostState, PoolKind
 from bcfleet.errors import ConflictError, InvalidInputError
 from bcfleet.placement.holdings import with_shortfall
@@ -44,15 +44,10 @@ def host_cpus(inventory: dict[str, Any] | None, reserve_vcpu: int) -> list[int] 
     return sorted(reserved_cpus(Inventory.from_json(inventory), reserve_vcpu))
 
 
-LABEL_KEY_MAX, LABEL_VALUE_MAX = 253, 63
-
-
 def validate_labels(labels: dict[str, str]) -> None:
-    """Label keys of 1-253 and values of 0-63 printable characters (bounds.text_problem)."""
+    """INVALID_INPUT for the first label bounds.label_problem refuses."""
     for key, value in labels.items():
-        problem = text_problem("label key", key, LABEL_KEY_MAX)
-        if problem is None and value != "":
-            problem = text_problem("label value", value, LABEL_VALUE_MAX)
+        problem = label_problem(key, value)
         if problem is not None:
             raise InvalidInputError(f"invalid label: {problem}", {"label": printable(str(key))})
 

@@ -16,6 +16,7 @@ from bcfleet.store.driver_sql import (
     own_listener,
     watch_pipelines,
 )
+from bcfleet.store.sqlalchemy_seam import check_sqlalchemy
 
 WRITE_OPTION = "bcfleet_write"
 
@@ -50,7 +51,9 @@ def is_sqlite(engine: Engine) -> bool:
 
 
 def make_engine(url: str, *, echo: bool = False) -> Engine:
-    """An engine whose transactions behave the same on SQLite and PostgreSQL."""
+    """An engine whose transactions behave the same on SQLite and PostgreSQL; UNSUPPORTED on a
+    SQLAlchemy version the driver-level statements were not written for (sqlalchemy_seam)."""
+    check_sqlalchemy()
     url = normalize_url(url)
     if url.startswith("sqlite"):
         engine = _sqlite_engine(url, echo)

@@ -124,7 +124,10 @@ def _check_folder(url: str, folder: Path) -> None:
     if folder.is_dir():
         return
     why = "does not exist" if not folder.exists() else "is not a folder"
-    raise _bad(url, f"the folder {str(folder)!r} {why}; create it first, or name a file in a folder that exists")
+    raise _bad(
+        url,
+        f"the folder {str(folder)!r} {why}; create it first, or name a file in a folder that exists",
+    )
 
 
 def _header(path: Path) -> bytes:

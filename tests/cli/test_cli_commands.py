@@ -22,4 +22,3 @@ def test_each_name_leads_to_the_command_its_module_defines() -> None:
         for name in module_commands(module_name)
     }
     assert defined == COMMANDS
-
