@@ -7,12 +7,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy import Connection, Engine, select
 from sqlalchemy.exc import IntegrityError
 
 from bcfleet.clock import Clock, SystemClock, clock_from_env
+from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.ids import IdFactory
 from bcfleet.settings import FleetSettings, load_fleet_settings
 from bcfleet.store import wal_checkpoints
@@ -32,7 +34,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-_ROOT_TENANT = select(TENANTS.c.id).where(TENANTS.c.id == "root")
+_ROOT_TENANT = select(TENANTS.c.id).where(TENANTS.c.id == ROOT_TENANT)
 
 
 class Fleet:
@@ -108,6 +110,20 @@ class Fleet:
         return probe(url), shown(url)
 
     @staticmethod
+    def sqlite_file(db_url: str | None = None) -> Path | None:
+        """The file an SQLite URL (default: the settings') names; None for PostgreSQL."""
+        from bcfleet.store.probe import sqlite_file
+
+        return sqlite_file(db_url or load_fleet_settings().db_url)
+
+    def unchanged(self) -> bool:
+        """Whether nothing has changed the state since the fleet was made (revision 0)."""
+        from bcfleet.store.uow import current_revision
+
+        with self.read() as session:
+            return current_revision(session) == 0
+
+    @staticmethod
     def upgrade(db_url: str | None = None) -> str | None:
         """Create or migrate the schema at db_url (default: the settings') to the newest
         revision; the revision it is at then (`fleet db upgrade`)."""
@@ -137,8 +153,8 @@ class Fleet:
 
         try:
             with self.write(bump_revision=False) as session:
-                if session.get(Tenant, "root") is None:
-                    session.add(Tenant(id="root", name="root", created_at=self.now()))
+                if session.get(Tenant, ROOT_TENANT) is None:
+                    session.add(Tenant(id=ROOT_TENANT, name=ROOT_TENANT, created_at=self.now()))
         except IntegrityError:
             pass  # another process seeded it first
 

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from bcfleet.cli.common import WHOLE, fleet_command, output, parse_pairs, state, table
+from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.domain.states import PoolKind
 
 
@@ -54,7 +55,7 @@ def _reserve(vcpu: int | None, memory: int | None, disk: int | None) -> dict[str
 
 
 @fleet_command(group, "create")
-@click.option("--tenant", default="root", show_default=True)
+@click.option("--tenant", default=ROOT_TENANT, show_default=True)
 @click.option("--name", required=True)
 @click.option("--kind", type=click.Choice([k.value for k in PoolKind]), required=True)
 @click.option("--gpu-model")
@@ -93,7 +94,7 @@ def create(
 
 
 @fleet_command(group, "update")
-@click.option("--tenant", default="root", show_default=True)
+@click.option("--tenant", default=ROOT_TENANT, show_default=True)
 @click.option("--pool", required=True)
 @click.option("--gpu-model")
 @click.option("--overcommit")
@@ -123,7 +124,7 @@ def update(
 
 
 @fleet_command(group, "offer")
-@click.option("--tenant", default="root", show_default=True)
+@click.option("--tenant", default=ROOT_TENANT, show_default=True)
 @click.option("--pool", required=True)
 @click.option("--to", "to", required=True, help="The tenant to offer the pool to.")
 @click.option("--revoke", is_flag=True, help="Take the offer back.")

@@ -21,6 +21,7 @@ from textual.message import Message
 from textual.widgets import Button, Input, Label, Select, Static
 
 from bcfleet.domain.compute_settings import ComputeSettings
+from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.domain.sizes import SIZE_NAMES, label
 from bcfleet.errors import FleetError
 from bcfleet.tui.compute_model import Evaluation, Form, evaluate, shapes_text
@@ -406,7 +407,7 @@ class ComputeView(ViewScreen):
 
 
 def _first_tenant(tenants: list[str]) -> str:
-    return next((t for t in tenants if t != "root"), tenants[0] if tenants else "root")
+    return next((t for t in tenants if t != ROOT_TENANT), tenants[0] if tenants else ROOT_TENANT)
 
 
 def _warnings(ev: Evaluation) -> Text:
