@@ -23,6 +23,7 @@ from tests.support.fleet import (
     run_cli,
     truncate_all,
 )
+from tests.support.sampling import summary_line
 
 load_all()  # the helpers read SQLModel.metadata (tables to empty, schemas to compare)
 
@@ -83,6 +84,21 @@ def pytest_sessionfinish() -> None:
     exit, and it was interrupted, printing a KeyboardInterrupt warning after the last test.
     """
     gc.freeze()
+
+
+WALKED = "tests/cli/test_cli_hostile_walk.py::test_hostile_"
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """A run that walked the hostile CLI walk ends saying which sample it was (its seed)."""
+    walked = {
+        report.nodeid
+        for reports in terminalreporter.stats.values()
+        for report in reports
+        if isinstance(report, pytest.TestReport) and report.nodeid.startswith(WALKED)
+    }
+    if walked:
+        terminalreporter.write_line(summary_line(len(walked)))
 
 
 @pytest.fixture
