@@ -12,7 +12,7 @@ On PostgreSQL the values whose fate may depend on the engine are walked (STORAGE
 Every run walks a seeded sample of these cases that still holds, on each engine, every
 command, every option of every command and every hostile-value class (a test checks it);
 the seed is fixed, printed at the end of the run, and changed with BCFLEET_WALK_SEED.
-BCFLEET_FULL_WALK=1 (`scripts/check --full`) walks every case (tests/support/sampling.py).
+BCFLEET_FULL_SUITE=1 (`scripts/check --full`) walks every case (tests/support/sampling.py).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from tests.support.cli_walk import (
     write_files,
 )
 from tests.support.fleet import T0, CliResult, run_cli
-from tests.support.sampling import covering_sample, full_walk, walk_seed
+from tests.support.sampling import covering_sample, full_suite, walk_seed
 
 EXIT_CODES = {0, 1, 2, 3, 4, 64}
 DIRECTORY = "<a directory>"  # replaced by a real directory of the test's own
@@ -184,12 +184,12 @@ def sample(cases: list[Case]) -> list[Case]:
 
 def walked(cases: list[Case]) -> list[Any]:
     """The cases this run walks, as parameters: the sample, or all of them under
-    BCFLEET_FULL_WALK=1, where those outside the sample are slow (`--fast` skips them)."""
+    BCFLEET_FULL_SUITE=1, where those outside the sample are marked `full` and `slow`."""
     sampled = sample(cases)
-    if not full_walk():
+    if not full_suite():
         return [_param(case, []) for case in sampled]
     kept = set(sampled)
-    return [_param(case, [] if case in kept else [pytest.mark.slow]) for case in cases]
+    return [_param(case, [] if case in kept else [pytest.mark.full, pytest.mark.slow]) for case in cases]
 
 
 def _param(case: Case, marks: list[Any]) -> Any:

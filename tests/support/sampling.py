@@ -4,7 +4,8 @@ A generated test (the hostile CLI walk) has far more cases than classes: each of
 one command, one option and one hostile value. Every run takes a sample that still has every
 class in it (each command, each option, each value class) and picks the rest by a seed: the
 seed is fixed, so a run repeats, and changed with BCFLEET_WALK_SEED, so other runs see other
-cases. BCFLEET_FULL_WALK=1 (`scripts/check --full`) runs every case.
+cases. BCFLEET_FULL_SUITE=1 (`scripts/check --full`) runs every case, and the tests marked
+`full` (the rest of a generated space that a lighter test covers in every run).
 """
 
 from __future__ import annotations
@@ -14,15 +15,15 @@ import random
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import TypeVar
 
-FULL_ENV = "BCFLEET_FULL_WALK"
+FULL_ENV = "BCFLEET_FULL_SUITE"
 SEED_ENV = "BCFLEET_WALK_SEED"
 DEFAULT_SEED = "0"
 
 Case = TypeVar("Case")
 
 
-def full_walk() -> bool:
-    """Every case runs (BCFLEET_FULL_WALK set to anything but empty or 0)."""
+def full_suite() -> bool:
+    """Every case and every test marked `full` runs (BCFLEET_FULL_SUITE set, and not to 0)."""
     return os.environ.get(FULL_ENV, "") not in ("", "0")
 
 
@@ -51,7 +52,7 @@ def covering_sample(
 
 def summary_line(ran: int) -> str:
     """What the end of a run says about the walk it ran."""
-    if full_walk():
+    if full_suite():
         return f"hostile CLI walk: all {ran} cases ({FULL_ENV}=1)"
     seed = walk_seed()
     return (
