@@ -189,7 +189,9 @@ def walked(cases: list[Case]) -> list[Any]:
     if not full_suite():
         return [_param(case, []) for case in sampled]
     kept = set(sampled)
-    return [_param(case, [] if case in kept else [pytest.mark.full, pytest.mark.slow]) for case in cases]
+    return [
+        _param(case, [] if case in kept else [pytest.mark.full, pytest.mark.slow]) for case in cases
+    ]
 
 
 def _param(case: Case, marks: list[Any]) -> Any:
