@@ -481,19 +481,23 @@ def test_generated_inventories_end_in_a_result_or_a_located_error(
     check_inventory(data, folder, host_fleet)
 
 
+@pytest.mark.full
 @pytest.mark.slow
 @HEAVY
 @given(data=st.data())
 def test_two_thousand_fleetconfigs_end_in_a_result_or_a_located_error(
     data: st.DataObject, folder: Path
 ) -> None:
+    """test_generated_fleetconfigs_…, 2,000 examples instead of 120 (scripts/check --full)."""
     check_fleetconfig(data, folder)
 
 
+@pytest.mark.full
 @pytest.mark.slow
 @HEAVY
 @given(data=st.data())
 def test_two_thousand_inventories_end_in_a_result_or_a_located_error(
     data: st.DataObject, folder: Path, host_fleet: Fleet
 ) -> None:
+    """test_generated_inventories_…, 2,000 examples instead of 120 (scripts/check --full)."""
     check_inventory(data, folder, host_fleet)
