@@ -206,6 +206,7 @@ class DesiredFleet:
 class ObservedTenant:
     spec: TenantSpec
     managed: bool = False
+    held_by: tuple[str, ...] = ()  # rows no FleetConfig declares that keep it from being deleted
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,7 @@ from bcfleet.store.models import (
     Quota,
     Tenant,
 )
+from bcfleet.store.tenant_holders import tenant_holders
 from bcfleet.store.uow import current_revision
 
 QUOTA_FIELDS = {"vcpu": "vcpu", "memoryGiB": "memory_gib", "diskGiB": "disk_gib", "gpu": "gpu"}
@@ -96,8 +97,10 @@ def observe(session: Session, *, host_reserve: HostReserve | None = None) -> Obs
 
 def _tenants(session: Session) -> tuple[ObservedTenant, ...]:
     rows = session.execute(select(col(Tenant.id), col(Tenant.name), col(Tenant.managed))).all()
+    held = tenant_holders(session, undeclared_only=True)
     return tuple(
-        ObservedTenant(TenantSpec(id_, name), bool(managed)) for id_, name, managed in rows
+        ObservedTenant(TenantSpec(id_, name), bool(managed), tuple(held.get(id_, ())))
+        for id_, name, managed in rows
     )
 
 

@@ -17,6 +17,7 @@ import os
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -510,10 +511,20 @@ def edits(draw: st.DrawFn, start: Doc) -> list[tuple[str, Doc]]:
     return done
 
 
+@dataclass(frozen=True)
+class Scenario:
+    start: Doc
+    steps: list[tuple[str, Doc]]  # each edit, and the document after it
+    instances: list[tuple[int, int]]  # (tenant, flavor) indices: instances made after the start
+    saved: bool  # applied as a saved plan (`fleet plan --out`, `fleet apply plan.json`)
+    allow_empty: bool  # the edits' --allow-empty
+
+
 @st.composite
-def scenarios(draw: st.DrawFn) -> tuple[Doc, list[tuple[str, Doc]], bool, bool]:
+def scenarios(draw: st.DrawFn) -> Scenario:
     start = draw(documents())
-    return start, draw(edits(start)), draw(st.booleans()), draw(st.booleans())
+    instances = draw(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 4)), max_size=3))
+    return Scenario(start, draw(edits(start)), instances, draw(st.booleans()), draw(st.booleans()))
 
 
 # ---------------------------------------------------------------------------
@@ -597,14 +608,14 @@ def provider() -> Iterator[FakeHetzner]:
 ENGINES = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
 
-def run_scenario(
-    url: str | None, endpoint: str, scenario: tuple[Doc, list[tuple[str, Doc]], bool, bool]
-) -> None:
-    start, steps, saved, allow_empty = scenario
+def run_scenario(url: str | None, endpoint: str, scenario: Scenario) -> None:
     with empty_fleet(url) as fleet:
-        note(f"start:\n{text_of(start, endpoint)}")
-        assert applies_and_settles(fleet, text_of(start, endpoint), saved=saved, allow_empty=True)
-        for what, doc in steps:
+        note(f"start:\n{text_of(scenario.start, endpoint)}")
+        assert applies_and_settles(
+            fleet, text_of(scenario.start, endpoint), saved=scenario.saved, allow_empty=True
+        )
+        make_instances(fleet, scenario.start, scenario.instances)
+        for what, doc in scenario.steps:
             text = text_of(doc, endpoint)
             note(f"edit: {what}\n{text}")
             try:
@@ -612,10 +623,34 @@ def run_scenario(
             except InvalidInputError:
                 event("an edit that validate refuses")
                 continue
-            if applies_and_settles(fleet, text, saved=saved, allow_empty=allow_empty):
+            if applies_and_settles(
+                fleet, text, saved=scenario.saved, allow_empty=scenario.allow_empty
+            ):
                 event("an edit applied")
             else:
                 event("an edit that plans errors")
+
+
+def make_instances(fleet: Fleet, doc: Doc, wanted: list[tuple[int, int]]) -> None:
+    """Tenants' instances of declared flavors, made through the API between applies: what the
+    state holds beside a FleetConfig (flavors then archive, pools and hosts are in use)."""
+    tenants = ["root", *(t["id"] for t in _items(doc, "tenants") if t["id"] != "root")]
+    pools = {p["name"]: p for p in _items(doc, "pools")}
+    flavors = _items(doc, "flavors")
+    for tenant_index, flavor_index in wanted:
+        if not flavors:
+            return
+        tenant = tenants[tenant_index % len(tenants)]
+        flavor = flavors[flavor_index % len(flavors)]
+        if not _may_use(pools[flavor["pool"]], tenant):
+            continue
+        try:
+            fleet.api.instances.create(
+                OP, tenant_id=tenant, pool_id=flavor["pool"], flavor=flavor["name"]
+            )
+            event("an instance made")
+        except FleetError as refused:
+            event(f"an instance refused: {refused.code}")
 
 
 def _engine_url(request: pytest.FixtureRequest, engine: str) -> str | None:
@@ -636,7 +671,7 @@ def test_a_plan_without_errors_applies_and_then_plans_no_changes(
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
     @given(scenarios())
-    def check(scenario: tuple[Doc, list[tuple[str, Doc]], bool, bool]) -> None:
+    def check(scenario: Scenario) -> None:
         run_scenario(url, provider.url, scenario)
 
     check()
@@ -656,7 +691,7 @@ def test_many_plans_without_errors_apply_and_then_plan_no_changes(
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
     @given(scenarios())
-    def check(scenario: tuple[Doc, list[tuple[str, Doc]], bool, bool]) -> None:
+    def check(scenario: Scenario) -> None:
         run_scenario(url, provider.url, scenario)
 
     check()
