@@ -36,7 +36,7 @@ from bcfleet.reconcile.model import DesiredFleet
 from bcfleet.reconcile.render import render_text
 from bcfleet.reconcile.saved import SavedPlan, approved_from
 from bcfleet.store.engine import make_engine
-from tests.support.builders import OP
+from tests.support.builders import OP, inventory
 from tests.support.fleet import T0, open_fleet
 
 Doc = dict[str, Any]
@@ -516,6 +516,7 @@ class Scenario:
     start: Doc
     steps: list[tuple[str, Doc]]  # each edit, and the document after it
     instances: list[tuple[int, int]]  # (tenant, flavor) indices: instances made after the start
+    inventories: bool  # the declared hosts report an inventory, and vps.hosts places instances
     saved: bool  # applied as a saved plan (`fleet plan --out`, `fleet apply plan.json`)
     allow_empty: bool  # the edits' --allow-empty
 
@@ -524,7 +525,8 @@ class Scenario:
 def scenarios(draw: st.DrawFn) -> Scenario:
     start = draw(documents())
     instances = draw(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 4)), max_size=3))
-    return Scenario(start, draw(edits(start)), instances, draw(st.booleans()), draw(st.booleans()))
+    inventories, saved, allow_empty = (draw(st.booleans()) for _ in range(3))
+    return Scenario(start, draw(edits(start)), instances, inventories, saved, allow_empty)
 
 
 # ---------------------------------------------------------------------------
@@ -614,7 +616,11 @@ def run_scenario(url: str | None, endpoint: str, scenario: Scenario) -> None:
         assert applies_and_settles(
             fleet, text_of(scenario.start, endpoint), saved=scenario.saved, allow_empty=True
         )
+        if scenario.inventories:
+            report_inventories(fleet, scenario.start)
         make_instances(fleet, scenario.start, scenario.instances)
+        if scenario.inventories:
+            assert fleet.api.jobs.run(OP, "vps.hosts")["outcome"] == "ok"
         for what, doc in scenario.steps:
             text = text_of(doc, endpoint)
             note(f"edit: {what}\n{text}")
@@ -629,6 +635,15 @@ def run_scenario(url: str | None, endpoint: str, scenario: Scenario) -> None:
                 event("an edit applied")
             else:
                 event("an edit that plans errors")
+
+
+def report_inventories(fleet: Fleet, doc: Doc) -> None:
+    """What each declared host's agent would report: 8 CPUs, 32 GiB, 500 GiB of disk."""
+    for host in _items(doc, "hosts"):
+        fleet.api.hosts.report(
+            OP, host=host["name"], inventory=inventory(cpus=8, memory_gib=32, disk_gib=500)
+        )
+    event("inventories reported")
 
 
 def make_instances(fleet: Fleet, doc: Doc, wanted: list[tuple[int, int]]) -> None:
