@@ -517,6 +517,7 @@ class Scenario:
     steps: list[tuple[str, Doc]]  # each edit, and the document after it
     instances: list[tuple[int, int]]  # (tenant, flavor) indices: instances made after the start
     inventories: bool  # the declared hosts report an inventory, and vps.hosts places instances
+    premade: bool  # tenants, hosted pools, their flavors and spares made through the API first
     saved: bool  # applied as a saved plan (`fleet plan --out`, `fleet apply plan.json`)
     allow_empty: bool  # the edits' --allow-empty
 
@@ -525,8 +526,9 @@ class Scenario:
 def scenarios(draw: st.DrawFn) -> Scenario:
     start = draw(documents())
     instances = draw(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 4)), max_size=3))
-    inventories, saved, allow_empty = (draw(st.booleans()) for _ in range(3))
-    return Scenario(start, draw(edits(start)), instances, inventories, saved, allow_empty)
+    inventories, premade, saved, allow_empty = (draw(st.booleans()) for _ in range(4))
+    steps = draw(edits(start))
+    return Scenario(start, steps, instances, inventories, premade, saved, allow_empty)
 
 
 # ---------------------------------------------------------------------------
@@ -613,6 +615,8 @@ ENGINES = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 def run_scenario(url: str | None, endpoint: str, scenario: Scenario) -> None:
     with empty_fleet(url) as fleet:
         note(f"start:\n{text_of(scenario.start, endpoint)}")
+        if scenario.premade:
+            make_through_the_api(fleet, scenario.start)
         assert applies_and_settles(
             fleet, text_of(scenario.start, endpoint), saved=scenario.saved, allow_empty=True
         )
@@ -635,6 +639,48 @@ def run_scenario(url: str | None, endpoint: str, scenario: Scenario) -> None:
                 event("an edit applied")
             else:
                 event("an edit that plans errors")
+
+
+def make_through_the_api(fleet: Fleet, doc: Doc) -> None:
+    """What an operator made with the CLI before writing the FleetConfig: the apply adopts it."""
+    api = fleet.api
+    made = [
+        lambda t=t: api.tenants.create(OP, t["id"])
+        for t in _items(doc, "tenants")
+        if t["id"] != "root"
+    ]
+    for pool in _items(doc, "pools"):
+        if pool["kind"] != "vps-host":
+            continue
+        owner, policy = pool.get("owner", "root"), pool.get("policy") or {}
+        made.append(
+            lambda p=pool, o=owner, c=policy: api.pools.create(
+                OP, tenant_id=o, name=p["name"], kind="vps-host", gpu_model=p.get("gpuModel"),
+                overcommit=c.get("overcommit"), host_reserve=_ints(c.get("hostReserve")),
+            )
+        )  # fmt: skip
+        made += [
+            lambda f=f, o=owner: api.flavors.create(
+                OP, tenant_id=o, pool_id=f["pool"], name=f["name"], vcpu=int(f["vcpu"]),
+                memory_gib=int(f["memoryGiB"]), disk_gib=int(f["diskGiB"]),
+            )
+            for f in _items(doc, "flavors")
+            if f["pool"] == pool["name"]
+        ]  # fmt: skip
+    made += [
+        lambda c=c: api.settings.compute_set(OP, tenant_id=c["tenant"], spares={"small": 3})
+        for c in _items(doc, "compute")
+    ]
+    for make in made:
+        try:
+            make()
+            event("an object made through the API")
+        except FleetError as refused:
+            event(f"an object the API refused: {refused.code}")
+
+
+def _ints(values: dict[str, Any] | None) -> dict[str, int] | None:
+    return None if values is None else {key: int(value) for key, value in values.items()}
 
 
 def report_inventories(fleet: Fleet, doc: Doc) -> None:
