@@ -97,11 +97,11 @@ class TenantsAPI(Area):
                 session.delete(settings)
                 session.flush()
             session.delete(tenant)
-            # instances, usage, … may still refer to it
+            # a table that names tenants and is not in tenant_holders.HOLDERS yet: still CONFLICT
             flush_or_conflict(
                 session,
                 ConflictError(
-                    f"tenant {tenant_id!r} is still referenced (instances, usage, …)",
+                    f"tenant {tenant_id!r} is still referenced by rows that name it",
                     {"tenant": tenant_id},
                 ),
             )
