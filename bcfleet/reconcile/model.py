@@ -206,7 +206,7 @@ class DesiredFleet:
 class ObservedTenant:
     spec: TenantSpec
     managed: bool = False
-    held_by: tuple[str, ...] = ()  # rows no FleetConfig declares that keep it from being deleted
+    held_by: tuple[str, ...] = ()  # undeclared rows naming a managed tenant: it cannot be deleted
 
 
 @dataclass(frozen=True)

@@ -97,7 +97,8 @@ def observe(session: Session, *, host_reserve: HostReserve | None = None) -> Obs
 
 def _tenants(session: Session) -> tuple[ObservedTenant, ...]:
     rows = session.execute(select(col(Tenant.id), col(Tenant.name), col(Tenant.managed))).all()
-    held = tenant_holders(session, undeclared_only=True)
+    deletable = [id_ for id_, _, managed in rows if managed and id_ != ROOT_TENANT]
+    held = tenant_holders(session, deletable, undeclared_only=True) if deletable else {}
     return tuple(
         ObservedTenant(TenantSpec(id_, name), bool(managed), tuple(held.get(id_, ())))
         for id_, name, managed in rows
