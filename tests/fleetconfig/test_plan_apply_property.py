@@ -107,8 +107,8 @@ def _pool(draw: st.DrawFn, name: str, tenants: list[str], accounts: bool) -> Doc
     kind = draw(st.sampled_from(["vps-host", "provider"])) if accounts else "vps-host"
     pool: Doc = {"name": name, "kind": kind}
     owner = "root"
-    if kind == "vps-host" and tenants and draw(st.integers(0, 3)) == 0:
-        owner = pool["owner"] = draw(st.sampled_from(tenants))
+    if tenants and draw(st.integers(0, 3 if kind == "vps-host" else 7)) == 0:
+        owner = pool["owner"] = draw(st.sampled_from(tenants))  # a provider pool: refused
     elif draw(st.booleans()):
         pool["owner"] = "root"
     offered = [t for t in _subset(draw, tenants) if t != owner]
@@ -368,7 +368,7 @@ def _change_quota(draw: st.DrawFn, doc: Doc) -> str:
 
 
 def _change_owner(draw: st.DrawFn, doc: Doc) -> str:
-    pools = [p for p in _items(doc, "pools") if p["kind"] == "vps-host"]
+    pools = _items(doc, "pools")
     tenants = [t["id"] for t in _items(doc, "tenants")]
     if not pools or not tenants:
         return "no pool"
@@ -622,6 +622,11 @@ ENGINES = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 def run_scenario(url: str | None, endpoint: str, scenario: Scenario) -> None:
     with empty_fleet(url) as fleet:
         note(f"start:\n{text_of(scenario.start, endpoint)}")
+        try:
+            load(fleet, text_of(scenario.start, endpoint))
+        except InvalidInputError:
+            event("a start that validate refuses")
+            return
         if scenario.premade:
             make_through_the_api(fleet, scenario.start)
         assert applies_and_settles(

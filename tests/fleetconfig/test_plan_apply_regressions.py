@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bcfleet.errors import ConflictError
+from bcfleet.errors import ConflictError, InvalidInputError
 from bcfleet.fleet import Fleet
 from bcfleet.reconcile.apply import Approved, apply, make_plan, plan_json
 from bcfleet.reconcile.load import load_fleetconfig_text
@@ -59,3 +59,22 @@ def test_a_tenant_with_a_principal_is_a_plan_conflict_with_the_apis_words(fleet:
     with pytest.raises(ConflictError) as refused:
         fleet.api.tenants.delete(OP, "acme")
     assert refused.value.message == "tenant 'acme' still has pool offers, principals, quotas"
+
+
+def test_a_provider_pool_owned_by_a_tenant_is_refused_by_validate_not_by_apply() -> None:
+    """validate and plan passed, then apply answered NOT_FOUND: the API finds a pool's
+    provider account among its owner's, and a FleetConfig's accounts are root's."""
+    text = HEAD + (
+        "tenants:\n  - { id: acme }\n"
+        "providerAccounts:\n  - { name: hz, provider: hetzner, tokenEnv: HCLOUD_TOKEN }\n"
+        "pools:\n  - { name: p1, kind: provider, owner: acme, providerAccount: hz }\n"
+    )
+    with pytest.raises(InvalidInputError) as refused:
+        load_fleetconfig_text(text, file="fleet.yaml")
+    [diagnostic] = refused.value.details["errors"]
+    assert diagnostic["path"] == "$.pools[0].owner"
+    assert diagnostic["message"] == (
+        "provider pool 'p1' is owned by 'acme', but a FleetConfig's provider accounts are "
+        "root's and a pool uses its owner's account: leave owner out (or set it to root)"
+    )
+    load_fleetconfig_text(text.replace("owner: acme, ", ""), file="fleet.yaml")
