@@ -169,8 +169,10 @@ def _sizes(draw: st.DrawFn) -> dict[str, Doc]:
             sizes[size] = {}
         elif choice == "on":
             sizes[size] = {"enabled": True, "spares": draw(st.integers(0, 3))}
-        elif choice == "off":
-            sizes[size] = {"enabled": False}
+        elif choice == "off":  # spares of a size that is off are kept, not run
+            sizes[size] = draw(
+                st.sampled_from([{"enabled": False}, {"enabled": False, "spares": 2}])
+            )
         elif choice == "spares":
             sizes[size] = {"spares": draw(st.sampled_from([0, 1, 2.0, 10, 11, 15, 1000]))}
     return sizes
