@@ -14,7 +14,7 @@ under the lock. Then:
 The capacity figures a plan prints are not judged here (tests/fleetconfig/
 test_plan_api_agreement.py compares them with what vps.hosts stores). Both runs are
 derandomized, so CI sees the same examples every time; BCFLEET_PROPERTY_EXAMPLES changes how
-many (40 by default, ten times that under the slow marker).
+many (40 by default, four times that under the slow marker).
 """
 
 from __future__ import annotations
@@ -760,7 +760,7 @@ def test_many_plans_without_errors_apply_and_then_plan_no_changes(
     url = _engine_url(request, engine)
 
     @settings(
-        max_examples=BASE_EXAMPLES * 10,
+        max_examples=BASE_EXAMPLES * 4,
         derandomize=True,
         deadline=None,
         database=None,
