@@ -259,6 +259,19 @@ def start_acting_for(
     return scoped, confirm
 
 
+def require_fleet_operator(on: Transaction, credential: Credential | None, now: datetime) -> Actor:
+    """The check of FleetConfig plans and applies, which read and change the whole fleet: root's
+    admin only (PRODUCT.md §5)."""
+    actor = authenticate(on, credential, None, now)
+    if not actor.is_root_admin:
+        raise ForbiddenError(
+            "FleetConfig plans and applies read and change the whole fleet: "
+            "they need root's admin (the local operator or a root admin token)",
+            {"tenant": actor.tenant_id},
+        )
+    return actor
+
+
 def _confirmed() -> None:
     """A tenant that needs no check (the credential's own)."""
 

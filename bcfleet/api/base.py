@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Connection
     from sqlmodel import Session
 
-    from bcfleet.fleet import Fleet
+    from bcfleet.api.handle import ApiHandle
 
 
 def _retried(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -54,7 +54,7 @@ class Area:
                 continue
             setattr(cls, name, _retried(member))
 
-    def __init__(self, fleet: Fleet) -> None:
+    def __init__(self, fleet: ApiHandle) -> None:
         self.fleet = fleet
 
     def actor(

@@ -23,7 +23,7 @@ from bcfleet.store.faults import flush_or_conflict
 from bcfleet.store.models.compute import FleetEnvironment, Service
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.api.handle import ApiHandle
 
 MANAGE, READ = "compute:environments:manage", "compute:environments:read"
 
@@ -41,7 +41,7 @@ def _services_in(session: Session, environment_id: str) -> list[Service]:
 class EnvironmentsAPI(Area):
     """`fleet.api.environments`: fleet environments and their sizes."""
 
-    def __init__(self, fleet: Fleet, rng: random.Random | None = None) -> None:
+    def __init__(self, fleet: ApiHandle, rng: random.Random | None = None) -> None:
         super().__init__(fleet)
         self.rng = rng or random.Random()
 

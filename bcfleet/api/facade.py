@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from bcfleet.api.capacity import CapacityAPI
+    from bcfleet.api.dependents import DependentsAPI
     from bcfleet.api.doctor import DoctorAPI
     from bcfleet.api.environments import EnvironmentsAPI
     from bcfleet.api.events import EventsAPI
     from bcfleet.api.flavors import FlavorsAPI
+    from bcfleet.api.handle import ApiHandle
     from bcfleet.api.host_list import HostReads
     from bcfleet.api.hosts import HostsAPI
     from bcfleet.api.iam import IamAPI
@@ -34,7 +36,6 @@ if TYPE_CHECKING:
     from bcfleet.api.tenants import TenantsAPI
     from bcfleet.api.usage import UsageAPI
     from bcfleet.api.webhooks import WebhooksAPI
-    from bcfleet.fleet import Fleet
 
 T = TypeVar("T")
 
@@ -42,7 +43,7 @@ T = TypeVar("T")
 class FleetAPI:
     """The service layer of one fleet, area by area."""
 
-    def __init__(self, fleet: Fleet) -> None:
+    def __init__(self, fleet: ApiHandle) -> None:
         self.fleet = fleet
         self._areas: dict[str, Any] = {}
         self._lock = threading.RLock()  # one object per area, even when threads ask at once
@@ -125,6 +126,12 @@ class FleetAPI:
         from bcfleet.api.meters import MetersAPI
 
         return self._area("meters", lambda: MetersAPI(self.fleet))
+
+    @property
+    def dependents(self) -> DependentsAPI:
+        from bcfleet.api.dependents import DependentsAPI
+
+        return self._area("dependents", lambda: DependentsAPI(self.fleet))
 
     @property
     def instances(self) -> InstancesAPI:

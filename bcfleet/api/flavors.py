@@ -29,7 +29,7 @@ from bcfleet.store.faults import flush_or_conflict
 from bcfleet.store.models import Flavor, Instance, Pool
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.api.handle import ApiHandle
 
 # A check of a provider pool's offer (issue of provider pools); returns warnings, raises on unknown.
 OfferCheck = Callable[[Session, Pool, str], list[str]]
@@ -71,12 +71,20 @@ def validate_flavor_input(
         raise InvalidInputError(f"invalid flavor: {message}", {"fields": problems})
 
 
+_REFERENCING = select(Instance.id).where(col(Instance.flavor_id).is_not(None))
+
+
 def _referenced(session: Session, flavor_id: str) -> bool:
-    """Whether any instance row, deleted ones included, references the flavor."""
-    return (
-        session.exec(select(Instance.id).where(Instance.flavor_id == flavor_id).limit(1)).first()
-        is not None
-    )
+    """Whether any instance row, deleted ones included, references the flavor (the rule a flavor
+    is archived rather than deleted by)."""
+    found = session.exec(_REFERENCING.where(Instance.flavor_id == flavor_id).limit(1)).first()
+    return found is not None
+
+
+def referenced_flavors(session: Session) -> set[str]:
+    """The ids of every flavor _referenced() holds referenced, in one query (FleetConfig's plan)."""
+    query = select(Instance.flavor_id).where(col(Instance.flavor_id).is_not(None))
+    return {flavor_id for flavor_id in session.exec(query.distinct()) if flavor_id is not None}
 
 
 def _item(pool: Pool, raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -110,7 +118,7 @@ def _check_names_free(session: Session, pool: Pool, names: list[str]) -> None:
 
 
 def _created_event(
-    fleet: Fleet, pool: Pool, row: Mapping[str, Any], now: datetime
+    fleet: ApiHandle, pool: Pool, row: Mapping[str, Any], now: datetime
 ) -> dict[str, Any]:
     return {
         "id": fleet.ids.new("evt", now),

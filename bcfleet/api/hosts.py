@@ -15,12 +15,11 @@ from bcfleet.api.lookup import find_host, find_pool
 from bcfleet.api.names import add_named, require_free_name
 from bcfleet.api.pools import validate_name
 from bcfleet.api.views import deleted_json, health_json, host_json
-from bcfleet.domain.bounds import printable, text_problem
-from bcfleet.domain.inventory import validate_inventory
+from bcfleet.domain.bounds import label_problem, printable
 from bcfleet.domain.states import HostState, PoolKind
 from bcfleet.errors import ConflictError, InvalidInputError
 from bcfleet.placement.holdings import with_shortfall
-from bcfleet.schemas import load_schema
+from bcfleet.schemas.inventory import validate_inventory
 from bcfleet.store.faults import flush_or_conflict
 from bcfleet.store.models import (
     Allocation,
@@ -45,15 +44,10 @@ def host_cpus(inventory: dict[str, Any] | None, reserve_vcpu: int) -> list[int] 
     return sorted(reserved_cpus(Inventory.from_json(inventory), reserve_vcpu))
 
 
-LABEL_KEY_MAX, LABEL_VALUE_MAX = 253, 63
-
-
 def validate_labels(labels: dict[str, str]) -> None:
-    """Label keys of 1-253 and values of 0-63 printable characters (bounds.text_problem)."""
+    """INVALID_INPUT for the first label bounds.label_problem refuses."""
     for key, value in labels.items():
-        problem = text_problem("label key", key, LABEL_KEY_MAX)
-        if problem is None and value != "":
-            problem = text_problem("label value", value, LABEL_VALUE_MAX)
+        problem = label_problem(key, value)
         if problem is not None:
             raise InvalidInputError(f"invalid label: {problem}", {"label": printable(str(key))})
 
@@ -239,7 +233,7 @@ class HostsAPI(HostReads):
         inventory: Any,
     ) -> HostJson:
         """Store a host's applied inventory; vps.hosts derives its capacity rows from it."""
-        validate_inventory(inventory, load_schema("inventory"))
+        validate_inventory(inventory)
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
             row, pool = find_host(session, actor, host)

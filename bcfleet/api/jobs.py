@@ -23,7 +23,7 @@ from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.jobs import registry, runner, scheduler, stop
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.api.handle import ApiHandle
 
 Runs = list[JobRunJson]  # (aliases: the class below has a method named list)
 Statuses = list[JobStatusJson]
@@ -41,7 +41,7 @@ def job_names() -> tuple[str, ...]:
 class JobsAPI:
     """The fleet's scheduled jobs, for root's principals."""
 
-    def __init__(self, fleet: Fleet) -> None:
+    def __init__(self, fleet: ApiHandle) -> None:
         self.fleet = fleet
 
     def _require(self, credential: Credential | None, action: str) -> None:

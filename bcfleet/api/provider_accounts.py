@@ -22,7 +22,6 @@ PROVIDER_UNAVAILABLE when the provider cannot be reached, …).
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 from sqlmodel import Session, select
@@ -33,7 +32,8 @@ from bcfleet.api.documents import DeletedJson, ProviderAccountJson, ProviderAcco
 from bcfleet.api.lookup import get_tenant
 from bcfleet.api.views import deleted_json
 from bcfleet.clock import format_time
-from bcfleet.domain.bounds import check_slug, url_problem
+from bcfleet.domain.bounds import ENV_NAME, URL_MAX, check_slug, url_problem
+from bcfleet.domain.states import PROVIDERS
 from bcfleet.errors import ConflictError, ForbiddenError, InvalidInputError, NotFoundError
 from bcfleet.providers.base import filter_offers
 from bcfleet.providers.offer_catalog import AccountRef, OfferCatalog
@@ -41,12 +41,9 @@ from bcfleet.secretbox import Secret, require_box
 from bcfleet.store.models import Pool, ProviderAccount
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.api.handle import ApiHandle
 
-PROVIDERS = ("hetzner",)
-ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 MAX_TOKEN = 4096
-MAX_ENDPOINT = 2048
 
 
 def account_json(account: ProviderAccount) -> ProviderAccountJson:
@@ -82,7 +79,7 @@ def validate_account(
             {"field": "tokenEnv"},
         )
     if endpoint is not None:
-        problem = url_problem("endpoint", endpoint, MAX_ENDPOINT)
+        problem = url_problem("endpoint", endpoint, URL_MAX)
         if problem is not None:
             raise InvalidInputError(problem, {"field": "endpoint"})
     return None if token is None else _token(token)
@@ -142,7 +139,7 @@ def _check_filters(kind: str | None, min_vcpu: int | None) -> None:
 
 
 class ProviderAccountsAPI(Area):
-    def __init__(self, fleet: Fleet, catalog: OfferCatalog | None = None) -> None:
+    def __init__(self, fleet: ApiHandle, catalog: OfferCatalog | None = None) -> None:
         super().__init__(fleet)
         self.catalog = catalog or OfferCatalog(fleet)
 

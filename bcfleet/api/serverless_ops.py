@@ -29,23 +29,23 @@ from bcfleet.store.models import Instance
 from bcfleet.store.models.compute import Service
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.api.handle import ApiHandle
 
 SPARES_JOB = "spares"
 
 
-def spares_interval(fleet: Fleet) -> float:
+def spares_interval(fleet: ApiHandle) -> float:
     """Seconds between two runs of the spares job."""
     return fleet.settings.job_intervals.get(SPARES_JOB, 30.0)
 
 
-def idle_retry_after(fleet: Fleet) -> int:
+def idle_retry_after(fleet: ApiHandle) -> int:
     """Retry-After of a NO_CAPACITY answer when no replacement spare is coming."""
     return retry_after_without_spares(spares_interval(fleet))
 
 
 def retry_after_for(
-    session: Session, fleet: Fleet, tenant_id: str, size: str, rng: random.Random
+    session: Session, fleet: ApiHandle, tenant_id: str, size: str, rng: random.Random
 ) -> int:
     """Seconds until a replacement spare of the size should be ready; the spares job's
     interval when none is coming (0 spares, the size off, no serverless pool)."""
@@ -63,7 +63,7 @@ def retry_after_for(
 
 
 def take_or_fail(
-    session: Session, fleet: Fleet, tenant_id: str, size: str, rng: random.Random
+    session: Session, fleet: ApiHandle, tenant_id: str, size: str, rng: random.Random
 ) -> Instance:
     """A ready spare of the size, now assigned; NO_CAPACITY with instance_size and Retry-After otherwise."""
     name = parse_size(size)
@@ -73,7 +73,7 @@ def take_or_fail(
     return instance
 
 
-def attach(service: Service, instance: Instance, fleet: Fleet) -> None:
+def attach(service: Service, instance: Instance, fleet: ApiHandle) -> None:
     """Make the instance the one serving the service."""
     now = fleet.now()
     instance.name = f"svc-{service.name}"
@@ -82,7 +82,7 @@ def attach(service: Service, instance: Instance, fleet: Fleet) -> None:
     service.updated_at = now
 
 
-def detach(session: Session, fleet: Fleet, service: Service, *, reason: str) -> None:
+def detach(session: Session, fleet: ApiHandle, service: Service, *, reason: str) -> None:
     """Release the instance serving the service, if any."""
     if service.instance_id is not None:
         instance = session.get(Instance, service.instance_id)
@@ -92,7 +92,9 @@ def detach(session: Session, fleet: Fleet, service: Service, *, reason: str) -> 
     service.updated_at = fleet.now()
 
 
-def rehome(session: Session, fleet: Fleet, service: Service, size: str, rng: random.Random) -> None:
+def rehome(
+    session: Session, fleet: ApiHandle, service: Service, size: str, rng: random.Random
+) -> None:
     """Move a deployed serverless service onto a ready spare of another size, releasing its old instance.
 
     NO_CAPACITY (and nothing moved) when the new size has no free instance.

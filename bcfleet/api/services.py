@@ -46,7 +46,7 @@ from bcfleet.store.models import Instance, Pool
 from bcfleet.store.models.compute import FleetEnvironment, Service
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.api.handle import ApiHandle
 
 HOSTINGS = ("serverless", "managed")
 COMPUTE_NAME_MAX = 128  # a service's or index's workspace and name
@@ -91,7 +91,7 @@ def _size_of_new_service(
 class ServicesAPI(Area):
     """`fleet.api.services`: the services that use instance sizes."""
 
-    def __init__(self, fleet: Fleet, rng: random.Random | None = None) -> None:
+    def __init__(self, fleet: ApiHandle, rng: random.Random | None = None) -> None:
         super().__init__(fleet)
         self.rng = rng or random.Random()
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 from sqlmodel import select
 
 from bcfleet.api.auth import Credential, tenant_resource
@@ -11,7 +9,12 @@ from bcfleet.api.base import Area
 from bcfleet.api.documents import DeletedJson, TenantJson, TenantPageJson
 from bcfleet.api.lookup import get_tenant
 from bcfleet.api.views import deleted_json, tenant_json
-from bcfleet.domain.bounds import check_optional_text, check_text
+from bcfleet.domain.bounds import (
+    TENANT_NAME_MAX,
+    check_optional_text,
+    check_text,
+    tenant_id_problem,
+)
 from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.domain.tenant_removal import still_has
 from bcfleet.errors import ConflictError, InvalidInputError
@@ -20,16 +23,12 @@ from bcfleet.store.models import Tenant
 from bcfleet.store.models.compute import ComputeSettingsRow
 from bcfleet.store.tenant_holders import tenant_holders
 
-TENANT_NAME_MAX = 200  # as the FleetConfig schema says
-TENANT_ID = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
-
 
 def validate_tenant_id(tenant_id: str) -> None:
-    if not TENANT_ID.fullmatch(tenant_id):
-        raise InvalidInputError(
-            f"tenant id {tenant_id!r} must be lower-case letters, digits and '-', starting with a letter",
-            {"field": "id", "value": tenant_id},
-        )
+    """INVALID_INPUT unless bounds.TENANT_ID."""
+    problem = tenant_id_problem(tenant_id)
+    if problem is not None:
+        raise InvalidInputError(problem, {"field": "id", "value": tenant_id})
 
 
 class TenantsAPI(Area):

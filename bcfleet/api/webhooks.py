@@ -30,7 +30,7 @@ from bcfleet.api.documents import (
 )
 from bcfleet.api.views import deleted_json
 from bcfleet.clock import format_time
-from bcfleet.domain.bounds import check_limit, url_problem
+from bcfleet.domain.bounds import URL_MAX, check_limit, url_problem
 from bcfleet.domain.cursors import CURSOR_MAX, CURSOR_MIN
 from bcfleet.domain.pages import WEBHOOK_DELIVERIES
 from bcfleet.domain.states import DeliveryState
@@ -39,7 +39,7 @@ from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError
 from bcfleet.store.models import Event
 from bcfleet.store.models.webhooks import Webhook, WebhookDelivery
 
-MAX_URL = 2048
+MAX_URL = URL_MAX
 MAX_TYPES = 50
 MIN_SECRET, MAX_SECRET = 16, 200
 EVENT_TYPE_MAX = 100

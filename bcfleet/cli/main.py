@@ -189,11 +189,18 @@ def refuse_unstorable(args: list[str]) -> None:
 
 
 def _run(args: list[str]) -> object:
-    """One run of the command tree; the fleet it opened is closed after it, whatever happened."""
+    """One run of the command tree; the fleet it opened is closed after it, whatever happened
+    (and a database it created is removed again when it failed before changing anything)."""
+    succeeded = False
     try:
-        return cli.main(args=args, prog_name="fleet", standalone_mode=False)
+        result = cli.main(args=args, prog_name="fleet", standalone_mode=False)
+        succeeded = result in (None, 0)
+        return result
+    except SystemExit as exiting:
+        succeeded = exiting.code in (None, 0)
+        raise
     finally:
-        state().close_fleet()
+        state().close_fleet(succeeded=succeeded)
 
 
 def internal_error(error: Exception, *, debug: bool) -> FleetError:

@@ -28,8 +28,18 @@ Why these numbers:
   a guest (domain.agent_report): a condition's message (libvirt's errors run to a few hundred
   characters; the agent cuts longer ones) and how many conditions one guest carries (its
   driver holds one at a time). ``AGENT_GUESTS_MAX`` = ``PAGE_MAX``: the guests in one report.
-- URLs (webhooks, provider endpoints): http or https with a host and, if any, a numeric port;
-  one that Python's URL parser cannot split (``http://[::1``) is refused like any other.
+- URLs (webhooks, provider endpoints), one rule (``url_problem``) every edge calls: at most
+  ``URL_MAX`` = 2,048 characters (what browsers and proxies carry), no blank (Unicode Zs), control
+  or format character anywhere, the shape ``url_pattern`` writes (http or https in any case, an
+  optional user, a host name or an address in brackets, an optional port 0..65535), and split by
+  Python's URL parser, which also refuses a bracketed host that is no IPv6 address and a host
+  whose characters stand for '/', '?', '#', '@' or ':' under NFKC (``http://a＃b``).
+- Host labels: a key of at most ``LABEL_KEY_MAX`` = 253 characters, as Kubernetes writes one
+  (``LABEL_KEY``: an optional DNS prefix and '/', then 1-63 letters, digits, '.', '_' or '-'
+  starting and ending with a letter or digit, such as bc.dev/cap.instance.placement); a value of
+  0 to ``LABEL_VALUE_MAX`` = 63 printable characters.
+- Tenants: an id is ``TENANT_ID`` (1-63 lower-case letters, digits or '-', starting with a
+  letter); a display name 1 to ``TENANT_NAME_MAX`` = 200 printable characters.
 - Integers written as text (query parameters): what OpenAPI's ``integer`` and JSON write, ASCII
   digits with an optional leading '-', no leading zeros, at most ``INTEGER_DIGITS_MAX`` = 19
   digits (int64). Python's ``int()`` also takes blanks, '+', '_' and any script's digits
@@ -78,6 +88,14 @@ INTEGER_TEXT = re.compile(r"-?(?:0|[1-9][0-9]*)")
 NAME_MAX = 253  # free names (instances, labels, display names, keys), as DNS names
 SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")  # pools, hosts, flavors, environments
 SLUG_MAX = 63
+TENANT_ID = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+TENANT_NAME_MAX = 200
+LABEL_KEY = re.compile(
+    r"^([a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$"
+)
+LABEL_KEY_MAX, LABEL_VALUE_MAX = 253, 63
+ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")  # an environment variable that holds a token
+URL_MAX = 2_048
 
 FORBIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 # The same rule for JSON Schema readers (OpenAPI, editors), which have no Unicode categories:
@@ -252,6 +270,34 @@ def check_slug(kind: str, value: Any) -> str:
             problem, {"field": "name", "value": shown(value), "bound": SLUG.pattern}
         )
     return str(value)
+
+
+LABEL_KEY_WORDS = (
+    "an optional DNS prefix and '/', then 1-63 letters, digits, '.', '_' or '-' starting and "
+    f"ending with a letter or digit, at most {LABEL_KEY_MAX} characters in all"
+)
+
+
+def label_problem(key: Any, value: Any) -> str | None:
+    """Why a host label cannot be stored, or None: the key LABEL_KEY's form within LABEL_KEY_MAX
+    characters, the value 0 to LABEL_VALUE_MAX printable characters."""
+    if not isinstance(key, str) or len(key) > LABEL_KEY_MAX or not LABEL_KEY.fullmatch(key):
+        return f"label key {shown(key)} must be {LABEL_KEY_WORDS}"
+    if not isinstance(value, str):
+        return f"label value must be text, got {shown(value)}"
+    if len(value) > LABEL_VALUE_MAX:
+        return f"label value must be 0 to {LABEL_VALUE_MAX} characters, got {len(value)}"
+    return characters_problem("label value", value)
+
+
+def tenant_id_problem(value: Any) -> str | None:
+    """Why ``value`` is not a tenant id (TENANT_ID), or None."""
+    if isinstance(value, str) and TENANT_ID.fullmatch(value):
+        return None
+    return (
+        f"tenant id {shown(value)} must be 1-63 lower-case letters, digits and '-', "
+        "starting with a letter"
+    )
 
 
 SCRIPT_MIXES = (
@@ -437,6 +483,39 @@ def finite_or_none(value: Any) -> float | int | None:
 # URLs
 
 
+BLANKS = "\\u0020\\u00a0\\u1680\\u2000-\\u200a\\u202f\\u205f\\u3000"
+"""The blanks (Unicode category Zs) as the inside of a regex character class; no URL holds one."""
+
+PORT = "(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4})"
+"""A TCP port, 0..65535, written without leading zeros beyond four digits."""
+
+
+def url_pattern(excluded: str = "") -> str:
+    """The shape of a URL url_problem accepts, as a JSON Schema pattern (ECMA-262 and Python read
+    it alike): http or https in any case, an optional user, a host (a name, or an address in
+    brackets), an optional port, then a path, query or fragment. No part holds a blank, nor a
+    character of ``excluded`` (the inside of a character class: the forbidden characters, which
+    url_problem checks by their Unicode category and the OpenAPI document spells out)."""
+    other = BLANKS + excluded
+    host = f"(?:\\[[0-9A-Fa-f:.]+\\]|[^/?#@:\\[\\]{other}]+)"
+    return f"^[Hh][Tt][Tt][Pp][Ss]?://(?:[^/?#@{other}]*@)?{host}(?::{PORT})?(?:[/?#][^{other}]*)?$"
+
+
+_URL_SHAPE = re.compile(url_pattern())
+
+URL_PARSER_WORDS = (
+    "a URL parser splits: a host in brackets is an IPv6 address, and no character before the "
+    "path stands for '/', '?', '#', '@' or ':'"
+)
+"""What url_problem asks beyond url_pattern (the OpenAPI document and FleetConfig schema say it)."""
+
+URL_WORDS = (
+    "an http or https URL with a host and, if any, a port from 0 to 65535, without blanks, "
+    f"control or formatting characters, that {URL_PARSER_WORDS}"
+)
+"""The whole URL rule in words, for the schemas' descriptions."""
+
+
 def http_url(value: Any) -> SplitResult | None:
     """``value`` split into its parts when it is an http(s) URL with a host and a valid port
     (or none), else None; never raises, whatever the text."""
@@ -452,10 +531,24 @@ def http_url(value: Any) -> SplitResult | None:
     return parts
 
 
-def url_problem(field: str, value: Any, max_length: int) -> str | None:
-    """Why ``value`` is not an http(s) URL with a host of at most ``max_length`` characters."""
-    if http_url(value) is None:
-        return f"{field} must be an http or https URL with a host"
+def url_problem(field: str, value: Any, max_length: int = URL_MAX) -> str | None:
+    """Why ``value`` is not a URL of a webhook or a provider endpoint, or None: the one URL rule
+    of the CLI, the HTTP API and FleetConfig (see the module docstring)."""
+    if not isinstance(value, str):
+        return f"{field} must be an http or https URL, got {shown(value)}"
     if len(value) > max_length:
-        return f"{field} must be at most {max_length} characters"
+        return f"{field} must be at most {max_length:,} characters, got {len(value):,}"
+    bad = next((c for c in value if forbidden(c) or unicodedata.category(c) == "Zs"), None)
+    if bad is not None:
+        return (
+            f"{field} must not contain blanks, control or formatting characters "
+            f"(found {_escape(bad)} at position {value.index(bad) + 1})"
+        )
+    if _URL_SHAPE.fullmatch(value) is None:
+        return (
+            f"{field} must be an http or https URL with a host and, if any, a port from 0 to "
+            f"65535, got {shown(value)}"
+        )
+    if http_url(value) is None:
+        return f"{field} must be an http or https URL that {URL_PARSER_WORDS}, got {shown(value)}"
     return None

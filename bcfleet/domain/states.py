@@ -86,6 +86,10 @@ class PoolKind(StrEnum):
     PROVIDER = "provider"
 
 
+PROVIDERS = ("hetzner",)
+"""The providers a provider account may name (the API, the CLI and the FleetConfig schema)."""
+
+
 class AgentReport(StrEnum):
     """What a host agent reports of a guest: running, ready (booted), stopped, or crashed."""
 

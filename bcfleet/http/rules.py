@@ -16,7 +16,14 @@ from functools import cache
 from typing import Any
 
 from bcfleet.clock import EARLIEST, LATEST, format_time
-from bcfleet.domain.bounds import NAME_MAX, SLUG, SLUG_MAX, forbidden
+from bcfleet.domain.bounds import (
+    NAME_MAX,
+    SLUG,
+    SLUG_MAX,
+    URL_WORDS,
+    forbidden,
+    url_pattern,
+)
 from bcfleet.domain.durations import MAX_DURATION, UNIT_ORDER, format_duration
 from bcfleet.domain.sizes import SIZE_NAMES
 
@@ -121,34 +128,25 @@ def slug() -> Schema:
 
 
 def reference(description: str = "") -> Schema:
-    """An id or a name the server looks up (unknown ones are NOT_FOUND, never a schema error)."""
+    """Storable text of one or more characters (no NUL) that the server looks up or filters by:
+    an unknown id or name is NOT_FOUND, an unknown filter value (a state, a meter) matches
+    nothing; neither is a schema error. Free texts with bounds of their own (a webhook's event
+    types and secret) start from it too."""
     body: Schema = {"type": "string", "minLength": 1, "pattern": STORABLE_PATTERN}
     if description:
         body["description"] = description
     return body
 
 
-PORT = "(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4})"
-"""A TCP port, 0..65535, as urlsplit's port accepts it."""
-
-
 def http_url(max_length: int) -> Schema:
-    """An http(s) URL with a host, as bounds.http_url reads it: a scheme, an optional user, a
-    host (a name, or an IPv6 address in brackets), an optional port, then anything but blanks."""
-    # blanks spelled out (Python's \\s and ECMA-262's differ, on U+0085 and U+001C-U+001F),
-    # and every character bounds.forbidden refuses: the same class on both sides
-    other = (
-        "\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u202f\\u205f\\u3000\\ufeff"
-        + forbidden_class()
-    )
-    host = f"(?:\\[[0-9A-Fa-f:.]+\\]|[^/?#@:\\[\\]{other}]+)"
+    """A URL as bounds.url_problem accepts it: bounds.url_pattern, with the characters
+    bounds.forbidden refuses spelled out as ranges; what the URL parser adds is said in the
+    description."""
     return {
         "type": "string",
         "maxLength": max_length,
-        "pattern": f"^[Hh][Tt][Tt][Pp][Ss]?://(?:[^/?#@{other}]*@)?{host}(?::{PORT})?"
-        f"(?:[/?#][^{other}]*)?$",
-        "description": "An http or https URL with a host; a host in brackets must be an IPv6 "
-        "address (INVALID_INPUT otherwise).",
+        "pattern": url_pattern(forbidden_class()),
+        "description": f"{URL_WORDS[0].upper()}{URL_WORDS[1:]} (INVALID_INPUT otherwise).",
     }
 
 

@@ -20,6 +20,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from bcfleet.api.escaped import escaped_fault
 from bcfleet.domain.bounds import check_storable, shown
 from bcfleet.domain.document_limits import json_problem
 from bcfleet.errors import FleetError, InvalidInputError, UnauthenticatedError
@@ -28,7 +29,6 @@ from bcfleet.http.metrics import Metrics
 from bcfleet.http.operations import Call, Endpoint, Operation, TenantResolver
 from bcfleet.http.rules import matches
 from bcfleet.http.streams import StreamSlots
-from bcfleet.store.faults import escaped_fault
 
 log = logging.getLogger("bcfleet.http")
 

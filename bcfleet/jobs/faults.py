@@ -35,7 +35,7 @@ from bcfleet.store.job_faults import (
 from bcfleet.store.models import Instance, Reservation
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.jobs.handle import JobHandle
 
 T = TypeVar("T")
 CONDITION = "JobFailed"
@@ -135,7 +135,7 @@ def _reason(job: str) -> str:
 class FaultLog:
     """One job run's view of its faults: which items had one, and how many failed this run."""
 
-    def __init__(self, fleet: Fleet, job: str, kinds: tuple[str, ...]) -> None:
+    def __init__(self, fleet: JobHandle, job: str, kinds: tuple[str, ...]) -> None:
         self.fleet = fleet
         self.job = job
         self.failed = 0

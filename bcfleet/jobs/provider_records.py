@@ -19,12 +19,12 @@ from bcfleet.store.event_log import emit
 from bcfleet.store.models import Instance
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.jobs.handle import JobHandle
 
 PROBLEM = "ProviderError"
 
 
-def record_server(fleet: Fleet, instance_id: str, server_id: str, status: str) -> bool:
+def record_server(fleet: JobHandle, instance_id: str, server_id: str, status: str) -> bool:
     """Store the server on its instance; False when the instance is deleted (or gone) by now.
 
     A deleted instance still gets the server's id, so that if deleting the
@@ -50,7 +50,7 @@ def record_server(fleet: Fleet, instance_id: str, server_id: str, status: str) -
         return True
 
 
-def mark_problem(fleet: Fleet, instance_id: str, reason: str, message: str) -> None:
+def mark_problem(fleet: JobHandle, instance_id: str, reason: str, message: str) -> None:
     """Set the ProviderError condition on a live instance (an event only when the reason changes)."""
     now = fleet.now()
     with fleet.write() as session:
@@ -68,7 +68,7 @@ def mark_problem(fleet: Fleet, instance_id: str, reason: str, message: str) -> N
                  subject_id=instance.id, data={"reason": reason, "message": message})  # fmt: skip
 
 
-def forget_servers(fleet: Fleet, instance_ids: Sequence[str]) -> int:
+def forget_servers(fleet: JobHandle, instance_ids: Sequence[str]) -> int:
     """Mark deleted instances' servers gone; returns how many instances changed."""
     if not instance_ids:
         return 0

@@ -61,7 +61,7 @@ from bcfleet.providers.offer_catalog import AccountRef, OfferCatalog
 from bcfleet.store.models import FleetIdentity, Instance, Pool, ProviderAccount
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.jobs.handle import JobHandle
 
 JOB = "providers.reconcile"
 IMAGE = "ubuntu-24.04"
@@ -72,12 +72,12 @@ COUNTS = (
 )  # fmt: skip
 
 
-def run_reconcile(fleet: Fleet, now: datetime) -> dict[str, int]:
+def run_reconcile(fleet: JobHandle, now: datetime) -> dict[str, int]:
     """One pass over every provider account; returns counts of what it did."""
     counts = dict.fromkeys(COUNTS, 0)
     identity = fleet_id(fleet)
     accounts, known_pools = _accounts(fleet)
-    catalog = fleet.api.offer_catalog
+    catalog = fleet.offer_catalog
     faults = FaultLog(fleet, JOB, ("instance", "server", "providerAccount"))
     gone = and_(
         col(Instance.state) == InstanceState.DELETED, col(Instance.provider_status) == SERVER_GONE
@@ -102,7 +102,7 @@ def run_reconcile(fleet: Fleet, now: datetime) -> dict[str, int]:
     return counts
 
 
-def fleet_id(fleet: Fleet) -> str:
+def fleet_id(fleet: JobHandle) -> str:
     """This database's fleet id (``flt_…``), made on first use; the bcfleet.fleet label's value."""
     with fleet.read() as session:
         row = session.get(FleetIdentity, 1)
@@ -122,7 +122,7 @@ def fleet_id(fleet: Fleet) -> str:
         return made.fleet_id
 
 
-def _accounts(fleet: Fleet) -> tuple[list[tuple[AccountRef, tuple[str, ...]]], frozenset[str]]:
+def _accounts(fleet: JobHandle) -> tuple[list[tuple[AccountRef, tuple[str, ...]]], frozenset[str]]:
     """Each account with provider pools, with its pool ids; and every provider pool id."""
     with fleet.read() as session:
         pools = session.exec(
@@ -147,7 +147,7 @@ def _server_view(server: ProviderServer) -> ServerView:
 class _Pass:
     """One account's pass: its provider client, the plan, and the recording of results."""
 
-    fleet: Fleet
+    fleet: JobHandle
     catalog: OfferCatalog
     account: AccountRef
     identity: str

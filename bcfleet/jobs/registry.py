@@ -16,9 +16,9 @@ from bcfleet.errors import NotFoundError
 from bcfleet.settings import FleetSettings
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.jobs.handle import JobHandle
 
-JobFunction = Callable[["Fleet", datetime], dict[str, int]]
+JobFunction = Callable[["JobHandle", datetime], dict[str, int]]
 """run_x(fleet, now) -> counts."""
 
 

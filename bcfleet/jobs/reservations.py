@@ -29,7 +29,7 @@ from bcfleet.store.engine import is_sqlite
 from bcfleet.store.models import Reservation
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.jobs.handle import JobHandle
 
 RETRY = "reservations.retry"
 LIFECYCLE = "reservations.lifecycle"
@@ -37,7 +37,7 @@ RETRIES_PER_TICK = 200
 LIFECYCLE_BATCH = 500
 
 
-def run_retry(fleet: Fleet, now: datetime) -> dict[str, int]:
+def run_retry(fleet: JobHandle, now: datetime) -> dict[str, int]:
     """One tick of reservations.retry: {tried, placed, stillPending, failed}."""
     del now  # placement reads the fleet's clock, as admission does
     faults = FaultLog(fleet, RETRY, ("reservation",))
@@ -57,7 +57,7 @@ def run_retry(fleet: Fleet, now: datetime) -> dict[str, int]:
     }
 
 
-def _retry(session: Session, fleet: Fleet, rsv_id: str) -> bool | None:
+def _retry(session: Session, fleet: JobHandle, rsv_id: str) -> bool | None:
     """Place one pending reservation; None when it is not pending any more."""
     rsv = _lock(session, rsv_id)
     if rsv is None or rsv.state != ReservationState.PENDING:
@@ -65,7 +65,7 @@ def _retry(session: Session, fleet: Fleet, rsv_id: str) -> bool | None:
     return bool(place(session, fleet, rsv))
 
 
-def run_lifecycle(fleet: Fleet, now: datetime) -> dict[str, int]:
+def run_lifecycle(fleet: JobHandle, now: datetime) -> dict[str, int]:
     """One tick of reservations.lifecycle: {released, preemptedReleased, activated, failed}."""
     faults = FaultLog(fleet, LIFECYCLE, ("reservation",))
     faults.prune("reservation", Reservation.id, col(Reservation.state).in_(RESERVATION_LIVE))
@@ -89,7 +89,7 @@ def run_lifecycle(fleet: Fleet, now: datetime) -> dict[str, int]:
     return {**counts, "failed": faults.failed}
 
 
-def _release(session: Session, fleet: Fleet, rsv_id: str, now: datetime) -> str | None:
+def _release(session: Session, fleet: JobHandle, rsv_id: str, now: datetime) -> str | None:
     """Release one reservation whose end or deadline has come; the reason, or None if not due."""
     rsv = _lock(session, rsv_id)
     if rsv is None or rsv.state not in RESERVATION_LIVE or not _ended(rsv, now):
@@ -99,7 +99,7 @@ def _release(session: Session, fleet: Fleet, rsv_id: str, now: datetime) -> str 
     return reason
 
 
-def _activate(session: Session, fleet: Fleet, rsv_id: str, now: datetime) -> bool:
+def _activate(session: Session, fleet: JobHandle, rsv_id: str, now: datetime) -> bool:
     """Activate one placed reservation whose start has come."""
     rsv = _lock(session, rsv_id)
     if rsv is None or rsv.state != ReservationState.PLACED or rsv.starts_at is None:
@@ -115,7 +115,7 @@ def _ended(rsv: Reservation, now: datetime) -> bool:
 
 
 def _due(
-    fleet: Fleet, states: Sequence[str], due: tuple[str, datetime] | None, limit: int
+    fleet: JobHandle, states: Sequence[str], due: tuple[str, datetime] | None, limit: int
 ) -> list[tuple[str, str]]:
     """(id, tenant) of reservations in these states (whose start or end has come), oldest first."""
     with fleet.read() as session:

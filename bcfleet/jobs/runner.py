@@ -45,7 +45,7 @@ from bcfleet.store.locks import (
 from bcfleet.store.models.jobs import JobRun, JobState
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.jobs.handle import JobHandle
 
 log = logging.getLogger("bcfleet.jobs")
 
@@ -114,7 +114,7 @@ def _spec(job: str | JobSpec) -> JobSpec:
 
 
 def run_job(
-    fleet: Fleet,
+    fleet: JobHandle,
     job: str | JobSpec,
     *,
     holder: str | None = None,
@@ -159,7 +159,7 @@ def run_job(
 
 
 def _call(
-    function: JobFunction, fleet: Fleet, now: datetime
+    function: JobFunction, fleet: JobHandle, now: datetime
 ) -> tuple[str, dict[str, int], str | None]:
     try:
         counts = function(fleet, now)
@@ -180,7 +180,7 @@ def _error_text(exc: BaseException) -> str:
     return text.splitlines()[0][:ERROR_TEXT_LIMIT] if text else FleetError.code
 
 
-def _locked(fleet: Fleet, spec: JobSpec, started: datetime, raise_it: bool) -> RunResult:
+def _locked(fleet: JobHandle, spec: JobSpec, started: datetime, raise_it: bool) -> RunResult:
     with fleet.read() as session:
         holder = current_holder(session, job_lock_name(spec.name), fleet.lease_now())
     if raise_it:
@@ -200,7 +200,7 @@ def _upsert_state(session: Session) -> postgresql.Insert | sqlite.Insert:
 
 
 def _record(
-    fleet: Fleet,
+    fleet: JobHandle,
     spec: JobSpec,
     interval: float,
     holder: str,
@@ -277,12 +277,12 @@ def is_due(state: JobState | None, now: datetime) -> bool:
     return state is None or state.next_due_at is None or state.next_due_at <= now
 
 
-def _due(fleet: Fleet, job: str) -> bool:
+def _due(fleet: JobHandle, job: str) -> bool:
     with fleet.read() as session:
         return is_due(session.get(JobState, job, populate_existing=True), fleet.now())
 
 
-def tick(fleet: Fleet, *, job: str | None = None, holder: str | None = None) -> list[RunResult]:
+def tick(fleet: JobHandle, *, job: str | None = None, holder: str | None = None) -> list[RunResult]:
     """Run every due job once, in PRODUCT.md §7's order; or the named job now, due or not."""
     holder = holder or holder_name("tick")
     if job is not None:
@@ -301,7 +301,7 @@ def tick(fleet: Fleet, *, job: str | None = None, holder: str | None = None) -> 
 
 
 def status(
-    fleet: Fleet, *, intervals: Mapping[str, float] | None = None, grace: float | None = None
+    fleet: JobHandle, *, intervals: Mapping[str, float] | None = None, grace: float | None = None
 ) -> list[JobStatusJson]:
     """Each job: interval, availability, last run, next due, due, overdue, lease holder."""
     now = fleet.now()
@@ -342,7 +342,7 @@ def _available(spec: JobSpec) -> bool:
 
 
 def recent_runs(
-    fleet: Fleet, *, limit: int = JOB_RUNS.default, job: str | None = None
+    fleet: JobHandle, *, limit: int = JOB_RUNS.default, job: str | None = None
 ) -> list[JobRunJson]:
     """The latest recorded runs, newest first (at most pages.JOB_RUNS.maximum)."""
     check_limit(limit, JOB_RUNS.maximum)

@@ -33,16 +33,17 @@ from bcfleet.clock import SystemClock
 from bcfleet.jobs.registry import JOBS, JobSpec, get_job
 from bcfleet.jobs.runner import holder_name, run_job
 from bcfleet.jobs.stop import clear_stop, request_stop, stop_requested, wait_for_stop
+from bcfleet.store.models import load_all
 from bcfleet.store.models.jobs import JobState
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.jobs.handle import JobHandle
 
 log = logging.getLogger("bcfleet.jobs")
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
-def _scheduled_run(fleet: Fleet, spec: JobSpec, interval: float, holder: str) -> None:
+def _scheduled_run(fleet: JobHandle, spec: JobSpec, interval: float, holder: str) -> None:
     """What APScheduler calls: one run, never raising into the scheduler."""
     if stop_requested():
         return
@@ -55,7 +56,7 @@ def _scheduled_run(fleet: Fleet, spec: JobSpec, interval: float, holder: str) ->
         log.exception("job=%s outcome=error reason=runner-failed", spec.name)
 
 
-def _seconds_until_due(fleet: Fleet, name: str, interval: float) -> float:
+def _seconds_until_due(fleet: JobHandle, name: str, interval: float) -> float:
     with fleet.read() as session:
         state = session.get(JobState, name)
     if state is None or state.next_due_at is None:
@@ -65,7 +66,7 @@ def _seconds_until_due(fleet: Fleet, name: str, interval: float) -> float:
 
 
 def build_scheduler(
-    fleet: Fleet, specs: Sequence[JobSpec], intervals: Mapping[str, float], holder: str
+    fleet: JobHandle, specs: Sequence[JobSpec], intervals: Mapping[str, float], holder: str
 ) -> BackgroundScheduler:
     """A scheduler with one interval job per spec, each first due when job_state says."""
     scheduler = BackgroundScheduler(
@@ -119,7 +120,7 @@ def restore_signals(previous: Mapping[int, Any]) -> None:
 
 
 def run_scheduler(
-    fleet: Fleet,
+    fleet: JobHandle,
     *,
     jobs: Sequence[str | JobSpec] | None = None,
     intervals: Mapping[str, float] | None = None,
@@ -128,7 +129,7 @@ def run_scheduler(
 ) -> int:
     """Run the daemon until a stop is requested (SIGTERM/SIGINT or request_stop()); returns 0."""
     clear_stop()
-    fleet.map_all_tables()
+    load_all()  # every table mapped before the threads run queries
     if install_signals:
         install_stop_signals()
     specs = [s if isinstance(s, JobSpec) else get_job(s) for s in (jobs or JOBS)]

@@ -39,13 +39,13 @@ from bcfleet.store.models import Instance, Pool
 from bcfleet.store.models.compute import ComputeSettingsRow
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.jobs.handle import JobHandle
 
 JOB_NAME = "spares"
 COUNTS = ("tenants", "placed", "unschedulable", "released", "quotaExceeded", "failed")
 
 
-def run_spares(fleet: Fleet, now: datetime) -> dict[str, int]:
+def run_spares(fleet: JobHandle, now: datetime) -> dict[str, int]:
     """Tend every tenant's spares, each in its own transaction; counts as in COUNTS."""
     with fleet.read() as session:
         tenants = session.exec(
@@ -80,7 +80,11 @@ def _view(spare: Instance) -> SpareView:
 
 
 def tend_tenant(
-    session: Session, fleet: Fleet, tenant_id: str, now: datetime, faults: FaultLog | None = None
+    session: Session,
+    fleet: JobHandle,
+    tenant_id: str,
+    now: datetime,
+    faults: FaultLog | None = None,
 ) -> Counter[str]:
     """One tenant's spares, in the caller's transaction; each release in a savepoint of its own."""
     lock_compute(session, tenant_id)
@@ -107,7 +111,7 @@ def tend_tenant(
 
 
 def _release(
-    session: Session, fleet: Fleet, spare: Instance, reason: str, faults: FaultLog | None
+    session: Session, fleet: JobHandle, spare: Instance, reason: str, faults: FaultLog | None
 ) -> bool:
     """Release one spare; with a FaultLog, a failure stays on that spare and the pass goes on."""
     if faults is None:
@@ -130,7 +134,7 @@ def _release(
 
 
 def _place(
-    session: Session, fleet: Fleet, tenant_id: str, pool: Pool, size: str, count: int
+    session: Session, fleet: JobHandle, tenant_id: str, pool: Pool, size: str, count: int
 ) -> Counter[str]:
     counts: Counter[str] = Counter()
     for _ in range(count):

@@ -31,13 +31,13 @@ from bcfleet.store.job_faults import error_text
 from bcfleet.store.models import GpuAtom, Host, Instance, NodeResource, Pool
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.jobs.handle import JobHandle
 
 PENDING_RETRIES_PER_TICK = 200
 log = logging.getLogger(__name__)
 
 
-def run_vps_hosts(fleet: Fleet, now: datetime) -> dict[str, int]:
+def run_vps_hosts(fleet: JobHandle, now: datetime) -> dict[str, int]:
     """One tick: sync every host's rows and atoms in one transaction, then retry pending instances."""
     del now  # the job reads the fleet's clock through the API it calls
     counts = {"hosts": 0, "rowsWritten": 0, "atomsChanged": 0, "hostErrors": 0}
@@ -248,7 +248,7 @@ def sync_atoms(
     return changed
 
 
-def retry_pending(fleet: Fleet) -> tuple[int, int]:
+def retry_pending(fleet: JobHandle) -> tuple[int, int]:
     """Place pending hosted instances, oldest first, each in its own transaction."""
     with fleet.read() as session:
         pending = (

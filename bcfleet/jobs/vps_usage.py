@@ -53,7 +53,7 @@ from bcfleet.store.models import BillingMeter
 from bcfleet.store.models.jobs import JobState
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.jobs.handle import JobHandle
 
 JOB = "vps.usage"
 SETTLE = timedelta(seconds=30)
@@ -72,7 +72,7 @@ class Batch:
     failed: int = 0
 
 
-def run_vps_usage(fleet: Fleet, now: datetime) -> dict[str, int]:
+def run_vps_usage(fleet: JobHandle, now: datetime) -> dict[str, int]:
     """Meter every window closed by now − SETTLE that is not written yet; returns the counts."""
     bound = now - SETTLE
     counts = {"windows": 0, "written": 0, "deadLettered": 0, "batches": 0, "failed": 0}
@@ -95,7 +95,7 @@ def run_vps_usage(fleet: Fleet, now: datetime) -> dict[str, int]:
 
 
 def meter_next_batch(
-    fleet: Fleet, bound: datetime, now: datetime, *, limit: int = BATCH_WINDOWS
+    fleet: JobHandle, bound: datetime, now: datetime, *, limit: int = BATCH_WINDOWS
 ) -> Batch | None:
     """One transaction: the next batch of closed windows after the watermark; None when none is left.
 
@@ -153,7 +153,7 @@ def _meter_isolating(
     return written, dead, {by_id[subject_id]: error for subject_id, error in bad.items()}
 
 
-def remeter_faulted(fleet: Fleet, now: datetime) -> Batch:
+def remeter_faulted(fleet: JobHandle, now: datetime) -> Batch:
     """Meter each faulted subject's missed windows, from its fault's `since` to the watermark.
 
     One transaction per subject, a batch of windows at a time: all of them metered clears the
@@ -227,7 +227,7 @@ def _set_watermark(session: Session, watermark: datetime) -> None:
     )
 
 
-def watermark(fleet: Fleet) -> datetime | None:
+def watermark(fleet: JobHandle) -> datetime | None:
     """The first window not yet written (None before the first run)."""
     with fleet.read() as session:
         state = session.get(JobState, JOB)

@@ -66,7 +66,7 @@ from bcfleet.store.stored_json import (
 )
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.jobs.handle import JobHandle
 
 JOB = "webhooks"
 MAX_ATTEMPTS = 8
@@ -122,7 +122,9 @@ def wanted(event_types: Sequence[str], event_type: str) -> bool:
     return not event_types or any(fnmatchcase(event_type, p) for p in event_types)
 
 
-def enqueue(fleet: Fleet, now: datetime, faults: FaultLog | None = None, batch: int = BATCH) -> int:
+def enqueue(
+    fleet: JobHandle, now: datetime, faults: FaultLog | None = None, batch: int = BATCH
+) -> int:
     """Queue each active webhook's new events of its own tenant; returns how many were queued.
 
     Each webhook in a savepoint of its own: a failure is a fault on that webhook, and the
@@ -150,7 +152,7 @@ def enqueue(fleet: Fleet, now: datetime, faults: FaultLog | None = None, batch: 
     return queued
 
 
-def fault_log(fleet: Fleet) -> FaultLog:
+def fault_log(fleet: JobHandle) -> FaultLog:
     """The job's faults: on webhooks, events and deliveries."""
     return FaultLog(fleet, JOB, ("webhook", "event", "delivery"))
 
@@ -207,7 +209,7 @@ def _delivery(hook: Webhook, event: Event, now: datetime, view: HostView) -> Web
     )
 
 
-def forget_mended(fleet: Fleet, faults: FaultLog) -> None:
+def forget_mended(fleet: JobHandle, faults: FaultLog) -> None:
     """Forget the faults on events and deliveries whose row is gone or whose document reads,
     and on webhooks deleted or no longer active.
 
@@ -271,7 +273,7 @@ class Outcome:
         return self.error == UNREADABLE_PAYLOAD
 
 
-def due_deliveries(fleet: Fleet, now: datetime, share: Share = SHARE) -> list[Due | Outcome]:
+def due_deliveries(fleet: JobHandle, now: datetime, share: Share = SHARE) -> list[Due | Outcome]:
     """The due deliveries the share lets through, tenants taking turns (rank by tenant first):
     each as a Due, or as an Outcome already when its payload cannot be read."""
     rank = (
@@ -359,7 +361,7 @@ def send_lanes(
 
 
 def record(
-    fleet: Fleet, now: datetime, outcomes: list[Outcome], faults: FaultLog | None = None
+    fleet: JobHandle, now: datetime, outcomes: list[Outcome], faults: FaultLog | None = None
 ) -> dict[str, int]:
     """Write each outcome, unless someone else changed the delivery meanwhile."""
     counts = {"delivered": 0, "retried": 0, "dead": 0}
@@ -389,7 +391,7 @@ def record(
 
 
 def run_webhooks(
-    fleet: Fleet,
+    fleet: JobHandle,
     now: datetime,
     *,
     transport: httpx.BaseTransport | None = None,

@@ -22,7 +22,7 @@ from bcfleet.store.models import Pool
 from bcfleet.store.tables import INSTANCES
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.placement.handle import PlacementHandle
 
 _LIVE_IN = ", ".join(f"'{state.value}'" for state in INSTANCE_LIVE)
 _GUESTS_ON = DriverStatement(
@@ -40,7 +40,7 @@ _SET_PLACEMENT = (
 
 def refloat_guests(
     session: Session,
-    fleet: Fleet,
+    fleet: PlacementHandle,
     pool: Pool,
     node_id: str,
     *,
@@ -49,7 +49,7 @@ def refloat_guests(
 ) -> int:
     """Re-derive the host's floating cpusets now that guest_id has `placement` there (None: it
     left); returns how many floating guests changed."""
-    from bcfleet.placement.instance_placer import host_inventory
+    from bcfleet.placement.claims import host_inventory
 
     guests = {
         str(gid): HostPlacement.from_json(doc)

@@ -45,7 +45,7 @@ from bcfleet.store.engine import is_sqlite
 from bcfleet.store.models import Allocation, Booking, Reservation
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.placement.handle import PlacementHandle
 
 
 class _Off(Exception):
@@ -57,12 +57,16 @@ def may_preempt(rsv: Reservation) -> bool:
     return not rsv.spot and rsv.binding == "pool"
 
 
-def notice_of(fleet: Fleet) -> timedelta:
+def notice_of(fleet: PlacementHandle) -> timedelta:
     return timedelta(milliseconds=fleet.settings.spot_notice_ms)
 
 
 def preempt(
-    session: Session, fleet: Fleet, rsv: Reservation, snapshot: GpuSnapshot, request: GpuRequest
+    session: Session,
+    fleet: PlacementHandle,
+    rsv: Reservation,
+    snapshot: GpuSnapshot,
+    request: GpuRequest,
 ) -> bool:
     """Place the request from the deadline by preempting spot work; False (nothing touched) if not."""
     if not may_preempt(rsv):
@@ -83,7 +87,7 @@ def preempt(
 
 
 def _apply(
-    session: Session, fleet: Fleet, rsv: Reservation, plan: PreemptionPlan, now: datetime
+    session: Session, fleet: PlacementHandle, rsv: Reservation, plan: PreemptionPlan, now: datetime
 ) -> None:
     victims = _lock_victims(session, plan)
     preemptor = Preemptor(rsv.tenant_id, rsv.id)
@@ -152,7 +156,7 @@ def _still_booked(session: Session, plan: PreemptionPlan) -> set[str]:
 
 def _cut_back(
     session: Session,
-    fleet: Fleet,
+    fleet: PlacementHandle,
     row: Reservation,
     preemptor: Preemptor,
     at: datetime,
@@ -182,7 +186,7 @@ def _cut_back(
 
 def _requeue(
     session: Session,
-    fleet: Fleet,
+    fleet: PlacementHandle,
     row: Reservation,
     preemptor: Preemptor,
     at: datetime,

@@ -30,10 +30,10 @@ from bcfleet.placement.reservations import (
 from bcfleet.store.models import Reservation
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.placement.handle import PlacementHandle
 
 
-def place(session: Session, fleet: Fleet, rsv: Reservation) -> bool:
+def place(session: Session, fleet: PlacementHandle, rsv: Reservation) -> bool:
     """Place a pending reservation now (preempting where document 003 allows); False when it stays pending."""
     now = fleet.now()
     rsv.last_attempt_at = now
@@ -60,7 +60,9 @@ def place(session: Session, fleet: Fleet, rsv: Reservation) -> bool:
     return False
 
 
-def preview(session: Session, fleet: Fleet, pool_id: str, request: GpuRequest) -> PreviewJson:
+def preview(
+    session: Session, fleet: PlacementHandle, pool_id: str, request: GpuRequest
+) -> PreviewJson:
     """capacity.preview: {fits, candidates, reason, preemptible?}; a count and a start, never ids."""
     now = fleet.now()
     snapshot = pool_snapshot(session, fleet.placement, pool_id, now)

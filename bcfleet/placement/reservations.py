@@ -33,7 +33,7 @@ from bcfleet.store.event_log import emit
 from bcfleet.store.models import GpuAtom, Host, Reservation
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.placement.handle import PlacementHandle
 
 NO_FIT_REASON = "NoNodeFits"
 
@@ -93,7 +93,7 @@ def lock_present_atoms(session: Session, atom_ids: Sequence[int]) -> list[gpus.A
 
 def guarded_book(
     session: Session,
-    fleet: Fleet,
+    fleet: PlacementHandle,
     rsv: Reservation,
     picks: Sequence[NodePick],
     start: datetime,
@@ -113,7 +113,7 @@ def guarded_book(
 
 def book_plan(
     session: Session,
-    fleet: Fleet,
+    fleet: PlacementHandle,
     rsv: Reservation,
     picks: Sequence[NodePick],
     start: datetime,
@@ -159,7 +159,7 @@ def during_json(rsv: Reservation) -> dict[str, str] | None:
     return {"start": format_time(rsv.starts_at), "end": format_time(rsv.ends_at)}
 
 
-def activate(session: Session, fleet: Fleet, rsv: Reservation, now: datetime) -> None:
+def activate(session: Session, fleet: PlacementHandle, rsv: Reservation, now: datetime) -> None:
     """placed → active at its start: the moment metering bills from."""
     rsv.state = ReservationState.ACTIVE
     rsv.activated_at = now
@@ -169,7 +169,9 @@ def activate(session: Session, fleet: Fleet, rsv: Reservation, now: datetime) ->
                  {"state": ReservationState.ACTIVE, "during": during_json(rsv)})  # fmt: skip
 
 
-def release(session: Session, fleet: Fleet, rsv: Reservation, reason: str, now: datetime) -> None:
+def release(
+    session: Session, fleet: PlacementHandle, rsv: Reservation, reason: str, now: datetime
+) -> None:
     """Release bookings, refund quota, and emit reservation.released (the caller locked the row).
 
     A running reservation released early (cancelled) ends now; a cut-back victim keeps

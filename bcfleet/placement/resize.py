@@ -16,20 +16,15 @@ from bcfleet.domain.numa import NotCandidate
 from bcfleet.domain.shapes import Shape, placement_from_json, shape_delta
 from bcfleet.domain.states import InstanceState
 from bcfleet.errors import CapacityUnavailableError
+from bcfleet.placement.claims import claim_scalars, lock_node_rows, return_scalars
 from bcfleet.placement.floating import refloat_guests
 from bcfleet.placement.gpus import AtomRef
-from bcfleet.placement.instance_placer import (
-    _record_placement,
-    choose_placement,
-    claim_scalars,
-    lock_node_rows,
-    return_scalars,
-)
+from bcfleet.placement.instance_placer import _record_placement, choose_placement
 from bcfleet.placement.quotas import charge, lock_quotas, refund
 from bcfleet.store.models import Allocation, Booking, ClaimPeriod, GpuAtom, Instance, Pool
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.placement.handle import PlacementHandle
 
 
 def _end_period(session: Session, allocation: Allocation, now: datetime) -> None:
@@ -86,7 +81,7 @@ def resize_allocation(
 
 def resize_hosted(
     session: Session,
-    fleet: Fleet,
+    fleet: PlacementHandle,
     instance: Instance,
     pool: Pool,
     new_shape: dict[str, Any],
@@ -114,7 +109,7 @@ def resize_hosted(
 
 
 def _replace(
-    session: Session, fleet: Fleet, instance: Instance, pool: Pool, allocation: Allocation
+    session: Session, fleet: PlacementHandle, instance: Instance, pool: Pool, allocation: Allocation
 ) -> None:
     """A same-placement resize chooses the host placement again for the new shape."""
     booked = select(GpuAtom).join(Booking, col(Booking.atom_id) == col(GpuAtom.id))

@@ -25,7 +25,7 @@ from bcfleet.placement.instance_placer import place_instance, release_instance
 from bcfleet.store.models import Instance, Pool
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.placement.handle import PlacementHandle
 
 SERVICE_DISK_GIB = 20
 """The root disk of a service replica, the same for every size."""
@@ -66,7 +66,7 @@ def is_ready(instance: Instance) -> bool:
 
 
 def place_spare(
-    session: Session, fleet: Fleet, *, tenant_id: str, pool: Pool, size: str
+    session: Session, fleet: PlacementHandle, *, tenant_id: str, pool: Pool, size: str
 ) -> Instance:
     """Admit and place one spare of a size (pending with Unschedulable when no host fits)."""
     return place_instance(
@@ -83,7 +83,13 @@ def place_spare(
 
 
 def place_for_service(
-    session: Session, fleet: Fleet, *, tenant_id: str, pool: Pool, size: str, service_name: str
+    session: Session,
+    fleet: PlacementHandle,
+    *,
+    tenant_id: str,
+    pool: Pool,
+    size: str,
+    service_name: str,
 ) -> Instance:
     """Start an instance from scratch for one service (a streaming deploy that found no spare)."""
     return place_instance(
@@ -100,7 +106,7 @@ def place_for_service(
 
 
 def _take(
-    session: Session, fleet: Fleet, tenant_id: str, size: str, *, ready: bool
+    session: Session, fleet: PlacementHandle, tenant_id: str, size: str, *, ready: bool
 ) -> Instance | None:
     ready_filter = (
         col(Instance.ready_at).is_not(None) if ready else col(Instance.ready_at).is_(None)
@@ -135,20 +141,20 @@ def _take(
 
 
 def take_ready_spare(
-    session: Session, fleet: Fleet, *, tenant_id: str, size: str
+    session: Session, fleet: PlacementHandle, *, tenant_id: str, size: str
 ) -> Instance | None:
     """Assign a ready spare of the size to a service (purpose 'service'); None when none is free."""
     return _take(session, fleet, tenant_id, parse_size(size), ready=True)
 
 
 def take_booting_spare(
-    session: Session, fleet: Fleet, *, tenant_id: str, size: str
+    session: Session, fleet: PlacementHandle, *, tenant_id: str, size: str
 ) -> Instance | None:
     """Assign a placed spare that is still booting; None when there is none."""
     return _take(session, fleet, tenant_id, parse_size(size), ready=False)
 
 
-def release(session: Session, fleet: Fleet, instance: Instance, *, reason: str) -> None:
+def release(session: Session, fleet: PlacementHandle, instance: Instance, *, reason: str) -> None:
     """Delete a spare or service instance: its host capacity and quota go back."""
     if instance.state != InstanceState.DELETED:
         release_instance(session, fleet, instance, reason=reason)

@@ -44,7 +44,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlmodel import col, select
 
@@ -55,10 +55,19 @@ from bcfleet.providers.base import Offer, ProviderImpl
 from bcfleet.providers.registry import open_provider
 from bcfleet.providers.retrying import RetryPolicy
 from bcfleet.secretbox import open_sealed
+from bcfleet.store.handle import StoreHandle
 from bcfleet.store.models import Pool, ProviderAccount
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.settings import FleetSettings
+
+
+class CatalogHandle(StoreHandle, Protocol):
+    """A fleet as the catalog sees it: its transactions, clock and settings (store/handle.py)."""
+
+    @property
+    def settings(self) -> FleetSettings: ...
+
 
 DEFAULT_TTL_SECONDS = 60.0
 DEFAULT_ERROR_TTL_SECONDS = 10.0
@@ -112,7 +121,7 @@ class OfferCatalog:
 
     def __init__(
         self,
-        fleet: Fleet,
+        fleet: CatalogHandle,
         *,
         ttl_seconds: float = DEFAULT_TTL_SECONDS,
         error_ttl_seconds: float = DEFAULT_ERROR_TTL_SECONDS,

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from bcfleet.domain.states import PROVIDERS
 from bcfleet.egress import EgressGuard
 from bcfleet.errors import InvalidInputError
 from bcfleet.providers.base import ProviderImpl
 from bcfleet.providers.hetzner import DEFAULT_BASE_URL, HetznerProvider
 from bcfleet.secretbox import Secret
-
-PROVIDERS = ("hetzner",)
 
 
 def open_provider(

@@ -24,13 +24,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from bcfleet.api.auth import Credential
+from bcfleet.api.auth import Credential, require_fleet_operator
 from bcfleet.errors import StalePlanError
 from bcfleet.reconcile.actions import Plan, Summary
 from bcfleet.reconcile.execute import Executor
 from bcfleet.reconcile.lock import WaitNotice, held
 from bcfleet.reconcile.model import DesiredFleet, ObservedFleet
-from bcfleet.reconcile.observe import observe, require_operator
+from bcfleet.reconcile.observe import observe
 from bcfleet.reconcile.perf import collector_paused
 from bcfleet.reconcile.plan import plan
 from bcfleet.reconcile.render import render_json
@@ -38,20 +38,24 @@ from bcfleet.store.locks import Lease
 from bcfleet.store.uow import bump, current_revision
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.api.handle import ApiHandle
 
 StepHook = Callable[[int], None]
 
 
-def observe_state(fleet: Fleet, credential: Credential | None) -> ObservedFleet:
+def observe_state(fleet: ApiHandle, credential: Credential | None) -> ObservedFleet:
     """The state in one read transaction, for root's admin only."""
     with fleet.read() as session:
-        require_operator(session, credential, fleet.now())
+        require_fleet_operator(session, credential, fleet.now())
         return observe(session, host_reserve=fleet.settings.host_reserve)
 
 
 def make_plan(
-    fleet: Fleet, credential: Credential | None, desired: DesiredFleet, *, allow_empty: bool = False
+    fleet: ApiHandle,
+    credential: Credential | None,
+    desired: DesiredFleet,
+    *,
+    allow_empty: bool = False,
 ) -> Plan:
     """`fleet plan`: compare the document with the state; writes nothing."""
     with collector_paused():
@@ -131,7 +135,7 @@ def complete_line(summary: Summary) -> str:
 
 
 def apply(
-    fleet: Fleet,
+    fleet: ApiHandle,
     credential: Credential | None,
     approved: Approved,
     *,
@@ -146,7 +150,7 @@ def apply(
 
 
 def apply_held(
-    fleet: Fleet,
+    fleet: ApiHandle,
     credential: Credential | None,
     approved: Approved,
     lock: Lease,
@@ -158,7 +162,7 @@ def apply_held(
     return _apply_locked(fleet, credential, approved, lock, between)
 
 
-def _warm_offers(fleet: Fleet, approved: Mapping[str, Any]) -> None:
+def _warm_offers(fleet: ApiHandle, approved: Mapping[str, Any]) -> None:
     """Ask providers for their offers before the transaction, not while it holds the database:
     flavors of provider pools are checked against them (existing accounts only; a new
     account's offers are fetched, briefly, inside)."""
@@ -171,7 +175,7 @@ def _warm_offers(fleet: Fleet, approved: Mapping[str, Any]) -> None:
 
 
 def _apply_locked(
-    fleet: Fleet,
+    fleet: ApiHandle,
     credential: Credential | None,
     approved: Approved,
     lock: Lease,
@@ -180,7 +184,7 @@ def _apply_locked(
     with fleet.transaction(bump_revision=False) as joined, collector_paused():
         session = joined.session
         assert session is not None
-        require_operator(session, credential, fleet.now())
+        require_fleet_operator(session, credential, fleet.now())
         revision = current_revision(session)
         observed = observe(session, host_reserve=fleet.settings.host_reserve)
         fresh = plan(approved.desired, observed, allow_empty=approved.allow_empty)
@@ -231,7 +235,7 @@ def _first_difference(approved: Mapping[str, Any], fresh: Mapping[str, Any]) -> 
 
 
 def _execute(
-    fleet: Fleet,
+    fleet: ApiHandle,
     credential: Credential | None,
     desired: DesiredFleet,
     observed: ObservedFleet,

@@ -20,7 +20,7 @@ from bcfleet.reconcile.actions import Action, thaw
 from bcfleet.reconcile.observed_compute import compute_change
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.api.handle import ApiHandle
 
 Attrs = dict[str, Any]
 QUOTA_LIMITS = ("vcpu", "memoryGiB", "diskGiB", "gpu")
@@ -53,7 +53,7 @@ def batches(actions: Sequence[Action]) -> Iterator[list[Action]]:
 class Executor:
     """Runs actions against one fleet as one credential; ``owners`` maps pool names to owners."""
 
-    def __init__(self, fleet: Fleet, credential: Credential | None, owners: Mapping[str, str]):
+    def __init__(self, fleet: ApiHandle, credential: Credential | None, owners: Mapping[str, str]):
         self.api = fleet.api
         self.credential = credential
         self.owners = dict(owners)

@@ -19,16 +19,15 @@ from contextlib import contextmanager, suppress
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from bcfleet.api.auth import Credential
+from bcfleet.api.auth import Credential, require_fleet_operator
 from bcfleet.clock import format_time
 from bcfleet.errors import LockedError, NotFoundError
-from bcfleet.reconcile.observe import require_operator
 from bcfleet.store.locks import JOB_LEASE_PREFIX, by_id, kept_alive, live, release, take
 from bcfleet.store.locks import Lease as Lease  # re-exported: the lock's holder, for callers
 from bcfleet.store.models import Lock
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.api.handle import ApiHandle
 
 APPLY_LOCK = "apply"
 POLL_SECONDS = 0.25
@@ -46,7 +45,7 @@ def default_holder() -> str:
     return f"{user}@{socket.gethostname()}"
 
 
-def _holder(fleet: Fleet, name: str) -> Lease | None:
+def _holder(fleet: ApiHandle, name: str) -> Lease | None:
     """Who holds the lock now, read without writing: on SQLite a write would queue behind
     the holder's own apply transaction instead of answering at once."""
     with fleet.read() as session:
@@ -54,7 +53,7 @@ def _holder(fleet: Fleet, name: str) -> Lease | None:
 
 
 def acquire(
-    fleet: Fleet,
+    fleet: ApiHandle,
     *,
     operation: str,
     timeout: float = 0.0,
@@ -111,7 +110,7 @@ def _pid_alive(pid: int) -> bool:
 
 @contextmanager
 def held(
-    fleet: Fleet,
+    fleet: ApiHandle,
     *,
     operation: str,
     timeout: float = 0.0,
@@ -131,7 +130,7 @@ def held(
     release(fleet, lease)
 
 
-def current(fleet: Fleet, name: str = APPLY_LOCK) -> Lease | None:
+def current(fleet: ApiHandle, name: str = APPLY_LOCK) -> Lease | None:
     """The lock's row, expired or not."""
     with fleet.read() as session:
         row = session.get(Lock, name)
@@ -148,11 +147,11 @@ def freed(lease: Lease) -> str:
     return f"the {lease.name} lock is free"
 
 
-def force_unlock(fleet: Fleet, credential: Credential | None, lock_id: str) -> Lease:
+def force_unlock(fleet: ApiHandle, credential: Credential | None, lock_id: str) -> Lease:
     """Remove a lock (the apply lock or a job's lease) by its id, whoever holds it (root's
     admin only); NOT_FOUND otherwise."""
     with fleet.write(bump_revision=False) as session:
-        require_operator(session, credential, fleet.now())
+        require_fleet_operator(session, credential, fleet.now())
         row = by_id(session, lock_id)
         if row is None:
             raise NotFoundError(f"no lock with id {lock_id!r}", {"lock": lock_id})

@@ -11,18 +11,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select as select_columns
 from sqlmodel import Session, col, select
 
-from bcfleet.api.auth import Credential, authenticate
+from bcfleet.api.flavors import referenced_flavors
 from bcfleet.domain.fit import ResourceRow, scalar_totals
 from bcfleet.domain.host_reserve import HostReserve
 from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.domain.shapes import Inventory
-from bcfleet.errors import ForbiddenError
 from bcfleet.reconcile.model import (
     FlavorSpec,
     HostCapacity,
@@ -49,7 +47,6 @@ from bcfleet.reconcile.observed_compute import observe_compute, observe_size_use
 from bcfleet.store.models import (
     Flavor,
     Host,
-    Instance,
     NodeResource,
     Pool,
     PoolOffer,
@@ -61,17 +58,6 @@ from bcfleet.store.tenant_holders import tenant_holders
 from bcfleet.store.uow import current_revision
 
 QUOTA_FIELDS = {"vcpu": "vcpu", "memoryGiB": "memory_gib", "diskGiB": "disk_gib", "gpu": "gpu"}
-
-
-def require_operator(session: Session, credential: Credential | None, now: datetime) -> None:
-    """FleetConfig reads and changes the whole fleet, so it is root's admin's (PRODUCT.md §5)."""
-    actor = authenticate(session, credential, None, now)
-    if not actor.is_root_admin:
-        raise ForbiddenError(
-            "FleetConfig plans and applies read and change the whole fleet: "
-            "they need root's admin (the local operator or a root admin token)",
-            {"tenant": actor.tenant_id},
-        )
 
 
 def observe(session: Session, *, host_reserve: HostReserve | None = None) -> ObservedFleet:
@@ -171,13 +157,7 @@ def _hosts(session: Session, names: Mapping[str, str]) -> tuple[ObservedHost, ..
 
 
 def _flavors(session: Session, names: Mapping[str, str]) -> tuple[ObservedFlavor, ...]:
-    used = set(
-        session.execute(
-            select(col(Instance.flavor_id))
-            .where(col(Instance.flavor_id).is_not(None))
-            .group_by(col(Instance.flavor_id))
-        ).scalars()
-    )
+    used = referenced_flavors(session)
     query = select_columns(
         col(Flavor.id),
         col(Flavor.pool_id),
@@ -232,7 +212,8 @@ def _quotas(session: Session, names: Mapping[str, str]) -> tuple[ObservedQuota, 
 
 
 def _capacity(session: Session, names: Mapping[str, str]) -> tuple[HostCapacity, ...]:
-    """Each host's node_resources rows with the inventory totals they were derived from."""
+    """Each host's node_resources rows with the inventory totals they were derived from; none
+    for a tenant-controlled host, whose rows vps.hosts no longer writes (the plan keeps them)."""
     query = select_columns(
         col(NodeResource.node_id),
         col(NodeResource.resource),
@@ -247,18 +228,22 @@ def _capacity(session: Session, names: Mapping[str, str]) -> tuple[HostCapacity,
     if not rows:
         return ()
     hosts = session.execute(
-        select(col(Host.id), col(Host.name), col(Host.pool_id), col(Host.inventory)).where(
-            col(Host.id).in_(list(rows))
-        )
+        select_columns(
+            col(Host.id),
+            col(Host.name),
+            col(Host.pool_id),
+            col(Host.inventory),
+            col(Host.tenant_controlled),
+        ).where(col(Host.id).in_(list(rows)))
     ).all()
     return tuple(
         HostCapacity(
             name,
             names[pool_id],
             tuple(sorted(rows[id_], key=lambda row: row.resource)),
-            _totals(inventory),
+            {} if controlled else _totals(inventory),  # vps.hosts leaves its rows alone
         )
-        for id_, name, pool_id, inventory in sorted(hosts, key=lambda h: h[1])
+        for id_, name, pool_id, inventory, controlled in sorted(hosts, key=lambda h: h[1])
     )
 
 

@@ -31,6 +31,13 @@ from bcfleet.domain.bounds import shown
 from bcfleet.domain.document_limits import MAX_PROBLEMS, cut
 from bcfleet.reconcile.yamldoc import PathKey, Problem, describe
 
+_BOUND_WORDS = {
+    "maxLength": "at most",
+    "minLength": "at least",
+    "maximum": "at most",
+    "minimum": "at least",
+}
+
 _TYPE_WORDS = {
     "object": "an object",
     "array": "an array",
@@ -175,6 +182,15 @@ def _duplicates(path: PathKey, items: list[Any]) -> Iterator[Problem]:
         yield Problem((*path, index), f"{shown(item)} is listed more than once")
 
 
+def _range(schema: Mapping[str, Any], kind: str, value: float) -> str:
+    """A number's bounds as the API's messages say them: a whole number from 1 to 1,000,000."""
+    what = "a whole number" if schema.get("type") == "integer" else "a number"
+    low, high = schema.get("minimum"), schema.get("maximum")
+    if isinstance(low, int | float) and isinstance(high, int | float):
+        return f"{what} from {low:,} to {high:,}"
+    return f"{_BOUND_WORDS[kind]} {value:,}"
+
+
 def _message(error: ValidationError) -> str:
     kind, instance = error.validator, error.instance
     value: Any = error.validator_value
@@ -190,6 +206,10 @@ def _message(error: ValidationError) -> str:
         return f"{shown(instance)} is not one of {choices}{hint}"
     if kind == "const":
         return f"expected {value!r}, got {describe(instance)}"
+    if kind in _BOUND_WORDS and isinstance(instance, str):
+        return f"expected {_BOUND_WORDS[kind]} {value:,} characters, got {len(instance):,}"
+    if kind in _BOUND_WORDS and isinstance(value, int | float):
+        return f"expected {_range(_subschema(error), kind, value)}, got {shown(instance)}"
     if kind == "pattern":
         description = _subschema(error).get("description")
         return f"{shown(instance)} is not allowed here" + (

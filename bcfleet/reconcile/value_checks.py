@@ -2,8 +2,10 @@
 
 load.py reports these with the schema's problems (one per path). The schema cannot see what these
 see: a NUL, a newline or a bidi override written as a YAML escape ("\0", "\u202e"), a NaN
-or an infinity (``.nan``, ``.inf``, which pass ``minimum`` and ``maximum``), and the
-bounds that the API enforces (a flavor's shape up to SHAPE_MAX, quotas up to QUOTA_MAX).
+or an infinity (``.nan``, ``.inf``, which pass ``minimum`` and ``maximum``), the
+bounds that the API enforces (a flavor's shape up to SHAPE_MAX, quotas up to QUOTA_MAX), and
+a provider endpoint against the one URL rule (bounds.url_problem), of which the schema's
+pattern states only the shape.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from bcfleet.domain.bounds import (
     SHAPE_MAX,
     characters_problem,
     storable_problem,
+    url_problem,
     whole_problem,
 )
 from bcfleet.domain.document_limits import MAX_PROBLEMS
@@ -34,7 +37,9 @@ def value_findings(data: Any) -> list[Problem]:
     found = _Walk(MAX_PROBLEMS + 1)
     found.walk(data)
     if isinstance(data, Mapping):
-        found.problems += islice(_bounded_wholes(data), MAX_PROBLEMS + 1 - len(found.problems))
+        walked = {problem.path for problem in found.problems}
+        bounded = (p for p in _bounded_values(data) if p.path not in walked)
+        found.problems += islice(bounded, MAX_PROBLEMS + 1 - len(found.problems))
     return found.problems
 
 
@@ -120,7 +125,12 @@ def _items(data: Mapping[str, Any], section: str) -> Iterator[tuple[int, Mapping
             yield index, item
 
 
-def _bounded_wholes(data: Mapping[str, Any]) -> Iterator[Problem]:
+def _bounded_values(data: Mapping[str, Any]) -> Iterator[Problem]:
+    for index, account in _items(data, "providerAccounts"):
+        if isinstance(account.get("endpoint"), str):
+            problem = url_problem("endpoint", account["endpoint"])
+            if problem is not None:
+                yield Problem(("providerAccounts", index, "endpoint"), problem)
     checks: list[tuple[PathKey, str, Any, int, int]] = []
     for index, flavor in _items(data, "flavors"):
         for name, low in SHAPE_FIELDS.items():

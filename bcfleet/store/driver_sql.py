@@ -46,6 +46,8 @@ from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.elements import ClauseElement
 from sqlalchemy.sql.selectable import SelectBase
 
+from bcfleet.store.sqlalchemy_seam import cursor_execute, quiet, raise_wrapped
+
 if TYPE_CHECKING:
     from sqlmodel import Session
 
@@ -344,14 +346,10 @@ def _plain(connection: Connection) -> bool:
     verdict: bool | None = connection.__dict__.get(_PLAIN)
     if verdict is None:
         dispatch = connection.dispatch
-        verdict = (
-            not connection._echo
-            and not connection.dialect._has_events
-            and all(
-                listener in _OWN_LISTENERS
-                for listeners in (dispatch.before_cursor_execute, dispatch.after_cursor_execute)
-                for listener in listeners
-            )
+        verdict = quiet(connection) and all(
+            listener in _OWN_LISTENERS
+            for listeners in (dispatch.before_cursor_execute, dispatch.after_cursor_execute)
+            for listener in listeners
         )
         connection.__dict__[_PLAIN] = verdict
     return verdict
@@ -367,12 +365,12 @@ def _execute(
     driver error is raised as SQLAlchemy wraps it either way.
     """
     if not _plain(connection):
-        connection._cursor_execute(cursor, sql, arguments)
+        cursor_execute(connection, cursor, sql, arguments)
         return
     try:
         cursor.execute(sql, arguments)
     except BaseException as exc:
-        connection._handle_dbapi_exception(exc, sql, arguments, cursor, None)
+        raise_wrapped(connection, exc, sql, arguments, cursor)
     if changes:
         note_change(connection, cursor)
 
@@ -429,8 +427,7 @@ def _send_on_libpq(
     try:
         return pipeline.send(sql, [arguments[name] for name in names], read=read)
     except connection.dialect.loaded_dbapi.Error as exc:
-        connection._handle_dbapi_exception(exc, compiled.sql, arguments, None, None)
-        raise  # not reached: SQLAlchemy raised its own
+        raise_wrapped(connection, exc, compiled.sql, arguments)
 
 
 def _discard(handle: Any) -> None:
@@ -470,14 +467,14 @@ def _open_pipeline(connection: Connection) -> Waiting:
         try:
             on_libpq = PqPipeline(driver)
         except connection.dialect.loaded_dbapi.Error as exc:
-            connection._handle_dbapi_exception(exc, None, None, None, None)
+            raise_wrapped(connection, exc)
         connection.info[_QUEUED] = on_libpq
         return on_libpq
     pipeline = driver.pipeline()
     try:
         pipeline.__enter__()
     except connection.dialect.loaded_dbapi.Error as exc:
-        connection._handle_dbapi_exception(exc, None, None, None, None)
+        raise_wrapped(connection, exc)
     queued = _Queued(driver, pipeline, driver.cursor())
     connection.info[_QUEUED] = queued
     return queued
@@ -498,7 +495,7 @@ def _answer(
         _end_pipeline(connection, queued)
     except connection.dialect.loaded_dbapi.Error as exc:
         cursor = queued.readers[-1] if isinstance(queued, _Queued) and queued.readers else None
-        connection._handle_dbapi_exception(exc, statement, parameters, cursor, None)
+        raise_wrapped(connection, exc, statement, parameters, cursor)
 
 
 def _end_pipeline(connection: Connection, queued: Waiting) -> None:
@@ -631,7 +628,7 @@ def _send_text(connection: Connection, queued: Waiting, sql: str) -> None:
     try:
         queued.send_text(sql.encode("ascii"))
     except connection.dialect.loaded_dbapi.Error as exc:
-        connection._handle_dbapi_exception(exc, sql, (), None, None)
+        raise_wrapped(connection, exc, sql, ())
 
 
 _CONNECTION = "bcfleet.driver_connection"

@@ -41,7 +41,7 @@ from bcfleet.ids import IdFactory
 from bcfleet.store.models import Lock
 
 if TYPE_CHECKING:
-    from bcfleet.fleet import Fleet
+    from bcfleet.store.handle import StoreHandle
 
 log = logging.getLogger("bcfleet.locks")
 
@@ -98,7 +98,7 @@ def _insert(session: Session) -> postgresql.Insert | sqlite.Insert:
 
 
 def take(
-    fleet: Fleet, name: str, *, holder: str, operation: str, ttl_seconds: float
+    fleet: StoreHandle, name: str, *, holder: str, operation: str, ttl_seconds: float
 ) -> tuple[Lease, bool]:
     """Take the lock if it is free or expired: (the live lease, whether it is ours)."""
     now = fleet.lease_now()
@@ -129,7 +129,7 @@ def take(
     return Lease.of(row), False
 
 
-def _take(fleet: Fleet, values: dict[str, Any]) -> tuple[Lease, bool]:
+def _take(fleet: StoreHandle, values: dict[str, Any]) -> tuple[Lease, bool]:
     name, lease_id, now = values["name"], values["id"], values["created_at"]
     with fleet.write(bump_revision=False) as session:
         statement = _insert(session).values(**values)
@@ -146,7 +146,7 @@ def _take(fleet: Fleet, values: dict[str, Any]) -> tuple[Lease, bool]:
     return lease, lease.id == lease_id
 
 
-def renew(fleet: Fleet, lease: Lease, ttl_seconds: float) -> bool:
+def renew(fleet: StoreHandle, lease: Lease, ttl_seconds: float) -> bool:
     """Push the lease's expiry out again; False when it was lost (expired and taken)."""
     expires = fleet.lease_now() + timedelta(seconds=ttl_seconds)
     with fleet.write(bump_revision=False) as session:
@@ -165,7 +165,7 @@ def release_in(session: Session, lease: Lease) -> None:
     )
 
 
-def release(fleet: Fleet, lease: Lease) -> None:
+def release(fleet: StoreHandle, lease: Lease) -> None:
     with fleet.write(bump_revision=False) as session:
         release_in(session, lease)
 
@@ -181,7 +181,7 @@ def by_id(session: Session, lock_id: str) -> Lock | None:
 
 
 @contextmanager
-def kept_alive(fleet: Fleet, lease: Lease, ttl_seconds: float) -> Iterator[None]:
+def kept_alive(fleet: StoreHandle, lease: Lease, ttl_seconds: float) -> Iterator[None]:
     """Renew the lease from a background thread every third of its TTL while the block runs."""
     stop = threading.Event()
 

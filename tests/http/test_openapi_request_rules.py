@@ -4,15 +4,18 @@ to them: the document and the server cannot drift apart."""
 from __future__ import annotations
 
 import sys
+import unicodedata
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from bcfleet.domain.bounds import forbidden
+from bcfleet.domain.bounds import URL_MAX, URL_PARSER_WORDS, forbidden, url_problem
 from bcfleet.domain.durations import parse_duration
 from bcfleet.errors import InvalidInputError
 from bcfleet.fleet import Fleet
 from bcfleet.http.app import openapi_document
-from bcfleet.http.rules import duration, matches, text
+from bcfleet.http.rules import duration, http_url, matches, text
 from tests.support.builders import hosted_pool
 from tests.support.http import error_code, served
 
@@ -87,3 +90,36 @@ def test_a_schema_error_never_quotes_a_provider_token(fleet: Fleet) -> None:
         )
     assert (answer.status_code, error_code(answer)) == (400, "INVALID_INPUT")
     assert "secret-with" not in answer.text
+
+
+def test_the_url_pattern_refuses_exactly_the_characters_url_problem_refuses() -> None:
+    """Blanks (bounds.BLANKS, written out) are Unicode's Zs, the rest what bounds.forbidden says:
+    every character either refuses, the first 12,544 code points and every 251st beyond."""
+    pattern = http_url(URL_MAX)["pattern"]
+    judged = {code for code in range(sys.maxunicode + 1) if _url_refuses(chr(code))}
+    judged |= set(range(0x3100)) | set(range(0, sys.maxunicode + 1, 251))
+    for code in sorted(judged - set(range(0xD800, 0xE000))):  # no JSON string holds a surrogate
+        url = f"http://a/{chr(code)}"
+        refused = _url_refuses(chr(code))
+        assert (not matches(pattern, url)) == refused, hex(code)
+        assert (url_problem("url", url, URL_MAX) is not None) == refused, hex(code)
+
+
+def _url_refuses(char: str) -> bool:
+    return forbidden(char) or unicodedata.category(char) == "Zs"
+
+
+URL_PIECES = ["http", "HTTPS", "ftp", "://", ":", "@", "/", "?", "#", "[", "]", "::1", "1.2.3.4",
+              "a", "Z", "9", "65535", "65536", "00080", " ", "\u00a0", "\u200b", "\t", "\uff03",
+              "%20", "."]  # fmt: skip
+
+
+@given(st.lists(st.sampled_from(URL_PIECES), max_size=12))
+def test_the_url_pattern_is_the_rule_but_for_what_the_parser_adds(pieces: list[str]) -> None:
+    """The OpenAPI pattern of a URL says what bounds.url_problem says, except the parser's part
+    (a bracketed host that is no IPv6 address, NFKC), which the description states."""
+    url = "".join(pieces)
+    for candidate in (url, f"http://{url}", f"https://a{url}"):
+        problem = url_problem("url", candidate, URL_MAX)
+        by_pattern = matches(http_url(URL_MAX)["pattern"], candidate)
+        assert by_pattern == (problem is None or URL_PARSER_WORDS in problem), (candidate, problem)

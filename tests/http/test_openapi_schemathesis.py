@@ -18,6 +18,7 @@ import pytest
 import schemathesis
 from schemathesis.engine import events, from_schema
 
+from bcfleet.domain.bounds import URL_PARSER_WORDS
 from bcfleet.fleet import Fleet
 from bcfleet.http.app import create_app
 from tests.support.builders import OP, token
@@ -115,15 +116,22 @@ def _offer(found: Found) -> bool:
     return "/flavors" in found.operation and set(fields) == {"offerId"}
 
 
-def _bracketed_host(found: Found) -> bool:
-    """WebhookCreate.url, ProviderAccountCreate.endpoint: 'a host in brackets must be an IPv6
-    address' (the pattern keeps to the characters of one, not its grammar)."""
-    body = found.body if isinstance(found.body, dict) else {}
-    fields = set(found.details.get("fields", {})) | {found.details.get("field")}
-    return any(
-        name in fields and isinstance(body.get(name), str) and "[" in body[name]
-        for name in ("url", "endpoint")
+def _flavor_renamed(found: Found) -> bool:
+    """FlavorUpdate.name: 'when given it must be the path's {name}' (no keyword compares a
+    body field with a path parameter)."""
+    fields = found.details.get("fields", {})
+    return (
+        found.operation == "PUT /v1/pools/{pool}/flavors/{name}"
+        and found.status == 400
+        and set(fields) == {"name"}
     )
+
+
+def _url_parser(found: Found) -> bool:
+    """WebhookCreate.url, ProviderAccountCreate.endpoint: 'that a URL parser splits: a host in
+    brackets is an IPv6 address, and no character before the path stands for …' (the pattern
+    states the URL's shape, bounds.url_problem also asks the parser; bounds.URL_PARSER_WORDS)."""
+    return found.status == 400 and URL_PARSER_WORDS in found.message
 
 
 def _compute_change(found: Found) -> bool:
@@ -170,7 +178,8 @@ DOCUMENTED: dict[str, tuple[Callable[[Found], bool], ...]] = {
         _inventory,
         _guests_report,
         _offer,
-        _bracketed_host,
+        _flavor_renamed,
+        _url_parser,
         _compute_change,
         _serverless_pool,
         _identifier,
@@ -316,6 +325,16 @@ def test_the_server_agrees_with_its_openapi_document_under_every_check(fleet: Fl
                              "name does", "details": {"field": "name", "bound":
                              "1..63 printable characters, letters of one script"}}}, ""),
             True, id="a-look-alike-name-the-description-refuses"),
+        pytest.param(
+            Found("PUT /v1/pools/{pool}/flavors/{name}", "positive_data_acceptance", "", 400,
+                  {"error": {"code": "INVALID_INPUT", "message": "the body names flavor 'b' and "
+                             "the path 'a': …", "details": {"fields": {"name": "…"}}}}, ""),
+            True, id="a-flavor-body-naming-another-flavor"),
+        pytest.param(
+            Found("PUT /v1/pools/{pool}/flavors/{name}", "positive_data_acceptance", "", 400,
+                  {"error": {"code": "INVALID_INPUT", "message": "…",
+                             "details": {"fields": {"name": "…", "vcpu": "…"}}}}, ""),
+            False, id="a-flavor-body-refused-for-more-than-its-name"),
         pytest.param(
             Found("GET /v1/instances/{id}", "use_after_free", "", 200,
                   {"id": "ins_1", "state": "deleted", "deletedAt": "2026-11-30T10:00:00Z"}, ""),

@@ -8,7 +8,7 @@ import pytest
 
 from bcfleet.errors import QuotaExceededError
 from bcfleet.fleet import Fleet
-from bcfleet.placement.instance_placer import claim_scalars
+from bcfleet.placement.claims import claim_scalars
 from bcfleet.placement.quotas import charge, quota_usage
 from tests.support.builders import OP
 from tests.support.capacity import pool_with_hosts, rows

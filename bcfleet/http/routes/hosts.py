@@ -15,7 +15,6 @@ from bcfleet.api.documents import (
     HostPageJson,
     NodeResourceJson,
 )
-from bcfleet.api.hosts import LABEL_KEY_MAX, LABEL_VALUE_MAX
 from bcfleet.api.instance_list import CONDITION_TYPE
 from bcfleet.domain.agent_report import AgentConditionJson, GuestAgentReportJson
 from bcfleet.domain.bounds import (
@@ -24,6 +23,9 @@ from bcfleet.domain.bounds import (
     AGENT_MESSAGE_MAX,
     HUGEPAGE_COUNT_MAX,
     HUGEPAGE_SIZE_MAX,
+    LABEL_KEY,
+    LABEL_KEY_MAX,
+    LABEL_VALUE_MAX,
     SHAPE_MAX,
 )
 from bcfleet.domain.inventory import GPU_MODEL_MAX
@@ -49,7 +51,7 @@ COUNTS = {"GpuCount": {"total": COUNT, "used": COUNT}, "HostListItem": {"degrade
 
 LABELS = {
     "type": "object",
-    "propertyNames": text(LABEL_KEY_MAX),
+    "propertyNames": matching(LABEL_KEY, LABEL_KEY_MAX),
     "additionalProperties": text(LABEL_VALUE_MAX, min_length=0),
 }
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from bcfleet.api.documents import ProviderAccountJson, ProviderAccountPageJson
-from bcfleet.api.provider_accounts import ENV_NAME, MAX_ENDPOINT, MAX_TOKEN, PROVIDERS
+from bcfleet.api.provider_accounts import MAX_TOKEN
+from bcfleet.domain.bounds import ENV_NAME, URL_MAX, URL_WORDS
+from bcfleet.domain.states import PROVIDERS
 from bcfleet.http.operations import TENANT, Call, Operation, Param
 from bcfleet.http.rules import http_url, matching, one_of, secret, slug, text
 from bcfleet.http.schemas import (
@@ -39,9 +41,8 @@ SCHEMAS = {
             ),
             "endpoint": nullable(
                 {
-                    **http_url(MAX_ENDPOINT),
-                    "description": "The provider API's base URL, http or https with a host (a "
-                    "host in brackets must be an IPv6 address); root's admin only.",
+                    **http_url(URL_MAX),
+                    "description": f"The provider API's base URL: {URL_WORDS}; root's admin only.",
                 }
             ),
         },

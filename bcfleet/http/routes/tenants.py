@@ -13,7 +13,7 @@ from bcfleet.api.documents import (
     TokenPageJson,
     TokenRevokedJson,
 )
-from bcfleet.api.tenants import TENANT_ID, TENANT_NAME_MAX
+from bcfleet.domain.bounds import TENANT_ID, TENANT_NAME_MAX
 from bcfleet.domain.policy import AGENT, ROLES
 from bcfleet.domain.token_lifetime import MAX_TOKEN_LIFETIME
 from bcfleet.http.operations import Call, Operation, Param

@@ -18,6 +18,7 @@ from bcfleet.api.webhooks import (
     MAX_URL,
     MIN_SECRET,
 )
+from bcfleet.domain.bounds import URL_WORDS
 from bcfleet.domain.pages import WEBHOOK_DELIVERIES
 from bcfleet.domain.states import DeliveryState
 from bcfleet.http.operations import TENANT, Call, Operation, Param, page_limit
@@ -41,8 +42,8 @@ SCHEMAS = {
         {
             "url": {
                 **http_url(MAX_URL),
-                "description": "Where deliveries go: an http or https URL with a host (a host in "
-                "brackets must be an IPv6 address). An address the egress guard refuses "
+                "description": f"Where deliveries go: {URL_WORDS}. "
+                "An address the egress guard refuses "
                 "(loopback, private, link-local, …) is INVALID_INPUT with details.reason "
                 "egress_refused: a rule of the server's network, not of this body.",
             },

@@ -1,0 +1,465 @@
+"""One host's claim, engine by engine: the guarded claim statements, the reads sent behind a
+claim, and the claim strategy of each engine; instance_placer._claim_on asks the session's.
+
+The engines differ in what a claim may cost and hold. SQLite serializes writers and has no
+round trips: its claim is one statement, all rows or none, needs no savepoint (unless GPU atoms
+are booked too), and a host the candidate query found empty is empty still. PostgreSQL has
+concurrent writers and a round trip per statement: its claim locks the host's rows in the lock
+order, the reads a placement needs (inventory, other guests) are sent behind it and answered in
+its round trip, and a refused host is let go by a savepoint's rollback, or, on a first run that
+may run again, by rolling back the whole transaction (RunAgainCarefully) so that no row lock is
+held while another host is tried. Each strategy says this once (SqliteClaims, PostgresClaims);
+the caller never asks which engine it is on.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from sqlalchemy import JSON, column, text
+from sqlmodel import Session
+
+from bcfleet.domain.fit import HostSnapshot
+from bcfleet.domain.numa import HostPlacement
+from bcfleet.domain.scalars import SCALARS
+from bcfleet.domain.shapes import Inventory
+from bcfleet.domain.states import INSTANCE_LIVE
+from bcfleet.placement.quotas import FinishCharge
+from bcfleet.store.driver_sql import DriverStatement, SentRows
+from bcfleet.store.engine import is_sqlite
+from bcfleet.store.faults import RunAgainCarefully
+from bcfleet.store.uow import CoreSavepoint
+
+if TYPE_CHECKING:
+    from bcfleet.placement.handle import PlacementHandle
+
+
+# All of a node's scalar claims in one guarded statement (SQLite, whose writers are serialized):
+# every row is updated, or none is when any of them would go over its capacity.
+_CLAIM_ALL = DriverStatement(
+    text(
+        "UPDATE node_resources SET allocated = allocated + CASE resource "
+        "WHEN 'vcpu' THEN :vcpu WHEN 'memoryGiB' THEN :mem ELSE :disk END, "
+        "generation = generation + 1 "
+        "WHERE node_id = :node AND resource IN ('vcpu', 'memoryGiB', 'diskGiB') "
+        "AND NOT EXISTS (SELECT 1 FROM node_resources o WHERE o.node_id = :node AND "
+        "o.resource IN ('vcpu', 'memoryGiB', 'diskGiB') AND o.allocated + CASE o.resource "
+        "WHEN 'vcpu' THEN :vcpu WHEN 'memoryGiB' THEN :mem ELSE :disk END > o.capacity)"
+    )
+)
+
+
+_CLAIM_ONE = text(
+    "UPDATE node_resources SET allocated = allocated + :n, generation = generation + 1 "
+    "WHERE node_id = :node AND resource = :r AND allocated + :n <= capacity"
+)
+
+# PostgreSQL: the node's rows locked in the lock order (vcpu, memoryGiB, diskGiB) by the CTE,
+# then each claimed under its own guard, re-checked on the row's newest version; the rows
+# returned are the ones claimed.
+_CLAIM_LOCKED = DriverStatement(
+    text(
+        "WITH wanted (resource, n, rank) AS (VALUES ('vcpu', :vcpu, 0), ('memoryGiB', :mem, 1), "
+        "('diskGiB', :disk, 2)), "
+        "locked AS MATERIALIZED (SELECT r.resource FROM node_resources r "
+        "JOIN wanted w ON w.resource = r.resource WHERE r.node_id = :node AND w.n > 0 "
+        "ORDER BY w.rank FOR UPDATE OF r) "
+        "UPDATE node_resources SET allocated = allocated + w.n, generation = generation + 1 "
+        "FROM wanted w JOIN locked l ON l.resource = w.resource "
+        "WHERE node_resources.node_id = :node AND node_resources.resource = w.resource "
+        "AND node_resources.allocated + w.n <= node_resources.capacity "
+        "RETURNING node_resources.resource, node_resources.allocated - w.n"
+    )
+)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a claim on one host did.
+
+    `refused`: the first resource whose guard refused (and nothing is claimed), or None.
+    `held_nothing`: every scalar row had nothing allocated before the claim, read under the
+    row locks the claim took, so no other guest is on the host (PostgreSQL; False on SQLite,
+    whose callers know it from the candidate query of the same write transaction).
+    """
+
+    refused: str | None
+    held_nothing: bool = False
+
+
+def claim_scalars(session: Session, node_id: str, claims: Mapping[str, int]) -> str | None:
+    """Guarded claims on one node: the first resource whose guard refused, or None (claim_host)."""
+    return claim_host(session, node_id, claims).refused
+
+
+def claim_host(session: Session, node_id: str, claims: Mapping[str, int]) -> Claim:
+    """Guarded claims on one node (vcpu first: placements on a host take turns on its vcpu row).
+
+    Each engine claims in one statement: on SQLite every row or none; on PostgreSQL the rows
+    are locked in the lock order and those taken are given back when another refused.
+    """
+    if not is_sqlite(session.get_bind().engine):
+        return send_claim(session, node_id, claims).claim()
+    return _claim_on_sqlite(session, node_id, claims)
+
+
+def _claim_on_sqlite(session: Session, node_id: str, claims: Mapping[str, int]) -> Claim:
+    """claim_host on SQLite: every row or none, in one statement when all three are wanted."""
+    wanted = _wanted(claims)
+    if not wanted:
+        return Claim(None)
+    params = _claim_params(node_id, wanted)
+    if len(wanted) == len(SCALARS):
+        if _CLAIM_ALL.run(session, params).rowcount == len(SCALARS):
+            return Claim(None)
+        return Claim(_refusing_resource(session, node_id, claims))
+    return Claim(_claim_each(session, node_id, wanted))
+
+
+def _wanted(claims: Mapping[str, int]) -> dict[str, int]:
+    return {r: int(claims.get(r, 0)) for r in SCALARS if int(claims.get(r, 0)) > 0}
+
+
+def _claim_params(node_id: str, wanted: Mapping[str, int]) -> dict[str, Any]:
+    return {
+        "node": node_id,
+        "vcpu": wanted.get("vcpu", 0),
+        "mem": wanted.get("memoryGiB", 0),
+        "disk": wanted.get("diskGiB", 0),
+    }
+
+
+class SentClaim:
+    """A claim sent on PostgreSQL (claim_host's statement), its outcome read by claim().
+
+    Statements sent after it and before claim() go to the server in its round trip, and run
+    after it: under the row locks it took.
+    """
+
+    def __init__(self, session: Session, node_id: str, wanted: dict[str, int]) -> None:
+        self._session, self._node_id, self._wanted = session, node_id, wanted
+        self._rows = (
+            _CLAIM_LOCKED.send_reading(session, _claim_params(node_id, wanted)) if wanted else None
+        )
+
+    def claim(self) -> Claim:
+        """What claim_host answers: the claim, or the refusing resource with nothing kept."""
+        if self._rows is None:
+            return Claim(None)
+        wanted = self._wanted
+        before = {str(resource): int(allocated) for resource, allocated in self._rows.rows().all()}
+        if len(before) == len(wanted):
+            held_nothing = len(before) == len(SCALARS) and not any(before.values())
+            return Claim(None, held_nothing)
+        return_scalars(
+            self._session, self._node_id, {r: n for r, n in wanted.items() if r in before}
+        )
+        return Claim(next(r for r in SCALARS if r in wanted and r not in before))
+
+
+def send_claim(session: Session, node_id: str, claims: Mapping[str, int]) -> SentClaim:
+    """claim_host on PostgreSQL, sent now and read by SentClaim.claim()."""
+    return SentClaim(session, node_id, _wanted(claims))
+
+
+def _claim_each(session: Session, node_id: str, wanted: Mapping[str, int]) -> str | None:
+    """One guarded UPDATE per row in the lock order, the rows taken given back when one refuses."""
+    taken: dict[str, int] = {}
+    for resource, amount in wanted.items():
+        updated = session.connection().execute(
+            _CLAIM_ONE, {"n": amount, "node": node_id, "r": resource}
+        )
+        if updated.rowcount == 0:
+            return_scalars(session, node_id, taken)  # all or nothing
+            return resource
+        taken[resource] = amount
+    return None
+
+
+def _refusing_resource(session: Session, node_id: str, claims: Mapping[str, int]) -> str:
+    """The first scalar (in claim order) whose row cannot take its claim."""
+    rows = dict(
+        session.execute(
+            text("SELECT resource, capacity - allocated FROM node_resources WHERE node_id = :n"),
+            {"n": node_id},
+        ).all()
+    )
+    for resource in SCALARS:
+        if int(claims.get(resource, 0)) > int(rows.get(resource, 0)):
+            return resource
+    return SCALARS[0]
+
+
+def lock_node_rows(session: Session, node_id: str) -> None:
+    """Lock a node's rows in the order claims take them (PostgreSQL; SQLite writers are serialized)."""
+    if is_sqlite(session.get_bind().engine):
+        return
+    for resource in SCALARS:
+        session.execute(
+            text(
+                "SELECT allocated FROM node_resources WHERE node_id = :n AND resource = :r FOR UPDATE"
+            ),
+            {"n": node_id, "r": resource},
+        )
+
+
+def return_scalars(session: Session, node_id: str, claims: Mapping[str, int]) -> None:
+    """Give claims back to a node's rows (never below zero)."""
+    for resource in SCALARS:
+        amount = int(claims.get(resource, 0))
+        if amount > 0:
+            session.execute(
+                text(
+                    "UPDATE node_resources SET allocated = CASE WHEN allocated >= :n THEN allocated - :n "
+                    "ELSE 0 END, generation = generation + 1 WHERE node_id = :node AND resource = :r"
+                ),
+                {"n": amount, "node": node_id, "r": resource},
+            )
+
+
+_LIVE_IN = ", ".join(f"'{state.value}'" for state in INSTANCE_LIVE)
+_OTHERS_ON = DriverStatement(
+    text(
+        "SELECT host_placement FROM instances WHERE node_id = :node AND id != :exclude "
+        f"AND state IN ({_LIVE_IN}) AND host_placement IS NOT NULL"
+    ).columns(column("host_placement", JSON))
+)
+
+
+def others_on(session: Session, node_id: str, exclude: str) -> list[HostPlacement]:
+    """The placements of the host's other live guests (read after the vcpu row was claimed).
+
+    Read on the driver's cursor: callers have flushed the session (CoreSavepoint does,
+    resize's ORM reads do).
+    """
+    return _placements(_OTHERS_ON.run(session, {"node": node_id, "exclude": exclude}).scalars())
+
+
+def _placements(docs: Sequence[Any]) -> list[HostPlacement]:
+    return [HostPlacement.from_json(doc) for doc in docs if doc]
+
+
+class ReadBehindClaim:
+    """What choose_placement reads, sent behind a claim (PostgreSQL, a guest without GPUs):
+    the host's inventory, and its other guests' placements unless the candidate query found it
+    empty. They run after the claim, under its row locks, and are answered in its round trip.
+    A host that had guests after all (the claim says so) has them read then.
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        fleet: PlacementHandle,
+        node_id: str,
+        exclude: str,
+        looked_empty: bool,
+    ) -> None:
+        self._session, self._fleet, self._node_id, self._exclude = session, fleet, node_id, exclude
+        self._kept = fleet.placement.kept_inventory(node_id)
+        self._inventory = _send_inventory_read(session, node_id, self._kept)
+        self._others = (
+            None
+            if looked_empty
+            else _OTHERS_ON.send_reading(session, {"node": node_id, "exclude": exclude})
+        )
+
+    def inventory(self) -> Inventory:
+        return _inventory_read(self._fleet, self._node_id, self._kept, self._inventory)
+
+    def others(self) -> list[HostPlacement]:
+        if self._others is None:
+            return others_on(self._session, self._node_id, self._exclude)
+        return _placements(self._others.rows().scalars())
+
+
+# The document as text, unless the kept copy is of the current generation: hosts of one hardware
+# model report the same inventory, and share one parsed copy (keyed by the text).
+_INVENTORY_UNLESS_KEPT = DriverStatement(
+    text(
+        "SELECT inventory_generation, CASE WHEN inventory_generation = :kept THEN NULL "
+        "ELSE CAST(inventory AS TEXT) END FROM hosts WHERE id = :n"
+    )
+)
+
+
+def host_inventory(
+    session: Session, fleet: PlacementHandle, node_id: str, known_generation: int | None = None
+) -> Inventory:
+    """The host's parsed inventory, kept in the fleet's placement context by its generation.
+
+    known_generation is the one this transaction's candidate query read; SQLite serializes
+    writers, so it still holds. On PostgreSQL the generation is read again after the claim
+    (with the document in the same statement when the kept copy is older).
+    """
+    kept = fleet.placement.kept_inventory(node_id)
+    if kept is not None and known_generation == kept[0] and is_sqlite(session.get_bind().engine):
+        return kept[1]
+    return _inventory_read(fleet, node_id, kept, _send_inventory_read(session, node_id, kept))
+
+
+def _send_inventory_read(
+    session: Session, node_id: str, kept: tuple[int, Inventory] | None
+) -> SentRows:
+    params = {"n": node_id, "kept": kept[0] if kept is not None else -1}
+    return _INVENTORY_UNLESS_KEPT.send_reading(session, params)
+
+
+def _inventory_read(
+    fleet: PlacementHandle, node_id: str, kept: tuple[int, Inventory] | None, sent: SentRows
+) -> Inventory:
+    """The inventory _send_inventory_read asked for: the kept copy when it is current."""
+    generation, document = sent.rows().one()
+    if document is None and kept is not None and kept[0] == generation:
+        return kept[1]
+    assert document is not None
+    inventory = fleet.placement.inventory_of_document(document)
+    if inventory is None:
+        # Validated when it was reported (the inventory schema) and by vps.hosts before the
+        # host had any capacity rows, so it is built here without checking it again.
+        inventory = Inventory.from_stored(json.loads(document))
+    fleet.placement.keep_inventory(node_id, int(generation), document, inventory)
+    return inventory
+
+
+class Taken:
+    """A claim a strategy took on one host: the claim, the savepoint it runs in (if any), the
+    reads sent behind it (if any), and whether the host holds no other guest."""
+
+    __slots__ = ("alone", "behind", "claim", "claims", "node_id", "savepoint", "session")
+
+    def __init__(
+        self,
+        session: Session,
+        node_id: str,
+        claims: Mapping[str, int],
+        claim: Claim,
+        savepoint: CoreSavepoint | None,
+        behind: ReadBehindClaim | None,
+        alone: bool,
+    ) -> None:
+        self.session, self.node_id, self.claims = session, node_id, claims
+        self.claim, self.savepoint, self.behind, self.alone = claim, savepoint, behind, alone
+
+
+class ClaimStrategy(Protocol):
+    """How one engine claims a host, and lets go of a host that cannot take the guest."""
+
+    def take(
+        self,
+        session: Session,
+        fleet: PlacementHandle,
+        host: HostSnapshot,
+        claims: Mapping[str, int],
+        instance_id: str,
+        *,
+        gpus: bool,
+        may_run_again: bool,
+        finish_charge: FinishCharge,
+        charge_behind_claim: bool,
+    ) -> Taken:
+        """Claim the host; finish_charge runs before anything is claimed or a savepoint taken,
+        or, where the strategy sends the claim and charge_behind_claim asks, behind the claim
+        and in its round trip."""
+        ...
+
+    def refused(self, taken: Taken) -> None:
+        """The claim was refused (nothing is claimed): let go of the host."""
+        ...
+
+    def unfit(self, taken: Taken) -> None:
+        """The claim was taken but the host cannot take the guest: give it back."""
+        ...
+
+
+class SqliteClaims:
+    """SQLite: one all-or-nothing claim, no savepoint without GPUs, nothing sent behind it."""
+
+    def take(
+        self,
+        session: Session,
+        fleet: PlacementHandle,  # noqa: ARG002 - the strategies' one signature (ClaimStrategy)
+        host: HostSnapshot,
+        claims: Mapping[str, int],
+        instance_id: str,  # noqa: ARG002
+        *,
+        gpus: bool,
+        may_run_again: bool,  # noqa: ARG002 - writers are serialized: nothing to run again for
+        finish_charge: FinishCharge,
+        charge_behind_claim: bool,  # noqa: ARG002 - nothing is sent, so nothing goes behind
+    ) -> Taken:
+        finish_charge()  # before the savepoint: a rollback to it keeps the charge
+        savepoint = CoreSavepoint(session) if gpus else None
+        if savepoint is None:
+            session.flush()  # the Core writes after the claim see what the ORM holds
+        claim = _claim_on_sqlite(session, host.node_id, claims)
+        # The candidate query read the host in this write transaction, which no other writer
+        # can interleave with: a host that looked empty is.
+        return Taken(session, host.node_id, claims, claim, savepoint, None, host.holds_nothing)
+
+    def refused(self, taken: Taken) -> None:
+        if taken.savepoint is not None:
+            taken.savepoint.rollback()
+
+    def unfit(self, taken: Taken) -> None:
+        if taken.savepoint is not None:
+            taken.savepoint.rollback()
+        else:
+            return_scalars(taken.session, taken.node_id, taken.claims)
+
+
+class PostgresClaims:
+    """PostgreSQL: the claim locks the host's rows; without GPUs it is sent with the reads
+    behind it; a host let go releases its locks by a savepoint's rollback, or, on a first run
+    that may run again (no savepoint), by RunAgainCarefully."""
+
+    def take(
+        self,
+        session: Session,
+        fleet: PlacementHandle,
+        host: HostSnapshot,
+        claims: Mapping[str, int],
+        instance_id: str,
+        *,
+        gpus: bool,
+        may_run_again: bool,
+        finish_charge: FinishCharge,
+        charge_behind_claim: bool,
+    ) -> Taken:
+        # GPU atoms are locked before the reads; otherwise the host's inventory (and guests,
+        # unless it looked empty) are read in the claim's round trip.
+        charge_after_send = charge_behind_claim and may_run_again and not gpus
+        if not charge_after_send:
+            finish_charge()  # before the savepoint: a rollback to it keeps the charge
+        savepoint = None if may_run_again and not gpus else CoreSavepoint(session)
+        if savepoint is None:
+            session.flush()  # the Core writes below and others_on see what the ORM holds
+        node_id = host.node_id
+        sent = send_claim(session, node_id, claims)
+        behind = None
+        if not gpus:
+            behind = ReadBehindClaim(session, fleet, node_id, instance_id, host.holds_nothing)
+            if charge_after_send:
+                finish_charge(behind_claim=True)
+        claim = sent.claim()
+        # No other guest: read under the row locks the claim took.
+        return Taken(session, node_id, claims, claim, savepoint, behind, claim.held_nothing)
+
+    def refused(self, taken: Taken) -> None:
+        if taken.savepoint is None:
+            raise RunAgainCarefully from None  # this host's row locks are held: start over, careful
+        taken.savepoint.rollback()
+
+    def unfit(self, taken: Taken) -> None:
+        self.refused(taken)  # the claim's locks go with the savepoint, or with the transaction
+
+
+SQLITE_CLAIMS = SqliteClaims()
+POSTGRES_CLAIMS = PostgresClaims()
+
+
+def strategy_for(session: Session) -> ClaimStrategy:
+    """The claim strategy of the session's engine."""
+    return SQLITE_CLAIMS if is_sqlite(session.get_bind().engine) else POSTGRES_CLAIMS
