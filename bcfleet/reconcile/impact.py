@@ -6,7 +6,8 @@
 - sizes in use: turning off a size that a deployed serverless service, an index
   with that pod size or an environment uses is SIZE_IN_USE (document 004), as the
   settings API decides it;
-- dependents: an object cannot be deleted while a surviving object refers to it.
+- dependents: an object cannot be deleted while a surviving object refers to it, nor a
+  tenant while rows no FleetConfig declares (instances, principals, …) name it.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from bcfleet.domain.compute_settings import (
 )
 from bcfleet.domain.fit import ResourceRow, derive_row
 from bcfleet.domain.scalars import SCALARS
+from bcfleet.domain.tenant_removal import still_has
 from bcfleet.errors import SizeInUseError
 from bcfleet.reconcile.actions import (
     CapacityChange,
@@ -167,6 +169,17 @@ def host_allocations(hosts: Iterable[HostCapacity]) -> dict[str, Mapping[str, in
         if allocated:
             result[host.host] = allocated
     return result
+
+
+def tenant_held(address: str, tenant: str, holders: Sequence[str]) -> PlanMessage:
+    """CONFLICT: a tenant that rows no FleetConfig declares still name cannot be deleted (the
+    tenants API's rule and words); the apply would stop there."""
+    return PlanMessage(
+        code="CONFLICT",
+        message=f"{address} cannot be deleted: {still_has(tenant, holders)}",
+        address=address,
+        details=freeze({"tenant": tenant, "has": list(holders)}),
+    )
 
 
 def host_busy(address: str, host: str, allocated: Mapping[str, int], doing: str) -> PlanMessage:

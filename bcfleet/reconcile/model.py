@@ -212,6 +212,7 @@ class DesiredFleet:
 class ObservedTenant:
     spec: TenantSpec
     managed: bool = False
+    held_by: tuple[str, ...] = ()  # undeclared rows naming a managed tenant: it cannot be deleted
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,7 @@ from bcfleet.store.models import (
     Quota,
     Tenant,
 )
+from bcfleet.store.tenant_holders import tenant_holders
 from bcfleet.store.uow import current_revision
 
 QUOTA_FIELDS = {"vcpu": "vcpu", "memoryGiB": "memory_gib", "diskGiB": "disk_gib", "gpu": "gpu"}
@@ -82,8 +83,11 @@ def observe(session: Session, *, host_reserve: HostReserve | None = None) -> Obs
 
 def _tenants(session: Session) -> tuple[ObservedTenant, ...]:
     rows = session.execute(select(col(Tenant.id), col(Tenant.name), col(Tenant.managed))).all()
+    deletable = [id_ for id_, _, managed in rows if managed and id_ != ROOT_TENANT]
+    held = tenant_holders(session, deletable, undeclared_only=True) if deletable else {}
     return tuple(
-        ObservedTenant(TenantSpec(id_, name), bool(managed)) for id_, name, managed in rows
+        ObservedTenant(TenantSpec(id_, name), bool(managed), tuple(held.get(id_, ())))
+        for id_, name, managed in rows
     )
 
 
