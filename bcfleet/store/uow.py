@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection, Engine, text
 
 from bcfleet.store import wal_checkpoints
-from bcfleet.store.driver_sql import CHANGED_FLAG, DriverStatement, connection_of
+from bcfleet.store.driver_sql import CHANGED_FLAG, DriverStatement
 from bcfleet.store.engine import WRITE_OPTION, is_sqlite
 from bcfleet.store.faults import commit_is_next, lost_connections
 from bcfleet.store.models import load_all
@@ -53,7 +53,7 @@ def write_session(engine: Engine, *, bump_revision: bool = True) -> Iterator[Ses
         Session(bound, expire_on_commit=False) as session,
         session.begin(),
     ):
-        connection = connection_of(session)  # kept for the call's statements (and bump)
+        connection = session.connection()
         connection.info[CHANGED_FLAG] = False
         yield session
         session.flush()
@@ -91,7 +91,7 @@ _BUMP_PG = DriverStatement(text("SELECT nextval('bcfleet_state_revision')"))
 
 def bump(session: Session) -> None:
     """Advance the state revision that saved plans compare against (on the session's connection)."""
-    connection = connection_of(session)
+    connection = session.connection()
     if is_sqlite(connection.engine):
         if _BUMP_SQLITE.run(connection, {}).rowcount == 0:
             connection.execute(text("INSERT INTO state_revision (id, revision) VALUES (1, 1)"))
