@@ -47,6 +47,7 @@ from bcfleet.placement.instance_placer import place_instance, release_instance
 from bcfleet.placement.resize import resize_hosted
 from bcfleet.store.faults import may_run_again_carefully
 from bcfleet.store.models import Booking, Flavor, GpuAtom, Host, Instance, Pool
+from bcfleet.store.new_rows import fresh_values
 from bcfleet.store.tables import INSTANCES
 
 INSTANCE_NAME_MAX = 63
@@ -75,7 +76,12 @@ def instance_json(
     view: HostView | None = None,
 ) -> InstanceJson:
     """One instance's JSON, its node as the actor sees it (api.host_view, unless `view` is given)."""
-    values = {name: getattr(instance, name) for name in FIELDS}
+    fresh = fresh_values(instance)  # a row just made: its dict holds every column
+    values = (
+        {name: fresh[name] for name in FIELDS}
+        if fresh is not None
+        else {name: getattr(instance, name) for name in FIELDS}
+    )
     read_documents(values)
     for name in TIME_FIELDS:
         values[name] = format_time(values[name]) if values[name] is not None else None

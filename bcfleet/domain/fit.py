@@ -301,11 +301,13 @@ Weigher = Callable[[HostSnapshot], float]
 
 def free_fraction(host: HostSnapshot) -> float:
     """The mean free share of the host's scalar rows: 1.0 empty, 0.0 full or without rows."""
-    shares = [
-        max(0, row.capacity - row.allocated) / row.capacity
-        for resource in SCALARS
-        if (row := host.rows.get(resource)) is not None and row.capacity > 0
-    ]
+    rows = host.rows
+    shares = []
+    for resource in SCALARS:  # a loop, not a comprehension: 16 hosts a placement are weighed
+        row = rows.get(resource)
+        if row is not None and row.capacity > 0:
+            free = row.capacity - row.allocated
+            shares.append((free if free > 0 else 0) / row.capacity)
     return sum(shares) / len(shares) if shares else 0.0
 
 

@@ -61,12 +61,13 @@ _FEASIBLE = (
 # asks for its capability label (HostSnapshot.applies_placement); other searches read NULL and
 # parse no JSON.
 FEASIBLE_PAGE = {
-    with_labels: DriverStatement(
-        text(_FEASIBLE.format(labels="h.labels" if with_labels else "NULL")).columns(
+    True: DriverStatement(
+        text(_FEASIBLE.format(labels="h.labels")).columns(
             column("id", String), column("labels", JSON)
         )
-    )
-    for with_labels in (True, False)
+    ),
+    # NULL labels: no column to convert, so the rows are the driver's as they are.
+    False: DriverStatement(text(_FEASIBLE.format(labels="NULL")).columns(column("id", String))),
 }
 MAX_ID = "~"  # sorts after every prefixed ULID id
 

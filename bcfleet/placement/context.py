@@ -1,10 +1,11 @@
-"""What placement keeps between transactions of one fleet handle: pool cursors, parsed inventories, GPU snapshots, first pages.
+"""What placement keeps between transactions of one fleet handle: pool cursors, parsed inventories, GPU snapshots, first pages, lone guests' placements.
 
 Everything here only guides placement: cursors say where the next search starts, inventories
 are keyed by the generation the host row carries, GPU snapshots are re-checked under row
 locks before anything is booked, a first page sent ahead is used only when it is the page the
-search reads, and a charge finished behind its claim runs again in the lock order when it was
-not what was remembered. Threads of one process share a context; processes do not.
+search reads, a charge finished behind its claim runs again in the lock order when it was
+not what was remembered, and a lone guest's placement is the pure chooser's answer for the
+same inputs. Threads of one process share a context; processes do not.
 """
 
 from __future__ import annotations
@@ -15,12 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bcfleet.domain.gpu_plan import GpuSnapshot
+from bcfleet.domain.numa import HostPlacement
 from bcfleet.domain.shapes import Inventory
 
 INVENTORY_HOSTS_MAX = 20_000
 INVENTORY_DOCUMENTS_MAX = 1_000
 FIRST_PAGES_MAX = 1_000
 CHARGES_MAX = 10_000
+ALONE_PLACEMENTS_MAX = 1_000
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,7 @@ class PlacementContext:
     _gpu_pools: dict[str, PoolView] = field(default_factory=dict)
     _first_pages: dict[Hashable, tuple[bool, dict[str, Any]]] = field(default_factory=dict)
     _striped: dict[tuple[str, str], bool] = field(default_factory=dict)
+    _alone: dict[tuple[Any, ...], tuple[Inventory, HostPlacement]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def cursor(self, pool_id: str) -> str | None:
@@ -105,6 +109,24 @@ class PlacementContext:
             if len(self._inventories) >= INVENTORY_HOSTS_MAX:
                 self._inventories.clear()
             self._inventories[node_id] = (generation, inventory)
+
+    def alone_placement(self, inventory: Inventory, key: Hashable) -> HostPlacement | None:
+        """The NUMA chooser's answer for a guest alone on a host of this very (kept) inventory.
+
+        `key` holds the chooser's other inputs (shape, policy, reserve, memory ratio); the
+        inventory is matched by identity, as the kept copies are shared (keep_inventory).
+        """
+        with self._lock:
+            found = self._alone.get((id(inventory), key))
+        return found[1] if found is not None and found[0] is inventory else None
+
+    def keep_alone_placement(
+        self, inventory: Inventory, key: Hashable, placement: HostPlacement
+    ) -> None:
+        with self._lock:
+            if len(self._alone) >= ALONE_PLACEMENTS_MAX:
+                self._alone.clear()
+            self._alone[(id(inventory), key)] = (inventory, placement)
 
     def gpu_pool(self, pool_id: str) -> PoolView | None:
         with self._lock:

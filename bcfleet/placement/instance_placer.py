@@ -40,7 +40,7 @@ from bcfleet.placement.quotas import (
 )
 from bcfleet.store.driver_sql import DriverStatement
 from bcfleet.store.models import Allocation, Instance, Pool
-from bcfleet.store.new_rows import add_as_loaded, new_row
+from bcfleet.store.new_rows import add_as_loaded, new_row, set_values
 
 if TYPE_CHECKING:
     from bcfleet.placement.handle import PlacementHandle
@@ -115,7 +115,8 @@ def place_instance(
         )
     fleet.placement.remember_charge(tenant_id, pool.id, finish_charge())
     # One INSERT with the outcome, then the object joins the session as a loaded row.
-    _INSERT_INSTANCE.send(session, {c: getattr(instance, c) for c in _COLUMNS})
+    values = instance.__dict__  # new_row's: every column, nothing to load (fresh_values)
+    _INSERT_INSTANCE.send(session, {c: values[c] for c in _COLUMNS})
     return add_as_loaded(session, instance) if join_session else instance
 
 
@@ -352,21 +353,33 @@ def choose_placement(
     `read`: the inventory and placements sent behind the claim, when they were.
     """
     reserve = fleet.settings.host_reserve.with_overrides(pool.host_reserve).vcpu
+    memory_ratio = pool.overcommit.get("memoryGiB", 1.0)
     if read is not None:
         inventory = read.inventory()
         others = [] if alone else read.others()
     else:
         inventory = host_inventory(session, fleet, node_id, inventory_generation)
         others = [] if alone else others_on(session, node_id, instance_id)
-    return choose_host_placement(
-        inventory,
-        shape,
-        policy,
-        gpus=[Gpu(a.model, a.pci_address, a.numa_node) for a in atoms],
-        others=others,
-        reserve_vcpu=reserve,
-        memory_ratio=pool.overcommit.get("memoryGiB", 1.0),
-    )
+    if others or atoms:
+        return choose_host_placement(
+            inventory,
+            shape,
+            policy,
+            gpus=[Gpu(a.model, a.pci_address, a.numa_node) for a in atoms],
+            others=others,
+            reserve_vcpu=reserve,
+            memory_ratio=memory_ratio,
+        )
+    # Alone on the host and without GPUs, the pure chooser's answer depends on these inputs
+    # only: kept for the next guest alone on a host of the same (shared) inventory.
+    key = (shape, policy, reserve, memory_ratio)
+    placement = fleet.placement.alone_placement(inventory, key)
+    if placement is None:
+        placement = choose_host_placement(
+            inventory, shape, policy, reserve_vcpu=reserve, memory_ratio=memory_ratio
+        )
+        fleet.placement.keep_alone_placement(inventory, key, placement)
+    return placement
 
 
 def _record_placement(
@@ -377,11 +390,6 @@ def _record_placement(
     fleet: PlacementHandle,
 ) -> None:
     now = fleet.now()
-    instance.node_id = node_id
-    instance.allocation_id = allocation_id
-    instance.host_placement = placement.to_json()
-    instance.state = InstanceState.RUNNING
-    instance.updated_at = now
     conditions = clear_condition(instance.conditions, "Unschedulable")
     degraded = degraded_condition(placement)
     if degraded is not None:
@@ -394,7 +402,17 @@ def _record_placement(
         )
     else:
         conditions = clear_condition(conditions, "PlacementDegraded")
-    instance.conditions = conditions
+    set_values(
+        instance,
+        {
+            "node_id": node_id,
+            "allocation_id": allocation_id,
+            "host_placement": placement.to_json(),
+            "state": InstanceState.RUNNING,
+            "updated_at": now,
+            "conditions": conditions,
+        },
+    )
 
 
 def release_instance(

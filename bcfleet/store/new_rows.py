@@ -81,6 +81,24 @@ def loaded_row(session: Session, model: type[M], values: Mapping[str, Any]) -> M
     return add_as_loaded(session, new_row(model, values))
 
 
+def fresh_values(obj: SQLModel) -> dict[str, Any] | None:
+    """The dict holding every column of an object no row was loaded into or flushed from yet
+    (new_row's, or a constructor's): read and written there, nothing to load or track. None
+    for any other object, whose attributes go through the ORM."""
+    return obj.__dict__ if obj._sa_instance_state.key is None else None  # type: ignore[attr-defined]
+
+
+def set_values(obj: SQLModel, values: Mapping[str, Any]) -> None:
+    """Set attributes: in the dict of a fresh object (fresh_values: what its INSERT, or
+    add_as_loaded, takes as it is), through the ORM otherwise, so the change is saved."""
+    fresh = fresh_values(obj)
+    if fresh is not None:
+        fresh.update(values)
+        return
+    for name, value in values.items():
+        setattr(obj, name, value)
+
+
 def add_as_loaded(session: Session, obj: M) -> M:
     """Join an object whose row is in the database (written or read by hand) to the session as a loaded one."""
     make_transient_to_detached(obj)

@@ -1,0 +1,32 @@
+"""An id's ULID text is the ULID library's own string, in lower case."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime
+
+import pytest
+from ulid import ULID
+
+from bcfleet.ids import ULID_TEXT, IdFactory, ulid_text
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_text_is_the_librarys(seed: int) -> None:
+    source = random.Random(seed)
+    for raw in (bytes(16), b"\xff" * 16, *(source.randbytes(16) for _ in range(200))):
+        assert ulid_text(raw) == str(ULID(raw)).lower()
+        assert ULID_TEXT.fullmatch(ulid_text(raw))
+
+
+def test_an_id_is_its_time_and_entropy() -> None:
+    at = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
+    made = IdFactory(seed=3).new("ins", at)
+    raw = int(at.timestamp() * 1000).to_bytes(6, "big") + random.Random(3).randbytes(10)
+    assert made == "ins_" + str(ULID(raw)).lower()
+    assert ULID.from_str(made.removeprefix("ins_").upper()).datetime == at
+
+
+def test_sixteen_bytes_only() -> None:
+    with pytest.raises(ValueError, match="16 bytes"):
+        ulid_text(bytes(15))
