@@ -221,15 +221,20 @@ def fleetconfig(hosts: int) -> str:
 
 
 def stage(name: str, path: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """One stage in this process; its figures, also appended to the fleet's log beside it
+    (`scale-N.db.stages.jsonl`), so that a long run's figures outlive the run."""
     if name == "build":
-        return build(path, args.hosts, args.per_host)
-    if name == "count":
+        result = build(path, args.hosts, args.per_host)
+    elif name == "count":
         return {"placed": count_child(path, args.placements)}
-    wall, cpu = time.perf_counter(), time.process_time()
-    result = STAGE_RUNS[name](path, args)
-    result.setdefault("seconds", round(time.perf_counter() - wall, 3))
-    result.setdefault("cpuSeconds", round(time.process_time() - cpu, 3))
-    result["peakRssMb"] = peak_rss_mb()
+    else:
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = STAGE_RUNS[name](path, args)
+        result.setdefault("seconds", round(time.perf_counter() - wall, 3))
+        result.setdefault("cpuSeconds", round(time.process_time() - cpu, 3))
+        result["peakRssMb"] = peak_rss_mb()
+    with Path(f"{path}.stages.jsonl").open("a") as log:
+        log.write(json.dumps({"stage": name, "hosts": args.hosts, **result}) + "\n")
     return result
 
 
@@ -353,8 +358,8 @@ def run_stage(name: str, path: Path, hosts: int, *extra: str) -> dict[str, Any]:
     """One stage in a fresh process; its JSON line."""
     command = [sys.executable, __file__, "--stage", name, "--db", str(path), "--hosts", str(hosts)]
     done = subprocess.run([*command, *extra], capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"stage {name} at {hosts} hosts failed: {done.stderr[-2000:]}")
+    if done.returncode != 0:  # reported, and the other stages go on
+        return {"error": f"exit {done.returncode}: {done.stderr.strip()[-400:]}"}
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
@@ -376,7 +381,7 @@ def hosts_list(path: Path, pool: str | None = None) -> dict[str, Any]:
     seconds = time.perf_counter() - started
     child.returncode = os.waitstatus_to_exitcode(status)
     if child.returncode != 0:
-        raise SystemExit(f"fleet hosts list failed ({child.returncode})")
+        return {"error": f"exit {child.returncode}"}
     return {
         "seconds": round(seconds, 3),
         "cpuSeconds": round(usage.ru_utime + usage.ru_stime, 3),
@@ -409,19 +414,26 @@ def count_instructions(path: Path, hosts: int, before: int, counted: int) -> int
 
 
 def measure(hosts: int, args: argparse.Namespace, directory: Path) -> dict[str, Any]:
+    """Build the fleet of `hosts` hosts, then every stage on it; a failed stage is reported as
+    its error and the others go on."""
     path = directory / f"scale-{hosts}.db"
     say = print if not args.quiet else (lambda *_: None)
     out: dict[str, Any] = {"hosts": hosts}
     built = run_stage("build", path, hosts, "--per-host", str(args.per_host))
+    if "error" in built:
+        raise SystemExit(f"building {hosts} hosts failed: {built['error']}")
     out["build"] = built
-    say(f"{hosts:>7} hosts: built {built['instances']} instances in {built['buildSeconds']} s")
+    say(
+        f"{hosts:>7} hosts: built {built['instances']} instances in {built['buildSeconds']} s, "
+        f"{built['dbMb']} MB, peak RSS {built['peakRssMb']} MB"
+    )
     config = directory / f"scale-{hosts}.yaml"
     config.write_text(fleetconfig(hosts))
     out["paint"] = run_stage("paint", path, hosts)
-    empty = hosts_list(path, EMPTY_POOL)
-    listed = hosts_list(path)
-    listed["emptySeconds"], listed["emptyCpuSeconds"] = empty["seconds"], empty["cpuSeconds"]
-    out["hostsList"] = listed
+    empty, listed = hosts_list(path, EMPTY_POOL), hosts_list(path)
+    if "error" not in empty and "error" not in listed:
+        listed["overEmptyCpuSeconds"] = round(listed["cpuSeconds"] - empty["cpuSeconds"], 3)
+    out["hostsList"] = {**listed, "empty": empty}
     out["plan"] = run_stage("plan", path, hosts, "--file", str(config))
     out["hostsJob"] = run_stage("hosts-job", path, hosts)
     out["usage"] = run_stage("usage", path, hosts)
@@ -430,21 +442,29 @@ def measure(hosts: int, args: argparse.Namespace, directory: Path) -> dict[str, 
         out["placementInstructions"] = count_instructions(path, hosts, args.before, args.counted)
     instances = built["instances"]
     out["figures"] = {
-        "placementWallMs": out["placement"]["p50Ms"],
-        "placementCpuMs": out["placement"]["clientCpuMs"],
+        "placementWallMs": out["placement"].get("p50Ms"),
+        "placementCpuMs": out["placement"].get("clientCpuMs"),
         "placementInstructions": out.get("placementInstructions"),
-        "usageTickCpuUsPerInstance": round(1e6 * out["usage"]["cpuSeconds"] / instances, 3),
-        "planCpuUsPerHost": round(1e6 * out["plan"]["cpuSeconds"] / hosts, 2),
-        "hostsJobCpuUsPerHost": round(1e6 * out["hostsJob"]["cpuSeconds"] / hosts, 2),
-        "hostsListCpuUsPerHost": round(
-            1e6 * max(0.0, listed["cpuSeconds"] - empty["cpuSeconds"]) / hosts, 2
-        ),
-        "firstPaintCpuUsPerHost": round(1e6 * out["paint"]["first_paint_cpu_s"] / hosts, 2),
+        "usageTickCpuUsPerInstance": _micro(out["usage"].get("cpuSeconds"), instances),
+        "planCpuUsPerHost": _micro(out["plan"].get("cpuSeconds"), hosts),
+        "hostsJobCpuUsPerHost": _micro(out["hostsJob"].get("cpuSeconds"), hosts),
+        "hostsListCpuUsPerHost": _micro(listed.get("overEmptyCpuSeconds"), hosts),
+        "firstPaintCpuUsPerHost": _micro(out["paint"].get("first_paint_cpu_s"), hosts),
     }
-    out["peakRssMb"] = {key: out[key]["peakRssMb"] for key in MEMORY}
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    out["peakRssMb"] = {key: out[key].get("peakRssMb") for key in MEMORY}
+    say(
+        f"{hosts:>7} hosts: "
+        + json.dumps({"figures": out["figures"], "peakRssMb": out["peakRssMb"]})
+    )
+    if not args.keep:
+        for suffix in ("", "-wal", "-shm", ".stages.jsonl"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
     return out
+
+
+def _micro(seconds: float | None, count: int) -> float | None:
+    """Microseconds an item (or a host); None when the stage failed."""
+    return None if seconds is None else round(1e6 * max(0.0, seconds) / count, 3)
 
 
 def ratios(results: list[dict[str, Any]]) -> dict[str, float | None]:
@@ -465,7 +485,7 @@ def table(results: list[dict[str, Any]], ratio: dict[str, float | None]) -> str:
         shown = "-" if ratio[key] is None else f"{ratio[key]:.2f}x"
         lines.append(f"{label + (f' ({unit})' if unit else ''):38}{cells}{shown:>9}")
     for key in MEMORY:
-        cells = "".join(_cell(r["peakRssMb"][key]) for r in results)
+        cells = "".join(_cell(r["peakRssMb"].get(key)) for r in results)
         lines.append(f"{'peak RSS ' + key + ' (MB)':38}{cells}")
     cells = "".join(_cell(r["build"]["buildSeconds"]) for r in results)
     lines.append(f"{'build, not measured (s)':38}{cells}")
@@ -502,7 +522,8 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
     )
     left.legend(fontsize=7)
     for key in MEMORY:
-        right.plot(sizes, [r["peakRssMb"][key] for r in results], marker="o", label=key)
+        points = [(r["hosts"], r["peakRssMb"][key]) for r in results if r["peakRssMb"].get(key)]
+        right.plot(*zip(*points, strict=True), marker="o", label=key)
     right.axhline(GIB_MB, color="red", linestyle="--", linewidth=1, label="1 GiB")
     right.set(xscale="log", xlabel="hosts", ylabel="peak RSS (MB)", title="Peak memory")
     right.legend(fontsize=7)
@@ -524,6 +545,7 @@ def main() -> None:
     parser.add_argument("--no-plot", action="store_true")
     parser.add_argument("--dir", type=Path, help="where the fleets are built (a temporary one)")
     parser.add_argument("--quiet", action="store_true", help="only the JSON line")
+    parser.add_argument("--keep", action="store_true", help="keep the fleets built (with --dir)")
     parser.add_argument("--stage", choices=STAGES, help=argparse.SUPPRESS)
     parser.add_argument("--db", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--hosts", type=int, help=argparse.SUPPRESS)
@@ -537,14 +559,20 @@ def main() -> None:
     if args.callgrind and shutil.which("valgrind") is None:
         sys.exit("--callgrind needs valgrind")
     sizes = sorted(set(args.sizes))
-    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
-        results = [measure(hosts, args, Path(tmp)) for hosts in sizes]
+    if args.keep and args.dir is None:
+        parser.error("--keep needs --dir")
+    if args.keep:
+        args.dir.mkdir(parents=True, exist_ok=True)
+        results = [measure(hosts, args, args.dir) for hosts in sizes]
+    else:
+        with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+            results = [measure(hosts, args, Path(tmp)) for hosts in sizes]
     ratio = ratios(results)
     if not args.quiet:
         print(table(results, ratio))
     if not args.no_plot:
         plot(results, args.plot)
-    peak = max(max(r["peakRssMb"].values()) for r in results)
+    peak = max(v for r in results for v in r["peakRssMb"].values() if v is not None)
     emit(
         {
             "sizes": sizes,
