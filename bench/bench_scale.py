@@ -302,19 +302,33 @@ def plan_stage(path: Path, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def usage_stage(path: Path, _args: argparse.Namespace) -> dict[str, Any]:
+    from sqlalchemy import delete, func, select
+
     from bcfleet.clock import FakeClock
     from bcfleet.domain.usage import WINDOW, window_start
-    from bcfleet.jobs.vps_usage import SETTLE, run_vps_usage
-    from bench.bench_usage import set_watermark
+    from bcfleet.jobs.vps_usage import JOB, SETTLE, run_vps_usage
+    from bcfleet.store.models import UsageWindow
+    from bcfleet.store.models.jobs import JobState
+    from bcfleet.store.tables import INSTANCES
 
     fleet = open_fleet(path)
     fleet.clock = FakeClock(TICK_AT)
-    set_watermark(fleet, window_start(TICK_AT - SETTLE) - WINDOW)  # one window to meter
+    with fleet.write(bump_revision=False) as session:  # one window to meter, again on --reuse
+        session.execute(delete(UsageWindow))
+        session.merge(JobState(job=JOB, watermark=window_start(TICK_AT - SETTLE) - WINDOW))
+        running = session.execute(
+            select(func.count()).where(INSTANCES.c.state == "running")
+        ).scalar_one()
     wall, cpu = time.perf_counter(), time.process_time()
     counts = run_vps_usage(fleet, TICK_AT)
     seconds, cpu_seconds = time.perf_counter() - wall, time.process_time() - cpu
     fleet.close()
-    return {"seconds": round(seconds, 3), "cpuSeconds": round(cpu_seconds, 3), **counts}
+    return {
+        "seconds": round(seconds, 3),
+        "cpuSeconds": round(cpu_seconds, 3),
+        "instances": running,
+        **counts,
+    }
 
 
 def hosts_job_stage(path: Path, _args: argparse.Namespace) -> dict[str, Any]:
@@ -419,7 +433,9 @@ def measure(hosts: int, args: argparse.Namespace, directory: Path) -> dict[str, 
     path = directory / f"scale-{hosts}.db"
     say = print if not args.quiet else (lambda *_: None)
     out: dict[str, Any] = {"hosts": hosts}
-    built = run_stage("build", path, hosts, "--per-host", str(args.per_host))
+    built = logged(path, "build") if args.reuse and path.exists() else None
+    if built is None:
+        built = run_stage("build", path, hosts, "--per-host", str(args.per_host))
     if "error" in built:
         raise SystemExit(f"building {hosts} hosts failed: {built['error']}")
     out["build"] = built
@@ -445,7 +461,9 @@ def measure(hosts: int, args: argparse.Namespace, directory: Path) -> dict[str, 
         "placementWallMs": out["placement"].get("p50Ms"),
         "placementCpuMs": out["placement"].get("clientCpuMs"),
         "placementInstructions": out.get("placementInstructions"),
-        "usageTickCpuUsPerInstance": _micro(out["usage"].get("cpuSeconds"), instances),
+        "usageTickCpuUsPerInstance": _micro(
+            out["usage"].get("cpuSeconds"), out["usage"].get("instances", instances)
+        ),
         "planCpuUsPerHost": _micro(out["plan"].get("cpuSeconds"), hosts),
         "hostsJobCpuUsPerHost": _micro(out["hostsJob"].get("cpuSeconds"), hosts),
         "hostsListCpuUsPerHost": _micro(listed.get("overEmptyCpuSeconds"), hosts),
@@ -456,15 +474,39 @@ def measure(hosts: int, args: argparse.Namespace, directory: Path) -> dict[str, 
         f"{hosts:>7} hosts: "
         + json.dumps({"figures": out["figures"], "peakRssMb": out["peakRssMb"]})
     )
-    if not args.keep:
+    if not (args.keep or args.reuse):
         for suffix in ("", "-wal", "-shm", ".stages.jsonl"):
             Path(f"{path}{suffix}").unlink(missing_ok=True)
     return out
 
 
+def logged(path: Path, name: str) -> dict[str, Any] | None:
+    """The last figures the fleet's log holds for a stage; None when it holds none."""
+    log = Path(f"{path}.stages.jsonl")
+    found = None
+    if log.exists():
+        for line in log.read_text().splitlines():
+            entry = json.loads(line)
+            if entry.pop("stage") == name:
+                found = entry
+    return found
+
+
 def _micro(seconds: float | None, count: int) -> float | None:
     """Microseconds an item (or a host); None when the stage failed."""
     return None if seconds is None else round(1e6 * max(0.0, seconds) / count, 3)
+
+
+def earlier(files: list[Path], sizes: list[int]) -> list[dict[str, Any]]:
+    """Each size's result from the last of the files (each ending in a JSON line) holding it."""
+    found: dict[int, dict[str, Any]] = {}
+    for file in files:
+        for result in json.loads(file.read_text().strip().splitlines()[-1])["results"]:
+            found[result["hosts"]] = result
+    missing = sorted(set(sizes) - set(found))
+    if missing:
+        raise SystemExit(f"no earlier result for {missing} hosts")
+    return [found[size] for size in sizes]
 
 
 def ratios(results: list[dict[str, Any]]) -> dict[str, float | None]:
@@ -546,6 +588,19 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, help="where the fleets are built (a temporary one)")
     parser.add_argument("--quiet", action="store_true", help="only the JSON line")
     parser.add_argument("--keep", action="store_true", help="keep the fleets built (with --dir)")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="with --keep: measure again on a fleet kept in --dir instead of building it",
+    )
+    parser.add_argument(
+        "--from",
+        dest="earlier",
+        type=Path,
+        nargs="+",
+        help="no measuring: the table and plot of earlier runs' JSON lines (a size from the "
+        "last file that has it), for sizes measured in separate runs",
+    )
     parser.add_argument("--stage", choices=STAGES, help=argparse.SUPPRESS)
     parser.add_argument("--db", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--hosts", type=int, help=argparse.SUPPRESS)
@@ -559,9 +614,11 @@ def main() -> None:
     if args.callgrind and shutil.which("valgrind") is None:
         sys.exit("--callgrind needs valgrind")
     sizes = sorted(set(args.sizes))
-    if args.keep and args.dir is None:
-        parser.error("--keep needs --dir")
-    if args.keep:
+    if (args.keep or args.reuse) and args.dir is None:
+        parser.error("--keep and --reuse need --dir")
+    if args.earlier:
+        results = earlier(args.earlier, sizes)
+    elif args.keep or args.reuse:
         args.dir.mkdir(parents=True, exist_ok=True)
         results = [measure(hosts, args, args.dir) for hosts in sizes]
     else:
