@@ -76,6 +76,7 @@ def test_the_bench_runs_at_a_tiny_size_and_prints_every_figure() -> None:
         figures = size["figures"]
         assert all(figures[key] is not None for key in FIGURES if key != "placementInstructions")
         assert set(size["peakRssMb"]) == set(MEMORY)
-        assert size["usage"]["written"] == 2 * size["build"]["instances"]  # vCPU and memory
+        assert size["usage"]["instances"] == size["build"]["instances"]
+        assert size["usage"]["written"] == 2 * size["usage"]["instances"]  # vCPU and memory
         assert size["hostsJob"]["hosts"] == size["hosts"]
     assert set(result["ratioLargestOverSmallest"]) == set(FIGURES)
