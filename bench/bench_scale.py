@@ -520,17 +520,17 @@ def ratios(results: list[dict[str, Any]]) -> dict[str, float | None]:
 
 def table(results: list[dict[str, Any]], ratio: dict[str, float | None]) -> str:
     sizes = [r["hosts"] for r in results]
-    head = f"{'':38}" + "".join(f"{s:>12,}" for s in sizes) + f"{'ratio':>9}"
+    head = f"{'':44}" + "".join(f"{s:>12,}" for s in sizes) + f"{'ratio':>9}"
     lines = [head]
     for key, (label, _, unit) in FIGURES.items():
         cells = "".join(_cell(r["figures"].get(key)) for r in results)
         shown = "-" if ratio[key] is None else f"{ratio[key]:.2f}x"
-        lines.append(f"{label + (f' ({unit})' if unit else ''):38}{cells}{shown:>9}")
+        lines.append(f"{label + (f' ({unit})' if unit else ''):44}{cells}{shown:>9}")
     for key in MEMORY:
         cells = "".join(_cell(r["peakRssMb"].get(key)) for r in results)
-        lines.append(f"{'peak RSS ' + key + ' (MB)':38}{cells}")
+        lines.append(f"{'peak RSS ' + key + ' (MB)':44}{cells}")
     cells = "".join(_cell(r["build"]["buildSeconds"]) for r in results)
-    lines.append(f"{'build, not measured (s)':38}{cells}")
+    lines.append(f"{'build, not measured (s)':44}{cells}")
     return "\n".join(lines)
 
 
