@@ -307,8 +307,8 @@ def usage_stage(path: Path, _args: argparse.Namespace) -> dict[str, Any]:
     from bcfleet.clock import FakeClock
     from bcfleet.domain.usage import WINDOW, window_start
     from bcfleet.jobs.vps_usage import JOB, SETTLE, run_vps_usage
-    from bcfleet.store.models.usage import UsageWindow
     from bcfleet.store.models.jobs import JobState
+    from bcfleet.store.models.usage import UsageWindow
     from bcfleet.store.tables import INSTANCES
 
     fleet = open_fleet(path)
