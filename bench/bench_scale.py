@@ -25,8 +25,14 @@ smallest size; whole-fleet figures are reported per host and should stay within 
 (linear); every peak RSS under 1 GiB. Prints a table, writes a PNG plot (--plot, default
 docs/img/scale.png; needs matplotlib, the `bench` extra) and a JSON line last.
 
+Each stage also appends its figures to `scale-N.db.stages.jsonl` beside its fleet. With `--dir
+D --keep` the fleets stay in D; `--reuse` then measures again on them without building, and
+`--from RUN.out ...` renders the table and plot of earlier runs' JSON lines (the large sizes
+can be measured once, in a run of their own).
+
     python bench/bench_scale.py [--sizes 1000 10000 50000 100000] [--per-host 10]
         [--placements 200] [--callgrind] [--counted 100] [--plot PATH | --no-plot]
+        [--dir D [--keep] [--reuse]] [--from RUN.out ...]
 """
 
 from __future__ import annotations
