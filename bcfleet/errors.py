@@ -202,25 +202,6 @@ class ProviderIncompatibleError(ProviderUnavailableError):
     """The provider removed an endpoint or method bcfleet calls: retrying cannot help."""
 
 
-ALL_ERRORS: tuple[type[FleetError], ...] = (
-    InvalidInputError,
-    UnauthenticatedError,
-    ForbiddenError,
-    NotFoundError,
-    ConflictError,
-    QuotaExceededError,
-    CapacityUnavailableError,
-    SizeInUseError,
-    StalePlanError,
-    UnsupportedError,
-    LockedError,
-    TooManyRequestsError,
-    NoCapacityError,
-    DatabaseUnavailableError,
-    ProviderUnavailableError,
-)
-
-
 def error_classes() -> dict[str, type[FleetError]]:
     """Every code of the tree and its class, derived from the classes themselves (a subclass
     that keeps its parent's code, such as a provider's variant, is not a code of its own)."""

@@ -7,17 +7,19 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy import Connection, Engine, select
 from sqlalchemy.exc import IntegrityError
 
 from bcfleet.clock import Clock, SystemClock, clock_from_env
+from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.ids import IdFactory
 from bcfleet.settings import FleetSettings, load_fleet_settings
 from bcfleet.store import wal_checkpoints
 from bcfleet.store.driver_sql import core_connection
-from bcfleet.store.engine import make_engine
+from bcfleet.store.engine import BUSY_TIMEOUT_S, make_engine
 from bcfleet.store.faults import lost_connections, run_retrying
 from bcfleet.store.schema import ensure_schema, forget_schema
 from bcfleet.store.tables import TENANTS
@@ -32,7 +34,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-_ROOT_TENANT = select(TENANTS.c.id).where(TENANTS.c.id == "root")
+_ROOT_TENANT = select(TENANTS.c.id).where(TENANTS.c.id == ROOT_TENANT)
 
 
 class Fleet:
@@ -84,10 +86,13 @@ class Fleet:
         clock: Clock | None = None,
         settings: FleetSettings | None = None,
         ids: IdFactory | None = None,
+        busy_timeout_s: float = BUSY_TIMEOUT_S,
     ) -> Fleet:
-        """Open (and, for a fresh database, create) the fleet state at db_url."""
+        """Open (and, for a fresh database, create) the fleet state at db_url; an SQLite database
+        another process holds locked answers DATABASE_UNAVAILABLE (database_busy) after
+        busy_timeout_s."""
         settings = settings or load_fleet_settings()
-        engine = make_engine(db_url or settings.db_url)
+        engine = make_engine(db_url or settings.db_url, busy_timeout_s=busy_timeout_s)
         with lost_connections():
             ensure_schema(engine)
         fleet = cls(engine, clock=clock, settings=settings, ids=ids)
@@ -103,6 +108,20 @@ class Fleet:
 
         url = db_url or load_fleet_settings().db_url
         return probe(url), shown(url)
+
+    @staticmethod
+    def sqlite_file(db_url: str | None = None) -> Path | None:
+        """The file an SQLite URL (default: the settings') names; None for PostgreSQL."""
+        from bcfleet.store.probe import sqlite_file
+
+        return sqlite_file(db_url or load_fleet_settings().db_url)
+
+    def unchanged(self) -> bool:
+        """Whether nothing has changed the state since the fleet was made (revision 0)."""
+        from bcfleet.store.uow import current_revision
+
+        with self.read() as session:
+            return current_revision(session) == 0
 
     @staticmethod
     def upgrade(db_url: str | None = None) -> str | None:
@@ -134,8 +153,8 @@ class Fleet:
 
         try:
             with self.write(bump_revision=False) as session:
-                if session.get(Tenant, "root") is None:
-                    session.add(Tenant(id="root", name="root", created_at=self.now()))
+                if session.get(Tenant, ROOT_TENANT) is None:
+                    session.add(Tenant(id=ROOT_TENANT, name=ROOT_TENANT, created_at=self.now()))
         except IntegrityError:
             pass  # another process seeded it first
 

@@ -84,7 +84,7 @@ ALLOCATE = (
 # cursor went round the pool: 1,242 placements/s over its first 500 hosts, 551/s over hosts
 # 4,500-5,000, and back to 1,253/s after it wrapped; with nested loops only it held 1,400-1,540/s
 # all the way round. (bcfleet's prepared candidate query, whose LIMIT is a parameter, is planned
-# with nested loops by PostgreSQL itself: docs/speed.md.)
+# with nested loops by PostgreSQL itself: docs/speed-history.md.)
 NESTED_LOOPS_ONLY = ("SET enable_mergejoin = off", "SET enable_hashjoin = off")
 
 

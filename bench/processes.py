@@ -8,7 +8,7 @@ ratios, so the two figures of a ratio are taken seconds, not a whole benchmark, 
 
 The start method matters on a small machine: processes forked from a parent that has already
 imported bcfleet share those modules' memory pages: four of them placed 809-855/s on two cores
-where four spawned ones placed 700-745/s (docs/speed.md). `fork` is kept to show it.
+where four spawned ones placed 700-745/s (docs/speed-history.md). `fork` is kept to show it.
 """
 
 from __future__ import annotations

@@ -24,8 +24,8 @@ expect_code() {  # expect_code CODE COMMAND…: the command fails with that erro
   if out=$("$@" --json); then echo "expected $code, the command succeeded" >&2; return 1; fi
   [ "$(echo "$out" | field error code)" = "$code" ] || { echo "expected $code: $out" >&2; return 1; }
 }
-export BCFLEET_DB=sqlite:///$work/tour.db
-export HCLOUD_TOKEN=tour-token
+export BCFLEET_DB=sqlite:///$work/tour.db  # README: the tour's own database
+export HCLOUD_TOKEN=tour-token  # README: the provider account reads it
 pids=()
 trap 'for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done' EXIT
 
@@ -43,11 +43,11 @@ fleet hosts list
 expect_code INVALID_INPUT fleet flavors create --tenant root --pool vps-fra --name x --vcpu -1 --memory-gib 2 --disk-gib 3
 
 # Flavors (document 000)
-fleet flavors create --tenant root --pool vps-fra --name gpu1.l40s --vcpu 8 --memory-gib 32 --disk-gib 200 --gpus 1
+fleet flavors create --tenant root --pool vps-fra --name gpu1.l40s --vcpu 8 --memory-gib 32 --disk-gib 200 --gpus 1 --numa-affine --pinned --hugepage-size 1073741824
 fleet flavors create --tenant root --pool vps-fra --name g1.small --vcpu 2 --memory-gib 4 --disk-gib 40
 fleet flavors create --tenant root --pool vps-fra --name g1.large --vcpu 8 --memory-gib 32 --disk-gib 160
 fleet flavors list --tenant acme --pool vps-fra
-fleet flavors update --tenant root --pool vps-fra --name gpu1.l40s --vcpu 8 --memory-gib 64 --disk-gib 200 --gpus 1
+fleet flavors update --tenant root --pool vps-fra --name gpu1.l40s --vcpu 8 --memory-gib 64 --disk-gib 200 --gpus 1 --numa-affine --pinned --hugepage-size 1073741824
 fleet flavors create --tenant root --pool vps-fra --name g1.old --vcpu 1 --memory-gib 2 --disk-gib 20
 fleet flavors delete --tenant root --pool vps-fra --name g1.old
 

@@ -23,6 +23,7 @@ from tests.support.fleet import (
     run_cli,
     truncate_all,
 )
+from tests.support.sampling import full_suite, summary_line
 
 load_all()  # the helpers read SQLModel.metadata (tables to empty, schemas to compare)
 
@@ -63,13 +64,19 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 LONG_TESTS = Path(__file__).with_name("long_tests.txt")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests of long_tests.txt first, longest first; the rest in their usual order.
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `full` only under BCFLEET_FULL_SUITE=1; the tests of long_tests.txt first,
+    longest first; the rest in their usual order.
 
     scripts/check runs xdist with --dist worksteal: a worker that runs out of tests takes half
     of the other's queue, so with the long ones at the start the queues end on short tests,
     instead of one worker running a two-minute test alone at the end.
     """
+    if not full_suite():
+        deselected = [item for item in items if item.get_closest_marker("full")]
+        if deselected:
+            config.hook.pytest_deselected(items=deselected)
+            items[:] = [item for item in items if not item.get_closest_marker("full")]
     lines = LONG_TESTS.read_text().splitlines()
     rank = {node: i for i, node in enumerate(n for n in lines if n and not n.startswith("#"))}
     items.sort(key=lambda item: rank.get(item.nodeid, len(rank)))
@@ -83,6 +90,21 @@ def pytest_sessionfinish() -> None:
     exit, and it was interrupted, printing a KeyboardInterrupt warning after the last test.
     """
     gc.freeze()
+
+
+WALKED = "tests/cli/test_cli_hostile_walk.py::test_hostile_"
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """A run that walked the hostile CLI walk ends saying which sample it was (its seed)."""
+    walked = {
+        report.nodeid
+        for reports in terminalreporter.stats.values()
+        for report in reports
+        if isinstance(report, pytest.TestReport) and report.nodeid.startswith(WALKED)
+    }
+    if walked:
+        terminalreporter.write_line(summary_line(len(walked)))
 
 
 @pytest.fixture

@@ -2,7 +2,8 @@
 
 One round reports a simulated inventory for each host that has none yet (hosts of the
 demo and of tests), through the same hosts API a real agent's report reaches, then says
-"ready" for every placed instance whose boot delay has passed (bcfleet.agent.simulate).
+"ready" for every placed instance whose boot delay has passed, through the instances API
+(bcfleet.agent.simulate).
 """
 
 from __future__ import annotations
@@ -28,5 +29,7 @@ def simulate_round(
                 credential, host=host["id"], inventory=simulated_inventory(host["name"])
             )
             reported += 1
-    booted = boot_instances(fleet, now, boot_seconds=boot_seconds)
+    booted = boot_instances(
+        fleet, credential, now, boot_seconds=boot_seconds, host_ids={h["id"] for h in hosts}
+    )
     return {"hosts": len(hosts), "inventoriesReported": reported, "booted": booted}

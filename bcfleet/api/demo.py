@@ -8,6 +8,7 @@ from sqlalchemy import func
 from sqlmodel import select
 
 from bcfleet.api.auth import LOCAL_OPERATOR
+from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.domain.simulated_inventory import two_socket_host
 from bcfleet.domain.states import PoolKind
 from bcfleet.store.models import Host, Instance, Pool, Tenant
@@ -25,7 +26,7 @@ def build_demo(fleet: ApiHandle, *, hosts: int = 50) -> dict[str, Any]:
     api.tenants.create(op, "globex", name="Globex")
     gpu_pool = api.pools.create(
         op,
-        tenant_id="root",
+        tenant_id=ROOT_TENANT,
         name="vps-fra",
         kind=PoolKind.VPS_HOST,
         gpu_model="L40S",
@@ -33,18 +34,18 @@ def build_demo(fleet: ApiHandle, *, hosts: int = 50) -> dict[str, Any]:
         host_reserve={"vcpu": 2},
     )
     cpu_pool = api.pools.create(
-        op, tenant_id="root", name="vps-ams", kind=PoolKind.VPS_HOST, overcommit={"vcpu": 4}
+        op, tenant_id=ROOT_TENANT, name="vps-ams", kind=PoolKind.VPS_HOST, overcommit={"vcpu": 4}
     )
     for tenant in ("acme", "globex"):
-        api.pools.offer(op, tenant_id="root", pool=gpu_pool["id"], to=tenant)
-    api.pools.offer(op, tenant_id="root", pool=cpu_pool["id"], to="acme")
+        api.pools.offer(op, tenant_id=ROOT_TENANT, pool=gpu_pool["id"], to=tenant)
+    api.pools.offer(op, tenant_id=ROOT_TENANT, pool=cpu_pool["id"], to="acme")
     made = []
     for i in range(1, hosts + 1):
         pool = gpu_pool if i % 5 else cpu_pool
         gpus = 4 if pool is gpu_pool and i % 2 else 0
         name = f"{'fra' if pool is gpu_pool else 'ams'}-{i:02d}"
         api.hosts.adopt(
-            op, tenant_id="root", pool=pool["id"], name=name, labels={PLACEMENT_LABEL: "true"}
+            op, tenant_id=ROOT_TENANT, pool=pool["id"], name=name, labels={PLACEMENT_LABEL: "true"}
         )
         if i % 17:  # a few hosts have not reported yet
             inventory = two_socket_host(seed=i, gpus=gpus, hostname=name)
@@ -58,7 +59,7 @@ def build_demo(fleet: ApiHandle, *, hosts: int = 50) -> dict[str, Any]:
         ):
             api.flavors.create(
                 op,
-                tenant_id="root",
+                tenant_id=ROOT_TENANT,
                 pool_id=pool["id"],
                 name=name,
                 vcpu=vcpu,
@@ -67,7 +68,7 @@ def build_demo(fleet: ApiHandle, *, hosts: int = 50) -> dict[str, Any]:
             )
     api.flavors.create(
         op,
-        tenant_id="root",
+        tenant_id=ROOT_TENANT,
         pool_id=gpu_pool["id"],
         name="gpu1.l40s",
         vcpu=8,

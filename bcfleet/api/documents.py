@@ -124,7 +124,9 @@ class QuotaJson(TypedDict):
 
 
 class PoolPolicyJson(TypedDict):
-    """What a pool shows: a value stored before the bounds existed shows as null."""
+    """A pool's policy. As stored (policy): only what the pool sets, a value stored before the
+    bounds existed shows as null. In force (effectivePolicy): every resource, the fleet's
+    default reserve under the pool's own, ratios clamped to 0.1..100 and 1 when unset."""
 
     overcommit: Mapping[str, float | None]
     hostReserve: Mapping[str, float | None]
@@ -136,6 +138,7 @@ class PoolJson(TypedDict):
     kind: str
     owner: str
     policy: PoolPolicyJson
+    effectivePolicy: PoolPolicyJson
     version: int
     createdAt: Time
     gpuModel: NotRequired[str]

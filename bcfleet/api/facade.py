@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from bcfleet.api.capacity import CapacityAPI
+    from bcfleet.api.dependents import DependentsAPI
     from bcfleet.api.doctor import DoctorAPI
     from bcfleet.api.environments import EnvironmentsAPI
     from bcfleet.api.events import EventsAPI
@@ -125,6 +126,12 @@ class FleetAPI:
         from bcfleet.api.meters import MetersAPI
 
         return self._area("meters", lambda: MetersAPI(self.fleet))
+
+    @property
+    def dependents(self) -> DependentsAPI:
+        from bcfleet.api.dependents import DependentsAPI
+
+        return self._area("dependents", lambda: DependentsAPI(self.fleet))
 
     @property
     def instances(self) -> InstancesAPI:

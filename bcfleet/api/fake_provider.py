@@ -4,7 +4,7 @@ For ``fleet demo`` and tests::
 
     fake = start_fake_provider(clock=fleet.clock)
     account = fake.create_account(fleet)           # provider account "fake-hetzner"
-    fleet.api.pools.create(OP, tenant_id="root", name="hz-fsn", kind="provider",
+    fleet.api.pools.create(OP, tenant_id=ROOT_TENANT, name="hz-fsn", kind="provider",
                            provider_account=account["name"])
     ...                                             # flavors with offerId "cx23", instances
     run_reconcile(fleet, fleet.now())              # servers appear on the fake
@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from bcfleet.api.auth import LOCAL_OPERATOR, Credential
 from bcfleet.api.documents import ProviderAccountJson
 from bcfleet.clock import Clock
+from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.providers.fake_server import FakeHetzner
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ class FakeProvider:
         self,
         fleet: ApiHandle,
         *,
-        tenant_id: str = "root",
+        tenant_id: str = ROOT_TENANT,
         name: str = "fake-hetzner",
         credential: Credential | None = LOCAL_OPERATOR,
     ) -> ProviderAccountJson:

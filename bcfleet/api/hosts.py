@@ -16,11 +16,10 @@ from bcfleet.api.names import add_named, require_free_name
 from bcfleet.api.pools import validate_name
 from bcfleet.api.views import deleted_json, health_json, host_json
 from bcfleet.domain.bounds import label_problem, printable
-from bcfleet.domain.inventory import validate_inventory
 from bcfleet.domain.states import HostState, PoolKind
 from bcfleet.errors import ConflictError, InvalidInputError
 from bcfleet.placement.holdings import with_shortfall
-from bcfleet.schemas import load_schema
+from bcfleet.schemas.inventory import validate_inventory
 from bcfleet.store.faults import flush_or_conflict
 from bcfleet.store.models import (
     Allocation,
@@ -234,7 +233,7 @@ class HostsAPI(HostReads):
         inventory: Any,
     ) -> HostJson:
         """Store a host's applied inventory; vps.hosts derives its capacity rows from it."""
-        validate_inventory(inventory, load_schema("inventory"))
+        validate_inventory(inventory)
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
             row, pool = find_host(session, actor, host)

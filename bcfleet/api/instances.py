@@ -16,6 +16,7 @@ from bcfleet.api.auth import (
     sees_guests,
 )
 from bcfleet.api.base import Area
+from bcfleet.api.dependents import serving
 from bcfleet.api.documents import GuestStateJson, HostSpecsJson, InstanceJson, InstancePageJson
 from bcfleet.api.events import emit
 from bcfleet.api.guests import guest_state_json, host_guest
@@ -32,6 +33,7 @@ from bcfleet.api.instance_list import (
 from bcfleet.api.lookup import find_flavor, find_pool, find_pool_and_flavor
 from bcfleet.clock import format_time
 from bcfleet.domain.bounds import check_limit, check_optional_text
+from bcfleet.domain.dependents import named
 from bcfleet.domain.guest_view import guest_spec
 from bcfleet.domain.host_ids import HostView
 from bcfleet.domain.idempotency import check_idempotency_key, check_replay, input_digest
@@ -313,7 +315,8 @@ class InstancesAPI(Area):
     def delete(
         self, credential: Credential | None, instance_id: str, *, tenant_id: str | None = None
     ) -> InstanceJson:
-        """Release the allocation and GPU atoms and refund quota; start and end times stay for metering."""
+        """Release the allocation and GPU atoms and refund quota; start and end times stay for
+        metering. CONFLICT, naming them, while it serves a deployed service."""
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
             instance = _find(session, actor, instance_id, lock=True)
@@ -324,6 +327,12 @@ class InstancesAPI(Area):
             if instance.state == InstanceState.DELETED:
                 raise NotFoundError(
                     f"instance {instance_id!r} not found", {"instance": instance_id}
+                )
+            served = serving(session, instance.id)
+            if served:  # deleting it would leave each deployed with no instance
+                raise ConflictError(
+                    f"instance {instance.name} serves {named(served)}: undeploy it first",
+                    {"instance": instance.id, "dependents": [d.to_json() for d in served]},
                 )
             release_instance(session, self.fleet, instance, reason="deleted")
             emit(

@@ -32,6 +32,7 @@ from bcfleet.domain.bounds import (
     check_whole,
     shown,
 )
+from bcfleet.domain.host_reserve import HostReserve
 from bcfleet.domain.states import PoolKind
 from bcfleet.errors import ConflictError, ForbiddenError, InvalidInputError, NotFoundError
 from bcfleet.placement.quotas import quota_usage
@@ -147,6 +148,11 @@ def _pool_holders(session: Session, pool_id: str) -> list[str]:
 
 
 class PoolsAPI(Area):
+    @property
+    def reserve(self) -> HostReserve:
+        """The fleet's default host reserve (fleet.toml), under each pool's own."""
+        return self.fleet.settings.host_reserve
+
     def create(
         self,
         credential: Credential | None,
@@ -206,7 +212,7 @@ class PoolsAPI(Area):
                 subject_id=pool.id,
                 data={"name": name},
             )
-            return _with_notices(pool_json(pool, []), notices)
+            return _with_notices(pool_json(pool, [], self.reserve), notices)
 
     def update(
         self,
@@ -238,7 +244,7 @@ class PoolsAPI(Area):
                 row.gpu_model = gpu_model or None
             row.version += 1
             session.add(row)
-            return _with_notices(pool_json(row, offered_to(session, row.id)), notices)
+            return _with_notices(pool_json(row, offered_to(session, row.id), self.reserve), notices)
 
     def set_managed(
         self, credential: Credential | None, *, tenant_id: str, pool: str, managed: bool = True
@@ -250,7 +256,7 @@ class PoolsAPI(Area):
             actor.require("compute:pools:manage", pool_resource(row))
             row.managed = managed
             session.add(row)
-            return pool_json(row, offered_to(session, row.id))
+            return pool_json(row, offered_to(session, row.id), self.reserve)
 
     def delete(self, credential: Credential | None, *, tenant_id: str, pool: str) -> DeletedJson:
         """Delete an empty pool with its offers and unused quotas; CONFLICT naming what it holds."""
@@ -319,7 +325,7 @@ class PoolsAPI(Area):
             elif not revoke and existing is None and to != row.owner_tenant_id:
                 session.add(PoolOffer(pool_id=row.id, tenant_id=to))
             session.flush()
-            return pool_json(row, offered_to(session, row.id))
+            return pool_json(row, offered_to(session, row.id), self.reserve)
 
     def list(self, credential: Credential | None, *, tenant_id: str | None = None) -> PoolPageJson:
         with self.fleet.read() as session:
@@ -339,6 +345,7 @@ class PoolsAPI(Area):
                     pool_json(
                         p,
                         sorted(offers[p.id]) if offers_for(session, actor, p) is not None else None,
+                        self.reserve,
                     )
                     for p in pools
                 ]
@@ -351,4 +358,4 @@ class PoolsAPI(Area):
             actor = self.actor(session, credential, tenant_id)
             row = find_pool(session, actor, pool)
             actor.require("compute:pools:read", pool_resource(row))
-            return pool_json(row, offers_for(session, actor, row))
+            return pool_json(row, offers_for(session, actor, row), self.reserve)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlmodel import Session, select
+from sqlmodel import select
 
 from bcfleet.api.auth import Credential, tenant_resource
 from bcfleet.api.base import Area
@@ -16,15 +16,12 @@ from bcfleet.domain.bounds import (
     tenant_id_problem,
 )
 from bcfleet.domain.policy import ROOT_TENANT
+from bcfleet.domain.tenant_removal import still_has
 from bcfleet.errors import ConflictError, InvalidInputError
 from bcfleet.store.faults import flush_or_conflict
-from bcfleet.store.models import Pool, PoolOffer, Principal, ProviderAccount, Quota, Tenant
-from bcfleet.store.models.compute import (
-    ComputeSettingsRow,
-    FleetEnvironment,
-    PipelineIndex,
-    Service,
-)
+from bcfleet.store.models import Tenant
+from bcfleet.store.models.compute import ComputeSettingsRow
+from bcfleet.store.tenant_holders import tenant_holders
 
 
 def validate_tenant_id(tenant_id: str) -> None:
@@ -32,27 +29,6 @@ def validate_tenant_id(tenant_id: str) -> None:
     problem = tenant_id_problem(tenant_id)
     if problem is not None:
         raise InvalidInputError(problem, {"field": "id", "value": tenant_id})
-
-
-def _holders(session: Session, tenant_id: str) -> list[str]:
-    """What still belongs to a tenant and keeps it from being deleted."""
-    checks = (
-        ("pools", select(Pool.id).where(Pool.owner_tenant_id == tenant_id)),
-        ("pool offers", select(PoolOffer.pool_id).where(PoolOffer.tenant_id == tenant_id)),
-        ("principals", select(Principal.id).where(Principal.tenant_id == tenant_id)),
-        (
-            "provider accounts",
-            select(ProviderAccount.id).where(ProviderAccount.tenant_id == tenant_id),
-        ),
-        ("quotas", select(Quota.pool_id).where(Quota.tenant_id == tenant_id)),
-        ("services", select(Service.id).where(Service.tenant_id == tenant_id)),
-        ("indexes", select(PipelineIndex.id).where(PipelineIndex.tenant_id == tenant_id)),
-        (
-            "environments",
-            select(FleetEnvironment.id).where(FleetEnvironment.tenant_id == tenant_id),
-        ),
-    )
-    return [label for label, query in checks if session.exec(query.limit(1)).first() is not None]
 
 
 class TenantsAPI(Area):
@@ -109,10 +85,10 @@ class TenantsAPI(Area):
             tenant = get_tenant(session, tenant_id)
             if tenant_id == ROOT_TENANT:
                 raise ConflictError("the root tenant cannot be deleted", {"tenant": tenant_id})
-            holders = _holders(session, tenant_id)
+            holders = tenant_holders(session, [tenant_id]).get(tenant_id, [])
             if holders:
                 raise ConflictError(
-                    f"tenant {tenant_id!r} still has {', '.join(holders)}",
+                    still_has(tenant_id, holders),
                     {"tenant": tenant_id, "has": holders},
                 )
             settings = session.get(ComputeSettingsRow, tenant_id)
@@ -120,11 +96,11 @@ class TenantsAPI(Area):
                 session.delete(settings)
                 session.flush()
             session.delete(tenant)
-            # instances, usage, … may still refer to it
+            # a table that names tenants and is not in tenant_holders.HOLDERS yet: still CONFLICT
             flush_or_conflict(
                 session,
                 ConflictError(
-                    f"tenant {tenant_id!r} is still referenced (instances, usage, …)",
+                    f"tenant {tenant_id!r} is still referenced by rows that name it",
                     {"tenant": tenant_id},
                 ),
             )

@@ -13,6 +13,8 @@ from bcfleet.api.conditions import condition_is_true
 from bcfleet.clock import format_time
 from bcfleet.domain.agent_report import HEALTH_DEGRADED
 from bcfleet.domain.bounds import finite_or_none, stored_ratio
+from bcfleet.domain.host_reserve import DEFAULT_RESERVE, HostReserve
+from bcfleet.domain.pool_policy import effective_ratios, effective_reserve_json
 from bcfleet.domain.states import INVENTORY_SHORTFALL, HostHealth
 
 if TYPE_CHECKING:
@@ -52,7 +54,11 @@ def principal_json(principal: Principal) -> PrincipalJson:
     return body
 
 
-def pool_json(pool: Pool, offered_to: list[str] | None = None) -> PoolJson:
+def pool_json(
+    pool: Pool, offered_to: list[str] | None = None, default_reserve: HostReserve = DEFAULT_RESERVE
+) -> PoolJson:
+    """The pool; ``policy`` as stored, ``effectivePolicy`` every value in force (the fleet's
+    default reserve, ``default_reserve``, under the pool's own)."""
     body: PoolJson = {
         "id": pool.id,
         "name": pool.name,
@@ -61,6 +67,10 @@ def pool_json(pool: Pool, offered_to: list[str] | None = None) -> PoolJson:
         "policy": {
             "overcommit": {k: stored_ratio(v) for k, v in pool.overcommit.items()},
             "hostReserve": {k: finite_or_none(v) for k, v in pool.host_reserve.items()},
+        },
+        "effectivePolicy": {
+            "overcommit": effective_ratios(pool.overcommit),
+            "hostReserve": effective_reserve_json(pool.host_reserve, default_reserve),
         },
         "version": pool.version,
         "createdAt": format_time(pool.created_at),

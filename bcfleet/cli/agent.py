@@ -14,10 +14,9 @@ from bcfleet.agent.inventory import read_inventory
 from bcfleet.cli.common import Seconds, Whole, fleet_command, output, print_json, state
 from bcfleet.domain.converge import SHUTDOWN_GRACE_SECONDS
 from bcfleet.domain.instance_spec import HostDomain
-from bcfleet.domain.inventory import validate_inventory
 from bcfleet.domain.inventory_age import AGENT_ROUND_SECONDS
 from bcfleet.errors import InvalidInputError, UnauthenticatedError
-from bcfleet.schemas import load_schema
+from bcfleet.schemas.inventory import validate_inventory
 from bcfleet.settings import load_fleet_settings
 
 
@@ -33,7 +32,7 @@ def group() -> None:
 def inventory(root: str) -> None:
     """Print this machine's inventory (schemas/inventory.schema.json) as JSON."""
     document = read_inventory(root)
-    validate_inventory(document, load_schema("inventory"))
+    validate_inventory(document)
     print_json(document)
 
 

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import wraps
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
@@ -44,14 +45,23 @@ class CliState:
     json: bool = False
     debug: bool = False
     token: str | None = None
+    busy_timeout_s: float | None = None
+    """How long the fleet's SQLite connections wait for another process's lock (None: the
+    store's default); the dashboard waits a second, then says busy."""
     _fleet: Fleet | None = field(default=None, repr=False)
+    _made_file: Path | None = field(default=None, repr=False)
+    """The SQLite file this run created: removed again if the command fails before any change."""
 
     @property
     def fleet(self) -> Fleet:
         if self._fleet is None:
             from bcfleet.fleet import Fleet
 
-            self._fleet = Fleet.open(self._url_to_open())
+            url = self._url_to_open()
+            if self.busy_timeout_s is None:
+                self._fleet = Fleet.open(url)
+            else:
+                self._fleet = Fleet.open(url, busy_timeout_s=self.busy_timeout_s)
         return self._fleet
 
     def _url_to_open(self) -> str | None:
@@ -74,13 +84,26 @@ class CliState:
                 {"db": where, "reason": "no_fleet"},
             )
         click.echo(f"Creating a new fleet in {where}.", err=True)
+        if found == "missing":
+            self._made_file = Fleet.sqlite_file(self.db)
         return self.db
 
-    def close_fleet(self) -> None:
-        """Close the fleet handle, if one is open; the next use opens it again."""
-        if self._fleet is not None:
-            self._fleet.close()
-            self._fleet = None
+    def close_fleet(self, *, succeeded: bool = True) -> None:
+        """Close the fleet handle, if one is open; the next use opens it again.
+
+        A command that failed leaves no database behind that it created and never changed
+        (a refused `fleet apply PLAN`, a create that was refused): the file is removed.
+        """
+        if self._fleet is None:
+            return
+        made, fleet = self._made_file, self._fleet
+        discard = not succeeded and made is not None and _unchanged(fleet)
+        fleet.close()
+        self._fleet = self._made_file = None
+        if discard and made is not None:
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                Path(f"{made}{suffix}").unlink(missing_ok=True)
+            click.echo(f"Removed the new fleet in {made} again: nothing was changed.", err=True)
 
     @property
     def credential(self) -> Credential:
@@ -94,6 +117,14 @@ class CliState:
         if self.token is not None:
             return self.token
         return os.environ.get("BCFLEET_TOKEN", LOCAL_OPERATOR)
+
+
+def _unchanged(fleet: Fleet) -> bool:
+    """Whether the fleet is as made (False when that cannot be told: the file is kept)."""
+    try:
+        return fleet.unchanged()
+    except Exception:  # noqa: BLE001 - the command's own error is the one to report
+        return False
 
 
 _current: list[CliState] = [CliState()]

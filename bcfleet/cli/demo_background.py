@@ -18,7 +18,7 @@ def _agent_loop(fleet: Fleet) -> None:
     """The simulated agent of every host: instances become ready after the boot delay."""
     while not fleet.api.jobs.wait_for_stop(AGENT_EVERY_SECONDS):
         try:
-            boot_instances(fleet, fleet.now())
+            boot_instances(fleet, LOCAL_OPERATOR, fleet.now())
         except Exception:  # noqa: BLE001 - the demo keeps running; the error is logged
             logging.getLogger("bcfleet.demo").exception("simulated agent round failed")
 

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 from bcfleet.api.auth import LOCAL_OPERATOR
 from bcfleet.api.documents import ServiceJson
+from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.domain.states import PoolKind
 from bcfleet.fleet import Fleet
 
@@ -46,21 +47,21 @@ def _burst(fleet: Fleet) -> int:
 
     api = fleet.api
     pool = api.pools.create(
-        OP, tenant_id="root", name="gpu-burst", kind=PoolKind.VPS_HOST, gpu_model="L40S"
+        OP, tenant_id=ROOT_TENANT, name="gpu-burst", kind=PoolKind.VPS_HOST, gpu_model="L40S"
     )["id"]
     for tenant in ("acme", "globex"):
-        api.pools.offer(OP, tenant_id="root", pool=pool, to=tenant)
+        api.pools.offer(OP, tenant_id=ROOT_TENANT, pool=pool, to=tenant)
     for name, inventory in (("burst-01", gpu_numa_unknown_host(seed=101, gpus=4, hostname="burst-01")),
                             ("burst-02", two_socket_host(seed=102, gpus=4, hostname="burst-02"))):  # fmt: skip
         api.hosts.adopt(
             OP,
-            tenant_id="root",
+            tenant_id=ROOT_TENANT,
             pool=pool,
             name=name,
             labels={"bc.dev/cap.instance.placement": "true"},
         )
         api.hosts.report(OP, host=name, inventory=inventory)
-    api.flavors.create(OP, tenant_id="root", pool_id=pool, name="gpu1.l40s", vcpu=8, memory_gib=32, disk_gib=200,
+    api.flavors.create(OP, tenant_id=ROOT_TENANT, pool_id=pool, name="gpu1.l40s", vcpu=8, memory_gib=32, disk_gib=200,
                        gpus=1, placement={"numaAffine": True, "pinned": True})  # fmt: skip
     api.jobs.call(OP, "vps.hosts")
     for i in range(2):
@@ -100,7 +101,7 @@ def _compute(fleet: Fleet, cpu_pool: str) -> int:
     from bcfleet.agent.simulate import boot_instances
 
     fleet.api.jobs.call(OP, "spares")
-    boot_instances(fleet, fleet.now() + timedelta(hours=1))
+    boot_instances(fleet, OP, fleet.now() + timedelta(hours=1))
     services: list[ServiceJson] = []
     for workspace, name, size in (
         ("prod", "web", "large"),

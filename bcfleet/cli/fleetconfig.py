@@ -187,10 +187,11 @@ def apply_(
     s = state()
     operation = f"apply {plan_file or file}"
     if plan_file is not None:
+        saved = _approved_saved(plan_file)  # read before the fleet is opened (or created)
         result = apply(
             s.fleet,
             s.credential,
-            _approved_saved(plan_file),
+            saved,
             lock_timeout=timeout,
             operation=operation,
             between=_pause_hook(s.fleet),

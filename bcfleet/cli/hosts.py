@@ -9,6 +9,7 @@ import click
 
 from bcfleet.cli.common import fleet_command, output, parse_labels, state, table
 from bcfleet.domain.document_limits import INVENTORY_MAX_BYTES
+from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.input_files import load_json
 
 
@@ -44,7 +45,7 @@ def _host_text(h: dict[str, Any]) -> str:
 
 
 @fleet_command(group, "adopt")
-@click.option("--tenant", default="root", show_default=True)
+@click.option("--tenant", default=ROOT_TENANT, show_default=True)
 @click.option("--pool", required=True)
 @click.option("--name", required=True)
 @click.option("--label", "labels", multiple=True, help="KEY=VALUE, repeatable.")

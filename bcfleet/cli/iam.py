@@ -80,8 +80,16 @@ def _expires_in(default: str) -> Callable[[F], F]:
 
 
 def _shown_once(result: dict[str, object]) -> str:
+    """The token on the first line (for `$(…)`), then its id, which rotate and revoke take."""
     expires = result.get("expiresAt") or "never"
-    return f"{result['token']}\n(shown once; store it now; expires: {expires})"
+    lines = [
+        str(result["token"]),
+        f"(shown once; store it now; expires: {expires})",
+        f"id: {result['id']} (for `fleet iam tokens rotate` and `revoke`)",
+    ]
+    if result.get("replaces"):
+        lines.append(f"replaces: {result['replaces']} (revoked)")
+    return "\n".join(lines)
 
 
 @fleet_command(tokens, "create")

@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.stderr.close()
         sys.exit(1)
     except Exception as error:  # noqa: BLE001 - the last net: no traceback unless asked for
-        fail(internal_error(error, debug=state().debug))
+        fail(escaped_error(error))
     sys.exit(result if isinstance(result, int) else 0)
 
 
@@ -189,11 +189,28 @@ def refuse_unstorable(args: list[str]) -> None:
 
 
 def _run(args: list[str]) -> object:
-    """One run of the command tree; the fleet it opened is closed after it, whatever happened."""
+    """One run of the command tree; the fleet it opened is closed after it, whatever happened
+    (and a database it created is removed again when it failed before changing anything)."""
+    succeeded = False
     try:
-        return cli.main(args=args, prog_name="fleet", standalone_mode=False)
+        result = cli.main(args=args, prog_name="fleet", standalone_mode=False)
+        succeeded = result in (None, 0)
+        return result
+    except SystemExit as exiting:
+        succeeded = exiting.code in (None, 0)
+        raise
     finally:
-        state().close_fleet()
+        state().close_fleet(succeeded=succeeded)
+
+
+def escaped_error(error: Exception) -> FleetError:
+    """What an error that escaped the command answers: a database failure outside every unit
+    of work (a lost connection, a cancelled statement while the fleet opens) as the HTTP edge
+    answers it, DATABASE_UNAVAILABLE; anything else INTERNAL."""
+    from bcfleet.api.escaped import escaped_fault  # only on this path: the start stays light
+
+    fault = escaped_fault(error)
+    return fault if fault is not None else internal_error(error, debug=state().debug)
 
 
 def internal_error(error: Exception, *, debug: bool) -> FleetError:

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from bcfleet.cli.common import WHOLE, fleet_command, output, parse_pairs, state, table
+from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.domain.states import PoolKind
 
 
@@ -23,24 +24,27 @@ def _pool_text(p: dict[str, Any]) -> str:
     ]
     if p.get("gpuModel"):
         lines.append(f"  gpuModel:    {p['gpuModel']}")
-    overcommit = p["policy"]["overcommit"] or {}
-    lines.append(
-        "  overcommit:  "
-        + (", ".join(f"{k}={_ratio(v)}" for k, v in overcommit.items()) or "none (1)")
-    )
-    reserve = p["policy"]["hostReserve"] or {}
-    lines.append(
-        "  hostReserve: " + (", ".join(f"{k}={v}" for k, v in reserve.items()) or "defaults")
-    )
+    effective, stored = p["effectivePolicy"], p["policy"]
+    lines.append("  overcommit:  " + _in_force(effective["overcommit"], stored["overcommit"]))
+    lines.append("  hostReserve: " + _in_force(effective["hostReserve"], stored["hostReserve"]))
     if "offeredTo" in p:
         lines.append("  offeredTo:   " + (", ".join(p["offeredTo"]) or "-"))
     lines.extend(f"notice: {n['message']}" for n in p.get("notices", []))
     return "\n".join(lines)
 
 
-def _ratio(value: float | None) -> str:
-    """A ratio as written; null (a stored value that is not a finite number) reads as 1."""
-    return "1 (invalid value stored)" if value is None else f"{value:g}"
+def _in_force(effective: dict[str, Any], stored: dict[str, Any]) -> str:
+    """Each resource's value in force (the API's effectivePolicy), the ones the pool does not
+    set marked as defaults; a stored value that is not a finite number says so."""
+    parts = []
+    for resource, value in effective.items():
+        note = ""
+        if resource not in stored:
+            note = " (default)"
+        elif stored[resource] is None:
+            note = " (invalid value stored)"
+        parts.append(f"{resource}={'-' if value is None else f'{value:g}'}{note}")
+    return ", ".join(parts)
 
 
 def _reserve(vcpu: int | None, memory: int | None, disk: int | None) -> dict[str, int] | None:
@@ -51,7 +55,7 @@ def _reserve(vcpu: int | None, memory: int | None, disk: int | None) -> dict[str
 
 
 @fleet_command(group, "create")
-@click.option("--tenant", default="root", show_default=True)
+@click.option("--tenant", default=ROOT_TENANT, show_default=True)
 @click.option("--name", required=True)
 @click.option("--kind", type=click.Choice([k.value for k in PoolKind]), required=True)
 @click.option("--gpu-model")
@@ -90,7 +94,7 @@ def create(
 
 
 @fleet_command(group, "update")
-@click.option("--tenant", default="root", show_default=True)
+@click.option("--tenant", default=ROOT_TENANT, show_default=True)
 @click.option("--pool", required=True)
 @click.option("--gpu-model")
 @click.option("--overcommit")
@@ -120,7 +124,7 @@ def update(
 
 
 @fleet_command(group, "offer")
-@click.option("--tenant", default="root", show_default=True)
+@click.option("--tenant", default=ROOT_TENANT, show_default=True)
 @click.option("--pool", required=True)
 @click.option("--to", "to", required=True, help="The tenant to offer the pool to.")
 @click.option("--revoke", is_flag=True, help="Take the offer back.")

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from bcfleet.cli.common import Whole, fleet_command, output, state, table
+from bcfleet.domain.policy import ROOT_TENANT
 
 OFFER_COLUMNS = [
     ("ID", "id"),
@@ -50,7 +51,7 @@ def read_token(token_file: Path | None, token_stdin: bool) -> str | None:
 
 
 @fleet_command(group, "create")
-@click.option("--tenant", default="root", show_default=True)
+@click.option("--tenant", default=ROOT_TENANT, show_default=True)
 @click.option("--name", required=True)
 @click.option("--provider", type=click.Choice(["hetzner"]), required=True)
 @click.option(
@@ -99,7 +100,7 @@ def _token_source(account: dict[str, Any]) -> str:
 
 
 @fleet_command(group, "list")
-@click.option("--tenant", default="root", show_default=True)
+@click.option("--tenant", default=ROOT_TENANT, show_default=True)
 def list_(tenant: str) -> None:
     s = state()
     output(
@@ -122,7 +123,7 @@ def _offers_text(data: dict[str, Any]) -> str:
 
 @fleet_command(group, "offers")
 @click.argument("account")
-@click.option("--tenant", default="root", show_default=True)
+@click.option("--tenant", default=ROOT_TENANT, show_default=True)
 @click.option("--kind", help="Only offers of this kind (vps).")
 @click.option("--min-vcpu", type=Whole(min=0), help="Only offers with at least N vCPUs.")
 def offers(account: str, tenant: str, kind: str | None, min_vcpu: int | None) -> None:

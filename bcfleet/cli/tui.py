@@ -11,6 +11,10 @@ from bcfleet.cli.common import Seconds, common_options, state
 if TYPE_CHECKING:
     from bcfleet.tui.app import FleetApp
 
+BUSY_SECONDS = 1.0
+"""The dashboard's database waits this long for another process's lock, then says busy (and
+its next refresh tries again), rather than showing nothing for the store's 30 seconds."""
+
 
 def dashboard(*, read_only: bool, refresh: float, tenant: str | None) -> FleetApp:
     """The dashboard on the CLI's fleet (its --db, --token), not yet running."""
@@ -44,6 +48,7 @@ def run_dashboard(*, read_only: bool, refresh: float, tenant: str | None) -> Non
 def group(read_only: bool, refresh: float, tenant: str | None, server: str | None) -> None:
     """The operator dashboard: hosts, reservations, previews, compute settings, usage, events."""
     if server is None:
+        state().busy_timeout_s = BUSY_SECONDS
         run_dashboard(read_only=read_only, refresh=refresh, tenant=tenant)
         return
     from bcfleet.client.fleet_client import FleetClient

@@ -1,6 +1,6 @@
 """Capacity math for hosted pools: node_resources rows, the host fit check, reasons, weighers.
 
-The vps.hosts job calls derive_allocatable and next_row to keep each host's rows; the placement
+The vps.hosts job calls next_row (derive_row) to keep each host's rows; the placement
 layer runs check_fit over host snapshots to explain a "no" with explain_no_fit, and orders its
 candidates with a weigher. The SQL guard and these functions compute the same thing:
 a claim fits a row when allocated + claim <= capacity, capacity = floor(allocatable × ratio).
@@ -22,22 +22,12 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import NamedTuple
 
-from bcfleet.domain.bounds import stored_ratio
 from bcfleet.domain.host_reserve import DEFAULT_RESERVE, HostReserve
+from bcfleet.domain.pool_policy import clamp_ratio
 from bcfleet.domain.scalars import SCALARS
 from bcfleet.domain.shapes import Inventory, PlacementPolicy, Shape
 
 PLACEMENT_CAPABILITY_LABEL = "bc.dev/cap.instance.placement"
-
-
-def clamp_ratio(ratio: object) -> float:
-    """A stored overcommit as placement reads it: bounds.stored_ratio, 1 for what it cannot read.
-
-    The API stores ratios already clamped (bounds.check_ratio); a row written before that, or
-    straight into the table, reads as the API shows it, so capacity never sees anything else.
-    """
-    stored = stored_ratio(ratio)
-    return 1.0 if stored is None else stored
 
 
 def capacity(allocatable: int, ratio: float | None) -> int:
@@ -106,6 +96,34 @@ class ResourceRow(NamedTuple):
         return self.allocated + claim <= self.capacity
 
 
+def held_allocatable(allocated: int, ratio: float | None) -> int:
+    """What allocated guests occupy of a host's allocatable: the least whose capacity holds them
+    under overcommit (allocated ÷ ratio, rounded up), and never more than allocated itself."""
+    return min(allocated, min_allocatable(allocated, ratio))
+
+
+def derive_row(
+    resource: str, old: ResourceRow | None, total: int, reserve: HostReserve, ratio: float | None
+) -> ResourceRow:
+    """The row one scalar of one host has under a policy, from what the host reports (``total``).
+
+    The one decider of document 000's "a shrinking host never drops allocatable below what is
+    already allocated", read in the host's own units: allocatable is total − reserve, except
+    that when that drops under what the guests occupy (held_allocatable) it stays where it was,
+    down to what they occupy, by eating into the reserve. It never rises by this rule and never
+    exceeds ``total``: a lowered ratio lowers capacity, not allocatable, and a host left holding
+    more than its capacity keeps its guests and takes no new ones. The vps.hosts job writes it
+    (next_row), and a FleetConfig plan shows it for a policy change.
+    """
+    clamped = clamp_ratio(ratio)
+    allocatable = allocatable_of(total, reserve.of(resource))
+    allocated = 0 if old is None else old.allocated
+    if old is not None:
+        kept = min(old.allocatable, total, held_allocatable(allocated, clamped))
+        allocatable = max(allocatable, kept)
+    return ResourceRow(resource, allocatable, clamped, capacity(allocatable, clamped), allocated)
+
+
 def next_row(
     resource: str,
     old: ResourceRow | None,
@@ -113,20 +131,11 @@ def next_row(
     reserve: HostReserve = DEFAULT_RESERVE,
     ratio: float | None = None,
 ) -> ResourceRow | None:
-    """The row to write for one scalar of one host, or None when there is nothing to write.
-
-    None means the row is unchanged, or the host has no inventory (and so no rows). A shrinking
-    host or a lowered ratio never takes capacity below what is allocated: allocatable stays at
-    the least that still holds it (with ratio 1, never below allocated), and follows the
-    inventory again as guests leave.
-    """
-    derived = derive_allocatable(inventory, reserve)
-    if derived is None:
+    """The row to write for one scalar of one host (derive_row), or None when there is nothing
+    to write: the row is unchanged, or the host has no inventory (and so no rows)."""
+    if inventory is None:
         return None
-    clamped = clamp_ratio(ratio)
-    allocated = old.allocated if old is not None else 0
-    allocatable = max(derived[resource], min_allocatable(allocated, clamped))
-    row = ResourceRow(resource, allocatable, clamped, capacity(allocatable, clamped), allocated)
+    row = derive_row(resource, old, scalar_totals(inventory)[resource], reserve, ratio)
     return None if row == old else row
 
 

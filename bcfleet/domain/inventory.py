@@ -1,8 +1,7 @@
-"""Inventory validation, schema and meaning together; the API and the host agent call it.
+"""An inventory's meaning: the checks a JSON Schema cannot express, and the one refusal.
 
-The caller passes the parsed schema (``bcfleet.schemas.load_schema("inventory")``),
-so this module reads no files. jsonschema is a pure validator and the only
-third-party import here.
+The schema itself is run by ``bcfleet.schemas.inventory`` (jsonschema stays out of the
+domain); it hands its problems to ``merged_problems`` and ``refuse``.
 
 Semantic checks, each reported at the JSON path of the offending value:
 
@@ -20,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import islice
 from typing import Any
 
 from bcfleet.domain.bounds import (
@@ -33,7 +31,7 @@ from bcfleet.domain.bounds import (
     text_problem,
     whole_problem,
 )
-from bcfleet.domain.document_limits import MAX_PROBLEMS, cut
+from bcfleet.domain.document_limits import MAX_PROBLEMS
 from bcfleet.errors import InvalidInputError
 
 # (section, field, low, high) of every number an inventory holds; GiB may be fractional.
@@ -65,18 +63,6 @@ def json_path(parts: Sequence[str | int]) -> str:
     for part in parts:
         text += f"[{part}]" if isinstance(part, int) else f".{part}"
     return text
-
-
-def schema_problems(doc: object, schema: Mapping[str, Any]) -> list[InventoryProblem]:
-    """Every way ``doc`` breaks ``schema`` (up to one past MAX_PROBLEMS), sorted by path."""
-    from jsonschema import Draft202012Validator  # only when a report is checked, not to list hosts
-
-    validator = Draft202012Validator(schema)
-    found = {
-        InventoryProblem(json_path(list(error.absolute_path)), cut(error.message))
-        for error in islice(validator.iter_errors(doc), MAX_PROBLEMS + 1)
-    }
-    return sorted(found)
 
 
 def _entries(doc: Mapping[str, Any], key: str) -> Iterator[tuple[int, Mapping[str, Any]]]:
@@ -233,17 +219,15 @@ def semantic_problems(doc: object) -> list[InventoryProblem]:
     return sorted(first.values())
 
 
-def inventory_problems(doc: object, schema: Mapping[str, Any]) -> list[InventoryProblem]:
-    """Schema problems, then semantic problems (one per path); empty when the inventory is valid."""
-    found = schema_problems(doc, schema)
-    seen = {p.path for p in found}
-    found += [p for p in semantic_problems(doc) if p.path not in seen]
+def merged_problems(doc: object, schema_found: list[InventoryProblem]) -> list[InventoryProblem]:
+    """The schema's problems, then the semantic ones at other paths; empty when the inventory is valid."""
+    seen = {p.path for p in schema_found}
+    found = [*schema_found, *(p for p in semantic_problems(doc) if p.path not in seen)]
     return found[: MAX_PROBLEMS + 1]
 
 
-def validate_inventory(doc: object, schema: Mapping[str, Any]) -> None:
-    """Raise InvalidInputError naming every problem of ``doc``, each at its JSON path."""
-    problems = inventory_problems(doc, schema)
+def refuse(problems: list[InventoryProblem]) -> None:
+    """Raise InvalidInputError naming every problem, each at its JSON path; nothing when none."""
     if not problems:
         return
     details: dict[str, Any] = {"problems": [p.to_json() for p in problems[:MAX_PROBLEMS]]}

@@ -53,8 +53,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from bcfleet.domain.fit import NoFit, clamp_ratio
+from bcfleet.domain.fit import NoFit
 from bcfleet.domain.floating import floating_cpus, floating_node
+from bcfleet.domain.pool_policy import clamp_ratio
 from bcfleet.domain.shapes import GIB, Cpu, Gpu, Inventory, NumaNode, PlacementPolicy, Shape
 
 

@@ -19,6 +19,7 @@ from starlette.responses import Response
 
 from bcfleet.domain.bounds import INTEGER_DIGITS_MAX, integer_form, parse_integer, shown
 from bcfleet.domain.pages import Page
+from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.errors import InvalidInputError
 from bcfleet.fleet import Fleet
 from bcfleet.http.rules import STORABLE_PATTERN, matches
@@ -153,7 +154,7 @@ class TenantResolver:
         if hit is not None and hit[0] > now:
             return hit[1]
         ids = [t["id"] for t in self.fleet.api.tenants.list(token)["items"]]
-        tenant = "root" if "root" in ids else ids[0]
+        tenant = ROOT_TENANT if ROOT_TENANT in ids else ids[0]
         with self._lock:
             if len(self._cache) > 10_000:
                 self._cache.clear()

@@ -35,7 +35,6 @@ from bcfleet.placement.floating import refloat_guests
 from bcfleet.placement.quotas import (
     FinishCharge,
     charged_already,
-    quota_charge_of,
     refund,
     start_charge,
 )
@@ -100,7 +99,7 @@ def place_instance(
     )
     # Finished before the first claim (quota rows come first in the lock order); on PostgreSQL
     # its answer comes with the candidate search's.
-    finish_charge = start_charge(session, tenant_id, pool.id, quota_charge_of(shape))
+    finish_charge = start_charge(session, tenant_id, pool.id, Shape.from_json(shape).quota_charge())
     if pool.kind == PoolKind.PROVIDER:
         instance.state = InstanceState.PROVISIONING  # the providers.reconcile job makes the server
     else:
@@ -404,7 +403,12 @@ def release_instance(
     """Release the allocation and GPU atoms, refund quota, mark the instance deleted (times kept for metering)."""
     now = fleet.now()
     if instance.state != InstanceState.DELETED:  # quota rows before node rows: the one lock order
-        refund(session, instance.tenant_id, instance.pool_id, quota_charge_of(instance.shape))
+        refund(
+            session,
+            instance.tenant_id,
+            instance.pool_id,
+            Shape.from_json(instance.shape).quota_charge(),
+        )
     if instance.allocation_id is not None:
         allocation = session.get(Allocation, instance.allocation_id)
         if allocation is not None and allocation.released_at is None:

@@ -20,10 +20,10 @@ from bcfleet.domain.physical import (
     overbooked_hugepages,
     pinned_outside_guest_cpus,
 )
-from bcfleet.domain.shapes import Inventory
+from bcfleet.domain.shapes import Inventory, Shape
 from bcfleet.domain.states import INSTANCE_LIVE, INSTANCE_ON_HOST, InstanceState
 from bcfleet.placement.holdings import host_inventories, shortfalls
-from bcfleet.placement.quotas import quota_charge_of, quota_usage
+from bcfleet.placement.quotas import quota_usage
 from bcfleet.store.models import (
     Allocation,
     Booking,
@@ -143,7 +143,7 @@ def quota_matches_charges(session: Session) -> list[str]:
         if "shape" in unreadable:
             continue
         try:
-            charge = quota_charge_of(shape["shape"])
+            charge = Shape.from_json(shape["shape"]).quota_charge()
         except (TypeError, ValueError):
             problems.append(f"instance {instance.id}: its shape gives no quota charge")
             continue

@@ -290,15 +290,3 @@ def refund(session: Session, tenant_id: str, pool_id: str, amounts: Mapping[str,
             ),
             {"n": given[resource], "t": tenant_id, "p": pool_id, "r": resource},
         )
-
-
-def quota_charge_of(shape: Mapping[str, int]) -> dict[str, int]:
-    """What a shape counts against quota (document 000): vcpu, memoryGiB, diskGiB, and gpu when gpus > 0."""
-    charge_ = {
-        "vcpu": int(shape.get("vcpu", 0)),
-        "memoryGiB": int(shape.get("memoryGiB", 0)),
-        "diskGiB": int(shape.get("diskGiB", 0)),
-    }
-    if int(shape.get("gpus", 0)) > 0:
-        charge_["gpu"] = int(shape["gpus"])
-    return charge_

@@ -149,7 +149,16 @@ def _check_pools(data: Mapping[str, Any], names: _Names, found: Findings) -> Non
                 at_key=True,
             )
         elif account is not None:
-            _reference(found, (*at, "providerAccount"), "provider account", account, names.accounts)
+            known = _reference(
+                found, (*at, "providerAccount"), "provider account", account, names.accounts
+            )
+            if known and owner != ROOT_TENANT:  # the API finds a pool's account among its owner's
+                found.error(
+                    (*at, "owner"),
+                    f"provider pool {pool['name']!r} is owned by {owner!r}, but a FleetConfig's "
+                    f"provider accounts are {ROOT_TENANT}'s and a pool uses its owner's account: "
+                    f"leave owner out (or set it to {ROOT_TENANT})",
+                )
         _check_ratios(at, pool, found)
 
 

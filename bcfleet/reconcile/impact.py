@@ -6,7 +6,8 @@
 - sizes in use: turning off a size that a deployed serverless service, an index
   with that pod size or an environment uses is SIZE_IN_USE (document 004), as the
   settings API decides it;
-- dependents: an object cannot be deleted while a surviving object refers to it.
+- dependents: an object cannot be deleted while a surviving object refers to it, nor a
+  tenant while rows no FleetConfig declares (instances, principals, …) name it.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from bcfleet.domain.compute_settings import (
     credits_table,
     default_sizes,
 )
-from bcfleet.domain.fit import allocatable_of, capacity
+from bcfleet.domain.fit import ResourceRow, derive_row
 from bcfleet.domain.scalars import SCALARS
+from bcfleet.domain.tenant_removal import still_has
 from bcfleet.errors import SizeInUseError
 from bcfleet.reconcile.actions import (
     CapacityChange,
@@ -37,10 +39,15 @@ from bcfleet.reconcile.attrs import Entry
 from bcfleet.reconcile.model import HostCapacity, PoolSpec
 
 
-def capacity_under(pool: PoolSpec, resource: str, total: int) -> int:
-    """A host's capacity of one resource under a pool's policy: the formula vps.hosts stores."""
-    allocatable = allocatable_of(total, pool.host_reserve.of(resource))
-    return capacity(allocatable, pool.overcommit.ratio(resource))
+def row_under(pool: PoolSpec, host: HostCapacity, row: ResourceRow) -> ResourceRow:
+    """A host's row under a pool's policy: the row vps.hosts then writes (fit.derive_row, from
+    the host's stored row, allocations included); kept as it is when the host's inventory is
+    unreadable, as vps.hosts keeps it."""
+    total = host.totals.get(row.resource)
+    if total is None:
+        return row
+    ratio = pool.overcommit.ratio(row.resource)
+    return derive_row(row.resource, row, total, pool.host_reserve, ratio)
 
 
 def pool_capacity(
@@ -54,7 +61,7 @@ def pool_capacity(
     for host in sorted(hosts, key=lambda h: h.host):
         over: dict[str, dict[str, int]] = {}
         for row in host.rows:
-            new = capacity_under(after, row.resource, host.total(row))
+            new = row_under(after, host, row).capacity
             before_sum[row.resource] = before_sum.get(row.resource, 0) + row.capacity
             after_sum[row.resource] = after_sum.get(row.resource, 0) + new
             if row.allocated > new:
@@ -162,6 +169,17 @@ def host_allocations(hosts: Iterable[HostCapacity]) -> dict[str, Mapping[str, in
         if allocated:
             result[host.host] = allocated
     return result
+
+
+def tenant_held(address: str, tenant: str, holders: Sequence[str]) -> PlanMessage:
+    """CONFLICT: a tenant that rows no FleetConfig declares still name cannot be deleted (the
+    tenants API's rule and words); the apply would stop there."""
+    return PlanMessage(
+        code="CONFLICT",
+        message=f"{address} cannot be deleted: {still_has(tenant, holders)}",
+        address=address,
+        details=freeze({"tenant": tenant, "has": list(holders)}),
+    )
 
 
 def host_busy(address: str, host: str, allocated: Mapping[str, int], doing: str) -> PlanMessage:

@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bcfleet.domain.compute_settings import SizeSetting, SizeUsers, default_sizes
-from bcfleet.domain.fit import ResourceRow, clamp_ratio
+from bcfleet.domain.fit import ResourceRow
 from bcfleet.domain.host_reserve import HostReserve
 from bcfleet.domain.policy import ROOT_TENANT
+from bcfleet.domain.pool_policy import effective_ratios, effective_reserve
 from bcfleet.domain.scalars import per_scalar
 from bcfleet.domain.shapes import PlacementPolicy, placement_from_json
 from bcfleet.domain.sizes import SIZE_NAMES, SizeName, kept_spares
@@ -33,6 +34,11 @@ class Overcommit:
     vcpu: float = 1.0
     memory_gib: float = 1.0
     disk_gib: float = 1.0
+
+    @classmethod
+    def of(cls, ratios: Mapping[str, float]) -> Overcommit:
+        """From ratios in force by resource name (pool_policy.effective_ratios, effectivePolicy)."""
+        return cls(ratios["vcpu"], ratios["memoryGiB"], ratios["diskGiB"])
 
     def ratio(self, resource: str) -> float:
         return per_scalar(self.vcpu, self.memory_gib, self.disk_gib)[resource]
@@ -206,6 +212,7 @@ class DesiredFleet:
 class ObservedTenant:
     spec: TenantSpec
     managed: bool = False
+    held_by: tuple[str, ...] = ()  # undeclared rows naming a managed tenant: it cannot be deleted
 
 
 @dataclass(frozen=True)
@@ -263,16 +270,13 @@ class ObservedCompute:
 
 @dataclass(frozen=True)
 class HostCapacity:
-    """A host's node_resources rows, and the inventory totals (by resource) they derive from."""
+    """A host's node_resources rows, and the inventory totals (by resource) they derive from;
+    without totals (an unreadable inventory, a tenant-controlled host) vps.hosts keeps the rows."""
 
     host: str
     pool: str
     rows: tuple[ResourceRow, ...] = ()
     totals: Mapping[str, int] = field(default_factory=dict)
-
-    def total(self, row: ResourceRow) -> int:
-        """The inventory total of a row's resource; its allocatable when the host reports none."""
-        return self.totals.get(row.resource, row.allocatable)
 
 
 @dataclass(frozen=True)
@@ -306,32 +310,16 @@ def _whole(value: object) -> int:
 
 
 def normalize_overcommit(raw: Mapping[str, Any] | None) -> Overcommit:
-    """Declared or stored ratios as the API keeps them: clamped by the one rule (bounds.clamp_ratio
-    through fit.clamp_ratio), 1 when left out."""
-    raw = raw or {}
-    return Overcommit(
-        vcpu=clamp_ratio(raw.get("vcpu", 1.0)),
-        memory_gib=clamp_ratio(raw.get("memoryGiB", 1.0)),
-        disk_gib=clamp_ratio(raw.get("diskGiB", 1.0)),
-    )
-
-
-def shown_overcommit(raw: Mapping[str, Any] | None) -> Overcommit:
-    """Ratios as the API answered them (already clamped; null, a stored non-number, reads 1)."""
-    raw = raw or {}
-
-    def ratio(key: str) -> float:
-        value = raw.get(key)
-        return 1.0 if value is None else float(value)
-
-    return Overcommit(ratio("vcpu"), ratio("memoryGiB"), ratio("diskGiB"))
+    """Declared or stored ratios in force: domain.pool_policy.effective_ratios (clamped by the
+    one rule, 1 when left out), as the API's effectivePolicy answers them."""
+    return Overcommit.of(effective_ratios(raw))
 
 
 def normalize_host_reserve(
     raw: Mapping[str, int] | None, default: HostReserve | None = None
 ) -> HostReserve:
-    """A pool's policy.hostReserve over the fleet's default reserve."""
-    return (default or HostReserve()).with_overrides(raw)
+    """A pool's policy.hostReserve over the fleet's default reserve (pool_policy.effective_reserve)."""
+    return effective_reserve(raw, default or HostReserve())
 
 
 def normalize_labels(raw: Mapping[str, str] | None) -> tuple[tuple[str, str], ...]:

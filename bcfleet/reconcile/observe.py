@@ -54,6 +54,7 @@ from bcfleet.store.models import (
     Quota,
     Tenant,
 )
+from bcfleet.store.tenant_holders import tenant_holders
 from bcfleet.store.uow import current_revision
 
 QUOTA_FIELDS = {"vcpu": "vcpu", "memoryGiB": "memory_gib", "diskGiB": "disk_gib", "gpu": "gpu"}
@@ -82,8 +83,11 @@ def observe(session: Session, *, host_reserve: HostReserve | None = None) -> Obs
 
 def _tenants(session: Session) -> tuple[ObservedTenant, ...]:
     rows = session.execute(select(col(Tenant.id), col(Tenant.name), col(Tenant.managed))).all()
+    deletable = [id_ for id_, _, managed in rows if managed and id_ != ROOT_TENANT]
+    held = tenant_holders(session, deletable, undeclared_only=True) if deletable else {}
     return tuple(
-        ObservedTenant(TenantSpec(id_, name), bool(managed)) for id_, name, managed in rows
+        ObservedTenant(TenantSpec(id_, name), bool(managed), tuple(held.get(id_, ())))
+        for id_, name, managed in rows
     )
 
 
@@ -208,7 +212,8 @@ def _quotas(session: Session, names: Mapping[str, str]) -> tuple[ObservedQuota, 
 
 
 def _capacity(session: Session, names: Mapping[str, str]) -> tuple[HostCapacity, ...]:
-    """Each host's node_resources rows with the inventory totals they were derived from."""
+    """Each host's node_resources rows with the inventory totals they were derived from; none
+    for a tenant-controlled host, whose rows vps.hosts no longer writes (the plan keeps them)."""
     query = select_columns(
         col(NodeResource.node_id),
         col(NodeResource.resource),
@@ -226,7 +231,13 @@ def _capacity(session: Session, names: Mapping[str, str]) -> tuple[HostCapacity,
     # be more parameters than PostgreSQL takes past 65,535 hosts, and holding every inventory
     # at once took about 18 KB a host at the peak.
     hosts = session.execute(
-        select(col(Host.id), col(Host.name), col(Host.pool_id), col(Host.inventory)),
+        select_columns(
+            col(Host.id),
+            col(Host.name),
+            col(Host.pool_id),
+            col(Host.inventory),
+            col(Host.tenant_controlled),
+        ),
         execution_options={"yield_per": 500},  # streamed: the ORM buffers every row otherwise
     )
     found = [
@@ -234,9 +245,9 @@ def _capacity(session: Session, names: Mapping[str, str]) -> tuple[HostCapacity,
             name,
             names[pool_id],
             tuple(sorted(rows[id_], key=lambda row: row.resource)),
-            _totals(inventory),
+            {} if controlled else _totals(inventory),  # vps.hosts leaves its rows alone
         )
-        for id_, name, pool_id, inventory in hosts
+        for id_, name, pool_id, inventory, controlled in hosts
         if id_ in rows
     ]
     return tuple(sorted(found, key=lambda host: host.host))

@@ -38,6 +38,7 @@ from bcfleet.reconcile.impact import (
     host_busy,
     pool_capacity,
     sizes_in_use,
+    tenant_held,
 )
 from bcfleet.reconcile.model import (
     ComputeSpec,
@@ -69,6 +70,7 @@ class _Context:
     capacity_by_pool: dict[str, list[HostCapacity]] = field(default_factory=dict)
     allocations: dict[str, dict[str, int]] = field(default_factory=dict)
     users: dict[str, SizeUsers] = field(default_factory=dict)
+    tenant_holders: dict[str, tuple[str, ...]] = field(default_factory=dict)
     deleted_tenants: set[str] = field(default_factory=set)
     warnings: list[PlanMessage] = field(default_factory=list)
     errors: list[PlanMessage] = field(default_factory=list)
@@ -82,6 +84,7 @@ class _Context:
             capacity_by_pool=dict(by_pool),
             allocations={k: dict(v) for k, v in host_allocations(observed.capacity).items()},
             users=dict(observed.size_users),
+            tenant_holders={t.spec.id: t.held_by for t in observed.tenants if t.held_by},
         )
 
 
@@ -274,6 +277,10 @@ def _check_removals(
         allocated = context.allocations.get(name)
         if action.type == "host" and "delete" in action.actions and allocated:
             context.errors.append(host_busy(action.address, name, allocated, "removed"))
+        tenant = action.address.removeprefix("tenant.")
+        holders = context.tenant_holders.get(tenant)
+        if action.type == "tenant" and "delete" in action.actions and holders:
+            context.errors.append(tenant_held(action.address, tenant, holders))
 
 
 def _goes_with_tenant(entry: Entry, context: _Context) -> bool:

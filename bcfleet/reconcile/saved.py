@@ -122,10 +122,20 @@ def read_plan(path: str | os.PathLike[str]) -> SavedPlan:
 
 
 def _not_a_plan(name: str, why: str) -> InvalidInputError:
+    """INVALID_INPUT for a file given as a saved plan that is not one; the way out it names
+    never writes over that file (it may be the FleetConfig itself)."""
+    plan = plan_name_for(name)
     return InvalidInputError(
-        f"{name} is not a saved plan: {why}; make one with `fleet plan -f FILE --out {name}`",
+        f"{name} is not a saved plan: {why}; to apply a FleetConfig run `fleet apply -f {name}`, "
+        f"or save its plan with `fleet plan -f {name} --out {plan}` and run `fleet apply {plan}`",
         {"file": name},
     )
+
+
+def plan_name_for(name: str) -> str:
+    """Where to save the plan of a FleetConfig: next to it, never the file itself."""
+    path = Path(name)
+    return str(path.with_name(f"{path.stem}.plan.json"))
 
 
 def _parse(name: str, document: Any) -> SavedPlan:

@@ -1,4 +1,5 @@
-"""Engines for SQLite (WAL checkpointed off the commit path, foreign keys, busy timeout, BEGIN IMMEDIATE for writers) and PostgreSQL."""
+"""Engines for SQLite (WAL checkpointed off the commit path, foreign keys, busy timeout, BEGIN IMMEDIATE
+for writers, the file checked at each BEGIN: store/file_identity.py) and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from bcfleet.store.driver_sql import (
     own_listener,
     watch_pipelines,
 )
+from bcfleet.store.file_identity import FileIdentity
 from bcfleet.store.sqlalchemy_seam import check_sqlalchemy
 
 WRITE_OPTION = "bcfleet_write"
@@ -50,13 +52,17 @@ def is_sqlite(engine: Engine) -> bool:
     return engine.dialect.name == "sqlite"
 
 
-def make_engine(url: str, *, echo: bool = False) -> Engine:
+BUSY_TIMEOUT_S = 30.0
+"""How long an SQLite connection waits for another process's lock before it says busy."""
+
+
+def make_engine(url: str, *, echo: bool = False, busy_timeout_s: float = BUSY_TIMEOUT_S) -> Engine:
     """An engine whose transactions behave the same on SQLite and PostgreSQL; UNSUPPORTED on a
     SQLAlchemy version the driver-level statements were not written for (sqlalchemy_seam)."""
     check_sqlalchemy()
     url = normalize_url(url)
     if url.startswith("sqlite"):
-        engine = _sqlite_engine(url, echo)
+        engine = _sqlite_engine(url, echo, busy_timeout_s)
     else:
         # The driver in autocommit mode: each transaction's BEGIN is sent by watch_pipelines,
         # with the first statement, rather than by psycopg in a round trip of its own.
@@ -118,13 +124,13 @@ _BEGIN = DriverStatement(text("BEGIN"))
 _BEGIN_IMMEDIATE = DriverStatement(text("BEGIN IMMEDIATE"))
 
 
-def _sqlite_engine(url: str, echo: bool) -> Engine:
+def _sqlite_engine(url: str, echo: bool, busy_timeout_s: float) -> Engine:
     memory = url in ("sqlite://", "sqlite:///:memory:")
     # Connections are pooled: closing the last one of a WAL database checkpoints it, which is
     # far too slow to do after every call.
     # Text that is not JSON reads as stored_json.UNREADABLE, not an error ending the whole read.
     kwargs: dict[str, Any] = {
-        "connect_args": {"check_same_thread": False, "timeout": 30},
+        "connect_args": {"check_same_thread": False, "timeout": busy_timeout_s},
         "json_deserializer": stored_json.load,
     }
     if not memory:
@@ -132,6 +138,7 @@ def _sqlite_engine(url: str, echo: bool) -> Engine:
     engine = create_engine(url, echo=echo, **kwargs)
     named = not memory and not engine.url.query.get("uri")  # a plain file path
     checkpoints = wal_checkpoints.attach(engine, str(engine.url.database)) if named else None
+    identity = FileIdentity(str(engine.url.database)) if named else None
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -142,17 +149,21 @@ def _sqlite_engine(url: str, echo: bool) -> Engine:
         if not memory:
             cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute(f"PRAGMA busy_timeout={round(busy_timeout_s * 1000)}")
         cursor.execute("PRAGMA synchronous=NORMAL")
         if checkpoints is not None:  # the log is checkpointed off the commit path
             cursor.execute(f"PRAGMA wal_autocheckpoint={wal_checkpoints.BACKSTOP_PAGES}")
         cursor.close()
+        if identity is not None:
+            identity.connected()
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
         # A writer takes the write lock up front: two deferred writers upgrading at once
         # would otherwise deadlock with SQLITE_BUSY, which busy_timeout cannot wait out.
         # On the driver's cursor: SQLAlchemy's exec_driver_sql cost a placement more than BEGIN.
+        if identity is not None:  # never read from or write into a file deleted or replaced
+            identity.check()
         immediate = connection.get_execution_options().get(WRITE_OPTION, False)
         (_BEGIN_IMMEDIATE if immediate else _BEGIN).run(connection, {})
 

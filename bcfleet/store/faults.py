@@ -27,6 +27,10 @@ correct only while no concurrent writer meets it, and when one does, the transac
 rolled back and the call runs again on the careful path. A placement on PostgreSQL claims
 its first host without a savepoint this way (placement/instance_placer.py).
 
+SQLite busy past its busy timeout (another process holds the lock) or a read-only file
+refuses the call as a whole: the outermost call answers DATABASE_UNAVAILABLE with reason
+``database_busy`` or ``database_read_only`` (sqlite_refusal), never the driver's text.
+
 What counts as lost: SQLAlchemy invalidated the connection (it saw a disconnect), a
 driver InterfaceError, or a psycopg OperationalError of SQLSTATE class 08 (connection
 exception), 57P01-57P03 (administrator or crash shutdown, starting up), or with no
@@ -192,6 +196,31 @@ def cancelled(*, during_commit: bool) -> DatabaseUnavailableError:
     )
 
 
+DATABASE_BUSY = "database_busy"
+DATABASE_READ_ONLY = "database_read_only"
+
+
+def sqlite_refusal(exc: BaseException) -> DatabaseUnavailableError | None:
+    """The error of an SQLite database that refused the call as a whole: busy past the busy
+    timeout (another process holds its lock) or read-only; None for any other error.
+    Nothing was saved: SQLite refuses before a write transaction begins or rolls it back."""
+    if not isinstance(exc, OperationalError) or not isinstance(exc.orig, sqlite3.Error):
+        return None
+    text = str(exc.orig)
+    if "database is locked" in text or "database is busy" in text:
+        return DatabaseUnavailableError(
+            "the database is busy: another process holds its lock; nothing was saved: try again",
+            {"reason": DATABASE_BUSY},
+        )
+    if "readonly database" in text:
+        return DatabaseUnavailableError(
+            "the database file is read-only here; nothing was saved",
+            {"reason": DATABASE_READ_ONLY},
+            retry_after_seconds=None,
+        )
+    return None
+
+
 def escaped_fault(exc: BaseException) -> DatabaseUnavailableError | None:
     """The error a database failure that escaped every unit of work answers (a lost connection or
     a cancelled statement), None for any other error. Whether anything was saved is unknown."""
@@ -251,6 +280,11 @@ def run_retrying(call: Callable[[], T]) -> T:
         token = _ATTEMPT.set(attempt)
         try:
             return call()
+        except OperationalError as exc:
+            refusal = sqlite_refusal(exc)
+            if refusal is None:
+                raise
+            raise refusal from exc
         except RunAgainCarefully:
             if careful or attempt.commits:  # may_run_again_carefully() said no to both
                 raise RuntimeError("RunAgainCarefully raised where it may not be") from None

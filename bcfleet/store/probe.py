@@ -2,8 +2,8 @@
 
 - A URL that is neither SQLite nor PostgreSQL, or an SQLite URL without a file
   path (``sqlite://fleet.db``, ``sqlite:fleet.db``), is INVALID_INPUT; so is a
-  path that is a directory, a file that is not an SQLite database, and a
-  database whose tables are not bcfleet's.
+  path that is a directory, a new file whose folder does not exist, a file that is
+  not an SQLite database, and a database whose tables are not bcfleet's.
 - A PostgreSQL server that does not answer, refuses the login or has no such
   database is DATABASE_UNAVAILABLE.
 - Otherwise the answer says whether the database holds a fleet (bcfleet's
@@ -108,6 +108,7 @@ def probe(url: str) -> Found:
             if path.is_dir():
                 raise _bad(url, "that is a directory; name a file such as fleet.db")
             if not path.exists():
+                _check_folder(url, path.parent)
                 return "missing"
             if not path.is_file():  # a device such as /dev/null, a FIFO, a socket
                 raise _bad(url, "that is not a regular file; name a file such as fleet.db")
@@ -116,6 +117,17 @@ def probe(url: str) -> Found:
         if path.stat().st_size and _header(path) != SQLITE_HEADER:
             raise _bad(url, "that file is not an SQLite database")
     return _tables_say(url, normalized)
+
+
+def _check_folder(url: str, folder: Path) -> None:
+    """INVALID_INPUT, before anything is said or made, when a new file's folder is not there."""
+    if folder.is_dir():
+        return
+    why = "does not exist" if not folder.exists() else "is not a folder"
+    raise _bad(
+        url,
+        f"the folder {str(folder)!r} {why}; create it first, or name a file in a folder that exists",
+    )
 
 
 def _header(path: Path) -> bytes:

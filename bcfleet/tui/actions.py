@@ -55,8 +55,9 @@ class Action:
     done: Callable[[Item, Answer], str]
     """What the row's answer says, in words: "web-1 is stopped"."""
     ask: Ask | None = None
-    look: Callable[[FleetSource, Item], Item] | None = None
-    """Facts the confirm needs that the row does not carry (a host's guests); read in the worker."""
+    look: Callable[[FleetSource, Item, Any], Item] | None = None
+    """Facts the confirm needs that the row does not carry (a host's guests, what depends on
+    it), given the value asked for; read in the worker."""
     footer: bool = True
     """Shown in the footer (at 80 columns there is room for about three); always in `?`."""
     label: str = ""
@@ -118,8 +119,31 @@ def _stay(guests: int) -> str:
     return "1 guest stays" if guests == 1 else f"{guests} guests stay"
 
 
-def _guests(source: FleetSource, host: Item) -> Item:
+def _guests(source: FleetSource, host: Item, _value: Any) -> Item:
     return {"guests": len(source.host_guests(str(host["name"])))}
+
+
+def _serving(source: FleetSource, instance: Item, _value: Any) -> Item:
+    return {"dependents": source.instance_dependents(str(instance["id"]))}
+
+
+def _held_there(source: FleetSource, pool: Item, tenant: Any) -> Item:
+    owner = pool.get("owner")
+    return {"dependents": source.offer_dependents(str(pool["id"]), str(tenant), owner=owner)}
+
+
+def _dependents(facts: Item, lead: str) -> str:
+    """The confirm's line naming what depends on the row (the API's list); the API's answer
+    to the change decides whether it may go on."""
+    found = facts.get("dependents")
+    if found is None:
+        return f"; {lead}: not told by this source"
+    if not found:
+        return ""
+    named = ", ".join(
+        f"{d['kind']} {d['name']}" + (f" ({d['state']})" if d.get("state") else "") for d in found
+    )
+    return f"; {lead}: {named}"
 
 
 ACTIONS: tuple[Action, ...] = (
@@ -152,9 +176,11 @@ ACTIONS: tuple[Action, ...] = (
     ),
     Action(
         "delete", "instances", "ctrl+d", "Delete", "instance", _owned,
-        lambda _i, _v, _f: "its host, GPUs and quota are released; this cannot be undone",
+        lambda _i, _v, facts: "its host, GPUs and quota are released; this cannot be undone"
+        + _dependents(facts, "it serves"),
         lambda source, i, _v: source.delete_instance(str(i["id"])),
         lambda i, _a: f"{_named(i)} is deleted",
+        look=_serving,
     ),
     Action(
         "resize", "instances", "z", "Resize", "instance", _owned,
@@ -191,10 +217,12 @@ ACTIONS: tuple[Action, ...] = (
     ),
     Action(
         "unoffer", "pools", "O", "Unoffer", "pool", _owned,
-        lambda _p, tenant, _f: f"tenant {tenant} may no longer place in it",
+        lambda _p, tenant, facts: f"tenant {tenant} may no longer place in it"
+        + _dependents(facts, f"{tenant} holds there"),
         lambda source, p, tenant: source.unoffer_pool(str(p["id"]), tenant, owner=p.get("owner")),
         lambda p, a: f"{_named(p)} is offered to {', '.join(a.get('offeredTo') or []) or '-'}",
         ask=Ask("Take the offer back from which tenant?", "tenant id"),
+        look=_held_there,
     ),
     Action(
         "edit_quota", "quotas", "e", "Set quota", "quota",

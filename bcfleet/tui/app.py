@@ -8,17 +8,20 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from textual import events
 from textual.app import App, ScreenStackError, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.filter import LineFilter, Monochrome
 from textual.screen import Screen
 
 from bcfleet.tui.contrast import ReadableText
+from bcfleet.tui.key_order import KeyOrder
 from bcfleet.tui.screens.base import ViewScreen
 from bcfleet.tui.screens.confirm import Confirm
 from bcfleet.tui.screens.help import HelpScreen, keys_table, views_table
 from bcfleet.tui.source import FleetSource
 from bcfleet.tui.views import VIEWS, find_view
+from bcfleet.tui.widgets.prompt import Prompt
 
 QUIT = "Quit"
 
@@ -77,6 +80,28 @@ class FleetApp(App[None]):
         self._readable = ReadableText(monochrome=self.no_color)
         self.opened: weakref.WeakSet[ViewScreen] = weakref.WeakSet()
         """Every view shown so far (each mode keeps its own), asked for unsaved edits on quit."""
+        self.keys = KeyOrder(self, super().on_event)
+
+    async def on_event(self, event: events.Event) -> None:
+        """Each key as it is read goes through KeyOrder (key_order.py); Ctrl+C quits at once."""
+        if isinstance(event, events.Key) and not event.is_forwarded and event.key != "ctrl+c":
+            await self.keys.read(event)
+            return
+        await super().on_event(event)
+
+    async def on_prompt_closed(self, _message: Prompt.Closed) -> None:
+        await self.keys.resume()
+
+    def on_key(self, event: events.Key) -> None:
+        """A key back from the widgets, about to run a binding: one typed before the confirm on
+        top appeared never answers it."""
+        try:
+            screen = self.screen
+        except ScreenStackError:  # exiting
+            return
+        if isinstance(screen, Confirm) and screen.typed_before(event):
+            event.stop()
+            event.prevent_default()
 
     def get_line_filters(self) -> Sequence[LineFilter]:
         """Textual's filters, then every text at least 4.5:1 on its background (contrast.py);
@@ -154,14 +179,20 @@ class FleetApp(App[None]):
         """q, Ctrl+C, :quit: quit, asking first when a view holds unsaved edits (Ctrl+C again
         while asked quits)."""
         if isinstance(self.screen, Confirm) and self.screen.verb == QUIT:
-            self.exit()
+            self.quit_now()
             return
         unsaved = [" › ".join(s.crumbs()) for s in self.opened if s.has_unsaved_edits()]
         if not unsaved:
-            self.exit()
+            self.quit_now()
             return
         question = f"Quit? Unsaved changes in {', '.join(sorted(unsaved))} are lost."
-        self.push_screen(Confirm(question, QUIT), lambda yes: self.exit() if yes else None)
+        self.push_screen(Confirm(question, QUIT), lambda yes: self.quit_now() if yes else None)
+
+    def quit_now(self) -> None:
+        """Quit: the keys read after the one that quit do nothing (a `u` behind the `q` opened
+        a confirm on a closing app)."""
+        self.keys.quitting = True
+        self.exit()
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         for view in VIEWS:

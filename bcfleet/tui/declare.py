@@ -14,19 +14,19 @@ from typing import Any
 
 import yaml
 
+from bcfleet.domain.host_reserve import HostReserve
 from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.reconcile.attrs import Spec, attributes
 from bcfleet.reconcile.model import (
     FlavorSpec,
     HostSpec,
+    Overcommit,
     PoolSpec,
     ProviderAccountSpec,
     QuotaSpec,
     TenantSpec,
-    normalize_host_reserve,
     normalize_labels,
     normalize_placement,
-    shown_overcommit,
 )
 from bcfleet.reconcile.schema import fleetconfig_schema, schema_problems
 
@@ -45,15 +45,18 @@ def _account(doc: JSON, _names: Mapping[str, str]) -> Spec:
 
 
 def _pool(doc: JSON, names: Mapping[str, str]) -> Spec:
-    policy = doc.get("policy") or {}
+    """The pool with the policy in force as the API answers it (effectivePolicy: the fleet's
+    default reserve under the pool's own), so the YAML plans no change where it is pasted."""
+    effective = doc["effectivePolicy"]
+    reserve = effective["hostReserve"]
     account = doc.get("providerAccountId")
     return PoolSpec(
         name=doc["name"],
         kind=doc["kind"],
         owner=doc.get("owner") or ROOT_TENANT,
         gpu_model=doc.get("gpuModel"),
-        overcommit=shown_overcommit(policy.get("overcommit")),
-        host_reserve=normalize_host_reserve(policy.get("hostReserve")),
+        overcommit=Overcommit.of(effective["overcommit"]),
+        host_reserve=HostReserve(reserve["vcpu"], reserve["memoryGiB"], reserve["diskGiB"]),
         provider_account=names.get(account, account) if account else None,
     )
 

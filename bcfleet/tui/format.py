@@ -44,8 +44,8 @@ def usage_cell(
 ) -> tuple[Cell, float]:
     """'30/128 ×2' for allocated of floor(allocatable × ratio), and the fraction used for sorting.
 
-    At or above 90 % the cell is marked as getting full; above 100 % (a host whose
-    allocatable shrank under what it holds) it reads 'over' as well as turning red.
+    At or above 90 % the cell is marked as getting full; above 100 % (a host that
+    shrank, or whose ratio was lowered, under what it holds) it reads 'over' as well as turning red.
     Narrow tables leave out a ratio of 1 (no overcommit); `percent` adds the share used.
     """
     if row is None:

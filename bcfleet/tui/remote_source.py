@@ -35,6 +35,7 @@ from bcfleet.domain.compute_settings import (
     ComputeSettings,
     draft_change,
 )
+from bcfleet.domain.dependents import DependentJson
 from bcfleet.domain.guest_view import HostBookingJson
 from bcfleet.domain.instance_spec import InstanceSpecJson
 from bcfleet.domain.job_documents import JobRunJson
@@ -285,6 +286,18 @@ class RemoteSource:
             params={"tenant": owner},
         )
         return answer
+
+    def instance_dependents(self, instance_id: str) -> list[DependentJson] | None:
+        """Not told over HTTP yet: the confirm says so, and the API's answer to the change decides."""
+        del instance_id
+        return None
+
+    def offer_dependents(
+        self, pool: str, tenant: str, *, owner: str | None
+    ) -> list[DependentJson] | None:
+        """Not told over HTTP yet (as instance_dependents)."""
+        del pool, tenant, owner
+        return None
 
     def set_quota(self, tenant: str, pool: str, limits: Mapping[str, int | None]) -> QuotaJson:
         return self.client.set_quota(tenant, pool, **limits)

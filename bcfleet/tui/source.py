@@ -42,6 +42,7 @@ from bcfleet.domain.compute_settings import (
     SizeUser,
     draft_change,
 )
+from bcfleet.domain.dependents import DependentJson
 from bcfleet.domain.guest_view import HostBookingJson
 from bcfleet.domain.instance_spec import InstanceSpecJson
 from bcfleet.domain.job_documents import JobRunJson
@@ -220,6 +221,16 @@ class FleetSource(Protocol):
     def offer_pool(self, pool: str, tenant: str, *, owner: str | None) -> PoolJson: ...
 
     def unoffer_pool(self, pool: str, tenant: str, *, owner: str | None) -> PoolJson: ...
+
+    def instance_dependents(self, instance_id: str) -> list[DependentJson] | None:
+        """What depends on an instance (the services it serves); None: not told by this source."""
+        ...
+
+    def offer_dependents(
+        self, pool: str, tenant: str, *, owner: str | None
+    ) -> list[DependentJson] | None:
+        """What a tenant holds in a pool whose offer would be taken back; None: not told."""
+        ...
 
     def set_quota(self, tenant: str, pool: str, limits: Mapping[str, int | None]) -> QuotaJson: ...
 
@@ -467,6 +478,17 @@ class LocalSource:
         return self.api.pools.offer(
             self.credential, tenant_id=owner or "", pool=pool, to=tenant, revoke=True
         )
+
+    def instance_dependents(self, instance_id: str) -> list[DependentJson] | None:
+        return self.api.dependents.of_instance(self.credential, instance_id)["items"]
+
+    def offer_dependents(
+        self, pool: str, tenant: str, *, owner: str | None
+    ) -> list[DependentJson] | None:
+        found = self.api.dependents.of_offer(
+            self.credential, tenant_id=owner or "", pool=pool, to=tenant
+        )
+        return found["items"]
 
     def set_quota(self, tenant: str, pool: str, limits: Mapping[str, int | None]) -> QuotaJson:
         return self.api.quotas.set(self.credential, tenant_id=tenant, pool=pool, limits=limits)

@@ -15,12 +15,7 @@ from hypothesis import strategies as st
 
 from bcfleet import __version__
 from bcfleet.agent.inventory import gpu_model, parse_cpulist, read_inventory
-from bcfleet.domain.inventory import (
-    inventory_problems,
-    json_path,
-    semantic_problems,
-    validate_inventory,
-)
+from bcfleet.domain.inventory import json_path, semantic_problems
 from bcfleet.domain.simulated_inventory import (
     SHAPES,
     gpu_numa_unknown_host,
@@ -31,6 +26,7 @@ from bcfleet.domain.simulated_inventory import (
 )
 from bcfleet.errors import InvalidInputError, NotFoundError, UnsupportedError
 from bcfleet.schemas import load_schema, schema_names
+from bcfleet.schemas.inventory import inventory_problems, validate_inventory
 
 SCHEMA = load_schema("inventory")
 GIB_KIB = 1024**2

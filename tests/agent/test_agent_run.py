@@ -14,17 +14,18 @@ from bcfleet.agent.hypervisor import SimulatedHypervisor
 from bcfleet.agent.local import simulate_round
 from bcfleet.agent.remote import AgentConnection
 from bcfleet.agent.runner import Agent, AgentOptions, simulated_inventory, write_domains
+from bcfleet.agent.simulate import boot_instances
 from bcfleet.clock import FakeClock
-from bcfleet.domain.inventory import inventory_problems
-from bcfleet.errors import NotFoundError, UnauthenticatedError
+from bcfleet.errors import ForbiddenError, NotFoundError, UnauthenticatedError
 from bcfleet.fleet import Fleet
 from bcfleet.http.app import create_app
 from bcfleet.http.server import BackgroundServer
 from bcfleet.jobs.spares import run_spares
 from bcfleet.jobs.vps_hosts import run_vps_hosts
 from bcfleet.schemas import load_schema
+from bcfleet.schemas.inventory import inventory_problems
 from tests.support.builders import OP, flavor, hosted_pool, token
-from tests.support.compute import serverless_tenant
+from tests.support.compute import capacity_host, serverless_tenant
 from tests.support.fleet import run_cli
 
 PLACEMENT = {"bc.dev/cap.instance.placement": "true"}
@@ -192,6 +193,39 @@ def test_the_simulated_agents_boot_placed_instances_after_the_delay(
     assert simulate_round(fleet, clock.now(), OP, boot_seconds=20)["booted"] == 1
     (spare,) = fleet.api.instances.list(OP, tenant_id="acme")["items"]
     assert "readyAt" in spare
+
+
+def test_the_simulated_agents_ready_is_the_apis_authorized_and_announced(
+    fleet: Fleet, clock: FakeClock
+) -> None:
+    """The agent token of the spare's host reports it ready through instances.report_state:
+    the instance.ready event is emitted, and a token of another host is refused."""
+    serverless_tenant(fleet, spares={"large": 1})
+    capacity_host(fleet, "vps-fra", "fra-02")
+    run_spares(fleet, clock.now())
+    (spare,) = fleet.api.instances.list(OP)["items"]  # root's view: the real host id
+    names = {h["id"]: h["name"] for h in fleet.api.hosts.list(OP)["items"]}
+    (other,) = set(names.values()) - {names[spare["nodeId"]]}
+    elsewhere = agent_token(fleet, other)
+    clock.advance(20)
+    with pytest.raises(ForbiddenError):
+        boot_instances(fleet, elsewhere, clock.now(), boot_seconds=20, host_ids={spare["nodeId"]})
+    assert "readyAt" not in fleet.api.instances.show(OP, spare["id"])
+    assert fleet.api.events.list(OP, types=["instance.ready"])["items"] == []
+    own = agent_token(fleet, names[spare["nodeId"]])
+    assert boot_instances(fleet, own, clock.now(), boot_seconds=20, host_ids={spare["nodeId"]}) == 1
+    (ready,) = fleet.api.events.list(OP, types=["instance.ready"])["items"]
+    assert ready["subjectId"] == spare["id"]
+    assert ready["data"]["nodeId"] == spare["nodeId"]
+    assert fleet.api.instances.show(OP, spare["id"])["readyAt"] == ready["at"]
+
+
+def agent_token(fleet: Fleet, host: str) -> str:
+    """The agent-role token bound to one host, as `fleet iam tokens create --role agent --host`."""
+    made = fleet.api.iam.create_token(
+        OP, tenant_id="root", name=f"{host}-agent", role="agent", host=host
+    )
+    return str(made["token"])
 
 
 def test_the_readmes_agent_token_runs_its_host_and_nothing_else(

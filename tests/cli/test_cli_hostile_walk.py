@@ -8,12 +8,18 @@ strict JSON document under --json, and never answer INTERNAL. The fleet's invari
 (`fleet doctor --invariants`) hold after every run that changed it and after the walk; such a
 run is then followed by a restore of the seeded fleet, so every run meets the same fleet.
 On PostgreSQL the values whose fate may depend on the engine are walked (STORAGE_VALUES).
+
+Every run walks a seeded sample of these cases that still holds, on each engine, every
+command, every option of every command and every hostile-value class (a test checks it);
+the seed is fixed, printed at the end of the run, and changed with BCFLEET_WALK_SEED.
+BCFLEET_FULL_SUITE=1 (`scripts/check --full`) walks every case (tests/support/sampling.py).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +40,7 @@ from tests.support.cli_walk import (
     write_files,
 )
 from tests.support.fleet import T0, CliResult, run_cli
+from tests.support.sampling import covering_sample, full_suite, walk_seed
 
 EXIT_CODES = {0, 1, 2, 3, 4, 64}
 DIRECTORY = "<a directory>"  # replaced by a real directory of the test's own
@@ -105,16 +112,41 @@ database is asked, the same on both engines, and are walked on SQLite only to ke
 within a few minutes."""
 
 
-def walk_cases() -> Iterator[Any]:
-    for engine in ("sqlite", "postgres"):
-        marks = [pytest.mark.postgres] if engine == "postgres" else []
-        for command in walked_commands():
-            for param in command.params:
-                for value_id, value in hostile_values(param).items():
-                    if engine == "postgres" and value_id not in STORAGE_VALUES:
-                        continue
-                    case = f"{engine}-{case_id(command, param.name, value_id)}"
-                    yield pytest.param(engine, command, param, value, id=case, marks=marks)
+@dataclass(frozen=True)
+class Case:
+    """One run of the walk: a command with one option (or --db, --token) given a hostile value."""
+
+    engine: str
+    command: Command
+    option: str
+    value_id: str
+    value: str
+    param: Param | None = None
+
+    @property
+    def id(self) -> str:
+        return case_id(self.command, self.option, self.value_id)
+
+    def classes(self) -> tuple[tuple[str, ...], ...]:
+        """What the sample must cover, on each engine: the command, the option, the value class."""
+        path = self.command.path
+        return (
+            (self.engine, "command", path),
+            (self.engine, "option", path, self.option),
+            (self.engine, "value", self.value_id),
+        )
+
+
+def value_cases() -> list[Case]:
+    """Every command's every option, every hostile value that fits it, on both engines."""
+    return [
+        Case(engine, command, param.name, value_id, value, param)
+        for engine in ("sqlite", "postgres")
+        for command in walked_commands()
+        for param in command.params
+        for value_id, value in hostile_values(param).items()
+        if engine == "sqlite" or value_id in STORAGE_VALUES
+    ]
 
 
 def common_option_commands() -> list[Command]:
@@ -135,10 +167,37 @@ COMMON_VALUES = {
 }
 
 
-def common_cases(flag: str) -> Iterator[Any]:
-    for command in common_option_commands():
-        for value_id, value in COMMON_VALUES[flag].items():
-            yield pytest.param(command, value, id=case_id(command, flag, value_id))
+def common_cases(flag: str) -> list[Case]:
+    """--db or --token given every hostile value of theirs, on the commands that stand for all."""
+    return [
+        Case("sqlite", command, flag, value_id, value)
+        for command in common_option_commands()
+        for value_id, value in COMMON_VALUES[flag].items()
+    ]
+
+
+def sample(cases: list[Case]) -> list[Case]:
+    """The seeded sample every run walks: every command, option and value class of `cases`
+    (tests/support/sampling.py)."""
+    return covering_sample(cases, Case.classes, walk_seed())
+
+
+def walked(cases: list[Case]) -> list[Any]:
+    """The cases this run walks, as parameters: the sample, or all of them under
+    BCFLEET_FULL_SUITE=1, where those outside the sample are marked `full` and `slow`."""
+    sampled = sample(cases)
+    if not full_suite():
+        return [_param(case, []) for case in sampled]
+    kept = set(sampled)
+    return [
+        _param(case, [] if case in kept else [pytest.mark.full, pytest.mark.slow]) for case in cases
+    ]
+
+
+def _param(case: Case, marks: list[Any]) -> Any:
+    if case.engine == "postgres":
+        marks = [*marks, pytest.mark.postgres]
+    return pytest.param(case.engine, case, id=f"{case.engine}-{case.id}", marks=marks)
 
 
 # ---------------------------------------------------------------------------
@@ -284,30 +343,57 @@ EXPECTED_FAILURES = {
 """Commands that cannot succeed in the seeded fleet, and the error each gives instead."""
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(("engine", "command", "param", "value"), list(walk_cases()))
-def test_hostile_value(
-    world: World, walk_dir: Path, command: Command, param: Param, value: str
-) -> None:
-    given = _value(value, command, param, walk_dir)
-    args = argv(world, command, param, given)
-    check_run(run(world, args, command), args)
+@pytest.mark.parametrize(("engine", "case"), walked(value_cases()))
+def test_hostile_value(world: World, walk_dir: Path, case: Case) -> None:
+    assert case.param is not None
+    given = _value(case.value, case.command, case.param, walk_dir)
+    args = argv(world, case.command, case.param, given)
+    check_run(run(world, args, case.command), args)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("engine", ["sqlite"])  # a token is checked before any SQL
-@pytest.mark.parametrize(("command", "value"), list(common_cases("--token")))
-def test_hostile_token(world: World, command: Command, value: str) -> None:
-    args = argv(world, command, None, None, common=("--token", value))
-    check_run(run(world, args, command), args)
+@pytest.mark.parametrize(("engine", "case"), walked(common_cases("--token")))
+def test_hostile_token(world: World, case: Case) -> None:
+    """A token is checked before any SQL: walked on SQLite only."""
+    args = argv(world, case.command, None, None, common=("--token", case.value))
+    check_run(run(world, args, case.command), args)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(("command", "value"), list(common_cases("--db")))
-def test_hostile_database_url(
-    spare_world: World, walk_dir: Path, command: Command, value: str
-) -> None:
+@pytest.mark.parametrize(("engine", "case"), walked(common_cases("--db")))
+def test_hostile_database_url(spare_world: World, walk_dir: Path, engine: str, case: Case) -> None:
     """A hostile --db replaces the database, so these runs do not depend on the engine."""
-    given = str(walk_dir) if value == DIRECTORY else value
-    args = argv(spare_world, command, None, None, common=("--db", given))
+    given = str(walk_dir) if case.value == DIRECTORY else case.value
+    args = argv(spare_world, case.command, None, None, common=("--db", given))
     check_run(run_cli(*args), args)
+
+
+WALKS = {"value": value_cases, "--token": lambda: common_cases("--token"),
+         "--db": lambda: common_cases("--db")}  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", ["0", "1", "walk", "2026-12-06"])
+@pytest.mark.parametrize("walk", sorted(WALKS))
+def test_every_sample_covers_every_command_option_and_value_class(walk: str, seed: str) -> None:
+    """Whatever the seed, the sample has, on each engine, every command, every option of
+    every command and every hostile-value class the whole walk has, in under a fifth of its runs."""
+    cases = WALKS[walk]()
+    picked = covering_sample(cases, Case.classes, seed)
+
+    def covered(chosen: list[Case]) -> dict[str, set[tuple[str, ...]]]:
+        return {
+            "commands": {(c.engine, c.command.path) for c in chosen},
+            "options": {(c.engine, c.command.path, c.option) for c in chosen},
+            "value classes": {(c.engine, c.value_id) for c in chosen},
+        }
+
+    assert covered(picked) == covered(cases)
+    assert len(picked) * 5 < len(cases)
+    assert {c.engine for c in picked} == ({"sqlite", "postgres"} if walk == "value" else {"sqlite"})
+
+
+def test_the_sample_depends_on_the_seed_alone() -> None:
+    """The same seed picks the same cases (each xdist worker collects the walk on its own);
+    another seed picks others."""
+    cases = value_cases()
+    first = covering_sample(cases, Case.classes, "0")
+    assert covering_sample(list(cases), Case.classes, "0") == first
+    assert covering_sample(cases, Case.classes, "1") != first

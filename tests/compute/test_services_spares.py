@@ -100,12 +100,12 @@ def test_a_spare_is_ready_only_when_its_agent_says_so_after_the_boot_delay(
     serverless_tenant(fleet, spares={"large": 1})
     run_spares(fleet, clock.now())
     clock.advance(BOOT - 1)
-    assert boot_instances(fleet, clock.now()) == 0
+    assert boot_instances(fleet, OP, clock.now()) == 0
     assert spares(fleet)[0].ready_at is None
     clock.advance(1)
-    assert boot_instances(fleet, clock.now()) == 1
+    assert boot_instances(fleet, OP, clock.now()) == 1
     assert spares(fleet)[0].ready_at == clock.now()
-    assert boot_instances(fleet, clock.now()) == 0
+    assert boot_instances(fleet, OP, clock.now()) == 0
 
 
 def test_the_job_changes_nothing_when_every_size_has_its_spares(
@@ -408,7 +408,7 @@ def stream_with_agent(fleet: Fleet, clock: FakeClock, service_id: str) -> list[d
     events = []
     for event in fleet.api.services.deploy_stream(OP, service_id, poll_seconds=5):
         events.append(event)
-        boot_instances(fleet, clock.now())
+        boot_instances(fleet, OP, clock.now())
     return events
 
 

@@ -228,14 +228,18 @@ def test_an_error_in_the_middle_leaves_everything_as_it_was(any_fleet: Fleet) ->
         "  - { id: acme, name: ACME }\n", "  - { id: acme, name: ACME }\n  - { id: globex }\n"
     )
     apply_text(any_fleet, globex)
-    token(any_fleet, "globex", "alice")  # a principal: the tenant can no longer be deleted
     before, rows = revision(any_fleet), dump(any_fleet.settings.db_url)
     broken = BASE.replace(
         "name: g1.small,",
         "name: g1.tiny, vcpu: 1, memoryGiB: 1, diskGiB: 5 }\n  - { pool: vps-fra, name: g1.small,",
     )
+
+    def fail_after_the_first(done: int) -> None:  # the database refuses the second action
+        if done == 1:
+            raise ConflictError("tenant 'globex' is still referenced")
+
     with pytest.raises(ConflictError, match="globex"):
-        apply_text(any_fleet, broken)
+        apply_text(any_fleet, broken, between=fail_after_the_first)
     names = [
         f["name"]
         for f in any_fleet.api.flavors.list(OP, tenant_id="root", pool_id="vps-fra")["items"]

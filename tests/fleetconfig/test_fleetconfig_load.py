@@ -785,3 +785,32 @@ def test_a_serverless_pool_the_tenant_cannot_use_is_an_error(pools: str, message
     [error] = errors_of(text)
     assert error["path"] == "$.compute[0].serverlessPool"
     assert error["message"].startswith(message)
+
+
+def test_the_examples_policy_comments_hold() -> None:
+    """fleet.example.yaml: each ratio is 1 unless set and clamped (with a warning) outside
+    0.1..100; hostReserve.vcpu is the host's lowest CPUs, which no guest gets and capacity
+    leaves out."""
+    from bcfleet.domain.fit import derive_allocatable
+    from bcfleet.domain.numa import reserved_cpus
+    from bcfleet.domain.shapes import Inventory
+    from bcfleet.domain.simulated_inventory import two_socket_host
+
+    text = EXAMPLE.read_text()
+    pool = next(p for p in load_fleetconfig(EXAMPLE).pools if p.name == "vps-fra")
+    assert pool.overcommit == Overcommit(vcpu=2, memory_gib=1.5, disk_gib=1)
+    assert "overcommit: { vcpu: 2, memoryGiB: 1.5 }" in text
+    wild = load_fleetconfig_text(
+        text.replace("vcpu: 2, memoryGiB: 1.5", "vcpu: 200, memoryGiB: 0.05")
+    )
+    clamped = next(p for p in wild.pools if p.name == "vps-fra")
+    assert (clamped.overcommit.vcpu, clamped.overcommit.memory_gib) == (100, 0.1)
+    assert [w.path for w in wild.warnings] == [
+        "$.pools[0].policy.overcommit.vcpu",
+        "$.pools[0].policy.overcommit.memoryGiB",
+    ]
+    assert pool.host_reserve.vcpu == 2
+    inventory = Inventory.from_json(two_socket_host())
+    assert reserved_cpus(inventory, pool.host_reserve.vcpu) == {0, 1}
+    allocatable = derive_allocatable(inventory, pool.host_reserve)
+    assert allocatable is not None and allocatable["vcpu"] == len(inventory.cpus) - 2

@@ -8,13 +8,16 @@ reconcile.plan over a FleetConfig's pool or compute section.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
+from bcfleet.clock import FakeClock
 from bcfleet.domain.compute_settings import (
     ComputeSettings,
     EnvironmentUse,
@@ -49,8 +52,11 @@ from bcfleet.reconcile.model import (
 )
 from bcfleet.reconcile.observe import observe
 from bcfleet.reconcile.plan import plan
-from tests.support.builders import OP
+from bcfleet.tui.host_rows import host_row
+from bcfleet.tui.source import LocalSource
+from tests.support.builders import OP, inventory
 from tests.support.capacity import pool_with_hosts, rows
+from tests.support.fleet import open_fleet, run_cli
 
 TENANT = "acme"
 
@@ -64,46 +70,71 @@ ratios = st.one_of(
 large = st.one_of(st.integers(0, 10**7), st.sampled_from([10**7, 10**7 - 1, 3, 100]))
 
 
+def _inventory(vcpus: int, memory: int, disk: int) -> Inventory:
+    cpus = tuple(Cpu(i, 0, False) for i in range(vcpus))
+    return Inventory(cpus=cpus, numa_nodes=(), memory_gib=float(memory), disk_gib=float(disk))
+
+
+reserves = st.fixed_dictionaries(
+    {}, optional={r: st.integers(0, 10**6) for r in ("vcpu", "memoryGiB", "diskGiB")}
+)
+policies = st.fixed_dictionaries({}, optional=dict.fromkeys(SCALARS, ratios))
+
+
 @settings(max_examples=300, deadline=None)
 @given(
-    vcpus=st.integers(0, 64),
-    memory=large,
-    disk=large,
-    reserve=st.fixed_dictionaries(
-        {}, optional={r: st.integers(0, 10**6) for r in ("vcpu", "memoryGiB", "diskGiB")}
-    ),
-    overcommit=st.fixed_dictionaries({}, optional=dict.fromkeys(SCALARS, ratios)),
-    allocated=st.integers(0, 10**7),
+    first=st.tuples(st.integers(0, 64), large, large),
+    now=st.tuples(st.integers(0, 64), large, large),
+    reserve=st.tuples(reserves, reserves),
+    overcommit=st.tuples(policies, policies),
+    allocated=st.fixed_dictionaries(dict.fromkeys(SCALARS, large)),
 )
 def test_plan_and_vps_hosts_agree_on_capacity(
-    vcpus: int,
-    memory: int,
-    disk: int,
-    reserve: dict[str, int],
-    overcommit: dict[str, float],
-    allocated: int,
+    first: tuple[int, int, int],
+    now: tuple[int, int, int],
+    reserve: tuple[dict[str, int], dict[str, int]],
+    overcommit: tuple[dict[str, float], dict[str, float]],
+    allocated: dict[str, int],
 ) -> None:
-    inventory = Inventory(
-        cpus=tuple(Cpu(i, 0, False) for i in range(vcpus)),
-        numa_nodes=(),
-        memory_gib=float(memory),
-        disk_gib=float(disk),
-    )
-    written = rows_to_write({}, inventory, HostReserve().with_overrides(reserve), overcommit)
-    stored = {row.resource: row for row in written}
+    """A host synced under one policy holds guests, may have shrunk or grown since, and its pool
+    takes another policy: the plan shows the capacity vps.hosts then stores, warns exactly when
+    the host holds more than that, and no row claims more than the host reports."""
+    synced = rows_to_write({}, _inventory(*first), HostReserve().with_overrides(reserve[0]),
+                           overcommit[0])  # fmt: skip
+    old = {r.resource: r._replace(allocated=allocated[r.resource]) for r in synced}
+    inventory = _inventory(*now)
+    written = rows_to_write(old, inventory, HostReserve().with_overrides(reserve[1]), overcommit[1])
+    stored = {**old, **{row.resource: row for row in written}}
 
-    policy: dict[str, Any] = {"overcommit": overcommit, "hostReserve": reserve}
+    policy: dict[str, Any] = {"overcommit": overcommit[1], "hostReserve": reserve[1]}
     pool = build_desired({"pools": [{"name": "p", "kind": "vps-host", "policy": policy}]}).pools[0]
-    old = tuple(
-        ResourceRow(r, stored[r].allocatable, 1.0, stored[r].allocatable, allocated)
-        for r in SCALARS
-    )
-    host = HostCapacity("h", "p", old, scalar_totals(inventory))
+    host = HostCapacity("h", "p", tuple(old.values()), scalar_totals(inventory))
     changes, warnings = pool_capacity(pool, [host])
 
+    assert {c.resource: c.before for c in changes} == {r: old[r].capacity for r in SCALARS}
     assert {c.resource: c.after for c in changes} == {r: stored[r].capacity for r in SCALARS}
-    over = {r for r in SCALARS if allocated > stored[r].capacity}
+    over = {r for r in SCALARS if allocated[r] > stored[r].capacity}
     assert bool(warnings) == bool(over)
+    assert all(stored[r].allocatable <= scalar_totals(inventory)[r] for r in SCALARS)
+    event("over capacity" if over else "holds its guests")
+
+
+def test_ten_cpus_eight_allocated_at_ratio_half_plan_and_row_say_capacity_4() -> None:
+    """Document 000's numbers: 10 CPUs, 8 allocatable, one 8-vCPU guest, ratio 1 -> 0.5."""
+    inventory = _inventory(10, 72, 600)
+    (vcpu, *_) = rows_to_write({}, inventory, HostReserve(), {})
+    held = vcpu._replace(allocated=8)
+    assert held == ResourceRow("vcpu", 8, 1.0, 8, 8)
+    (written,) = [r for r in rows_to_write({"vcpu": held}, inventory, HostReserve(),
+                                           {"vcpu": 0.5}) if r.resource == "vcpu"]  # fmt: skip
+    assert written == ResourceRow("vcpu", 8, 0.5, 4, 8)
+
+    policy = {"overcommit": {"vcpu": 0.5}}
+    pool = build_desired({"pools": [{"name": "p", "kind": "vps-host", "policy": policy}]}).pools[0]
+    host = HostCapacity("h", "p", (held,), scalar_totals(inventory))
+    (change,), (warning,) = pool_capacity(pool, [host])
+    assert (change.resource, change.before, change.after) == ("vcpu", 8, 4)
+    assert warning.details["resources"] == {"vcpu": {"allocated": 8, "capacity": 4}}
 
 
 def test_a_third_of_three_vcpus_is_no_vcpu_in_the_plan_and_in_the_api() -> None:
@@ -266,3 +297,90 @@ def test_a_planned_policy_change_gives_the_capacity_the_api_then_stores(
     stored = [rows(any_fleet, name) for name in ("h1", "h2")]
     assert planned == {r: sum(host[r]["capacity"] for host in stored) for r in SCALARS}
     assert planned == expected
+
+
+RATIO_CHANGE = """\
+apiVersion: bcfleet.dev/v1
+kind: FleetConfig
+tenants:
+  - { id: root }
+  - { id: acme }
+pools:
+  - name: vps-fra
+    kind: vps-host
+    offeredTo: [acme]
+    policy:
+      overcommit: { vcpu: 1 }
+hosts:
+  - { name: fra-01, pool: vps-fra, labels: { bc.dev/cap.instance.placement: "true" } }
+flavors:
+  - { pool: vps-fra, name: g1.8, vcpu: 8, memoryGiB: 4, diskGiB: 40 }
+"""
+
+
+def test_plan_row_hosts_show_and_dashboard_agree_after_a_ratio_change(
+    db_url: str, clock: FakeClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Document 000's host: 10 CPUs (8 allocatable), one 8-vCPU guest, vcpu ratio 1 -> 0.5."""
+    monkeypatch.setenv("BCFLEET_NOW", clock.now().isoformat())
+    before, after = tmp_path / "before.yaml", tmp_path / "after.yaml"
+    before.write_text(RATIO_CHANGE)
+    after.write_text(RATIO_CHANGE.replace("overcommit: { vcpu: 1 }", "overcommit: { vcpu: 0.5 }"))
+    assert run_cli("apply", "-f", str(before), "--yes", db=db_url).exit_code == 0
+    fleet = open_fleet(db_url, clock)
+    try:
+        fleet.api.hosts.report(OP, host="fra-01", inventory=inventory(cpus=10, memory_gib=72))
+        run_vps_hosts(fleet, fleet.now())
+        guest = fleet.api.instances.create(OP, tenant_id="acme", pool_id="vps-fra", flavor="g1.8")
+        assert guest["state"] == "running"
+        assert rows(fleet, "fra-01")["vcpu"] == {
+            "resource": "vcpu", "allocatable": 8, "ratio": 1.0, "capacity": 8, "allocated": 8
+        }  # fmt: skip
+    finally:
+        fleet.close()
+
+    planned = run_cli("plan", "-f", str(after), db=db_url)
+    assert planned.exit_code == 0, planned.stderr
+    assert "# pool capacity: vcpu 8 -> 4" in planned.stdout
+    assert "vcpu 8 allocated, new capacity 4" in planned.stdout
+    assert run_cli("apply", "-f", str(after), "--yes", db=db_url).exit_code == 0
+    assert run_cli("jobs", "tick", "--job", "vps.hosts", db=db_url).exit_code == 0
+
+    shown = run_cli("hosts", "show", "--host", "fra-01", "--json", db=db_url)
+    (vcpu,) = [r for r in json.loads(shown.stdout)["resources"] if r["resource"] == "vcpu"]
+    assert vcpu == {"resource": "vcpu", "allocatable": 8, "ratio": 0.5, "capacity": 4,
+                    "allocated": 8}  # fmt: skip
+    fleet = open_fleet(db_url, clock)
+    try:
+        (listed,) = LocalSource(fleet, label="test").hosts()
+        cells = host_row(listed, fleet.now()).cells
+        assert str(cells[3]).startswith("8/4 ×0.5")  # the dashboard's VCPU column
+        with fleet.read() as session:
+            (capacity_now,) = observe(session).capacity
+        assert [r for r in capacity_now.rows if r.resource == "vcpu"] == [
+            ResourceRow("vcpu", 8, 0.5, 4, 8)
+        ]
+        assert run_cli("plan", "-f", str(after), "--detailed-exitcode", db=db_url).exit_code == 0
+        problems = fleet.api.doctor.check(OP, invariants=True)["invariants"]["problems"]
+        assert problems["overCapacity"] == [f"node {listed['id']}: vcpu 8 allocated of capacity 4"]
+    finally:
+        fleet.close()
+
+
+def test_a_tenant_controlled_hosts_rows_are_left_alone_by_the_plan_as_by_vps_hosts(
+    any_fleet: Fleet,
+) -> None:
+    pool_with_hosts(any_fleet, hosts=2, cpus=10, numa_nodes=1)
+    any_fleet.api.hosts.update(OP, host="h2", tenant_controlled=True)
+    with any_fleet.read() as session:
+        observed = observe(session)
+    (spec,) = (p.spec for p in observed.pools)
+    after = replace(spec, overcommit=normalize_overcommit({"vcpu": 0.5}))
+    (vcpu, *_), _ = pool_capacity(after, observed.capacity)
+    any_fleet.api.pools.update(OP, tenant_id="root", pool=spec.name, overcommit={"vcpu": 0.5})
+    run_vps_hosts(any_fleet, any_fleet.now())
+    assert (
+        rows(any_fleet, "h1")["vcpu"]["capacity"],
+        rows(any_fleet, "h2")["vcpu"]["capacity"],
+    ) == (4, 8)
+    assert (vcpu.resource, vcpu.before, vcpu.after) == ("vcpu", 16, 12)

@@ -65,6 +65,25 @@ def test_root_sets_up_a_pool_and_its_flavors_over_http(api: ApiClient) -> None:
     assert revoked.json()["offeredTo"] == []
 
 
+def test_a_flavor_is_replaced_with_the_body_create_takes(api: ApiClient) -> None:
+    """PUT takes create's body as it is (name included) when the name is the path's; another
+    name is INVALID_INPUT naming both, and nothing changes."""
+    assert api.post("/v1/pools", json={"name": "vps-fra", "kind": "vps-host"}).status_code == 201
+    body = {"name": "g1.small", "vcpu": 2, "memoryGiB": 4, "diskGiB": 40}
+    assert api.post("/v1/pools/vps-fra/flavors", json=body).status_code == 201
+    replaced = api.put("/v1/pools/vps-fra/flavors/g1.small", json={**body, "memoryGiB": 8})
+    assert replaced.status_code == 200, replaced.text
+    assert (replaced.json()["memoryGiB"], replaced.json()["version"]) == (8, 2)
+    renamed = api.put("/v1/pools/vps-fra/flavors/g1.small", json={**body, "name": "g1.big"})
+    assert renamed.status_code == 400 and error_code(renamed) == "INVALID_INPUT"
+    error = renamed.json()["error"]
+    assert "'g1.big'" in error["message"] and "'g1.small'" in error["message"]
+    assert set(error["details"]["fields"]) == {"name"}
+    kept = api.get("/v1/pools/vps-fra/flavors/g1.small").json()
+    assert (kept["memoryGiB"], kept["version"]) == (8, 2)
+    assert error_code(api.get("/v1/pools/vps-fra/flavors/g1.big")) == "NOT_FOUND"
+
+
 def test_a_host_is_adopted_reports_its_inventory_and_drains(api: ApiClient) -> None:
     api.post("/v1/pools", json={"name": "vps-fra", "kind": "vps-host"})
     adopted = api.post(

@@ -99,3 +99,18 @@ def test_placements_and_preemptions_are_counted_from_the_event_log(fleet: Fleet)
     text = app.state.served.metrics.render()
     assert "bcfleet_placements_total 2" in text
     assert "bcfleet_preemptions_total 1" in text
+
+
+def test_a_reference_that_names_nothing_is_an_empty_filter_or_not_found(
+    metered: tuple[ApiClient, ApiClient],
+) -> None:
+    """What http/rules.reference says of the text it lets through: a filter naming nothing
+    matches nothing, a pool looked up and not found is NOT_FOUND, NUL and "" are refused."""
+    acme, _ = metered
+    for name in ("meter", "subject"):
+        nothing = acme.get("/v1/usage", params={name: "no-such-thing"})
+        assert nothing.status_code == 200 and nothing.json()["items"] == []
+        assert error_code(acme.get("/v1/usage", params={name: "a\x00b"})) == "INVALID_INPUT"
+        assert error_code(acme.get("/v1/usage", params={name: ""})) == "INVALID_INPUT"
+    unknown = acme.post("/v1/instances", json={"pool": "no-such-pool", "flavor": "g1.small"})
+    assert error_code(unknown) == "NOT_FOUND"

@@ -116,6 +116,17 @@ def _offer(found: Found) -> bool:
     return "/flavors" in found.operation and set(fields) == {"offerId"}
 
 
+def _flavor_renamed(found: Found) -> bool:
+    """FlavorUpdate.name: 'when given it must be the path's {name}' (no keyword compares a
+    body field with a path parameter)."""
+    fields = found.details.get("fields", {})
+    return (
+        found.operation == "PUT /v1/pools/{pool}/flavors/{name}"
+        and found.status == 400
+        and set(fields) == {"name"}
+    )
+
+
 def _url_parser(found: Found) -> bool:
     """WebhookCreate.url, ProviderAccountCreate.endpoint: 'that a URL parser splits: a host in
     brackets is an IPv6 address, and no character before the path stands for …' (the pattern
@@ -167,6 +178,7 @@ DOCUMENTED: dict[str, tuple[Callable[[Found], bool], ...]] = {
         _inventory,
         _guests_report,
         _offer,
+        _flavor_renamed,
         _url_parser,
         _compute_change,
         _serverless_pool,
@@ -313,6 +325,16 @@ def test_the_server_agrees_with_its_openapi_document_under_every_check(fleet: Fl
                              "name does", "details": {"field": "name", "bound":
                              "1..63 printable characters, letters of one script"}}}, ""),
             True, id="a-look-alike-name-the-description-refuses"),
+        pytest.param(
+            Found("PUT /v1/pools/{pool}/flavors/{name}", "positive_data_acceptance", "", 400,
+                  {"error": {"code": "INVALID_INPUT", "message": "the body names flavor 'b' and "
+                             "the path 'a': …", "details": {"fields": {"name": "…"}}}}, ""),
+            True, id="a-flavor-body-naming-another-flavor"),
+        pytest.param(
+            Found("PUT /v1/pools/{pool}/flavors/{name}", "positive_data_acceptance", "", 400,
+                  {"error": {"code": "INVALID_INPUT", "message": "…",
+                             "details": {"fields": {"name": "…", "vcpu": "…"}}}}, ""),
+            False, id="a-flavor-body-refused-for-more-than-its-name"),
         pytest.param(
             Found("GET /v1/instances/{id}", "use_after_free", "", 200,
                   {"id": "ins_1", "state": "deleted", "deletedAt": "2026-11-30T10:00:00Z"}, ""),

@@ -69,16 +69,26 @@ def test_rows_are_written_only_when_inventory_or_policy_changes(fleet: Fleet) ->
 
 
 def test_a_shrinking_host_never_drops_allocatable_below_what_is_allocated(fleet: Fleet) -> None:
+    """Its reserve gives way to the guests it holds; what it reports never does (docs/rules.md)."""
     pool = pool_with_hosts(fleet, cpus=18)
     small_flavor(fleet, pool, "c8", vcpu=8, memory_gib=1, disk_gib=1)
     create(fleet, pool, "c8")
     create(fleet, pool, "c8")
     fleet.api.hosts.report(
+        OP, host="h1", inventory=inventory(cpus=17, memory_gib=72, disk_gib=600, numa_nodes=1)
+    )
+    run_vps_hosts(fleet, fleet.now())
+    assert rows(fleet, "h1")["vcpu"] == {
+        "resource": "vcpu", "allocatable": 16, "ratio": 1.0, "capacity": 16, "allocated": 16
+    }  # fmt: skip
+    fleet.api.hosts.report(
         OP, host="h1", inventory=inventory(cpus=6, memory_gib=72, disk_gib=600, numa_nodes=2)
     )
     run_vps_hosts(fleet, fleet.now())
     vcpu = rows(fleet, "h1")["vcpu"]
-    assert vcpu["allocatable"] == 16 and vcpu["allocated"] == 16
+    assert (vcpu["allocatable"], vcpu["capacity"], vcpu["allocated"]) == (6, 6, 16)
+    small_flavor(fleet, pool, "c1", vcpu=1, memory_gib=1, disk_gib=1)
+    assert create(fleet, pool, "c1")["state"] == "pending"  # it takes no new guest
 
 
 def test_placement_flavors_need_the_capability_label(fleet: Fleet) -> None:

@@ -10,6 +10,7 @@ value or an InvalidInputError that says where; any other exception fails the tes
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -26,7 +27,7 @@ from bcfleet.domain.document_limits import INVENTORY_MAX_BYTES
 from bcfleet.errors import InvalidInputError
 from bcfleet.fleet import Fleet
 from bcfleet.input_files import load_json
-from bcfleet.reconcile.load import load_fleetconfig
+from bcfleet.reconcile.load import load_fleetconfig, read_fleetconfig
 
 PER_DOCUMENT_SECONDS = 10.0
 HEAVY = settings(
@@ -398,7 +399,24 @@ def check_fleetconfig(data: st.DataObject, folder: Path) -> None:
             assert found["path"].startswith("$"), found
             assert found["message"], found
     else:
-        assert desired.object_count >= 0
+        declared = [
+            spec.address
+            for group in (
+                desired.tenants,
+                desired.provider_accounts,
+                desired.pools,
+                desired.offers,
+                desired.hosts,
+                desired.flavors,
+                desired.quotas,
+                desired.compute,
+            )  # fmt: skip
+            for spec in group
+        ]
+        assert len(set(declared)) == len(declared) == desired.object_count, declared
+        text = read_fleetconfig(path)  # the digest names exactly the text read, BOM dropped
+        assert desired.digest == hashlib.sha256(text.encode("utf-8")).hexdigest()
+        assert load_fleetconfig(path) == desired  # the same file, the same fleet
         event("valid")
 
 
@@ -463,19 +481,23 @@ def test_generated_inventories_end_in_a_result_or_a_located_error(
     check_inventory(data, folder, host_fleet)
 
 
+@pytest.mark.full
 @pytest.mark.slow
 @HEAVY
 @given(data=st.data())
 def test_two_thousand_fleetconfigs_end_in_a_result_or_a_located_error(
     data: st.DataObject, folder: Path
 ) -> None:
+    """test_generated_fleetconfigs_…, 2,000 examples instead of 120 (scripts/check --full)."""
     check_fleetconfig(data, folder)
 
 
+@pytest.mark.full
 @pytest.mark.slow
 @HEAVY
 @given(data=st.data())
 def test_two_thousand_inventories_end_in_a_result_or_a_located_error(
     data: st.DataObject, folder: Path, host_fleet: Fleet
 ) -> None:
+    """test_generated_inventories_…, 2,000 examples instead of 120 (scripts/check --full)."""
     check_inventory(data, folder, host_fleet)

@@ -308,9 +308,15 @@ def test_deny_statements_are_not_bounded(fleet: Fleet) -> None:
 
 
 def test_root_writes_root_policies_without_bounds(fleet: Fleet) -> None:
-    token(fleet, "root", "ops", role="viewer")
-    fleet.api.iam.create_policy(OP, tenant_id="root", name="all", statements=EVERYTHING,
-                                attach_to=["ops"])  # fmt: skip
+    """A root viewer given `*` on `*` by root's policy may then do what a viewer may not."""
+    ops = token(fleet, "root", "ops", role="viewer")
+    with pytest.raises(ForbiddenError):
+        fleet.api.tenants.create(ops, "acme")
+    made = fleet.api.iam.create_policy(OP, tenant_id="root", name="all", statements=EVERYTHING,
+                                       attach_to=["ops"])  # fmt: skip
+    assert made["statements"] == EVERYTHING
+    assert fleet.api.tenants.create(ops, "acme")["id"] == "acme"
+    assert "acme" in {t["id"] for t in fleet.api.tenants.list(OP)["items"]}
 
 
 # -- the pure rules ---------------------------------------------------------------------------

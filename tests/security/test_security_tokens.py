@@ -317,3 +317,19 @@ def test_authentication_comes_before_validation_on_every_route(
         )
         assert control.status_code == 400
     assert checked >= 21
+
+
+def test_tokens_create_prints_the_id_rotate_and_revoke_take(cli: Any) -> None:
+    assert cli("tenants", "create", "acme").exit_code == 0
+    made = cli("iam", "tokens", "create", "--tenant", "acme", "--name", "bob")
+    token, _once, id_line = made.stdout.splitlines()
+    assert token.startswith("bcf_")
+    token_id = id_line.split()[1]
+    as_json = cli("iam", "tokens", "create", "--tenant", "acme", "--name", "bob", "--json").json()
+    assert as_json["id"].startswith("tok_") and token_id.startswith("tok_")
+    rotated = cli("iam", "tokens", "rotate", "--tenant", "acme", token_id)
+    assert rotated.exit_code == 0, rotated.stderr
+    new_id = rotated.stdout.splitlines()[2].split()[1]
+    assert f"replaces: {token_id} (revoked)" in rotated.stdout
+    revoked = cli("iam", "tokens", "revoke", "--tenant", "acme", new_id)
+    assert revoked.exit_code == 0 and revoked.stdout.strip() == f"Token {new_id} revoked."

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -16,7 +17,12 @@ from sqlalchemy.exc import OperationalError
 from bcfleet.clock import FakeClock
 from bcfleet.fleet import Fleet
 from bcfleet.store.engine import make_engine
-from bcfleet.store.faults import STATEMENT_CANCELLED, escaped_fault, statement_cancelled
+from bcfleet.store.faults import (
+    COMMIT_OUTCOME_UNKNOWN,
+    STATEMENT_CANCELLED,
+    escaped_fault,
+    statement_cancelled,
+)
 from tests.support.db_faults import libpq_url
 from tests.support.fleet import T0, open_fleet, run_cli
 from tests.support.http import error_code, served
@@ -123,3 +129,25 @@ def test_the_cli_says_database_unavailable_for_a_statement_that_timed_out(pg_url
     assert body["error"]["code"] == "DATABASE_UNAVAILABLE"
     assert body["error"]["details"] == {"reason": STATEMENT_CANCELLED}
     assert "Traceback" not in result.stderr
+
+
+def test_a_cancelled_statement_that_escapes_every_unit_of_work_is_database_unavailable_in_the_cli(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A statement cancelled while the fleet opens (before any API call's unit of work: under a
+    loaded server a 300 ms timeout can fall there) answers as the HTTP edge does, not INTERNAL."""
+    import psycopg.errors
+
+    from bcfleet.cli import main as cli_main
+
+    def cancelled_while_opening(_args: list[str]) -> object:
+        raise OperationalError("SELECT 1", {}, psycopg.errors.QueryCanceled("canceling statement"))
+
+    monkeypatch.setattr(cli_main, "_run", cancelled_while_opening)
+    with pytest.raises(SystemExit) as exiting:
+        cli_main.main(["tenants", "list", "--json"])
+    assert exiting.value.code == 1
+    body = json.loads(capsys.readouterr().out)
+    assert body["error"]["code"] == "DATABASE_UNAVAILABLE"
+    # outside every unit of work nobody knows whether a write went through: said as HTTP says it
+    assert body["error"]["details"] == {"reason": COMMIT_OUTCOME_UNKNOWN}

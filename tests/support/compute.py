@@ -53,7 +53,7 @@ def make_spares_ready(fleet: Fleet, clock: FakeClock) -> dict[str, int]:
     """One spares tick, then the boot delay on the clock, then the simulated agent."""
     counts = run_spares(fleet, clock.now())
     clock.advance(fleet.settings.spare_boot_seconds)
-    boot_instances(fleet, clock.now())
+    boot_instances(fleet, OP, clock.now())
     return counts
 
 

@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from textual import events
 from textual.app import App
+from textual.keys import _character_to_key, key_to_character
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 
@@ -96,7 +98,11 @@ def local_app(path: Path, **options: Any) -> tuple[FleetApp, Fleet]:
 
 
 def _quiet(app: App[Any]) -> bool:
-    """No worker running, no view waiting for a fetch, no table with widths still to measure."""
+    """No key waiting, no worker running, no view waiting for a fetch, no table with widths
+    still to measure."""
+    keys = app.keys if isinstance(app, FleetApp) else None
+    if keys is not None and (keys.busy() or keys.waiting):
+        return False
     if any(w.is_running for w in app.workers):
         return False
     if any(isinstance(s, ViewScreen) and s._busy for s in app.screen_stack):
@@ -131,3 +137,19 @@ def screen_text(app: App[Any]) -> list[str]:
                       color_system=None, legacy_windows=False)  # fmt: skip
     console.print(app.screen._compositor.render_update(full=True))
     return console.export_text().splitlines()
+
+
+def type_ahead(app: App[Any], keys: list[str]) -> None:
+    """Keys as a terminal hands over a paste or a burst: all read before any is handled.
+
+    pilot.press waits for the app to go idle after each key, which no typist, paste or
+    SSH link catching up does; this puts every key in the app's queue at once. Keys are
+    named as for pilot.press ('a', '/', 'enter').
+    """
+    driver = app._driver
+    assert driver is not None
+    for key in keys:
+        name = _character_to_key(key) if len(key) == 1 and not key.isalnum() else key
+        event = events.Key(name, key if len(key) == 1 else key_to_character(name))
+        event.set_sender(app)
+        driver.send_message(event)

@@ -58,7 +58,9 @@ async def open_row(pilot: Any, view: str, word: str) -> None:
 
 
 async def confirm(pilot: Any, answer: str = "y") -> str:
-    """The confirm's question; then answer it and wait for the worker."""
+    """The confirm's question (once the facts it names are read); then answer it and wait for
+    the worker."""
+    await settle(pilot)
     screen = pilot.app.screen
     assert isinstance(screen, Confirm)
     asked = screen.question
@@ -92,6 +94,48 @@ async def test_an_answer_of_no_changes_nothing(fleet_db: Path) -> None:
         assert "cannot be undone" in await confirm(pilot, "n")
         assert instance_state(fleet, "acme-web-07") == "running"
         assert source.calls == []
+
+
+async def test_deleting_the_instance_a_service_runs_on_names_it_and_the_api_refuses(
+    fleet_db: Path,
+) -> None:
+    app, fleet, _source = recorded_app(fleet_db)
+    web = next(s for s in fleet.api.services.list(OP)["items"] if s["deployed"])
+    serving = fleet.api.instances.show(OP, str(web["instanceId"]))["name"]
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await open_row(pilot, "9", f"~^{serving}$")
+        await pilot.press("ctrl+d")
+        asked = await confirm(pilot)
+        assert asked.splitlines()[1] == (
+            "Its host, GPUs and quota are released; this cannot be undone; "
+            "it serves: service prod/web (deployed)."
+        )
+        assert any(
+            f"{serving} (acme): CONFLICT: instance {serving} serves service prod/web "
+            "(deployed): undeploy it first" in s
+            for s in said(app)
+        ), said(app)
+    assert fleet.api.services.show(OP, str(web["id"]))["instanceId"] == web["instanceId"]
+
+
+async def test_taking_an_offer_back_names_what_the_tenant_holds_in_the_pool(
+    fleet_db: Path,
+) -> None:
+    app, fleet, _source = recorded_app(fleet_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await open_row(pilot, "0", "gpu-burst")
+        await pilot.press("O", *"acme", "enter")
+        asked = await confirm(pilot, "n")
+        line = asked.splitlines()[1]
+        assert line.startswith("Tenant acme may no longer place in it; acme holds there: instance ")
+        assert "(running)" in line and "reservation rsv_" in line
+        await pilot.press("O", *"initech", "enter")
+        asked = await confirm(pilot, "n")
+        assert asked.splitlines()[1] == "Tenant initech may no longer place in it."
+    pool = next(p for p in fleet.api.pools.list(OP)["items"] if p["name"] == "gpu-burst")
+    assert "acme" in pool["offeredTo"]
 
 
 async def test_an_error_says_its_code_and_message_and_start_resize_delete_work(
@@ -236,6 +280,37 @@ async def test_marked_rows_are_shown_listed_in_one_confirm_and_answered_row_by_r
         assert states == {"acme-web-01": "stopped", "acme-web-07": "stopped"}
         assert any(s.startswith("Stop: 2 of 2 done") for s in said(app))
         assert not any(on_ui for _, on_ui in source.calls)
+
+
+async def test_an_action_takes_only_the_marked_rows_the_filter_shows_and_says_the_rest(
+    fleet_db: Path,
+) -> None:
+    app, fleet, source = recorded_app(fleet_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await open_row(pilot, "9", "~^acme-web-0[127]$")
+        t = table(app)
+        await pilot.press("space", "space", "space")
+        await pilot.press("slash", "ctrl+u", *"acme-web-07", "enter")  # two marks hidden
+        await pilot.pause()
+        assert t.shown_count == 1 and len(t.marked) == 3
+        assert "3 marked (2 hidden by the filter)" in status(app)
+        await pilot.press("x")
+        asked = await confirm(pilot)
+        assert asked.splitlines() == [
+            "Stop instance acme-web-07 (acme)?",
+            "It stops; it keeps its host, GPUs and quota.",
+            "2 marked rows are hidden by the filter and left out.",
+        ]
+        assert [c for c, _ in source.calls] == ["stop_instance"]
+        assert instance_state(fleet, "acme-web-07") == "stopped"
+        assert instance_state(fleet, "acme-web-01") == "running"
+        assert len(t.marked) == 2  # the hidden marks stay for later
+        assert "2 marked (2 hidden by the filter)" in status(app)
+
+        await pilot.press("escape")  # the filter is cleared: the two marked rows show again
+        await pilot.pause()
+        assert len(t.marked_shown()) == 2 and "hidden" not in status(app)
 
 
 async def test_space_unmarks_and_escape_clears_the_filter_then_the_marks(fleet_db: Path) -> None:

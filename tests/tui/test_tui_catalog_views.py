@@ -53,6 +53,8 @@ def app_on(fleet: Fleet, **options: Any) -> Any:
 def test_a_pool_row_says_its_overcommit_and_whom_it_is_offered_to() -> None:
     pool = {"id": "pool_1", "name": "vps-ams", "kind": "vps-host", "owner": "root",
             "policy": {"overcommit": {"vcpu": 4.0}, "hostReserve": {}},
+            "effectivePolicy": {"overcommit": {"vcpu": 4.0, "memoryGiB": 1.0, "diskGiB": 1.0},
+                                "hostReserve": {"vcpu": 2, "memoryGiB": 8, "diskGiB": 100}},
             "offeredTo": ["acme"], "createdAt": "2026-11-30T08:00:00Z"}  # fmt: skip
     cells = [plain(c) for c in pool_row(pool, NOW).cells]
     assert cells == ["vps-ams", "vps-host", "root", "-", "×4/1/1", "acme", "2h"]

@@ -1,21 +1,28 @@
-"""The CPUs a host keeps for itself: hosts.show, the placement and the host drill-down agree, with
-the fleet's host_reserve and a pool's hostReserve over it."""
+"""The CPUs a host keeps for itself: hosts.show, the placement, the host drill-down, a pool's
+effectivePolicy, `fleet pools show` and the console's FleetConfig YAML agree, with the fleet's
+host_reserve and a pool's hostReserve over it."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 
 from bcfleet.api.auth import LOCAL_OPERATOR as OP
 from bcfleet.clock import FakeClock
 from bcfleet.domain.host_reserve import HostReserve
 from bcfleet.fleet import Fleet
 from bcfleet.jobs.vps_hosts import run_vps_hosts
+from bcfleet.reconcile.apply import make_plan
+from bcfleet.reconcile.load import load_fleetconfig_text
+from bcfleet.tui.declare import declaration
 from bcfleet.tui.format import DASH
 from bcfleet.tui.screens.host_detail import HostDetail
 from bcfleet.tui.source import LocalSource
 from tests.support.builders import flavor, host, inventory
-from tests.support.capacity import create, invariants_ok, pool_with_hosts
-from tests.support.fleet import open_fleet
+from tests.support.capacity import create, invariants_ok, pool_with_hosts, rows
+from tests.support.fleet import open_fleet, run_cli
 from tests.support.tui import make_app, screen_text, settle
 
 pytestmark = pytest.mark.anyio
@@ -81,3 +88,48 @@ async def test_the_host_drill_down_shows_the_cpus_the_fleet_keeps(reserve4_fleet
             assert any(row[:4] == ["0", "0-8", DASH, "0-3"] for row in numa), numa
     finally:
         fleet.close()
+
+
+def test_a_pools_yaml_declares_the_reserve_in_force_and_plans_no_change(
+    reserve4_fleet: Fleet,
+) -> None:
+    """fleet.toml keeps 4 vCPU; the pool sets none. The console's YAML says 4 (it said 2), and
+    pasted into a FleetConfig it plans no change to the pool or its capacity (it planned 4 -> 2)."""
+    fleet = reserve4_fleet
+    try:
+        pool_with_hosts(fleet, cpus=10, numa_nodes=1)
+        (pool,) = LocalSource(fleet, label="test").pools()
+        assert pool["policy"]["hostReserve"] == {}
+        assert pool["effectivePolicy"] == {
+            "overcommit": {"vcpu": 1.0, "memoryGiB": 1.0, "diskGiB": 1.0},
+            "hostReserve": {"vcpu": 4, "memoryGiB": 8, "diskGiB": 100},
+        }
+        item = yaml.safe_load(declaration("pool", pool))["pools"][0]
+        assert item["policy"]["hostReserve"] == {"vcpu": 4, "memoryGiB": 8, "diskGiB": 100}
+
+        document = {"apiVersion": "bcfleet.dev/v1", "kind": "FleetConfig",
+                    "tenants": [{"id": "root"}, {"id": "acme"}], "pools": [item]}  # fmt: skip
+        reserve = fleet.settings.host_reserve
+        desired = load_fleetconfig_text(yaml.safe_dump(document), host_reserve=reserve)
+        planned = make_plan(fleet, OP, desired).changes
+        (change,) = [c for c in planned if c.address == f"pool.{item['name']}"]
+        assert change.actions == ("adopt",) and change.changes == () and change.capacity == ()
+        assert rows(fleet, "h1")["vcpu"]["allocatable"] == 6  # 10 CPUs less the fleet's 4
+    finally:
+        fleet.close()
+
+
+def test_pools_show_says_the_reserve_and_ratios_in_force(
+    db_url: str, clock: FakeClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "fleet.toml").write_text("[host_reserve]\nvcpu = 4\n")
+    monkeypatch.setenv("BCFLEET_CONFIG", str(tmp_path / "fleet.toml"))
+    monkeypatch.setenv("BCFLEET_NOW", clock.now().isoformat())
+    made = run_cli("pools", "create", "--name", "p", "--kind", "vps-host",
+                   "--overcommit", "vcpu=2", "--host-reserve-disk-gib", "50", db=db_url)  # fmt: skip
+    assert made.exit_code == 0, made.stderr
+    shown = run_cli("pools", "show", "p", db=db_url)
+    assert "  overcommit:  vcpu=2, memoryGiB=1 (default), diskGiB=1 (default)" in shown.stdout
+    assert "  hostReserve: vcpu=4 (default), memoryGiB=8 (default), diskGiB=50" in shown.stdout
+    answer = run_cli("--json", "pools", "show", "p", db=db_url).json()
+    assert answer["effectivePolicy"]["hostReserve"] == {"vcpu": 4, "memoryGiB": 8, "diskGiB": 50}  # type: ignore[index]

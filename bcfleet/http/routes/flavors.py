@@ -12,6 +12,7 @@ from bcfleet.api.documents import (
 )
 from bcfleet.domain.bounds import HUGEPAGE_SIZES
 from bcfleet.domain.flavor_rules import FLAVOR_NAME
+from bcfleet.errors import InvalidInputError
 from bcfleet.http.operations import TENANT, Call, Operation
 from bcfleet.http.rules import matching, text
 from bcfleet.http.schemas import (
@@ -58,7 +59,17 @@ SCHEMAS = {
         required=["name", "vcpu", "memoryGiB", "diskGiB"],
     ),
     "FlavorUpdate": obj(
-        {**ASKED, "offerId": OFFER, "placement": nullable(PLACEMENT)},
+        {
+            "name": {
+                **matching(FLAVOR_NAME),
+                "description": "Optional, so that the body create takes may be sent as it is: "
+                "when given it must be the path's {name} (INVALID_INPUT otherwise, naming both; "
+                "no call renames a flavor).",
+            },
+            **ASKED,
+            "offerId": OFFER,
+            "placement": nullable(PLACEMENT),
+        },
         required=["vcpu", "memoryGiB", "diskGiB"],
     ),
     **document_schemas((FlavorDeletedJson,)),
@@ -102,6 +113,13 @@ def get_flavor(call: Call) -> Any:
 
 
 def update_flavor(call: Call) -> Any:
+    named = call.field("name")
+    if named is not None and named != call.path["name"]:
+        message = (
+            f"the body names flavor {named!r} and the path {call.path['name']!r}: a flavor keeps "
+            "its name (PUT replaces its shape); leave name out or give the path's"
+        )
+        raise InvalidInputError(message, {"fields": {"name": message}})
     return call.api.flavors.update(
         call.token,
         tenant_id=call.acting_tenant(),

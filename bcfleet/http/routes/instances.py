@@ -42,6 +42,11 @@ KEPT_AFTER_DELETE = (
     "the record its usage and events refer to (instances.list shows it with includeDeleted)."
 )
 
+SERVING = (
+    "Refused with 409 CONFLICT while the instance serves a deployed service (details.dependents "
+    "lists each, as kind, id, name, state): undeploy the service first."
+)
+
 INTS = array(INT)
 POOL_REF = reference("A pool id or name.")
 FLAVOR_REF = reference("A flavor's name in the pool.")
@@ -191,7 +196,8 @@ OPERATIONS = [
     Operation("GET", ONE, "instances.show", "Show an instance", TAG, show_instance,
               response="Instance", query=Q, description=KEPT_AFTER_DELETE),
     Operation("DELETE", ONE, "instances.delete", "Delete an instance, releasing its capacity",
-              TAG, delete_instance, response="Instance", query=Q, description=KEPT_AFTER_DELETE),
+              TAG, delete_instance, response="Instance", query=Q,
+              description=f"{KEPT_AFTER_DELETE} {SERVING}"),
     Operation("POST", ONE + "/stop", "instances.stop", "Stop a running instance", TAG,
               stop_instance, response="Instance", query=Q),
     Operation("POST", ONE + "/start", "instances.start", "Start a stopped instance", TAG,

@@ -1,9 +1,11 @@
 """A view's actions at work: its keys, the value asked for, the confirm, the worker, the results.
 
-An action applies to the marked rows, or to the row under the cursor when none
-is marked. Facts the confirm needs (a host's guests) and the change itself are
-read and made in a thread worker, never on the UI thread; each row's answer,
-or its error's code and message, is said when the worker is done. Under
+An action applies to what is visible: the marked rows the filter shows, or the
+row under the cursor when it shows none; marked rows the filter hides are left out,
+and the confirm and the status line say how many. Facts the confirm needs (a host's
+guests) and the change itself are read and made in a thread worker, never on the UI
+thread; each row's answer, or its error's code and message, is said when the worker
+is done. Under
 --read-only the keys are gone from the footer, the keys panel and the palette,
 and pressing one says that the dashboard is read-only.
 """
@@ -36,10 +38,21 @@ class PendingAction:
     action: Action
     rows: tuple[tuple[str, Item, Item], ...]
     value: Any = None
+    hidden: int = 0
+    """Marked rows the filter hides: left out, and the confirm says so."""
 
     @property
     def question(self) -> str:
-        return question(self.action, [(item, facts) for _, item, facts in self.rows], self.value)
+        asked = question(self.action, [(item, facts) for _, item, facts in self.rows], self.value)
+        return asked + left_out(self.hidden)
+
+
+def left_out(hidden: int) -> str:
+    """The confirm's last line when the filter hides marked rows: they are not acted on."""
+    if not hidden:
+        return ""
+    rows = "1 marked row is" if hidden == 1 else f"{hidden} marked rows are"
+    return f"\n{rows} hidden by the filter and left out."
 
 
 @dataclass(frozen=True)
@@ -110,14 +123,18 @@ class ActingView(ViewScreen):
         """The rows an action applies to: the marked ones, else the one under the cursor."""
         return []
 
-    def clear_marks(self) -> None:
+    def hidden_marks(self) -> int:
+        """Marked rows the filter hides (an action leaves them out)."""
+        return 0
+
+    def clear_marks(self, keys: list[str]) -> None:
         """An action was confirmed: its rows are no longer marked."""
 
     # -- keys and read-only ---------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "act":
-            return not self.fleet_app.read_only
+        if action == "act":  # never from a key typed into the prompt
+            return not self.fleet_app.read_only and not isinstance(self.focused, Input)
         return super().check_action(action, parameters)
 
     def on_key(self, event: events.Key) -> None:
@@ -168,8 +185,9 @@ class ActingView(ViewScreen):
         if not rows:
             self.notify(f"No {action.noun} to {action.verb.lower()}.", severity="warning")
             return
+        hidden = self.hidden_marks()
         if action.ask is None:
-            self._look(action, rows, None)
+            self._look(action, rows, None, hidden)
             return
         ask = action.ask
 
@@ -181,26 +199,28 @@ class ActingView(ViewScreen):
             except FleetError as exc:
                 self.notify(error_text(exc), title="Not changed", severity="error")
                 return
-            self._look(action, rows, value)
+            self._look(action, rows, value, hidden)
 
         self.app.push_screen(AskValue(ask.prompt, ask.placeholder), answered)
 
-    def _look(self, action: Action, rows: list[tuple[str, Item]], value: Any) -> None:
+    def _look(self, action: Action, rows: list[tuple[str, Item]], value: Any, hidden: int) -> None:
         if action.look is None:
-            self._confirm(PendingAction(action, tuple((k, i, {}) for k, i in rows), value))
+            self._confirm(PendingAction(action, tuple((k, i, {}) for k, i in rows), value, hidden))
         else:
-            self._look_in_thread(action, rows, value)
+            self._look_in_thread(action, rows, value, hidden)
 
     @work(thread=True, group="action", exit_on_error=False)
-    def _look_in_thread(self, action: Action, rows: list[tuple[str, Item]], value: Any) -> None:
+    def _look_in_thread(
+        self, action: Action, rows: list[tuple[str, Item]], value: Any, hidden: int
+    ) -> None:
         look = action.look
         assert look is not None
         try:
-            found = tuple((k, i, look(self.source, i)) for k, i in rows)
+            found = tuple((k, i, look(self.source, i, value)) for k, i in rows)
         except Exception as exc:  # noqa: BLE001 - said to the operator; nothing changed
             self.post_message(self.Refused(action, exc))
             return
-        self.post_message(self.Prepared(PendingAction(action, found, value)))
+        self.post_message(self.Prepared(PendingAction(action, found, value, hidden)))
 
     def on_acting_view_prepared(self, message: Prepared) -> None:
         self._confirm(message.plan)
@@ -212,7 +232,7 @@ class ActingView(ViewScreen):
         def answer(yes: bool | None) -> None:
             if yes and self.acting is None:
                 self.acting = plan
-                self.clear_marks()
+                self.clear_marks([key for key, _item, _facts in plan.rows])
                 self._run_in_thread(plan)
 
         self.app.push_screen(Confirm(plan.question, plan.action.verb), answer)

@@ -21,9 +21,10 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Button, Footer, Input, Select, Static
 
-from bcfleet.errors import FleetError
+from bcfleet.errors import DatabaseUnavailableError, FleetError
 from bcfleet.tui.source import FleetSource, NotAvailable
 from bcfleet.tui.widgets.bars import Freshness, StatusLine, TitleBar
 from bcfleet.tui.widgets.onoff import OnOff
@@ -117,8 +118,9 @@ class ViewScreen(Screen[None]):
         self.update_status()
 
     def update_title(self) -> None:
+        where, trouble = self.source.describe(), self.freshness.trouble
         for bar in self.query(TitleBar):
-            bar.show(self.crumbs(), self.source.describe(), self.fleet_app.read_only)
+            bar.show(self.crumbs(), where, self.fleet_app.read_only, trouble)
 
     @property
     def fleet_app(self) -> FleetApp:
@@ -197,6 +199,8 @@ class ViewScreen(Screen[None]):
             self.post_message(self.Loaded(data, revision, source.now()))
         except NotAvailable as exc:
             self.post_message(self.Failed(exc, disconnected=False, area=exc.area))
+        except DatabaseUnavailableError as exc:  # the database, not the view: the rows stay
+            self.post_message(self.Failed(exc, disconnected=True))
         except FleetError as exc:
             self.post_message(self.Failed(exc, disconnected=False))
         except Exception as exc:  # noqa: BLE001 - the database or the network went away
@@ -254,13 +258,18 @@ class ViewScreen(Screen[None]):
         elif disconnected:
             self.freshness.disconnected = True
             self.freshness.problem = _one_line(error)
+            self.freshness.trouble = database_trouble(error)
+            self.update_title()
         else:
             self.freshness.disconnected = False
             self.set_notice(f"{getattr(error, 'code', 'ERROR')}: {error}")
 
     def _good(self, at: datetime) -> None:
         self._last_ok = time.monotonic()
+        troubled = self.freshness.trouble is not None
         self.freshness = Freshness(updated=at)
+        if troubled:
+            self.update_title()
 
     def _check_stale(self) -> None:
         interval = self.fleet_app.refresh_seconds
@@ -335,8 +344,14 @@ class ViewScreen(Screen[None]):
         self.query_one(Prompt).close()
         self.focus_body()
 
+    def offer_focus(self, widget: Widget) -> None:
+        """Focus a widget of the view (data came in), unless the prompt is open: what is being
+        typed stays the prompt's."""
+        if not self.query_one(Prompt).display:
+            self.set_focus(widget)
+
     def focus_body(self) -> None:
-        """Give the focus back to the view's main widget."""
+        """Give the focus back to the view's main widget, at once (not after the queued keys)."""
         self.focus_next()
 
 
@@ -351,5 +366,23 @@ class DrillDown(ViewScreen):
 
 
 def _one_line(error: Exception) -> str:
+    if isinstance(error, FleetError):  # in the CLI's words: its code first
+        return f"{error.code}: {error.message}"[:120]
     text = str(error).strip().splitlines()
     return (text[0] if text else type(error).__name__)[:120]
+
+
+TROUBLES = {
+    "database_file_missing": "FILE DELETED",
+    "database_file_replaced": "FILE REPLACED",
+    "database_busy": "BUSY, RETRYING",
+    "database_read_only": "FILE READ-ONLY",
+}
+"""The header's words for what stands between the console and its database (details.reason)."""
+
+
+def database_trouble(error: Exception) -> str | None:
+    """What the header says of a database failure: FILE DELETED, BUSY, RETRYING, …; else None."""
+    if not isinstance(error, DatabaseUnavailableError):
+        return None
+    return TROUBLES.get(str(error.details.get("reason")), "DATABASE UNAVAILABLE")

@@ -11,7 +11,7 @@ from typing import Any
 
 from rich.text import Text
 
-from bcfleet.reconcile.model import shown_overcommit
+from bcfleet.domain.scalars import SCALARS
 from bcfleet.tui.actions import actions_for
 from bcfleet.tui.format import DASH, DIM_DASH, Cell, age, croppable, ratio_text, usage_cell
 from bcfleet.tui.screens.objects import ObjectsView, key_of
@@ -25,8 +25,8 @@ def _words(values: Any) -> str:
 
 
 def pool_row(pool: Mapping[str, Any], now: datetime) -> Row:
-    over = shown_overcommit((pool.get("policy") or {}).get("overcommit"))
-    ratios = f"×{ratio_text(over.vcpu)}/{ratio_text(over.memory_gib)}/{ratio_text(over.disk_gib)}"
+    over = pool["effectivePolicy"]["overcommit"]  # the ratios in force, as the API says them
+    ratios = "×" + "/".join(ratio_text(over[resource]) for resource in SCALARS)
     since, seconds = age(pool.get("createdAt"), now, short=True)
     offered = _words(pool.get("offeredTo"))
     cells: tuple[Cell, ...] = (

@@ -21,6 +21,7 @@ from textual.message import Message
 from textual.widgets import Button, Input, Label, Select, Static
 
 from bcfleet.domain.compute_settings import ComputeSettings
+from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.domain.sizes import SIZE_NAMES, label
 from bcfleet.errors import FleetError
 from bcfleet.tui.compute_model import Evaluation, Form, evaluate, shapes_text
@@ -160,7 +161,7 @@ class ComputeView(ViewScreen):
         self._message("")
         self.redraw(load=True)
         self.update_title()
-        self.query_one(f"#enabled-{SIZE_NAMES[0]}", OnOff).focus()
+        self.offer_focus(self.query_one(f"#enabled-{SIZE_NAMES[0]}", OnOff))
 
     def show_failure(self, error: Exception, *, disconnected: bool, area: str | None) -> None:
         """The form gives way to the error and Retry; no numbers stay under the asked tenant's name."""
@@ -176,7 +177,7 @@ class ComputeView(ViewScreen):
         self.query_one("#load-error", Static).update(
             Text(f"Couldn't load {whose} compute settings: {error}", style="bold")
         )
-        self.query_one("#retry", Button).focus()
+        self.offer_focus(self.query_one("#retry", Button))
         self.update_title()
 
     # -- drawing ----------------------------------------------------------------------------------
@@ -406,7 +407,7 @@ class ComputeView(ViewScreen):
 
 
 def _first_tenant(tenants: list[str]) -> str:
-    return next((t for t in tenants if t != "root"), tenants[0] if tenants else "root")
+    return next((t for t in tenants if t != ROOT_TENANT), tenants[0] if tenants else ROOT_TENANT)
 
 
 def _warnings(ev: Evaluation) -> Text:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from textual import events
+from textual._time import get_time
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -19,9 +21,12 @@ class Confirm(ModalScreen[bool]):
         Binding("n,escape", "answer(False)", "No"),
     ]
 
+    AUTO_FOCUS = "#no"
+
     def __init__(self, question: str, verb: str) -> None:
         super().__init__()
         self.question, self.verb = question, verb
+        self.shown_at: float | None = None
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
@@ -31,7 +36,11 @@ class Confirm(ModalScreen[bool]):
                 yield Button("Cancel (n)", id="no")
 
     def on_mount(self) -> None:
-        self.query_one("#no", Button).focus()
+        self.shown_at = get_time()  # the clock of the keys' own stamps
+
+    def typed_before(self, event: events.Key) -> bool:
+        """Whether a key was typed before the confirm appeared (typed ahead: it answers nothing)."""
+        return self.shown_at is None or event.time < self.shown_at
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()

@@ -73,4 +73,4 @@ class DetailScreen(DrillDown):
         self.query_one("#fields", Static).update(table)
 
     def focus_body(self) -> None:
-        self.query_one("#detail").focus()
+        self.set_focus(self.query_one("#detail"))

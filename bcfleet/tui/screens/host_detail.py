@@ -316,4 +316,4 @@ class HostDetail(DrillDown):
         )
 
     def focus_body(self) -> None:
-        self.query_one("#detail").focus()
+        self.set_focus(self.query_one("#detail"))

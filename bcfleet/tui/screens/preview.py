@@ -19,6 +19,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Button, Input, Label, Select, Static
 
+from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.domain.states import PoolKind
 from bcfleet.errors import FleetError
 from bcfleet.tui.format import clock_time, duration_text
@@ -118,7 +119,7 @@ class PreviewView(ViewScreen):
         tenants, pools = data
         with self.prevent(Select.Changed):
             for select_id, options, wanted in (
-                ("#tenant", [(t, t) for t in tenants], self.fleet_app.tenant or "root"),
+                ("#tenant", [(t, t) for t in tenants], self.fleet_app.tenant or ROOT_TENANT),
                 ("#pool", [(_pool_label(p), p["name"]) for p in pools], _gpu_pool(pools)),
             ):
                 select: Select[str] = self.query_one(select_id, Select)
@@ -202,7 +203,7 @@ class PreviewView(ViewScreen):
             self.action_preview()
 
     def focus_body(self) -> None:
-        self.query_one("#gpus", Input).focus()
+        self.set_focus(self.query_one("#gpus", Input))
 
 
 def _gpu_pool(pools: list[dict[str, Any]]) -> str | None:

@@ -52,13 +52,19 @@ class TableView(ActingView):
         """Enter on a row: drill down (each view says into what)."""
 
     def target_keys(self) -> list[str]:
+        """What is visible: the marked rows the filter shows, else the row under the cursor."""
         table = self.table
-        if table.marked:
-            return list(table.marked)
+        shown = table.marked_shown()
+        if shown:
+            return shown
         return [table.cursor_key] if table.cursor_key is not None else []
 
-    def clear_marks(self) -> None:
-        self.table.clear_marks()
+    def hidden_marks(self) -> int:
+        table = self.table
+        return len(table.marked) - len(table.marked_shown())
+
+    def clear_marks(self, keys: list[str]) -> None:
+        self.table.unmark(keys)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("mark", "mark_all"):  # marks are for actions, and read-only has none
@@ -133,7 +139,10 @@ class TableView(ActingView):
         if table.filter_error:
             text.append(f" · {table.filter_error}", style="bold")
         if table.marked:
+            hidden = self.hidden_marks()
             text.append(f" · {len(table.marked)} marked", style="bold")
+            if hidden:
+                text.append(f" ({hidden} hidden by the filter)", style="bold")
         for name in table.unknown_columns:
             text.append(f" · no column {name!r}", style="bold")
         if table.sort_index is not None:
@@ -144,7 +153,7 @@ class TableView(ActingView):
     def focus_body(self) -> None:
         table = self.table
         if table.display:
-            table.focus()
+            self.set_focus(table)
 
     def commands(self) -> Iterable[SystemCommand]:
         yield from super().commands()

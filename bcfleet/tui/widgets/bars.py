@@ -19,18 +19,24 @@ from bcfleet.tui.format import clock_time
 class TitleBar(Static):
     """'bcfleet › Hosts › fra-01' on the left; where the data comes from and READ-ONLY on the right."""
 
-    _last: tuple[list[str], str, bool] = ([], "", False)
+    _last: tuple[list[str], str, bool, str | None] = ([], "", False, None)
 
     def on_resize(self) -> None:
         self.show(*self._last)
 
-    def show(self, crumbs: list[str], where: str, read_only: bool) -> None:
-        self._last = (crumbs, where, read_only)
+    def show(
+        self, crumbs: list[str], where: str, read_only: bool, trouble: str | None = None
+    ) -> None:
+        """trouble: what stands between the console and its database (FILE DELETED, …)."""
+        self._last = (crumbs, where, read_only, trouble)
         left = Text("bcfleet", style="bold")
         for crumb in crumbs:
             left.append(" › ")
             left.append(crumb, style="bold")
         right = Text(where, style="dim")
+        if trouble:
+            right.append("  ")
+            right.append(f" {trouble} ", style="reverse bold red")
         if read_only:
             right.append("  ")
             right.append(" READ-ONLY ", style="reverse bold")
@@ -51,10 +57,15 @@ class Freshness:
     problem: str | None = None
     disconnected: bool = False
     unavailable: bool = False
+    trouble: str | None = None
+    """What the header says stands between the console and its database (FILE DELETED, …)."""
 
     def text(self) -> Text:
         text = Text()
-        if self.disconnected:
+        if self.disconnected and self.trouble == "BUSY, RETRYING":
+            text.append(" BUSY ", style="reverse bold yellow")
+            text.append(" busy, retrying ")
+        elif self.disconnected:
             text.append(" DISCONNECTED ", style="reverse bold red")
             text.append(f" {self.problem or ''} ")
         elif self.stale:

@@ -598,6 +598,21 @@ class KeyedTable(ScrollView, can_focus=True):
         self._redraw_marks(keys)
         self.post_message(self.Changed(self))
 
+    def unmark(self, keys: list[str]) -> None:
+        """Unmark these rows (an action took them); other marks stay."""
+        gone = [key for key in keys if key in self.marked]
+        for key in gone:
+            del self.marked[key]
+        self._redraw_marks(gone)
+        self.post_message(self.Changed(self))
+
+    def marked_shown(self) -> list[str]:
+        """The marked rows the filter shows, in the order they were marked."""
+        if self._places is None:
+            self._places = {k: i for i, k in enumerate(self._shown)}
+        places = self._places
+        return [key for key in self.marked if key in places]
+
     def shown_cells(self, row: Row) -> tuple[Cell, ...]:
         """The row's cells as drawn: a marked row's first cell starts with MARK."""
         if row.key not in self.marked or not row.cells:

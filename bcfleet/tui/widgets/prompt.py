@@ -21,6 +21,9 @@ class Prompt(Input):
         Binding("escape", "cancel", "Cancel", show=False),
     ]
 
+    class Closed(Message, bubble=False):
+        """The prompt closed (Enter, Esc) and its view has the focus back; said to the app."""
+
     class Cancelled(Message):
         def __init__(self, mode: Mode) -> None:
             super().__init__()
@@ -45,10 +48,14 @@ class Prompt(Input):
         self.value = value
         self.cursor_position = len(value)
         self.display = True
-        self.focus()
+        self.screen.set_focus(self, scroll_visible=False)  # now: the next key read is the prompt's
 
     def close(self) -> None:
+        """Hide the prompt; its view gives the focus to its body at once (`focus_body`)."""
         self.display = False
+        if self.has_focus:
+            self.screen.set_focus(None)
+        self.app.post_message(self.Closed())  # to the app itself: its view may be leaving
 
     def action_cancel(self) -> None:
         self.post_message(self.Cancelled(self.mode))
