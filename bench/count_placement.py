@@ -97,28 +97,25 @@ def _place(side: str, hosts: int, count: int, url: str) -> int:
 
 def counted(side: str, hosts: int, count: int, pg: str | None = None) -> int:
     """Instructions of a child process making `count` placements, as callgrind counted them."""
+    args = [__file__, "--child", side, "--hosts", str(hosts), "--placements", str(count)]
+    return instructions([*args, *(["--pg", pg] if pg else [])], f"the counted {side} child")
+
+
+def instructions(args: list[str], what: str) -> int:
+    """Instructions of `python ARGS` run to its end under callgrind, with a fixed hash seed."""
     with tempfile.TemporaryDirectory() as tmp:
         command = [
             "valgrind",
             "--tool=callgrind",
             f"--callgrind-out-file={tmp}/callgrind.out",
             sys.executable,
-            __file__,
-            "--child",
-            side,
-            "--hosts",
-            str(hosts),
-            "--placements",
-            str(count),
-            *(["--pg", pg] if pg else []),
+            *args,
         ]
         env = {**os.environ, "PYTHONHASHSEED": "0"}
         done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     found = _COLLECTED.findall(done.stderr)
     if done.returncode != 0 or not found:
-        raise SystemExit(
-            f"the counted {side} child failed ({done.returncode}): {done.stderr[-500:]}"
-        )
+        raise SystemExit(f"{what} failed ({done.returncode}): {done.stderr[-500:]}")
     return int(found[-1])
 
 

@@ -257,8 +257,22 @@ class Seconds(click.ParamType[float]):
         return number
 
 
+JSON_BLOCK = 1 << 16
+"""Characters of JSON written at a time: a large document is written as it is encoded."""
+
+
 def print_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, sort_keys=False, default=str))
+    """`data` as indented JSON and a newline, written a block at a time as it is encoded, so a
+    listing of 100,000 hosts is not also held whole as text, nor as the encoder's pieces."""
+    block: list[str] = []
+    size = 0
+    for piece in json.JSONEncoder(indent=2, default=str).iterencode(data):
+        block.append(piece)
+        size += len(piece)
+        if size >= JSON_BLOCK:
+            click.echo("".join(block), nl=False)
+            block, size = [], 0
+    click.echo("".join(block))
 
 
 def output(data: Any, human: Callable[[Any], str] | None = None) -> None:

@@ -227,6 +227,9 @@ def _capacity(session: Session, names: Mapping[str, str]) -> tuple[HostCapacity,
         rows[node_id].append(ResourceRow(*values))
     if not rows:
         return ()
+    # Every host, each inventory reduced to its totals as it is read: a list of the ids would
+    # be more parameters than PostgreSQL takes past 65,535 hosts, and holding every inventory
+    # at once took about 18 KB a host at the peak.
     hosts = session.execute(
         select_columns(
             col(Host.id),
@@ -234,17 +237,20 @@ def _capacity(session: Session, names: Mapping[str, str]) -> tuple[HostCapacity,
             col(Host.pool_id),
             col(Host.inventory),
             col(Host.tenant_controlled),
-        ).where(col(Host.id).in_(list(rows)))
-    ).all()
-    return tuple(
+        ),
+        execution_options={"yield_per": 500},  # streamed: the ORM buffers every row otherwise
+    )
+    found = [
         HostCapacity(
             name,
             names[pool_id],
             tuple(sorted(rows[id_], key=lambda row: row.resource)),
             {} if controlled else _totals(inventory),  # vps.hosts leaves its rows alone
         )
-        for id_, name, pool_id, inventory, controlled in sorted(hosts, key=lambda h: h[1])
-    )
+        for id_, name, pool_id, inventory, controlled in hosts
+        if id_ in rows
+    ]
+    return tuple(sorted(found, key=lambda host: host.host))
 
 
 def _totals(inventory: Mapping[str, Any] | None) -> dict[str, int]:
