@@ -12,6 +12,7 @@ from bcfleet.tui.host_rows import host_row, next_age_change, state_cell
 from bcfleet.tui.screens.detail import describe
 from bcfleet.tui.screens.instances import reason_of
 from bcfleet.tui.widgets.keyed_table import Column, Row, matches, parse_filter
+from bcfleet.tui.widgets.table_rows import sort_key
 
 NOW = datetime(2026, 11, 30, 10, 0, 40, tzinfo=UTC)
 
@@ -169,3 +170,10 @@ def test_describe_spells_out_nested_documents() -> None:
 def test_short_ids_keep_prefix_and_tail() -> None:
     assert short_id("rsv_01m8nyb980atensys3d3p0th6p") == "rsv_…p0th6p"
     assert short_id("evt_12") == "evt_12"
+
+
+def test_text_sorts_naturally_numbers_first_none_last() -> None:
+    values = ["ams-100", None, "ams-10", 3, "AMS-9", "ams-99", "ams-1000", "ams-x"]
+    assert sorted(values, key=sort_key) == [
+        3, "AMS-9", "ams-10", "ams-99", "ams-100", "ams-1000", "ams-x", None,
+    ]  # fmt: skip

@@ -182,10 +182,22 @@ def unknown_columns(text: str, columns: Sequence[Column], rows: Iterable[Row]) -
     ]
 
 
+_DIGITS = re.compile(r"([0-9]+)")
+
+
+def natural(text: str) -> tuple[tuple[int, int | str], ...]:
+    """'ams-10' → its parts with runs of digits as numbers, so ams-9 < ams-10 < ams-99 < ams-100."""
+    return tuple(
+        (0, int(part)) if part.isascii() and part.isdigit() else (1, part.lower())
+        for part in _DIGITS.split(text)
+        if part
+    )
+
+
 def sort_key(value: Any) -> tuple[int, Any]:
-    """Numbers before text, None last, so a mixed column still sorts."""
+    """Numbers before text, None last, so a mixed column still sorts; text sorts naturally."""
     if value is None:
         return (2, 0)
     if isinstance(value, int | float):
         return (0, value)
-    return (1, str(value).lower())
+    return (1, natural(str(value)))
