@@ -118,3 +118,12 @@ async def _resized(pilot: Pilot[Any]) -> None:
 def test_view_resized_from_120x40_to_80x24(snap_compare: Any, fleet_db: Path, view: str) -> None:
     app, _ = local_app(fleet_db, start=view)
     assert snap_compare(app, terminal_size=(120, 40), run_before=_resized)
+
+
+def test_a_name_crops_only_after_the_columns_that_give_way_are_hidden() -> None:
+    """NAME 60 wide, POOL gives way, STATE and VCPU may not: at 40 cells POOL goes, NAME
+    crops (down to 14 at 36 cells); at 100 every column is whole."""
+    columns = [Fit(60, name_to=14), Fit(8, give_way=1), Fit(8), Fit(8)]
+    assert fit_columns(columns, 36, 1) == [14, None, 8, 8]
+    assert fit_columns(columns, 60, 1) == [38, None, 8, 8]
+    assert fit_columns(columns, 100, 1) == [60, 8, 8, 8]

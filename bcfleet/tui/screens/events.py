@@ -22,7 +22,7 @@ COLUMNS = (
     Column("seq", "SEQ", give_way=1),
     Column("at", "AT"),
     Column("type", "TYPE"),
-    Column("subject", "SUBJECT", give_way=2),
+    Column("subject", "SUBJECT", give_way=2, name=True),
     Column("data", "DATA", crop_to=24),
 )
 KEEP = 1000

@@ -17,8 +17,8 @@ from bcfleet.tui.widgets.keyed_table import Column, Row
 # At 80 columns KIND, then ID, TENANT and POOL give way; STATE, WHEN, DURING and REASON stay.
 COLUMNS = (
     Column("id", "ID", give_way=3),
-    Column("tenant", "TENANT", give_way=2),
-    Column("pool", "POOL", give_way=1),
+    Column("tenant", "TENANT", give_way=2, name=True),
+    Column("pool", "POOL", give_way=1, name=True),
     Column("gpus", "GPUS"),
     Column("kind", "KIND", give_way=4),
     Column("state", "STATE"),

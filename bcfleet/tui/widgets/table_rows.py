@@ -20,16 +20,23 @@ from bcfleet.domain.bounds import printable
 Cell = Text | str
 
 
+NAME_CROP = 14
+"""A name column (a host, a tenant, a pool) is cropped with … down to this many cells rather
+than hide a column that may not give way; it has its whole width when there is room."""
+
+
 @dataclass(frozen=True)
 class Column:
     """A column: `give_way` > 0 lets it be hidden on a narrow screen (the highest rank first);
-    `crop_to` lets long free text be cropped to that width before anything is hidden."""
+    `crop_to` lets long free text be cropped to that width before anything is hidden; a
+    `name` is cropped to NAME_CROP only when the columns that give way are hidden already."""
 
     key: str
     label: str
     width: int | None = None
     give_way: int = 0
     crop_to: int | None = None
+    name: bool = False
 
 
 def cell_width(cell: Cell) -> int:
