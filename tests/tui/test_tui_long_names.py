@@ -82,3 +82,13 @@ async def test_columns_shrink_when_the_long_rows_leave(long_db: Path) -> None:
         await pilot.press("slash", "escape")
         await pilot.pause()
         assert name.width == len(LONG_HOST)
+
+
+async def test_reservations_keep_their_id_at_80x24(long_db: Path) -> None:
+    app, _ = local_app(long_db, start="reservations")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(KeyedTable)
+        shown = [c.key for c in table.ordered_columns if not c.hidden]
+        assert {"id", "state", "when", "gpus"} <= set(shown), shown
+        assert table._table_width() <= table.size.width

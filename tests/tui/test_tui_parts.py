@@ -11,6 +11,7 @@ from bcfleet.tui.format import age, countdown, duration_text, short_id, usage_ce
 from bcfleet.tui.host_rows import host_row, next_age_change, state_cell
 from bcfleet.tui.screens.detail import describe
 from bcfleet.tui.screens.instances import reason_of
+from bcfleet.tui.screens.reservations import when_cell
 from bcfleet.tui.widgets.keyed_table import Column, Row, matches, parse_filter
 from bcfleet.tui.widgets.table_rows import sort_key
 
@@ -177,3 +178,13 @@ def test_text_sorts_naturally_numbers_first_none_last() -> None:
     assert sorted(values, key=sort_key) == [
         3, "AMS-9", "ams-10", "ams-99", "ams-100", "ams-1000", "ams-x", None,
     ]  # fmt: skip
+
+
+def test_a_placed_reservation_past_its_start_says_starting_now_not_starts_passed() -> None:
+    now = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
+    placed = {"state": "placed", "during": {"start": "2026-11-30T09:59:30Z",
+                                            "end": "2026-11-30T11:00:00Z"}}  # fmt: skip
+    text, seconds = when_cell(placed, None, now)
+    assert (text.plain, seconds) == ("starting now", -30.0)
+    later = {**placed, "during": {"start": "2026-11-30T10:05:00Z", "end": "2026-11-30T11:00:00Z"}}
+    assert when_cell(later, None, now)[0].plain == "starts in 5m"
