@@ -64,12 +64,13 @@ async def test_reservations_keep_state_when_during_and_reason_at_80(fleet_db: Pa
         assert app.screen.query_one(KeyedTable).hidden_columns == []
 
 
-async def test_events_keep_their_data_at_80(fleet_db: Path) -> None:
+async def test_events_keep_their_subject_by_name_and_their_data_at_80(fleet_db: Path) -> None:
     app, _ = local_app(fleet_db, start="events")
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        assert header(app) == ["SEQ", "AT", "TYPE", "DATA"]
-        assert "name=fra-07" in "\n".join(screen_text(app))
+        assert header(app) == ["SEQ", "AT", "TYPE", "SUBJECT", "DATA"]
+        row = next(line for line in screen_text(app) if "host.draining" in line)
+        assert row.split()[4:6] == ["fra-07", "name=fra-07"]
 
 
 async def test_hosts_resized_from_120_to_80_reflow_and_keep_age(fleet_db: Path) -> None:
