@@ -448,3 +448,18 @@ async def test_hosts_sort_naturally_by_default_and_by_a_column(fleet_db: Path) -
             "zz-10",
             "zz-9",
         ]
+
+
+@pytest.mark.parametrize("view", ["compute", "preview"])
+async def test_the_keys_panel_of_a_form_lists_no_row_keys(fleet_db: Path, view: str) -> None:
+    app, _ = local_app(fleet_db, start=view, tenant="acme")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        console = Console(width=100)
+        with console.capture() as captured:
+            console.print(app.screen.keys)
+        shown = captured.get()
+        assert "Next field, previous field" in shown and "Run the form" in shown
+        assert not any(word in shown for word in ("Filter", "First row", "drill down", "~re"))
