@@ -277,6 +277,7 @@ ACTIONS: tuple[Action, ...] = (
         lambda _s, _v, _f: "the instance serving it is released",
         lambda source, s, _v: source.undeploy_service(str(s["id"])),
         _state,
+        footer=False,  # the footer fits 80 columns; `?` and the palette list it
     ),
 )  # fmt: skip
 

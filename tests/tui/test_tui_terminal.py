@@ -128,3 +128,12 @@ def test_a_name_crops_only_after_the_columns_that_give_way_are_hidden() -> None:
     assert fit_columns(columns, 36, 1) == [14, None, 8, 8]
     assert fit_columns(columns, 60, 1) == [38, None, 8, 8]
     assert fit_columns(columns, 100, 1) == [60, 8, 8, 8]
+
+
+@pytest.mark.parametrize("view", ["hosts", "instances", "reservations", "services", "quotas"])
+async def test_the_footer_keeps_keys_and_quit_at_80(fleet_db: Path, view: str) -> None:
+    app, _ = local_app(fleet_db, start=view)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        footer = screen_text(app)[-1]
+        assert "? Keys" in footer and "q Quit" in footer, footer

@@ -61,7 +61,7 @@ class ServicesView(ObjectsView):
     READ = "services"
     row_of = staticmethod(service_row)
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("e", "app.view('environments')", "Environments"),
+        Binding("e", "app.view('environments')", "Envs"),
         Binding("i", "app.view('indexes')", "Indexes"),
     ]
 
