@@ -33,6 +33,8 @@ class Ask:
     prompt: str
     placeholder: str = ""
     read: Callable[[str], Any] = str.strip
+    start: Callable[[Item], str] | None = None
+    """The text the prompt starts with for one row (its current value), to be edited."""
 
 
 @dataclass(frozen=True)
@@ -62,10 +64,20 @@ class Action:
     """Shown in the footer (at 80 columns there is room for about three); always in `?`."""
     label: str = ""
     """The footer's and the keys panel's words, when not the verb alone."""
+    together: Callable[[list[Item]], str] | None = None
+    """What changes for several rows at once, given each row's facts, when it is a count to
+    add up ("100 guests stay" for ten hosts of ten), not one row's words said once."""
+    keep: str = "Cancel"
+    """The confirm's button that changes nothing."""
 
     @property
     def key_label(self) -> str:
         return self.label or self.verb
+
+    @property
+    def button(self) -> str:
+        """The confirm's button that acts: the footer's words ("Set quota", "Cancel reservation")."""
+        return self.key_label
 
     @property
     def binding_action(self) -> str:
@@ -115,6 +127,20 @@ def _limits_text(limits: Mapping[str, int | None]) -> str:
     return ", ".join(f"{k} {'unlimited' if v is None else v}" for k, v in limits.items())
 
 
+def _limits_change(before: Mapping[str, Any], after: Mapping[str, int | None]) -> str:
+    """'gpu 8 → 16, vcpu unlimited → 64': each limit given, from what it is to what it becomes."""
+
+    def shown(value: Any) -> str:
+        return "unlimited" if value is None else str(value)
+
+    return ", ".join(f"{k} {shown(before.get(k))} → {shown(v)}" for k, v in after.items())
+
+
+def limits_now(quota: Item) -> str:
+    """The quota's limits as the prompt reads them ('gpu=8 vcpu=64'), to be edited."""
+    return " ".join(f"{k}={v}" for k, v in (quota.get("limits") or {}).items() if v is not None)
+
+
 def _stay(guests: int) -> str:
     return "1 guest stays" if guests == 1 else f"{guests} guests stay"
 
@@ -154,6 +180,8 @@ ACTIONS: tuple[Action, ...] = (
         lambda source, h, _v: source.set_draining(str(h["name"]), True),
         lambda h, _a: f"{_named(h)} is draining",
         look=_guests,
+        together=lambda found: f"{_stay(sum(int(f.get('guests', 0)) for f in found))} on "
+        "them, no new placements",
     ),
     Action(
         "undrain", "hosts", "u", "Undrain", "host", _named,
@@ -197,6 +225,7 @@ ACTIONS: tuple[Action, ...] = (
         lambda _r, _v, _f: "released now: its GPUs are freed and its quota refunded",
         lambda source, r, _v: source.cancel_reservation(str(r["id"])),
         lambda r, a: f"{short_id(str(r['id']))} is {a.get('state', 'released')}",
+        label="Cancel reservation", keep="Keep",
     ),
     # -- jobs --------------------------------------------------------------------------------
     Action(
@@ -225,15 +254,17 @@ ACTIONS: tuple[Action, ...] = (
         look=_held_there,
     ),
     Action(
-        "edit_quota", "quotas", "e", "Set quota", "quota",
+        "edit_quota", "quotas", "e", "Set", "quota",
         lambda q: f"{q.get('tenantId')} in {q.get('pool') or q.get('poolId')}",
-        lambda _q, limits, _f: _limits_text(limits),
+        lambda q, limits, _f: _limits_change(q.get("limits") or {}, limits),
         lambda source, q, limits: source.set_quota(
             str(q["tenantId"]), str(q.get("poolId") or q["pool"]), limits
         ),
         lambda _q, a: f"{a.get('tenantId')} in {a.get('pool')}: "
         f"{_limits_text(a.get('limits') or {}) or 'no limits'}",
-        ask=Ask("New limits (none removes one)", "gpu=8 vcpu=64 memoryGiB=none", read_limits),
+        ask=Ask("New limits (none removes one)", "gpu=8 vcpu=64 memoryGiB=none", read_limits,
+                limits_now),
+        label="Set quota",
     ),
     Action(
         "deploy", "services", "p", "Deploy", "service", _owned,
@@ -246,6 +277,7 @@ ACTIONS: tuple[Action, ...] = (
         lambda _s, _v, _f: "the instance serving it is released",
         lambda source, s, _v: source.undeploy_service(str(s["id"])),
         _state,
+        footer=False,  # the footer fits 80 columns; `?` and the palette list it
     ),
 )  # fmt: skip
 
@@ -270,7 +302,10 @@ def question(action: Action, rows: list[tuple[Item, Item]], value: Any) -> str:
     if len(rows) == 1:
         return f"{action.verb} {action.noun} {action.target(rows[0][0])}?\n{_sentence(effects[0])}"
     lines = [f"{action.verb} {plural(len(rows), action.noun)}?"]
-    if len(set(effects)) == 1:
+    if action.together is not None:
+        lines.append(_sentence(action.together([facts for _, facts in rows])))
+        lines += [f"• {action.target(item)}" for item, _ in rows[:LISTED]]
+    elif len(set(effects)) == 1:
         lines.append(_sentence(effects[0]))
         lines += [f"• {action.target(item)}" for item, _ in rows[:LISTED]]
     else:

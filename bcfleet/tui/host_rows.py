@@ -24,8 +24,8 @@ from bcfleet.tui.format import (
 from bcfleet.tui.widgets.keyed_table import Column, Row
 
 COLUMNS = (
-    Column("name", "NAME"),
-    Column("pool", "POOL", give_way=1),
+    Column("name", "NAME", name=True),
+    Column("pool", "POOL", give_way=1, name=True),
     Column("state", "STATE"),
     Column("vcpu", "VCPU"),
     Column("memory", "MEM GiB"),

@@ -77,6 +77,27 @@ def build_fleet(directory: Path) -> Path:
     return target
 
 
+LONG_HOST = "fra-rack-a17-slot-04-chassis-7f3c-nvme-l40s-eu-central-eas01"
+LONG_TENANT = "research-and-development-platform-engineering-eu-central-001"
+LONG_INSTANCE = "training-run-llama-finetune-2026-12-06-checkpoint-resume-004"
+
+
+def build_long_fleet(directory: Path) -> Path:
+    """The test fleet with 60-character names: a host, a tenant with its quota, an instance."""
+    path = build_fleet(directory)
+    fleet = open_fleet(f"sqlite:///{path}", FakeClock(T0))
+    api = fleet.api
+    pool = api.pools.show(OP, pool="vps-fra")
+    api.hosts.adopt(OP, tenant_id="root", pool=pool["id"], name=LONG_HOST)
+    api.tenants.create(OP, LONG_TENANT)
+    api.pools.offer(OP, tenant_id=str(pool["owner"]), pool="vps-fra", to=LONG_TENANT)
+    api.quotas.set(OP, tenant_id=LONG_TENANT, pool="vps-fra", limits={"vcpu": 64, "gpu": 8})
+    api.instances.create(OP, tenant_id=LONG_TENANT, pool_id=pool["id"], flavor="g1.small",
+                         name=LONG_INSTANCE)  # fmt: skip
+    fleet.close()
+    return path
+
+
 def open_test_fleet(path: Path, seconds_later: float = 40.0) -> Fleet:
     """The copied fleet with its clock 40 s after T0 (the preemption's deadline is 1m 20s away)."""
     clock = FakeClock(T0 + timedelta(seconds=seconds_later))

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import Button, Input
 
 from bcfleet.api.auth import LOCAL_OPERATOR as OP
 from bcfleet.errors import FleetError, NotFoundError
@@ -204,7 +205,7 @@ async def test_cancel_a_reservation_releases_it(fleet_db: Path) -> None:
         asked = await confirm(pilot)
         assert asked.startswith("Cancel reservation rsv_…") and "quota refunded" in asked
         assert fleet.api.reservations.get(OP, key)["state"] == "released"
-        assert any(s.startswith("Cancel: rsv_…") and "released" in s for s in said(app))
+        assert any(s.startswith("Cancel reservation: rsv_…") and "released" in s for s in said(app))
 
 
 async def test_run_a_job_now(fleet_db: Path) -> None:
@@ -216,7 +217,7 @@ async def test_run_a_job_now(fleet_db: Path) -> None:
         await pilot.press("n")
         assert (await confirm(pilot)) == "Run job spares?\nIt runs once now, due or not."
         assert len(source.job_runs("spares")) == before + 1
-        assert "Run: spares: ok" in said(app)
+        assert "Run now: spares: ok" in said(app)
         assert source.calls == [("run_job", False)]
 
 
@@ -452,7 +453,7 @@ async def test_ctrl_a_marks_every_row_shown_and_again_unmarks_them(fleet_db: Pat
         await pilot.press("ctrl+a", "c")
         await settle(pilot)
         assert (await confirm(pilot)) == (
-            "Drain 2 hosts?\n1 guest stays, no new placements.\n• burst-01\n• burst-02"
+            "Drain 2 hosts?\n2 guests stay on them, no new placements.\n• burst-01\n• burst-02"
         )
     states = {fleet.api.hosts.show(OP, host=h)["state"] for h in ("burst-01", "burst-02")}
     assert states == {"draining"}
@@ -469,7 +470,53 @@ def test_a_bulk_confirm_says_a_shared_effect_once_and_lists_at_most_eight_rows()
     drain = next(a for a in ACTIONS if a.name == "drain")
     hosts = [({"name": "fra-01"}, {"guests": 1}), ({"name": "fra-02"}, {"guests": 3})]
     assert question(drain, hosts, None).splitlines() == [
-        "Drain 2 hosts?",
-        "• fra-01: 1 guest stays, no new placements",
-        "• fra-02: 3 guests stay, no new placements",
-    ]
+        "Drain 2 hosts?", "4 guests stay on them, no new placements.", "• fra-01", "• fra-02"
+    ]  # fmt: skip
+    tens = [({"name": f"ams-{n:02}"}, {"guests": 10}) for n in range(10)]
+    assert question(drain, tens, None).splitlines()[1] == (
+        "100 guests stay on them, no new placements."
+    )
+
+
+async def test_the_reservation_cancel_dialog_names_its_two_buttons_apart(fleet_db: Path) -> None:
+    app, fleet, _ = recorded_app(fleet_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await open_row(pilot, "3", "pending")
+        key = table(app).cursor_key
+        assert key is not None
+        await pilot.press("ctrl+d")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, Confirm)
+        labels = [str(screen.query_one(f"#{b}", Button).label) for b in ("yes", "no")]
+        assert labels == ["Cancel reservation (y)", "Keep (n)"]
+        await pilot.press("n")
+        await settle(pilot)
+    assert fleet.api.reservations.get(OP, key)["state"] == "pending"
+
+
+async def test_the_quota_prompt_starts_at_the_limits_and_the_confirm_says_old_to_new(
+    fleet_db: Path,
+) -> None:
+    app, fleet, _ = recorded_app(fleet_db)
+    quota = next(q for q in fleet.api.quotas.show(OP, tenant_id="acme")["items"] if q.get("limits"))
+    limits = {k: v for k, v in quota["limits"].items() if v is not None}
+    gpu = limits.get("gpu")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("colon", *"quotas", "enter")
+        await settle(pilot)
+        await pilot.press("slash", *f"tenant:acme pool:{quota['pool']}", "enter")
+        await pilot.pause()
+        await pilot.press("e")
+        await settle(pilot)
+        ask = app.screen
+        assert isinstance(ask, AskValue)
+        field = ask.query_one(Input)
+        assert field.value == " ".join(f"{k}={v}" for k, v in limits.items())
+        field.value = "gpu=7"
+        await pilot.press("enter")
+        asked = await confirm(pilot, "n")
+    shown = "unlimited" if gpu is None else str(gpu)
+    assert asked == f"Set quota acme in {quota['pool']}?\nGpu {shown} → 7."

@@ -11,6 +11,7 @@ from rich.style import Style
 from textual.color import Color
 from textual.filter import monochrome_style
 from textual.theme import BUILTIN_THEMES
+from textual.widgets import Input
 
 from bcfleet.tui.contrast import MINIMUM, contrast_ratio, readable, readable_style
 from tests.support.tui import local_app, settle
@@ -132,3 +133,19 @@ def test_no_color_snapshot_at_80x24(
     monkeypatch.setenv("NO_COLOR", "1")
     app, _ = local_app(fleet_db, start="hosts")
     assert snap_compare(app, terminal_size=(80, 24), run_before=settle)
+
+
+async def test_the_focused_form_field_is_underlined_without_colour(
+    fleet_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NO_COLOR: the field with the focus is drawn underlined, the others not."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    app, _ = local_app(fleet_db, start="compute", tenant="acme")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        fields = list(app.screen.query(Input))
+        assert len(fields) >= 2
+        fields[0].focus()
+        await pilot.pause()
+        assert fields[0].styles.text_style.underline
+        assert not any(f.styles.text_style.underline for f in fields[1:])

@@ -68,6 +68,20 @@ def test_a_booking_that_starts_later_says_from_when_and_counts_as_later() -> Non
     assert gpus_now_and_later([later, now_on], NOW) == "GPUs reserved 1 now, 2 later"
 
 
+def test_a_four_gpu_host_never_says_more_than_four_reserved_now() -> None:
+    """A preempted booking still to its deadline and the one that took its GPUs, plus one whose
+    end has passed: the host's 4 GPUs are counted once each."""
+    four = [f"0000:{n}0:00.0" for n in range(1, 5)]
+    victim = {"reservationId": "rsv_01victim0000", "tenantId": "globex", "spot": True,
+              "gpus": four, "start": "2026-11-30T08:00:00Z", "end": "2026-11-30T10:02:00Z"}  # fmt: skip
+    taker = {**victim, "reservationId": "rsv_01taker00000", "gpus": four[:2],
+             "start": "2026-11-30T09:30:00Z", "end": "2026-11-30T12:00:00Z"}  # fmt: skip
+    over = {**victim, "reservationId": "rsv_01over000000", "gpus": four[2:],
+            "start": "2026-11-30T06:00:00Z", "end": "2026-11-30T07:00:00Z"}  # fmt: skip
+    assert datetime(2026, 11, 30, 10, 2, tzinfo=UTC) > NOW
+    assert gpus_now_and_later([victim, taker, over], NOW) == "GPUs reserved 4 now, 0 later"
+
+
 async def test_hosts_show_totals_and_stale_ages_at_80x24(fleet_db: Path) -> None:
     app, fleet = local_app(fleet_db)
     names = {h["name"]: h["id"] for h in fleet.api.hosts.list(OP)["items"]}

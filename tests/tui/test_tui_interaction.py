@@ -425,3 +425,41 @@ def test_a_refresh_tick_with_no_screen_on_the_stack_does_nothing(fleet_db: Path)
         app._tick()
     finally:
         fleet.close()
+
+
+async def test_hosts_sort_naturally_by_default_and_by_a_column(fleet_db: Path) -> None:
+    """ams-9 < ams-10 < ams-99 < ams-100, in the view's own order and when sorted by NAME."""
+    app, fleet = local_app(fleet_db)
+    pool = fleet.api.pools.show(OP, pool="vps-ams")["id"]
+    for name in ("zz-100", "zz-10", "zz-99", "zz-9"):
+        fleet.api.hosts.adopt(OP, tenant_id="root", pool=pool, name=name)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert [n for n in names(app) if n.startswith("zz-")] == [
+            "zz-9",
+            "zz-10",
+            "zz-99",
+            "zz-100",
+        ]
+        await pilot.press("s", "S")  # NAME, then reversed
+        assert [n for n in names(app) if n.startswith("zz-")] == [
+            "zz-100",
+            "zz-99",
+            "zz-10",
+            "zz-9",
+        ]
+
+
+@pytest.mark.parametrize("view", ["compute", "preview"])
+async def test_the_keys_panel_of_a_form_lists_no_row_keys(fleet_db: Path, view: str) -> None:
+    app, _ = local_app(fleet_db, start=view, tenant="acme")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        console = Console(width=100)
+        with console.capture() as captured:
+            console.print(app.screen.keys)
+        shown = captured.get()
+        assert "Next field, previous field" in shown and "Run the form" in shown
+        assert not any(word in shown for word in ("Filter", "First row", "drill down", "~re"))

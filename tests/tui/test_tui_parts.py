@@ -11,7 +11,9 @@ from bcfleet.tui.format import age, countdown, duration_text, short_id, usage_ce
 from bcfleet.tui.host_rows import host_row, next_age_change, state_cell
 from bcfleet.tui.screens.detail import describe
 from bcfleet.tui.screens.instances import reason_of
+from bcfleet.tui.screens.reservations import when_cell
 from bcfleet.tui.widgets.keyed_table import Column, Row, matches, parse_filter
+from bcfleet.tui.widgets.table_rows import sort_key
 
 NOW = datetime(2026, 11, 30, 10, 0, 40, tzinfo=UTC)
 
@@ -169,3 +171,20 @@ def test_describe_spells_out_nested_documents() -> None:
 def test_short_ids_keep_prefix_and_tail() -> None:
     assert short_id("rsv_01m8nyb980atensys3d3p0th6p") == "rsv_…p0th6p"
     assert short_id("evt_12") == "evt_12"
+
+
+def test_text_sorts_naturally_numbers_first_none_last() -> None:
+    values = ["ams-100", None, "ams-10", 3, "AMS-9", "ams-99", "ams-1000", "ams-x"]
+    assert sorted(values, key=sort_key) == [
+        3, "AMS-9", "ams-10", "ams-99", "ams-100", "ams-1000", "ams-x", None,
+    ]  # fmt: skip
+
+
+def test_a_placed_reservation_past_its_start_says_starting_now_not_starts_passed() -> None:
+    now = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
+    placed = {"state": "placed", "during": {"start": "2026-11-30T09:59:30Z",
+                                            "end": "2026-11-30T11:00:00Z"}}  # fmt: skip
+    text, seconds = when_cell(placed, None, now)
+    assert (text.plain, seconds) == ("starting now", -30.0)
+    later = {**placed, "during": {"start": "2026-11-30T10:05:00Z", "end": "2026-11-30T11:00:00Z"}}
+    assert when_cell(later, None, now)[0].plain == "starts in 5m"

@@ -64,12 +64,13 @@ async def test_reservations_keep_state_when_during_and_reason_at_80(fleet_db: Pa
         assert app.screen.query_one(KeyedTable).hidden_columns == []
 
 
-async def test_events_keep_their_data_at_80(fleet_db: Path) -> None:
+async def test_events_keep_their_subject_by_name_and_their_data_at_80(fleet_db: Path) -> None:
     app, _ = local_app(fleet_db, start="events")
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        assert header(app) == ["SEQ", "AT", "TYPE", "DATA"]
-        assert "name=fra-07" in "\n".join(screen_text(app))
+        assert header(app) == ["SEQ", "AT", "TYPE", "SUBJECT", "DATA"]
+        row = next(line for line in screen_text(app) if "host.draining" in line)
+        assert row.split()[4:6] == ["fra-07", "name=fra-07"]
 
 
 async def test_hosts_resized_from_120_to_80_reflow_and_keep_age(fleet_db: Path) -> None:
@@ -118,3 +119,21 @@ async def _resized(pilot: Pilot[Any]) -> None:
 def test_view_resized_from_120x40_to_80x24(snap_compare: Any, fleet_db: Path, view: str) -> None:
     app, _ = local_app(fleet_db, start=view)
     assert snap_compare(app, terminal_size=(120, 40), run_before=_resized)
+
+
+def test_a_name_crops_only_after_the_columns_that_give_way_are_hidden() -> None:
+    """NAME 60 wide, POOL gives way, STATE and VCPU may not: at 40 cells POOL goes, NAME
+    crops (down to 14 at 36 cells); at 100 every column is whole."""
+    columns = [Fit(60, name_to=14), Fit(8, give_way=1), Fit(8), Fit(8)]
+    assert fit_columns(columns, 36, 1) == [14, None, 8, 8]
+    assert fit_columns(columns, 60, 1) == [38, None, 8, 8]
+    assert fit_columns(columns, 100, 1) == [60, 8, 8, 8]
+
+
+@pytest.mark.parametrize("view", ["hosts", "instances", "reservations", "services", "quotas"])
+async def test_the_footer_keeps_keys_and_quit_at_80(fleet_db: Path, view: str) -> None:
+    app, _ = local_app(fleet_db, start=view)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        footer = screen_text(app)[-1]
+        assert "? Keys" in footer and "q Quit" in footer, footer

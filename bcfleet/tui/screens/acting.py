@@ -201,7 +201,8 @@ class ActingView(ViewScreen):
                 return
             self._look(action, rows, value, hidden)
 
-        self.app.push_screen(AskValue(ask.prompt, ask.placeholder), answered)
+        start = ask.start(rows[0][1]) if ask.start is not None and len(rows) == 1 else ""
+        self.app.push_screen(AskValue(ask.prompt, ask.placeholder, start), answered)
 
     def _look(self, action: Action, rows: list[tuple[str, Item]], value: Any, hidden: int) -> None:
         if action.look is None:
@@ -235,7 +236,7 @@ class ActingView(ViewScreen):
                 self.clear_marks([key for key, _item, _facts in plan.rows])
                 self._run_in_thread(plan)
 
-        self.app.push_screen(Confirm(plan.question, plan.action.verb), answer)
+        self.app.push_screen(Confirm(plan.question, plan.action.button, plan.action.keep), answer)
 
     @work(thread=True, group="action", exit_on_error=False)
     def _run_in_thread(self, plan: PendingAction) -> None:
@@ -252,7 +253,7 @@ class ActingView(ViewScreen):
         self.acting = None
         self.outcomes = outcomes = message.outcomes
         failed = sum(not o.ok for o in outcomes)
-        verb = message.plan.action.verb
+        verb = message.plan.action.button
         if len(outcomes) == 1:
             title = verb if not failed else f"{verb}: not changed"
         else:

@@ -16,14 +16,14 @@ class AskValue(ModalScreen[str | None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, question: str, placeholder: str = "") -> None:
+    def __init__(self, question: str, placeholder: str = "", start: str = "") -> None:
         super().__init__()
-        self.question, self.placeholder = question, placeholder
+        self.question, self.placeholder, self.start = question, placeholder, start
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Static(self.question, id="question")
-            yield Input(placeholder=self.placeholder, id="answer")
+            yield Input(self.start, placeholder=self.placeholder, id="answer")
             yield Static("Enter goes on, Esc cancels.", classes="hint")
 
     def on_mount(self) -> None:

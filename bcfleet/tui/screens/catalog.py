@@ -42,9 +42,9 @@ def pool_row(pool: Mapping[str, Any], now: datetime) -> Row:
 
 
 POOL_COLUMNS = (
-    Column("name", "NAME"),
+    Column("name", "NAME", name=True),
     Column("kind", "KIND"),
-    Column("owner", "OWNER"),
+    Column("owner", "OWNER", name=True),
     Column("gpu", "GPU MODEL", give_way=2),
     Column("overcommit", "OVERCOMMIT", give_way=1),
     Column("offered", "OFFERED TO", crop_to=12),
@@ -87,8 +87,8 @@ def flavor_row(flavor: Mapping[str, Any], now: datetime) -> Row:
 
 
 FLAVOR_COLUMNS = (
-    Column("pool", "POOL", give_way=2),
-    Column("name", "NAME"),
+    Column("pool", "POOL", give_way=2, name=True),
+    Column("name", "NAME", name=True),
     Column("vcpu", "VCPU"),
     Column("memory", "MEM GiB"),
     Column("disk", "DISK GiB", give_way=1),
@@ -119,7 +119,11 @@ def tenant_row(tenant: Mapping[str, Any], now: datetime) -> Row:
 class TenantsView(ObjectsView):
     TITLE = "Tenants"
     ABOUT = "Every tenant you may see, and how long ago it was made. Enter or d describes it."
-    COLUMNS = (Column("id", "ID"), Column("name", "NAME"), Column("age", "AGE"))
+    COLUMNS = (
+        Column("id", "ID", name=True),
+        Column("name", "NAME", name=True),
+        Column("age", "AGE"),
+    )
     NOUN = ("tenant", "tenants")
     KIND = "tenant"
     READ = "tenants"
@@ -157,8 +161,8 @@ class QuotasView(ObjectsView):
         "limit; 'over' when a lowered limit is under what is used). Enter or d describes it."
     )
     COLUMNS = (
-        Column("tenant", "TENANT"),
-        Column("pool", "POOL"),
+        Column("tenant", "TENANT", name=True),
+        Column("pool", "POOL", name=True),
         Column("vcpu", "VCPU"),
         Column("memory", "MEM GiB"),
         Column("disk", "DISK GiB", give_way=1),
@@ -201,8 +205,8 @@ class ProviderAccountsView(ObjectsView):
         "environment variable, or stored sealed; never shown) and the endpoint."
     )
     COLUMNS = (
-        Column("tenant", "TENANT", give_way=2),
-        Column("name", "NAME"),
+        Column("tenant", "TENANT", give_way=2, name=True),
+        Column("name", "NAME", name=True),
         Column("provider", "PROVIDER"),
         Column("token", "TOKEN"),
         Column("endpoint", "ENDPOINT", crop_to=16),

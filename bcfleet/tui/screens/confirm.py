@@ -14,7 +14,7 @@ from textual.widgets import Button, Static
 
 
 class Confirm(ModalScreen[bool]):
-    """Dismissed with True (the action's button or y) or False (Cancel, n, Esc)."""
+    """Dismissed with True (the action's button or y) or False (the other button, n, Esc)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "answer(True)", "Yes"),
@@ -23,9 +23,9 @@ class Confirm(ModalScreen[bool]):
 
     AUTO_FOCUS = "#no"
 
-    def __init__(self, question: str, verb: str) -> None:
+    def __init__(self, question: str, verb: str, keep: str = "Cancel") -> None:
         super().__init__()
-        self.question, self.verb = question, verb
+        self.question, self.verb, self.keep = question, verb, keep
         self.shown_at: float | None = None
 
     def compose(self) -> ComposeResult:
@@ -33,7 +33,7 @@ class Confirm(ModalScreen[bool]):
             yield Static(self.question, id="question")
             with Horizontal(id="buttons"):
                 yield Button(f"{self.verb} (y)", id="yes", variant="warning")
-                yield Button("Cancel (n)", id="no")
+                yield Button(f"{self.keep} (n)", id="no")
 
     def on_mount(self) -> None:
         self.shown_at = get_time()  # the clock of the keys' own stamps

@@ -10,10 +10,10 @@ from bcfleet.tui.screens.table import TableView
 from bcfleet.tui.widgets.keyed_table import Column, Row
 
 COLUMNS = (
-    Column("instance", "INSTANCE"),
-    Column("tenant", "TENANT", give_way=2),
-    Column("host", "HOST"),
-    Column("flavor", "FLAVOR", give_way=1),
+    Column("instance", "INSTANCE", name=True),
+    Column("tenant", "TENANT", give_way=2, name=True),
+    Column("host", "HOST", name=True),
+    Column("flavor", "FLAVOR", give_way=1, name=True),
     Column("reason", "REASON", crop_to=16),
     Column("since", "SINCE"),
 )

@@ -12,18 +12,18 @@ from textual.binding import Binding, BindingType
 
 from bcfleet.clock import parse_time
 from bcfleet.domain.pages import EVENTS
-from bcfleet.tui.format import DASH, croppable
+from bcfleet.tui.format import DASH, croppable, short_id
 from bcfleet.tui.screens.table import TableView
 from bcfleet.tui.widgets.keyed_table import Column, Row
 from bcfleet.tui.widgets.prompt import Prompt
 
-# At 80 columns SUBJECT gives way (Enter shows it), then SEQ; DATA stays, cropped.
+# At 80 columns SEQ gives way; SUBJECT (a name, cropped when long) and DATA (cropped) stay.
 COLUMNS = (
     Column("seq", "SEQ", give_way=1),
     Column("at", "AT"),
     Column("type", "TYPE"),
-    Column("subject", "SUBJECT", give_way=2),
-    Column("data", "DATA", crop_to=24),
+    Column("subject", "SUBJECT", name=True),
+    Column("data", "DATA", crop_to=16),
 )
 KEEP = 1000
 """Events kept in the tail; older ones scroll out."""
@@ -51,19 +51,36 @@ def type_style(event_type: str) -> str:
     return ""
 
 
+def subject_text(event: Mapping[str, Any]) -> str:
+    """The subject by the name the event carries ('fra-07'), else its id shortened ('rsv_…3x9k')."""
+    data = event.get("data") or {}
+    name = data.get("name") if isinstance(data, Mapping) else None
+    subject = event.get("subjectId")
+    if isinstance(name, str) and name:
+        return name
+    return short_id(str(subject)) if subject else DASH
+
+
 def event_row(event: Mapping[str, Any]) -> Row:
     at = parse_time(event["at"]).strftime("%m-%d %H:%M:%S")
     kind = Text(event["type"], style=type_style(event["type"]))
+    subject = subject_text(event)
+    data = data_text(event.get("data") or {})
     return Row(
         key=str(event["seq"]),
-        cells=(
-            str(event["seq"]),
-            at,
-            kind,
-            event.get("subjectId") or DASH,
-            croppable(data_text(event.get("data") or {})),
-        ),
-        sort=(event["seq"], event["at"], event["type"], event.get("subjectId") or "", ""),
+        cells=(str(event["seq"]), at, kind, subject, croppable(data)),
+        sort=(event["seq"], event["at"], event["type"], subject, ""),
+        # the filter finds the subject by its name and by its whole id
+        search=tuple(
+            t.lower()
+            for t in (
+                str(event["seq"]),
+                at,
+                event["type"],
+                f"{subject} {event.get('subjectId') or ''}",
+                data,
+            )
+        ),  # fmt: skip
     )
 
 

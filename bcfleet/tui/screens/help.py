@@ -12,6 +12,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
+from bcfleet.tui.widgets.keyed_table import KeyedTable
+
 if TYPE_CHECKING:
     from bcfleet.tui.views import ViewSpec
 
@@ -64,11 +66,15 @@ def keys_table(screen: Screen[Any]) -> Table:
             continue
         seen.add((label, binding.description))
         table.add_row(label, binding.description)
-    table.add_row("↑ ↓ j k PgUp PgDn", "Move")
-    table.add_row("g, G", "First row, last row")
-    table.add_row("/ … !word", "Filter; ! in front of a word or column:value inverts it")
-    table.add_row("/ … ~re", "A regular expression: ~^fra-0[1-3]$, or in a column: name:~^gpu")
-    table.add_row("Enter", "Open the row (drill down) or run the form")
+    if screen.query(KeyedTable):  # a list: rows to move over, filter and open
+        table.add_row("↑ ↓ j k PgUp PgDn", "Move")
+        table.add_row("g, G", "First row, last row")
+        table.add_row("/ … !word", "Filter; ! in front of a word or column:value inverts it")
+        table.add_row("/ … ~re", "A regular expression: ~^fra-0[1-3]$, or in a column: name:~^gpu")
+        table.add_row("Enter", "Open the row (drill down)")
+    elif screen.query("Input, Select, OnOff"):  # a form: fields to move between
+        table.add_row("Tab, Shift+Tab", "Next field, previous field")
+        table.add_row("Enter", "Run the form")
     table.add_row("Ctrl+P", "Command palette: every view and action")
     table.add_row("Ctrl+C", "Quit (asks first when a view has unsaved edits)")
     return table

@@ -121,10 +121,18 @@ def booking_text(booking: Mapping[str, Any], now: datetime) -> str:
 
 
 def gpus_now_and_later(bookings: Sequence[Mapping[str, Any]], now: datetime) -> str:
-    """'GPUs booked 3 now, 2 later' (by reservations): what a later booking will take."""
-    later = sum(len(b.get("gpus") or ()) for b in bookings if starts_later(b, now))
-    current = sum(len(b.get("gpus") or ()) for b in bookings) - later
-    return f"GPUs reserved {current} now, {later} later"
+    """'GPUs reserved 3 now, 2 later': distinct GPUs, each counted once however many bookings
+    hold it (a preempted booking and the one after it); a booking whose end passed holds none."""
+    current: set[str] = set()
+    later: set[str] = set()
+    for booking in bookings:
+        end = booking.get("end")
+        if end and parse_stamp(str(end)) <= now:
+            continue
+        (later if starts_later(booking, now) else current).update(
+            map(str, booking.get("gpus") or ())
+        )
+    return f"GPUs reserved {len(current)} now, {len(later)} later"
 
 
 def guest_name(guest: Mapping[str, Any]) -> str:

@@ -21,6 +21,7 @@ from bcfleet.tui.actions import actions_for
 from bcfleet.tui.host_rows import COLUMNS, host_row, next_age_change, pool_totals, with_age
 from bcfleet.tui.screens.table import TableView
 from bcfleet.tui.widgets.keyed_table import Row
+from bcfleet.tui.widgets.table_rows import natural
 
 NARROW_BELOW = 100
 """Terminal widths under this get the compact cells that fit 80 columns."""
@@ -92,7 +93,7 @@ class HostsView(TableView):
             self._due(key, host, now)
             return new
 
-        self.table.set_rows(row(h) for h in data)
+        self.table.set_rows(row(h) for h in sorted(data, key=lambda h: natural(str(h["name"]))))
         totals = Text("\n".join(pool_totals(data)))
         self.query_one("#totals", Static).update(totals)
         self._age_heap = [(due, key) for key, due in self._age_due.items()]

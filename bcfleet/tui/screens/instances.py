@@ -23,11 +23,11 @@ from bcfleet.tui.widgets.keyed_table import Column, Row
 
 # At 80 columns TENANT gives way first, then AGE, then FLAVOR; STATE, HOST and REASON stay.
 COLUMNS = (
-    Column("name", "NAME"),
-    Column("tenant", "TENANT", give_way=3),
+    Column("name", "NAME", name=True),
+    Column("tenant", "TENANT", give_way=3, name=True),
     Column("state", "STATE"),
-    Column("flavor", "FLAVOR", give_way=1),
-    Column("host", "HOST"),
+    Column("flavor", "FLAVOR", give_way=1, name=True),
+    Column("host", "HOST", name=True),
     Column("age", "AGE", give_way=2),
     Column("reason", "REASON", crop_to=14),
 )

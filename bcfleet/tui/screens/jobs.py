@@ -14,7 +14,7 @@ from bcfleet.tui.screens.table import TableView
 from bcfleet.tui.widgets.keyed_table import Column, Row
 
 COLUMNS = (
-    Column("job", "JOB"),
+    Column("job", "JOB", name=True),
     Column("every", "EVERY", give_way=2),
     Column("last", "LAST RUN"),
     Column("outcome", "OUTCOME"),

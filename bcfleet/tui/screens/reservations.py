@@ -16,9 +16,9 @@ from bcfleet.tui.widgets.keyed_table import Column, Row
 
 # At 80 columns KIND, then ID, TENANT and POOL give way; STATE, WHEN, DURING and REASON stay.
 COLUMNS = (
-    Column("id", "ID", give_way=3),
-    Column("tenant", "TENANT", give_way=2),
-    Column("pool", "POOL", give_way=1),
+    Column("id", "ID"),
+    Column("tenant", "TENANT", give_way=2, name=True),
+    Column("pool", "POOL", give_way=1, name=True),
     Column("gpus", "GPUS"),
     Column("kind", "KIND", give_way=4),
     Column("state", "STATE"),
@@ -108,6 +108,8 @@ def when_cell(
         return Text("deadline ", style=left.style).append_text(left), seconds
     if state == ReservationState.PLACED and during.get("start"):
         left, seconds = countdown(during["start"], now)
+        if seconds <= 0:  # the start passed and the lifecycle job has not activated it yet
+            return Text("starting now"), seconds
         return Text(f"starts {left.plain}"), seconds
     if state in (ReservationState.ACTIVE, ReservationState.BINDING) and during.get("end"):
         left, seconds = countdown(during["end"], now)

@@ -46,13 +46,13 @@ class ServicesView(ObjectsView):
         "describes a service, with the indexes of its workspace."
     )
     COLUMNS = (
-        Column("tenant", "TENANT", give_way=3),
-        Column("workspace", "WORKSPACE", give_way=1),
-        Column("name", "NAME"),
+        Column("tenant", "TENANT", give_way=3, name=True),
+        Column("workspace", "WORKSPACE", give_way=1, name=True),
+        Column("name", "NAME", name=True),
         Column("status", "STATUS"),
         Column("size", "SIZE"),
-        Column("environment", "ENV"),
-        Column("instance", "INSTANCE"),
+        Column("environment", "ENV", name=True),
+        Column("instance", "INSTANCE", name=True),
         Column("age", "AGE", give_way=2),
     )
     NOUN = ("service", "services")
@@ -61,7 +61,7 @@ class ServicesView(ObjectsView):
     READ = "services"
     row_of = staticmethod(service_row)
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("e", "app.view('environments')", "Environments"),
+        Binding("e", "app.view('environments')", "Envs"),
         Binding("i", "app.view('indexes')", "Indexes"),
     ]
 
@@ -96,8 +96,8 @@ class EnvironmentsView(ObjectsView):
     TITLE = "Environments"
     ABOUT = "Services › environments: each one's size and how many services are in it."
     COLUMNS = (
-        Column("tenant", "TENANT", give_way=1),
-        Column("name", "NAME"),
+        Column("tenant", "TENANT", give_way=1, name=True),
+        Column("name", "NAME", name=True),
         Column("size", "SIZE", crop_to=16),
         Column("services", "SERVICES"),
         Column("age", "AGE", give_way=2),
@@ -131,9 +131,9 @@ class IndexesView(ObjectsView):
     TITLE = "Indexes"
     ABOUT = "Services › pipeline indexes: workspace, whether deployed, pod size and compute."
     COLUMNS = (
-        Column("tenant", "TENANT", give_way=2),
-        Column("workspace", "WORKSPACE", give_way=1),
-        Column("name", "NAME"),
+        Column("tenant", "TENANT", give_way=2, name=True),
+        Column("workspace", "WORKSPACE", give_way=1, name=True),
+        Column("name", "NAME", name=True),
         Column("deployed", "DEPLOYED"),
         Column("pod", "POD SIZE"),
         Column("compute", "COMPUTE", crop_to=14),

@@ -41,6 +41,7 @@ from bcfleet.tui.widgets.table_look import (
 )
 from bcfleet.tui.widgets.table_rows import (
     MARK,
+    NAME_CROP,
     Cell,
     Column,
     FilterError,
@@ -55,6 +56,7 @@ from bcfleet.tui.widgets.table_rows import (
 
 __all__ = [
     "MARK",
+    "NAME_CROP",
     "Cell",
     "Column",
     "FilterError",
@@ -404,7 +406,12 @@ class KeyedTable(ScrollView, can_focus=True):
         if not self.is_mounted:
             return
         rules = [
-            Fit(max(spec.width or natural, cell_len(label)), spec.give_way, spec.crop_to)
+            Fit(
+                max(spec.width or natural, cell_len(label)),
+                spec.give_way,
+                spec.crop_to,
+                NAME_CROP if spec.name else None,
+            )
             for natural, spec, label in zip(self._natural, self.spec, self._labels(), strict=True)
         ]
         if self.size.width:
@@ -509,7 +516,9 @@ class KeyedTable(ScrollView, can_focus=True):
                     pre_style=row_style + cell_meta(index, number) + component,
                     post_style=post,
                 ),
-                self.app.console_options.update_dimensions(width, 1).update(no_wrap=True),
+                self.app.console_options.update_dimensions(width, 1).update(
+                    no_wrap=True, overflow="ellipsis"
+                ),
             )[0]
             self._drawn_cells[cell_key] = (cell, drawn)
             segments.extend(drawn)
@@ -736,8 +745,12 @@ class KeyedTable(ScrollView, can_focus=True):
             changed.append(key)
         if len(cells) > len(wanted) - len(new):
             kept = set(wanted)
-            for key in [k for k in cells if k not in kept]:
+            gone = [k for k in cells if k not in kept]
+            widest_gone = widest([cells[k] for k in gone], len(self.spec))
+            for key in gone:
                 del cells[key]
+            if any(w >= n for w, n in zip(widest_gone, self._natural, strict=False)):
+                self._shrink()
         added = [self.shown_cells(self.all_rows[key]) for key in new]
         cells.update(zip(new, added, strict=True))
         for index, width in enumerate(widest(added, len(self.spec))):
@@ -745,6 +758,16 @@ class KeyedTable(ScrollView, can_focus=True):
                 self._natural[index] = width
                 self._widened = True
         return changed
+
+    def _shrink(self) -> None:
+        """A row that held a column's widest cell left: measure the columns again from the rows
+        still shown (and the labels), so the column gives its room back."""
+        labels = [cell_len(label) for label in self._labels()]
+        measured = widest(list(self._cells.values()), len(self.spec))
+        widths = [max(pair) for pair in zip(labels, measured, strict=True)]
+        if widths != self._natural:
+            self._natural = widths
+            self._widened = True
 
     def _widen(self, index: int, cell: Cell) -> None:
         """Columns grow to fit a wider cell and never shrink on updates (remeasure shrinks them)."""

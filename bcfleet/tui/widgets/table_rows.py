@@ -20,16 +20,23 @@ from bcfleet.domain.bounds import printable
 Cell = Text | str
 
 
+NAME_CROP = 14
+"""A name column (a host, a tenant, a pool) is cropped with … down to this many cells rather
+than hide a column that may not give way; it has its whole width when there is room."""
+
+
 @dataclass(frozen=True)
 class Column:
     """A column: `give_way` > 0 lets it be hidden on a narrow screen (the highest rank first);
-    `crop_to` lets long free text be cropped to that width before anything is hidden."""
+    `crop_to` lets long free text be cropped to that width before anything is hidden; a
+    `name` is cropped to NAME_CROP only when the columns that give way are hidden already."""
 
     key: str
     label: str
     width: int | None = None
     give_way: int = 0
     crop_to: int | None = None
+    name: bool = False
 
 
 def cell_width(cell: Cell) -> int:
@@ -182,10 +189,22 @@ def unknown_columns(text: str, columns: Sequence[Column], rows: Iterable[Row]) -
     ]
 
 
+_DIGITS = re.compile(r"([0-9]+)")
+
+
+def natural(text: str) -> tuple[tuple[int, int | str], ...]:
+    """'ams-10' → its parts with runs of digits as numbers, so ams-9 < ams-10 < ams-99 < ams-100."""
+    return tuple(
+        (0, int(part)) if part.isascii() and part.isdigit() else (1, part.lower())
+        for part in _DIGITS.split(text)
+        if part
+    )
+
+
 def sort_key(value: Any) -> tuple[int, Any]:
-    """Numbers before text, None last, so a mixed column still sorts."""
+    """Numbers before text, None last, so a mixed column still sorts; text sorts naturally."""
     if value is None:
         return (2, 0)
     if isinstance(value, int | float):
         return (0, value)
-    return (1, str(value).lower())
+    return (1, natural(str(value)))
