@@ -140,6 +140,13 @@ def _sqlite_engine(url: str, echo: bool, busy_timeout_s: float) -> Engine:
     checkpoints = wal_checkpoints.attach(engine, str(engine.url.database)) if named else None
     identity = FileIdentity(str(engine.url.database)) if named else None
 
+    @event.listens_for(engine, "do_connect")
+    def _before_connect(*_args: Any) -> None:
+        # Opening a path SQLite cannot find creates an empty file there: once a file was
+        # opened, a deleted one is said so here rather than replaced by a new, empty one.
+        if identity is not None:
+            identity.check()
+
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Take transaction control away from the driver so BEGIN is ours (SQLAlchemy's

@@ -117,3 +117,19 @@ def test_sqlite_refusals_are_named_by_reason(driver_text: str, expected: str | N
     error = OperationalError("INSERT …", {}, sqlite3.OperationalError(driver_text))
     refusal = sqlite_refusal(error)
     assert (None if refusal is None else refusal.details["reason"]) == expected
+
+
+def test_a_connection_opened_after_the_file_was_deleted_creates_no_new_file(tmp_path: Path) -> None:
+    """A pooled connection opened after `rm fleet.db*` (the pool was emptied, or every pooled one
+    was busy) must not create an empty file at the path: the file is said deleted, not replaced."""
+    path = tmp_path / "fleet.db"
+    fleet = open_at(path)
+    make_tenant(fleet, "acme")
+    for name in os.listdir(tmp_path):  # rm fleet.db*
+        os.remove(tmp_path / name)
+    fleet.engine.dispose()  # the next call opens a fresh connection
+    with pytest.raises(DatabaseUnavailableError) as refused:
+        fleet.api.tenants.list(OP)
+    assert reason(refused) == "database_file_missing"
+    assert not path.exists()
+    fleet.close()
