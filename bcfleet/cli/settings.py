@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from bcfleet.cli.common import fleet_command, output, state, table
+from bcfleet.domain.compute_settings import serverless_pool_text
 from bcfleet.domain.sizes import format_credits, label_with_shape
 
 
@@ -61,7 +62,7 @@ def settings_text(body: dict[str, Any]) -> str:
         table(rows, columns),
         f"Total credits per month: {format_credits(body['totalCreditsPerMonth'])}",
         f"Default size: {default}",
-        f"Serverless pool: {body['serverlessPool'] or '- (no spare instances are kept)'}",
+        f"Serverless pool: {serverless_pool_text(body['serverlessPool'])}",
     ]
     return "\n".join(lines)
 

@@ -109,6 +109,20 @@ def serverless_pool_problem(pool_name: str, pool_kind: str) -> str | None:
     return f"pool {pool_name!r} is a {pool_kind} pool; spare instances run on a vps-host pool"
 
 
+NO_SERVERLESS_POOL = "- (no spare instances are kept)"
+"""How a tenant without a serverless pool reads, in the CLI and the console alike."""
+
+
+def keeps_spares(settings: ComputeSettings) -> bool:
+    """Whether any spare instances are kept at all: only in a serverless pool, so not without one."""
+    return settings.serverless_pool is not None
+
+
+def serverless_pool_text(pool_name: str | None) -> str:
+    """The Serverless pool line's value: the pool's name, or that no spare instances are kept."""
+    return pool_name or NO_SERVERLESS_POOL
+
+
 def effective_default(settings: ComputeSettings) -> str:
     """The size the UI preselects and Studio runs use: the chosen default, else Medium."""
     return settings.default_size or DEFAULT_SIZE

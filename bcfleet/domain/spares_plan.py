@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from bcfleet.domain.compute_settings import ComputeSettings
+from bcfleet.domain.compute_settings import ComputeSettings, keeps_spares
 from bcfleet.domain.sizes import SIZE_NAMES
 
 
@@ -46,7 +46,7 @@ class SparesPlan:
 def wanted(settings: ComputeSettings, size: str) -> int:
     """Spares to keep of a size: its count when enabled and a serverless pool is set, else 0."""
     setting = settings.setting(size)
-    if settings.serverless_pool is None or not setting.enabled:
+    if not keeps_spares(settings) or not setting.enabled:
         return 0
     return setting.spares
 

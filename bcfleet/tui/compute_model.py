@@ -9,7 +9,7 @@ sent. The screen (screens/compute.py) only draws an Evaluation.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from bcfleet.domain.compute_settings import (
     ChangeResult,
@@ -47,11 +47,13 @@ def shapes_text(size: str, *, short: bool = False) -> str:
 
 @dataclass(frozen=True)
 class Form:
-    """What the form holds: switches, spare counts as typed, and the chosen default (None: none)."""
+    """What the form holds: switches, spare counts as typed, the chosen default (None: none) and
+    the serverless pool's id (None: none, which a save cannot set, as `settings compute set`)."""
 
     enabled: Mapping[str, bool]
     spares: Mapping[str, str]
     default: str | None
+    pool: str | None = None
 
     @classmethod
     def of(cls, settings: ComputeSettings) -> Form:
@@ -59,16 +61,20 @@ class Form:
             enabled={s.size: s.enabled for s in settings.sizes},
             spares={s.size: str(s.spares) for s in settings.sizes},
             default=settings.default_size,
+            pool=settings.serverless_pool,
         )
 
     def with_enabled(self, size: str, on: bool) -> Form:
-        return Form({**self.enabled, size: on}, self.spares, self.default)
+        return replace(self, enabled={**self.enabled, size: on})
 
     def with_spares(self, size: str, text: str) -> Form:
-        return Form(self.enabled, {**self.spares, size: text}, self.default)
+        return replace(self, spares={**self.spares, size: text})
 
     def with_default(self, size: str | None) -> Form:
-        return Form(self.enabled, self.spares, size)
+        return replace(self, default=size)
+
+    def with_pool(self, pool: str | None) -> Form:
+        return replace(self, pool=pool)
 
 
 @dataclass(frozen=True)
@@ -128,11 +134,13 @@ def _change(snapshot: ComputeSnapshot, form: Form) -> tuple[ComputeChange, dict[
             spares=count if count is not None and count != current.spares else None,
         )
     moved = form.default != snapshot.settings.default_size
+    pool = form.pool if form.pool != snapshot.settings.serverless_pool else None
     return (
         ComputeChange(
             sizes={k: v for k, v in sizes.items() if v != SizeChange()},
             default_size=form.default if moved else None,
             clear_default=moved and form.default is None,
+            serverless_pool=pool,
         ),
         problems,
     )
@@ -186,7 +194,10 @@ def evaluate(snapshot: ComputeSnapshot, form: Form) -> Evaluation:
         notices=tuple(n.message for n in drafted.notices),
         default_problem=default_problem,
         in_use=_in_use(snapshot, draft),
-        dirty=bool(change.sizes) or change.default_size is not None or change.clear_default,
+        dirty=bool(change.sizes)
+        or change.default_size is not None
+        or change.clear_default
+        or change.serverless_pool is not None,
         problems=problems,
     )
 

@@ -1,10 +1,16 @@
 """Compute settings: document 004's Compute tab for one tenant, drawn from compute_model's Evaluation.
 
 Loaded when the view opens (the list of what uses each size refreshes only
-then, as the document says) and never by the timer, so edits are not lost.
-Credits per month and the Total follow every keystroke before saving; Save
-changes answers "Your compute settings are saved." or names what still uses a
-size. --read-only shows the settings without Save and with the controls off.
+then, as the document says). The timer reads the stored settings too: when
+they differ from what the form was loaded with (a CLI or HTTP save), a form
+without edits reloads, and one with edits is marked "changed elsewhere" and
+refuses to save over the newer values; a save also compares the stored
+settings with the form's before it writes. Credits per month and the Total
+follow every keystroke before saving; Save changes answers "Your compute
+settings are saved." or names what still uses a size. The serverless pool is
+shown and chosen among the vps-host pools (`settings compute set
+--serverless-pool`); without one no spare instances are kept, in the CLI's
+words. --read-only shows the settings without Save and with the controls off.
 """
 
 from __future__ import annotations
@@ -20,9 +26,15 @@ from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Button, Input, Label, Select, Static
 
-from bcfleet.domain.compute_settings import ComputeSettings
+from bcfleet.domain.compute_settings import (
+    NO_SERVERLESS_POOL,
+    ComputeSettings,
+    keeps_spares,
+    serverless_pool_text,
+)
 from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.domain.sizes import SIZE_NAMES, label
+from bcfleet.domain.states import PoolKind
 from bcfleet.errors import FleetError
 from bcfleet.tui.compute_model import Evaluation, Form, evaluate, shapes_text
 from bcfleet.tui.screens.base import ViewScreen
@@ -36,6 +48,16 @@ NARROW_HEADINGS = ("Size", "Enabled", "Spare\ninstances", "Credits\nper month")
 """Document 004's words still, on two lines, so the columns fit 80 columns."""
 NARROW_BELOW = 100
 """Terminal widths under this get two-line headings and short shapes, so the tab fits 80×24."""
+CHANGED_ELSEWHERE = "changed elsewhere: r reloads"
+"""The title's mark on a form with edits whose tenant's stored settings changed since it loaded."""
+
+
+class ChangedElsewhere(Exception):
+    """A save found the stored settings no longer those the form was loaded with; none written."""
+
+    def __init__(self, newer: ComputeSnapshot) -> None:
+        super().__init__(f"{newer.tenant}'s compute settings changed elsewhere")
+        self.newer = newer
 
 
 class ComputeView(ViewScreen):
@@ -45,11 +67,13 @@ class ComputeView(ViewScreen):
         "instances to keep ready for each (0 to 10), what they cost in credits per month "
         "(spares × 720, updated as you type) and the default size for new services. The "
         "default's Enabled switch is locked. A size something still uses cannot be turned "
-        "off: the warning names each service and environment. Tab moves between fields, "
-        "Space flips a switch, Enter leaves a spares field. Refreshing, another tenant or "
-        "another view asks before unsaved changes are discarded."
+        "off: the warning names each service and environment. Serverless pool is the vps-host "
+        "pool the spares run in; without one no spare instances are kept. Tab moves between "
+        "fields, Space flips a switch, Enter leaves a spares field. Refreshing, another tenant "
+        "or another view asks before unsaved changes are discarded. A change saved elsewhere "
+        "reloads a form without edits, and marks one with edits 'changed elsewhere', which "
+        "then does not save over it: r reloads."
     )
-    AUTO_REFRESH = False
     CLOCK_DEPENDENT = False
     MUTATING = frozenset({"save"})
 
@@ -79,6 +103,11 @@ class ComputeView(ViewScreen):
         self.form: Form | None = None
         self.evaluation: Evaluation | None = None
         self._choices: list[tuple[str, str]] = []
+        self.pools: dict[str, str] = {}
+        """The vps-host pools a serverless pool can be: id → name."""
+        self._pool_choices: list[tuple[str, str]] = []
+        self.newer: ComputeSnapshot | None = None
+        """Stored settings newer than the form's, seen while it held edits: saving is refused."""
 
     # -- layout -------------------------------------------------------------------------------
 
@@ -104,6 +133,11 @@ class ComputeView(ViewScreen):
                 yield Select[str](
                     [], id="default", allow_blank=True, prompt=NO_DEFAULT, compact=True
                 )
+            with Horizontal(classes="field-row"):
+                yield Label("Serverless pool", classes="field-label")
+                yield Select[str](
+                    [], id="pool", allow_blank=True, prompt=NO_SERVERLESS_POOL, compact=True
+                )
             with Horizontal(id="actions"):
                 yield Button("Save changes", id="save", variant="primary", compact=True)
                 yield Static(id="message")
@@ -119,13 +153,16 @@ class ComputeView(ViewScreen):
             self.query_one("#save", Button).display = False
 
     def crumbs(self) -> list[str]:
-        return [self.TITLE] + ([self.tenant] if self.tenant else [])
+        stale = [CHANGED_ELSEWHERE] if self.newer is not None else []
+        return [self.TITLE] + ([self.tenant] if self.tenant else []) + stale
 
     def summary(self) -> Text:
         ev = self.evaluation
-        if ev is None:
+        if ev is None or self.snapshot is None:
             return Text("")
         text = Text(f"tenant {self.tenant} · total {ev.total} credits/month")
+        if not keeps_spares(self.snapshot.settings):
+            text.append(" · no serverless pool: no spares kept")
         if ev.dirty:
             text.append(" · unsaved changes", style="bold")
         return text
@@ -143,25 +180,62 @@ class ComputeView(ViewScreen):
         tenants = [t["id"] for t in self.source.tenants()]
         tenant = self._asked or self.tenant or self.fleet_app.tenant or _first_tenant(tenants)
         self._asked = tenant
-        return tenants, self.source.compute_settings(tenant)
+        pools = {p["id"]: p["name"] for p in self.source.pools() if p["kind"] == PoolKind.VPS_HOST}
+        return tenants, self.source.compute_settings(tenant), pools, self.forced
 
     def show(self, data: Any) -> None:
-        tenants, snapshot = data
-        self.tenants, self.tenant, self.snapshot = tenants, snapshot.tenant, snapshot
+        tenants, snapshot, pools, forced = data
+        self.tenants, self.pools = tenants, pools
+        self.query_one("#load-failed").display = False  # set_notice(None) showed every part
+        self.query_one("#compute").display = True
+        if not forced and self._refreshed(snapshot):
+            return
+        reloaded = not forced and self.snapshot is not None and snapshot.tenant == self.tenant
+        self.tenant, self.snapshot, self.newer = snapshot.tenant, snapshot, None
         self._asked = None
         self.form = Form.of(snapshot.settings)
-        self.query_one("#load-failed").display = False
-        self.query_one("#compute").display = True
         with self.prevent(Select.Changed, Input.Changed, OnOff.Changed):
             select = self.query_one("#tenant", Select)
             select.set_options((t, t) for t in tenants)
             select.value = snapshot.tenant
             for size in SIZE_NAMES:
                 self.query_one(f"#spares-{size}", Input).value = self.form.spares[size]
-        self._message("")
+        self._message("Reloaded: the settings were changed elsewhere." if reloaded else "")
         self.redraw(load=True)
         self.update_title()
-        self.offer_focus(self.query_one(f"#enabled-{SIZE_NAMES[0]}", OnOff))
+        if not reloaded:
+            self.offer_focus(self.query_one(f"#enabled-{SIZE_NAMES[0]}", OnOff))
+
+    def _refreshed(self, snapshot: ComputeSnapshot) -> bool:
+        """A timed read of the same tenant: handled here (True) unless the form is to reload.
+
+        Stored settings the form was loaded with change nothing; newer ones reload a
+        form without edits (False) and mark one with edits stale.
+        """
+        if self.snapshot is None or snapshot.tenant != self.tenant or self._asked != self.tenant:
+            return False
+        self._asked = None
+        if snapshot.settings == self.snapshot.settings:
+            if self.newer is not None:  # changed back to what the form was loaded with
+                self.newer = None
+                self._message("")
+            self.redraw()
+            return True
+        if not self.has_unsaved_edits():
+            return False
+        self._mark_stale(snapshot)
+        return True
+
+    def _mark_stale(self, newer: ComputeSnapshot) -> None:
+        self.newer = newer
+        self._message(
+            Text(
+                f"{newer.tenant}'s compute settings were changed elsewhere: saving would "
+                "overwrite them. r reloads them (your edits are discarded).",
+                style="bold",
+            )
+        )
+        self.redraw()
 
     def show_failure(self, error: Exception, *, disconnected: bool, area: str | None) -> None:
         """The form gives way to the error and Retry; no numbers stay under the asked tenant's name."""
@@ -205,7 +279,8 @@ class ComputeView(ViewScreen):
                 self.query_one(f"#credits-{line.size}", Static).update(line.credits)
             self.query_one("#total", Static).update(Text(ev.total, style="bold"))
             self._default_select(ev, load)
-        self.query_one("#save", Button).disabled = not ev.can_save
+            self._pool_select(load)
+        self.query_one("#save", Button).disabled = not ev.can_save or self.newer is not None
         self.query_one("#warnings", Static).update(_warnings(ev))
         self.update_title()
         self.update_status()
@@ -223,6 +298,25 @@ class ComputeView(ViewScreen):
         else:
             select.clear()
         select.prompt = "Choose a size" if ev.default_problem else NO_DEFAULT
+
+    def _pool_select(self, load: bool) -> None:
+        """The vps-host pools by name, the stored one first kept even if no longer listed."""
+        select: Select[str] = self.query_one("#pool", Select)
+        select.disabled = self.fleet_app.read_only
+        stored = self.snapshot.settings.serverless_pool if self.snapshot is not None else None
+        names = dict(self.pools)
+        if stored is not None and stored not in names:
+            names[stored] = stored
+        choices = sorted(((name, pool) for pool, name in names.items()), key=lambda c: c[0])
+        if load or self._pool_choices != choices:
+            select.set_options(choices)
+            self._pool_choices = choices
+        wanted = self.form.pool if self.form is not None else None
+        if wanted is not None:
+            select.value = wanted
+        else:
+            select.clear()
+        select.prompt = serverless_pool_text(None)
 
     def _message(self, text: str | Text) -> None:
         self.query_one("#message", Static).update(text)
@@ -269,6 +363,14 @@ class ComputeView(ViewScreen):
         if event.select.id == "tenant":
             if isinstance(event.value, str) and event.value != self.tenant:
                 self._open_tenant(event.value)
+        elif event.select.id == "pool" and self.form is not None and self.snapshot is not None:
+            # A blank choice keeps the stored pool: a save names a pool or keeps it, as the CLI.
+            chosen = event.value if isinstance(event.value, str) else None
+            value = chosen or self.snapshot.settings.serverless_pool
+            if value != self.form.pool:
+                self.form = self.form.with_pool(value)
+                self._message("")
+            self.redraw()
         elif event.select.id == "default" and self.form is not None:
             value = event.value if isinstance(event.value, str) else None
             if value != self.form.default:
@@ -346,6 +448,9 @@ class ComputeView(ViewScreen):
         ev = self.evaluation
         if self.snapshot is None or ev is None or self.fleet_app.read_only:
             return
+        if self.newer is not None:
+            self._mark_stale(self.newer)
+            return
         if not ev.can_save or ev.change is None:
             reason = (ev.in_use + ev.problems)[:1] or ("Nothing to save: no changes.",)
             self._message(Text(reason[0], style="bold"))
@@ -360,6 +465,11 @@ class ComputeView(ViewScreen):
     def _save(self, snapshot: ComputeSnapshot, ev: Evaluation) -> None:
         assert ev.change is not None
         try:
+            # No revision travels with a save: compare what is stored now with what the form
+            # was loaded with, and write nothing over newer settings.
+            stored = self.source.compute_settings(snapshot.tenant)
+            if stored.settings != snapshot.settings:
+                raise ChangedElsewhere(stored)
             outcome = self.source.save_compute_settings(
                 snapshot.tenant, snapshot.settings, ev.change
             )
@@ -391,6 +501,10 @@ class ComputeView(ViewScreen):
 
     def on_compute_view_save_failed(self, message: SaveFailed) -> None:
         error = message.error
+        if isinstance(error, ChangedElsewhere):
+            self._mark_stale(error.newer)
+            self.update_title()
+            return
         if isinstance(error, Disconnected):
             text = Text(f"Not saved: {error}", style="bold")
             text.append("\nYour changes are still here: save again once it answers.")
