@@ -57,14 +57,16 @@ class QuotasAPI(Area):
         managed: bool = False,
     ) -> QuotaJson:
         """Set limits (None removes a limit); a limit below what is used is allowed and blocks new charges."""
-        for resource, limit in limits.items():
+        for resource in limits:
             if resource not in QUOTA_RESOURCES:
                 raise InvalidInputError(
                     f"unknown quota resource {resource!r}; use {', '.join(QUOTA_RESOURCES)}",
                     {"resource": resource},
                 )
-            if limit is not None:
-                check_whole(resource, limit, 0, QUOTA_MAX)
+        limits = {
+            resource: None if limit is None else check_whole(resource, limit, 0, QUOTA_MAX)
+            for resource, limit in limits.items()
+        }
         with self.fleet.write() as session:
             actor = self.actor(session, credential, None)
             row = find_pool(session, actor, pool)
