@@ -29,6 +29,7 @@ from bcfleet.placement.instance_placer import try_place
 from bcfleet.store.event_log import emit
 from bcfleet.store.job_faults import error_text
 from bcfleet.store.models import GpuAtom, Host, Instance, NodeResource, Pool
+from bcfleet.store.node_rows import rows_by_node
 
 if TYPE_CHECKING:
     from bcfleet.jobs.handle import JobHandle
@@ -51,7 +52,7 @@ def run_vps_hosts(fleet: JobHandle, now: datetime) -> dict[str, int]:
                 col(Host.pool_id).in_(list(pools)), col(Host.tenant_controlled).is_(False)
             )
         ).all()
-        rows = _rows_by_node(session, [h.id for h in hosts])
+        rows = rows_by_node(session, [h.id for h in hosts])
         default = fleet.settings.host_reserve
         for host in hosts:
             counts["hosts"] += 1
@@ -62,19 +63,6 @@ def run_vps_hosts(fleet: JobHandle, now: datetime) -> dict[str, int]:
     placed, pending = retry_pending(fleet)
     counts["placed"], counts["stillPending"] = placed, pending
     return counts
-
-
-def _rows_by_node(session: Session, node_ids: list[str]) -> dict[str, dict[str, ResourceRow]]:
-    result: dict[str, dict[str, ResourceRow]] = {}
-    if not node_ids:
-        return result
-    for row in session.scalars(
-        select(NodeResource).where(col(NodeResource.node_id).in_(node_ids))
-    ).all():
-        result.setdefault(row.node_id, {})[row.resource] = ResourceRow(
-            row.resource, row.allocatable, row.ratio, row.capacity, row.allocated
-        )
-    return result
 
 
 def sync_host(
