@@ -17,6 +17,7 @@ from sqlalchemy import select as select_columns
 from sqlmodel import Session, col, select
 
 from bcfleet.api.flavors import referenced_flavors
+from bcfleet.api.pools import offers_by_pool
 from bcfleet.api.provider_accounts import tenant_accounts
 from bcfleet.api.quotas import quota_limits, quota_rows
 from bcfleet.domain.fit import scalar_totals
@@ -50,7 +51,6 @@ from bcfleet.store.models import (
     Flavor,
     Host,
     Pool,
-    PoolOffer,
     ProviderAccount,
     Quota,
     Tenant,
@@ -128,10 +128,10 @@ def _pools(session: Session, host_reserve: HostReserve | None) -> list[ObservedP
 def _offers(
     session: Session, names: Mapping[str, str], managed_pools: set[str]
 ) -> tuple[ObservedOffer, ...]:
-    rows = session.execute(select(col(PoolOffer.pool_id), col(PoolOffer.tenant_id))).all()
     return tuple(
         ObservedOffer(OfferSpec(names[pool_id], tenant), pool_id in managed_pools)
-        for pool_id, tenant in rows
+        for pool_id, tenants in offers_by_pool(session).items()
+        for tenant in tenants
     )
 
 
