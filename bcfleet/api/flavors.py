@@ -22,6 +22,7 @@ from bcfleet.domain.flavor_rules import (
     normalize_placement,
     placement_problems,
     shape_problems,
+    whole_shape,
 )
 from bcfleet.domain.states import PoolKind
 from bcfleet.errors import ConflictError, InvalidInputError
@@ -99,6 +100,8 @@ def _item(pool: Pool, raw: Mapping[str, Any]) -> dict[str, Any]:
         "placement": raw.get("placement"),
     }
     validate_flavor_input(pool, **item)
+    shape = whole_shape(item["vcpu"], item["memory_gib"], item["disk_gib"], item["gpus"])
+    item["vcpu"], item["memory_gib"], item["disk_gib"], item["gpus"] = shape
     item["placement"] = normalize_placement(item["placement"])
     return item
 
@@ -170,6 +173,7 @@ class FlavorsAPI(Area):
                 offer_id=offer_id,
                 placement=placement,
             )
+            vcpu, memory_gib, disk_gib, gpus = whole_shape(vcpu, memory_gib, disk_gib, gpus)
             warnings = (
                 self.offer_check(session, pool, offer_id) if self.offer_check and offer_id else []
             )
@@ -323,6 +327,7 @@ class FlavorsAPI(Area):
                 if self.offer_check and new_offer and new_offer != flavor.offer_id
                 else []
             )
+            vcpu, memory_gib, disk_gib, new_gpus = whole_shape(vcpu, memory_gib, disk_gib, new_gpus)
             flavor.vcpu, flavor.memory_gib, flavor.disk_gib = vcpu, memory_gib, disk_gib
             flavor.gpus, flavor.offer_id = new_gpus, new_offer
             flavor.placement = normalize_placement(placement)

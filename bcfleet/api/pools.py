@@ -107,6 +107,17 @@ def offered_to(session: Session, pool_id: str) -> list[str]:
     )
 
 
+def offers_by_pool(session: Session) -> dict[str, list[str]]:
+    """Pool id → the tenants it is offered to, sorted, for every pool offered to anyone, in one
+    query (the pools list and FleetConfig's plan)."""
+    offers: dict[str, list[str]] = {}
+    for pool_id, tenant in session.execute(
+        select(col(PoolOffer.pool_id), col(PoolOffer.tenant_id))
+    ):
+        offers.setdefault(pool_id, []).append(tenant)
+    return {pool_id: sorted(tenants) for pool_id, tenants in offers.items()}
+
+
 def offers_for(session: Session, actor: Actor, pool: Pool) -> list[str] | None:
     """Who a pool is offered to, told only to its owner and root's admin (never to other tenants)."""
     if owns_pool(actor, pool):
@@ -336,15 +347,12 @@ class PoolsAPI(Area):
             if visible is not None:
                 query = query.where(col(Pool.id).in_(visible))
             pools = session.exec(query).all()
-            offers: dict[str, list[str]] = {p.id: [] for p in pools}
-            for offer in session.exec(select(PoolOffer)).all():
-                if offer.pool_id in offers:
-                    offers[offer.pool_id].append(offer.tenant_id)
+            offers = offers_by_pool(session)
             return {
                 "items": [
                     pool_json(
                         p,
-                        sorted(offers[p.id]) if offers_for(session, actor, p) is not None else None,
+                        offers.get(p.id, []) if offers_for(session, actor, p) is not None else None,
                         self.reserve,
                     )
                     for p in pools

@@ -116,6 +116,12 @@ def require_privilege(caller: Actor, token_env: str | None, endpoint: str | None
         )
 
 
+def tenant_accounts(session: Session, tenant_id: str) -> list[ProviderAccount]:
+    """A tenant's provider accounts by name (the list and FleetConfig's root accounts)."""
+    query = select(ProviderAccount).where(ProviderAccount.tenant_id == tenant_id)
+    return list(session.exec(query.order_by(ProviderAccount.name)).all())
+
+
 def find_account(session: Session, tenant_id: str, ref: str) -> ProviderAccount:
     """A tenant's provider account by id or name; NOT_FOUND otherwise."""
     account = session.exec(
@@ -263,12 +269,7 @@ class ProviderAccountsAPI(Area):
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)
             actor.require("compute:providers:read", tenant_resource(tenant_id))
-            rows = session.exec(
-                select(ProviderAccount)
-                .where(ProviderAccount.tenant_id == tenant_id)
-                .order_by(ProviderAccount.name)
-            ).all()
-            return {"items": [account_json(a) for a in rows]}
+            return {"items": [account_json(a) for a in tenant_accounts(session, tenant_id)]}
 
     def offers(
         self,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from sqlalchemy import delete
 from sqlmodel import Session, col, select
@@ -18,14 +18,32 @@ from bcfleet.store.models import Pool, PoolOffer, Quota
 from bcfleet.store.models.capacity import QUOTA_RESOURCES
 
 
-def quota_json(session: Session, pool: Pool, tenant_id: str, rows: list[Quota]) -> QuotaJson:
+def quota_rows(
+    session: Session, tenant_id: str | None = None, pool_id: str | None = None
+) -> list[Quota]:
+    """The quota rows of a tenant (every tenant's when None), in one pool or all."""
+    query = select(Quota)
+    if tenant_id is not None:
+        query = query.where(Quota.tenant_id == tenant_id)
+    if pool_id is not None:
+        query = query.where(Quota.pool_id == pool_id)
+    return list(session.exec(query).all())
+
+
+def quota_limits(rows: Iterable[Quota]) -> dict[str, int | None]:
+    """One tenant's limits in one pool, from its rows: each known resource with a row (None is
+    a row that counts usage but no longer limits it)."""
     by_resource = {r.resource: r for r in rows}
+    return {r: by_resource[r].limit for r in QUOTA_RESOURCES if r in by_resource}
+
+
+def quota_json(session: Session, pool: Pool, tenant_id: str, rows: list[Quota]) -> QuotaJson:
     usage = quota_usage(session, tenant_id)
     return {
         "tenantId": tenant_id,
         "poolId": pool.id,
         "pool": pool.name,
-        "limits": {r: by_resource[r].limit for r in QUOTA_RESOURCES if r in by_resource},
+        "limits": quota_limits(rows),
         "used": {r: usage.get((tenant_id, pool.id, r), 0) for r in QUOTA_RESOURCES},
     }
 
@@ -57,14 +75,16 @@ class QuotasAPI(Area):
         managed: bool = False,
     ) -> QuotaJson:
         """Set limits (None removes a limit); a limit below what is used is allowed and blocks new charges."""
-        for resource, limit in limits.items():
+        for resource in limits:
             if resource not in QUOTA_RESOURCES:
                 raise InvalidInputError(
                     f"unknown quota resource {resource!r}; use {', '.join(QUOTA_RESOURCES)}",
                     {"resource": resource},
                 )
-            if limit is not None:
-                check_whole(resource, limit, 0, QUOTA_MAX)
+        limits = {
+            resource: None if limit is None else check_whole(resource, limit, 0, QUOTA_MAX)
+            for resource, limit in limits.items()
+        }
         with self.fleet.write() as session:
             actor = self.actor(session, credential, None)
             row = find_pool(session, actor, pool)
@@ -110,15 +130,14 @@ class QuotasAPI(Area):
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)
             actor.require("compute:quotas:read", tenant_resource(actor.tenant_id))
-            query = select(Quota).where(Quota.tenant_id == actor.tenant_id)
             pools: list[Pool]
             if pool is not None:
                 pools = [find_pool(session, actor, pool)]
             else:
-                ids = sorted({q.pool_id for q in session.exec(query).all()})
+                ids = sorted({q.pool_id for q in quota_rows(session, actor.tenant_id)})
                 pools = [p for p in (session.get(Pool, i) for i in ids) if p is not None]
             items = []
             for row in pools:
-                quotas = list(session.exec(query.where(Quota.pool_id == row.id)).all())
+                quotas = quota_rows(session, actor.tenant_id, row.id)
                 items.append(quota_json(session, row, actor.tenant_id, quotas))
             return {"items": items}

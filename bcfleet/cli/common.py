@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import click
 
 from bcfleet.domain.bounds import (
+    INTEGER_TEXT_WORDS,
     WAIT_SECONDS_MAX,
     integer_form,
     printable,
@@ -210,20 +211,22 @@ def fleet_command(group: click.Group, name: str, **kwargs: Any) -> Callable[[F],
 
 class Whole(click.IntRange):
     """A whole number on the command line, written as the HTTP API's integers are
-    (bounds.integer_form: ASCII digits, an optional leading '-'), within min..max if given;
-    click's int also takes blanks, '+', '_' and other scripts' digits. How large it may be is
-    the API's bound to say, naming the field's range."""
+    (bounds.integer_form: ASCII digits, an optional leading '-', 2.0 is 2), within min..max if
+    given; click's int also takes blanks, '+', '_' and other scripts' digits. How large it may
+    be is the API's bound to say, naming the field's range."""
 
     name = "integer"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, str) and not integer_form(value):
-            self.fail(
-                f"{shown(value)} is not a whole number written in ASCII digits "
-                "(an optional leading -)",
-                param,
-                ctx,
-            )
+        if isinstance(value, str):
+            if not integer_form(value):
+                self.fail(
+                    f"{shown(value)} is not a whole number written in ASCII digits "
+                    f"({INTEGER_TEXT_WORDS})",
+                    param,
+                    ctx,
+                )
+            value = value.partition(".")[0]
         return super().convert(value, param, ctx)
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from bcfleet.cli.common import fleet_command, output, state, table
+from bcfleet.domain.bounds import INTEGER_TEXT_WORDS, parse_integer
 from bcfleet.domain.compute_settings import serverless_pool_text
 from bcfleet.domain.sizes import format_credits, label_with_shape
 
@@ -77,12 +78,14 @@ def parse_spares(values: Sequence[str]) -> dict[str, int]:
     spares: dict[str, int] = {}
     for item in values:
         size, sep, count = item.partition("=")
-        try:
-            spares[size.strip()] = int(count)
-        except ValueError:
-            raise click.BadParameter(f"{item!r} is not SIZE=N", param_hint="--spares") from None
-        if not sep or not size.strip():
-            raise click.BadParameter(f"{item!r} is not SIZE=N", param_hint="--spares")
+        number = parse_integer(count)  # the command line's one integer rule: 2.0 is 2
+        if number is None or not sep or not size.strip():
+            raise click.BadParameter(
+                f"{item!r} is not SIZE=N (N a whole number written in ASCII digits, "
+                f"{INTEGER_TEXT_WORDS})",
+                param_hint="--spares",
+            )
+        spares[size.strip()] = number
     return spares
 
 

@@ -63,6 +63,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
@@ -84,7 +85,8 @@ AGENT_CONDITIONS_MAX = 8
 AGENT_GUESTS_MAX = PAGE_MAX
 
 INTEGER_DIGITS_MAX = 19
-INTEGER_TEXT = re.compile(r"-?(?:0|[1-9][0-9]*)")
+INTEGER_TEXT = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.0+)?")
+INTEGER_TEXT_WORDS = "an optional leading -, an optional fraction of zeros as in 2.0"
 NAME_MAX = 253  # free names (instances, labels, display names, keys), as DNS names
 SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")  # pools, hosts, flavors, environments
 SLUG_MAX = 63
@@ -354,28 +356,61 @@ def check_identifier(field: str, value: Any, max_length: int = NAME_MAX) -> str:
 
 
 def integer_form(text: str) -> bool:
-    """Whether ``text`` is written as OpenAPI's ``integer`` and JSON write one (ASCII digits,
-    an optional leading '-', no leading zeros), however many digits."""
+    """Whether ``text`` writes a whole number as JSON writes one that JSON Schema's ``integer``
+    takes (ASCII digits, an optional leading '-', no leading zeros, an optional fraction of
+    zeros: 2 and 2.0 are both 2), however many digits."""
     return INTEGER_TEXT.fullmatch(text) is not None
 
 
 def parse_integer(text: str) -> int | None:
-    """The integer ``text`` writes in integer_form with at most INTEGER_DIGITS_MAX digits (what
-    a query parameter may hold), else None."""
-    if len(text.removeprefix("-")) > INTEGER_DIGITS_MAX or not integer_form(text):
+    """The integer ``text`` writes in integer_form with at most INTEGER_DIGITS_MAX digits before
+    any fraction (what a query parameter may hold), else None."""
+    digits = text.partition(".")[0]
+    if len(digits.removeprefix("-")) > INTEGER_DIGITS_MAX or not integer_form(text):
         return None
-    return int(text)
+    return int(digits)
+
+
+def whole_value(value: Any) -> Any:
+    """The one reading of a whole number: a float with no fractional part (2.0) is the int it
+    equals, as JSON Schema's ``integer`` counts it; anything else is returned unchanged."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 def whole_problem(field: str, value: Any, low: int, high: int) -> str | None:
-    """Why ``value`` is not a whole number in low..high, or None."""
+    """Why ``value`` is not a whole number in low..high (2.0 is one: whole_value), or None."""
+    value = whole_value(value)
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         return f"{field} must be a whole number from {low} to {high:,}, got {shown(value)}"
     return None
 
 
+def schema_whole_problem(error: Any) -> str | None:
+    """A fraction where a JSON schema wants a bounded integer, in whole_problem's words naming
+    the path's last field (what the schema-checked edges say for 2.5), or None otherwise.
+
+    ``error`` is a validator's error, read by its attributes (validator, schema, instance,
+    absolute_path, and context: the failures of anyOf's branches, searched too).
+    """
+    schema, value = error.schema, error.instance
+    if error.validator == "type" and isinstance(schema, Mapping) and isinstance(value, float):
+        low, high = schema.get("minimum"), schema.get("maximum")
+        if schema.get("type") == "integer" and isinstance(low, int) and isinstance(high, int):
+            path = list(error.absolute_path)
+            field = next((str(p) for p in reversed(path) if isinstance(p, str)), "value")
+            return whole_problem(field, value, low, high)
+    for branch in error.context or ():
+        words = schema_whole_problem(branch)
+        if words is not None:
+            return words
+    return None
+
+
 def check_whole(field: str, value: Any, low: int, high: int) -> int:
-    """``value`` when it is a whole number in low..high; INVALID_INPUT naming the bound otherwise."""
+    """``value`` as an int when it is a whole number in low..high (2.0 is 2); INVALID_INPUT
+    naming the bound otherwise."""
     _raise(field, whole_problem(field, value, low, high), f"{low}..{high}")
     return int(value)
 

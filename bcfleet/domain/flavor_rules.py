@@ -5,13 +5,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bcfleet.domain.bounds import HUGEPAGE_SIZE_MAX, HUGEPAGE_SIZES, SHAPE_MAX, SLUG, whole_problem
+from bcfleet.domain.bounds import (
+    HUGEPAGE_SIZE_MAX,
+    HUGEPAGE_SIZES,
+    SHAPE_MAX,
+    SLUG,
+    whole_problem,
+    whole_value,
+)
 
 FLAVOR_NAME = SLUG
 PLACEMENT_KEYS = ("numaAffine", "pinned", "hugepageSizeBytes")
 
 
 def _whole(value: Any) -> bool:
+    value = whole_value(value)
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -24,6 +32,11 @@ def shape_problems(vcpu: Any, memory_gib: Any, disk_gib: Any, gpus: Any) -> dict
         if problem:
             problems[field] = problem
     return problems
+
+
+def whole_shape(vcpu: Any, memory_gib: Any, disk_gib: Any, gpus: Any) -> tuple[int, int, int, int]:
+    """A shape shape_problems passed, as ints (2.0 is 2: bounds.whole_value)."""
+    return (whole_value(vcpu), whole_value(memory_gib), whole_value(disk_gib), whole_value(gpus))
 
 
 def name_problem(name: Any) -> str | None:
@@ -66,7 +79,7 @@ def normalize_placement(placement: Mapping[str, Any] | None) -> dict[str, Any] |
     normalized = {
         "numaAffine": bool(placement.get("numaAffine", False)),
         "pinned": bool(placement.get("pinned", False)),
-        "hugepageSizeBytes": placement.get("hugepageSizeBytes"),
+        "hugepageSizeBytes": whole_value(placement.get("hugepageSizeBytes")),
     }
     if (
         not normalized["numaAffine"]

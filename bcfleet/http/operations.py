@@ -17,7 +17,13 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from bcfleet.domain.bounds import INTEGER_DIGITS_MAX, integer_form, parse_integer, shown
+from bcfleet.domain.bounds import (
+    INTEGER_DIGITS_MAX,
+    INTEGER_TEXT_WORDS,
+    integer_form,
+    parse_integer,
+    shown,
+)
 from bcfleet.domain.pages import Page
 from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.errors import InvalidInputError
@@ -91,7 +97,8 @@ class Param:
         return raw
 
     def _integer(self, raw: str) -> int:
-        """bounds.parse_integer: what OpenAPI's integer writes (ASCII digits, an optional '-')."""
+        """bounds.parse_integer: what OpenAPI's integer writes (ASCII digits, an optional '-',
+        an optional fraction of zeros)."""
         value = parse_integer(raw)
         if value is None and integer_form(raw) and self.maximum is not None:
             raise self._bad(raw, f"between {self.minimum} and {self.maximum}")  # too many digits
@@ -99,7 +106,7 @@ class Param:
             raise self._bad(
                 raw,
                 f"a whole number written in ASCII digits, at most {INTEGER_DIGITS_MAX} of them "
-                "(an optional leading -)",
+                f"({INTEGER_TEXT_WORDS})",
             )
         if (self.minimum is not None and value < self.minimum) or (
             self.maximum is not None and value > self.maximum

@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from bcfleet.api.escaped import escaped_fault
-from bcfleet.domain.bounds import check_storable, shown
+from bcfleet.domain.bounds import check_storable, schema_whole_problem, shown
 from bcfleet.domain.document_limits import json_problem
 from bcfleet.errors import FleetError, InvalidInputError, UnauthenticatedError
 from bcfleet.fleet import Fleet
@@ -178,7 +178,7 @@ def _message(error: ValidationError) -> str:
     branches = [schema, *schema.get("anyOf", []), *schema.get("oneOf", [])]
     if any(isinstance(b, Mapping) and b.get("writeOnly") for b in branches):
         return f"does not satisfy its {error.validator} rule"
-    return _clipped(error)
+    return schema_whole_problem(error) or _clipped(error)
 
 
 def _clipped(error: ValidationError) -> str:

@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from sqlalchemy import select as select_columns
 from sqlalchemy import text
 from sqlmodel import Session, col, select
 
@@ -30,6 +29,7 @@ from bcfleet.placement.instance_placer import try_place
 from bcfleet.store.event_log import emit
 from bcfleet.store.job_faults import error_text
 from bcfleet.store.models import GpuAtom, Host, Instance, NodeResource, Pool
+from bcfleet.store.node_rows import rows_by_node
 
 if TYPE_CHECKING:
     from bcfleet.jobs.handle import JobHandle
@@ -52,7 +52,7 @@ def run_vps_hosts(fleet: JobHandle, now: datetime) -> dict[str, int]:
                 col(Host.pool_id).in_(list(pools)), col(Host.tenant_controlled).is_(False)
             )
         ).all()
-        rows = _rows_by_node(session, list(pools))
+        rows = rows_by_node(session, list(pools))
         default = fleet.settings.host_reserve
         for host in hosts:
             counts["hosts"] += 1
@@ -63,31 +63,6 @@ def run_vps_hosts(fleet: JobHandle, now: datetime) -> dict[str, int]:
     placed, pending = retry_pending(fleet)
     counts["placed"], counts["stillPending"] = placed, pending
     return counts
-
-
-def _rows_by_node(session: Session, pool_ids: list[str]) -> dict[str, dict[str, ResourceRow]]:
-    """The rows of the hosts a tick syncs (its pools', not tenant-controlled), by node: chosen by
-    pool, not by a list of node ids (past 65,535 hosts, more parameters than PostgreSQL takes
-    in one statement), and read as columns, not entities."""
-    result: dict[str, dict[str, ResourceRow]] = {}
-    r = NodeResource
-    query = (
-        select_columns(
-            col(r.node_id),
-            col(r.resource),
-            col(r.allocatable),
-            col(r.ratio),
-            col(r.capacity),
-            col(r.allocated),
-        )
-        .join(Host, col(Host.id) == col(r.node_id))
-        .where(col(Host.pool_id).in_(pool_ids), col(Host.tenant_controlled).is_(False))
-    )
-    for node_id, resource, allocatable, ratio, capacity, allocated in session.execute(query):
-        result.setdefault(node_id, {})[resource] = ResourceRow(
-            resource, allocatable, ratio, capacity, allocated
-        )
-    return result
 
 
 def sync_host(

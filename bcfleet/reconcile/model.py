@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from bcfleet.domain.bounds import whole_value
 from bcfleet.domain.compute_settings import SizeSetting, SizeUsers, default_sizes
 from bcfleet.domain.fit import ResourceRow
 from bcfleet.domain.host_reserve import HostReserve
@@ -300,13 +301,8 @@ class ObservedFleet:
 
 def _whole(value: object) -> int:
     """An integral value as an int (YAML's 2.0 is JSON Schema's integer 2); anything else is 0."""
-    if isinstance(value, bool):
-        return 0
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return 0
+    whole = whole_value(value)
+    return whole if isinstance(whole, int) and not isinstance(whole, bool) else 0
 
 
 def normalize_overcommit(raw: Mapping[str, Any] | None) -> Overcommit:

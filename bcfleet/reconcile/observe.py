@@ -17,7 +17,10 @@ from sqlalchemy import select as select_columns
 from sqlmodel import Session, col, select
 
 from bcfleet.api.flavors import referenced_flavors
-from bcfleet.domain.fit import ResourceRow, scalar_totals
+from bcfleet.api.pools import offers_by_pool
+from bcfleet.api.provider_accounts import tenant_accounts
+from bcfleet.api.quotas import quota_limits, quota_rows
+from bcfleet.domain.fit import scalar_totals
 from bcfleet.domain.host_reserve import HostReserve
 from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.domain.shapes import Inventory
@@ -47,13 +50,12 @@ from bcfleet.reconcile.observed_compute import observe_compute, observe_size_use
 from bcfleet.store.models import (
     Flavor,
     Host,
-    NodeResource,
     Pool,
-    PoolOffer,
     ProviderAccount,
     Quota,
     Tenant,
 )
+from bcfleet.store.node_rows import rows_by_node
 from bcfleet.store.tenant_holders import tenant_holders
 from bcfleet.store.uow import current_revision
 
@@ -93,7 +95,7 @@ def _tenants(session: Session) -> tuple[ObservedTenant, ...]:
 
 def _accounts(session: Session) -> tuple[ObservedProviderAccount, ...]:
     """Root's provider accounts: the ones a FleetConfig declares."""
-    rows = session.exec(select(ProviderAccount).where(ProviderAccount.tenant_id == ROOT_TENANT))
+    rows = tenant_accounts(session, ROOT_TENANT)
     return tuple(
         ObservedProviderAccount(
             ProviderAccountSpec(row.name, row.provider, row.token_env or "", row.endpoint),
@@ -126,10 +128,10 @@ def _pools(session: Session, host_reserve: HostReserve | None) -> list[ObservedP
 def _offers(
     session: Session, names: Mapping[str, str], managed_pools: set[str]
 ) -> tuple[ObservedOffer, ...]:
-    rows = session.execute(select(col(PoolOffer.pool_id), col(PoolOffer.tenant_id))).all()
     return tuple(
         ObservedOffer(OfferSpec(names[pool_id], tenant), pool_id in managed_pools)
-        for pool_id, tenant in rows
+        for pool_id, tenants in offers_by_pool(session).items()
+        for tenant in tenants
     )
 
 
@@ -195,36 +197,24 @@ def _flavor(row: Any, names: Mapping[str, str], used: set[str]) -> ObservedFlavo
 
 
 def _quotas(session: Session, names: Mapping[str, str]) -> tuple[ObservedQuota, ...]:
-    """One quota per tenant and pool; managed when any of its rows is."""
-    limits: dict[tuple[str, str], dict[str, int | None]] = defaultdict(dict)
-    managed: dict[tuple[str, str], bool] = defaultdict(bool)
-    query = select(col(Quota.tenant_id), col(Quota.pool_id), col(Quota.resource), col(Quota.limit))
-    flags = select(col(Quota.tenant_id), col(Quota.pool_id)).where(col(Quota.managed))
-    for tenant, pool_id, resource, limit in session.execute(query).all():
-        if resource in QUOTA_FIELDS:
-            limits[(tenant, pool_id)][QUOTA_FIELDS[resource]] = limit
-    for key in session.execute(flags).all():
-        managed[(key[0], key[1])] = True
-    return tuple(
-        ObservedQuota(QuotaSpec(tenant, names[pool_id], **values), managed[(tenant, pool_id)])
-        for (tenant, pool_id), values in limits.items()
-    )
+    """One quota per tenant and pool, its limits as the API shows them (quotas.quota_limits);
+    managed when any of its rows is."""
+    grouped: dict[tuple[str, str], list[Quota]] = defaultdict(list)
+    for row in quota_rows(session):
+        grouped[(row.tenant_id, row.pool_id)].append(row)
+    observed = []
+    for (tenant, pool_id), rows in grouped.items():
+        limits = {QUOTA_FIELDS[r]: limit for r, limit in quota_limits(rows).items()}
+        if limits:
+            spec = QuotaSpec(tenant, names[pool_id], **limits)
+            observed.append(ObservedQuota(spec, any(row.managed for row in rows)))
+    return tuple(observed)
 
 
 def _capacity(session: Session, names: Mapping[str, str]) -> tuple[HostCapacity, ...]:
     """Each host's node_resources rows with the inventory totals they were derived from; none
     for a tenant-controlled host, whose rows vps.hosts no longer writes (the plan keeps them)."""
-    query = select_columns(
-        col(NodeResource.node_id),
-        col(NodeResource.resource),
-        col(NodeResource.allocatable),
-        col(NodeResource.ratio),
-        col(NodeResource.capacity),
-        col(NodeResource.allocated),
-    )
-    rows: dict[str, list[ResourceRow]] = defaultdict(list)
-    for node_id, *values in session.execute(query).all():
-        rows[node_id].append(ResourceRow(*values))
+    rows = rows_by_node(session)  # as vps.hosts reads them, in one query
     if not rows:
         return ()
     # Every host, each inventory reduced to its totals as it is read: a list of the ids would
@@ -244,7 +234,7 @@ def _capacity(session: Session, names: Mapping[str, str]) -> tuple[HostCapacity,
         HostCapacity(
             name,
             names[pool_id],
-            tuple(sorted(rows[id_], key=lambda row: row.resource)),
+            tuple(sorted(rows[id_].values(), key=lambda row: row.resource)),
             {} if controlled else _totals(inventory),  # vps.hosts leaves its rows alone
         )
         for id_, name, pool_id, inventory, controlled in hosts

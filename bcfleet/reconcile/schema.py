@@ -27,7 +27,7 @@ try:
 except ImportError:  # the pure-Python validator alone is correct, only slower
     jsonschema_rs = None  # type: ignore[assignment]
 
-from bcfleet.domain.bounds import shown
+from bcfleet.domain.bounds import schema_whole_problem, shown
 from bcfleet.domain.document_limits import MAX_PROBLEMS, cut
 from bcfleet.reconcile.yamldoc import PathKey, Problem, describe
 
@@ -194,6 +194,9 @@ def _range(schema: Mapping[str, Any], kind: str, value: float) -> str:
 def _message(error: ValidationError) -> str:
     kind, instance = error.validator, error.instance
     value: Any = error.validator_value
+    fraction = schema_whole_problem(error)
+    if fraction is not None:
+        return fraction
     if kind == "type":
         wanted = [value] if isinstance(value, str) else list(value)
         expected = " or ".join(_TYPE_WORDS.get(str(name), str(name)) for name in wanted)

@@ -111,13 +111,6 @@ class _Walk:
             self.problems.append(Problem(tuple(self.path), message, at_key=at_key))
 
 
-def _whole(value: Any) -> Any:
-    """YAML's 2.0 as 2 (the schema's integer accepts it); anything else unchanged."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
 def _items(data: Mapping[str, Any], section: str) -> Iterator[tuple[int, Mapping[str, Any]]]:
     items = data.get(section)
     for index, item in enumerate(items if isinstance(items, list) else []):
@@ -149,6 +142,6 @@ def _bounded_values(data: Mapping[str, Any]) -> Iterator[Problem]:
                 path: PathKey = ("pools", index, "policy", "hostReserve", name)
                 checks.append((path, f"hostReserve.{name}", reserve[name], 0, SHAPE_MAX))
     for path, name, value, low, high in checks:
-        problem = whole_problem(name, _whole(value), low, high)
+        problem = whole_problem(name, value, low, high)
         if problem is not None:
             yield Problem(path, problem)

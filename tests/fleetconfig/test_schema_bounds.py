@@ -29,6 +29,7 @@ from bcfleet.domain.bounds import (
     URL_MAX,
 )
 from bcfleet.domain.sizes import SPARES_ASKED_MAX
+from bcfleet.errors import InvalidInputError
 from bcfleet.fleet import Fleet
 from bcfleet.schemas import load_schema
 from bcfleet.schemas.fleetconfig import FILE, fleetconfig_schema, schema_text
@@ -477,3 +478,60 @@ def test_every_edge_answers_a_url_alike(world: World, url: str, ok: bool) -> Non
     assert taken == dict.fromkeys(taken, ok), said
     if ok:  # the schema's pattern is looser than the rule, never stricter
         assert Draft202012Validator(load_schema("fleetconfig")).is_valid(doc)
+
+
+# ---------------------------------------------------------------------------
+# Whole numbers: 2.0 is the whole number 2 on every edge, 2.5 is refused in the same words
+
+WHOLE_BOUNDS = [
+    name
+    for name, bound in BOUNDS.items()
+    if isinstance(bound.limit(), int)
+    and not isinstance(bound.limit(), bool)
+    and not bound.past_kept
+]
+
+
+def _as_written(bound: Bound, value: float) -> Bound:
+    """The bound with ``value`` (a float) given to every edge in place of its limit."""
+    return Bound(lambda: value, lambda: value, bound.fleetconfig, bound.cli, bound.http)
+
+
+@pytest.mark.parametrize("name", WHOLE_BOUNDS)
+def test_every_edge_reads_a_whole_float_as_the_whole_number(world: World, name: str) -> None:
+    bound = BOUNDS[name]
+    limit = bound.limit()
+    taken, said = answers(world, _as_written(bound, float(limit)), lambda: float(limit))
+    assert taken == dict.fromkeys(taken, True), said
+    half = limit - 0.5 if limit > 0 else 0.5
+    taken, said = answers(world, _as_written(bound, half), lambda: half)
+    assert taken == dict.fromkeys(taken, False), said
+    for edge, answer in said.items():  # the CLI's option parser says it before the API's range
+        assert "whole number" in json.dumps(answer) and repr(half) in json.dumps(answer), edge
+    assert all("must be a whole number from" in json.dumps(said[e]) for e in ("validate", "http"))
+
+
+def test_the_python_api_reads_a_whole_float_as_the_whole_number(fleet: Fleet) -> None:
+    hosted_pool(fleet, "vps-fra", offered_to=("acme",))
+    pool = fleet.api.pools.create(
+        OP, tenant_id="root", name="vps-ber", kind="vps-host", host_reserve={"vcpu": 2.0}
+    )
+    assert pool["policy"]["hostReserve"] == {"vcpu": 2}
+    assert type(pool["policy"]["hostReserve"]["vcpu"]) is int
+    shape = {"vcpu": 2.0, "memory_gib": 4.0, "disk_gib": 40.0, "gpus": 0.0}
+    flavor = fleet.api.flavors.create(OP, tenant_id="root", pool_id="vps-fra", name="g1", **shape)
+    assert [type(flavor[k]) for k in ("vcpu", "memoryGiB", "diskGiB", "gpus")] == [int] * 4
+    quota = fleet.api.quotas.set(OP, tenant_id="acme", pool="vps-fra", limits={"vcpu": 8.0})
+    assert type(quota["limits"]["vcpu"]) is int and quota["limits"]["vcpu"] == 8
+    refusals = [
+        lambda: fleet.api.pools.create(
+            OP, tenant_id="root", name="vps-muc", kind="vps-host", host_reserve={"vcpu": 2.5}
+        ),
+        lambda: fleet.api.flavors.create(
+            OP, tenant_id="root", pool_id="vps-fra", name="g2", **{**shape, "vcpu": 2.5}
+        ),
+        lambda: fleet.api.quotas.set(OP, tenant_id="acme", pool="vps-fra", limits={"vcpu": 2.5}),
+    ]
+    for refused in refusals:
+        with pytest.raises(InvalidInputError, match="must be a whole number from .*, got 2.5"):
+            refused()

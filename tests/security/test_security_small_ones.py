@@ -68,7 +68,8 @@ def test_a_tenant_admin_manages_its_own_accounts_but_never_the_servers_secrets(
         pytest.param("0" * 28 + "5", id="29-digits-zero-padded"),
         pytest.param("05", id="one-leading-zero"),
         pytest.param("1e3", id="an-exponent"),
-        pytest.param("5.0", id="a-fraction"),
+        pytest.param("5.5", id="a-fraction"),
+        pytest.param("5.", id="a-bare-point"),
         pytest.param("", id="empty"),
         pytest.param("-", id="a-lone-minus"),
     ],
@@ -97,7 +98,9 @@ def test_the_command_line_reads_integers_by_the_same_rule(cli: object, raw: str)
     assert cli("jobs", "list", "--runs", "5").exit_code == 0  # type: ignore[operator]
 
 
-@pytest.mark.parametrize(("raw", "value"), [("5", 5), ("1000", 1000), ("-0", 0), ("0", 0)])
+@pytest.mark.parametrize(
+    ("raw", "value"), [("5", 5), ("1000", 1000), ("-0", 0), ("0", 0), ("5.0", 5), ("5.00", 5)]
+)
 def test_plain_integers_still_parse(fleet: Fleet, raw: str, value: int) -> None:
     assert parse_integer(raw) == value
     with served(fleet) as (_, api):
