@@ -55,6 +55,12 @@ def is_sqlite(engine: Engine) -> bool:
 BUSY_TIMEOUT_S = 30.0
 """How long an SQLite connection waits for another process's lock before it says busy."""
 
+SQLITE_CACHE_KIB = 409_600
+"""The most each SQLite connection keeps of the database's pages in memory (PRAGMA cache_size),
+400 MiB rather than SQLite's 2 MiB: a job reading every instance of a large fleet (vps.usage)
+otherwise reads most pages from the file again for each statement. The cache grows only as pages
+are read, so a small fleet's connections hold no more than its file."""
+
 
 def make_engine(url: str, *, echo: bool = False, busy_timeout_s: float = BUSY_TIMEOUT_S) -> Engine:
     """An engine whose transactions behave the same on SQLite and PostgreSQL; UNSUPPORTED on a
@@ -151,6 +157,7 @@ def _sqlite_engine(url: str, echo: bool, busy_timeout_s: float) -> Engine:
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA busy_timeout={round(busy_timeout_s * 1000)}")
         cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")  # negative: in KiB
         if checkpoints is not None:  # the log is checkpointed off the commit path
             cursor.execute(f"PRAGMA wal_autocheckpoint={wal_checkpoints.BACKSTOP_PAGES}")
         cursor.close()
