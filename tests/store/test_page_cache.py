@@ -1,31 +1,46 @@
-"""Every SQLite connection keeps up to SQLITE_CACHE_KIB of pages (400 MiB), not SQLite's 2 MiB."""
+"""A transaction given large_page_cache reads with SQLITE_CACHE_KIB (400 MiB) of SQLite pages;
+its connection goes back to the pool with SQLite's own 2 MiB, and others never had more."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from contextlib import ExitStack
+from typing import Any
 
-import pytest
 from sqlalchemy import text
+from sqlmodel import Session
 
-from bcfleet.store.engine import SQLITE_CACHE_KIB, make_engine
+from bcfleet.fleet import Fleet
+from bcfleet.jobs import vps_usage
+from bcfleet.store.engine import SQLITE_CACHE_KIB, SQLITE_DEFAULT_CACHE, large_page_cache
 
-SQLITE_DEFAULT = -2000  # KiB
+
+def cache_size(session: Session) -> Any:
+    return session.execute(text("PRAGMA cache_size")).scalar()
 
 
-@pytest.mark.parametrize("where", ["file", "memory"])
-def test_each_pooled_sqlite_connection_reads_back_the_larger_cache(
-    tmp_path: Path, where: str
+def test_the_large_cache_is_the_transactions_and_the_pool_gets_the_default_back(
+    fleet: Fleet,
 ) -> None:
-    assert SQLITE_CACHE_KIB == 409_600
-    url = f"sqlite:///{tmp_path / 'fleet.db'}" if where == "file" else "sqlite://"
-    engine = make_engine(url)
-    try:
-        # A file's pool hands out connections of their own; memory's, one a thread.
-        opened = [engine.connect() for _ in range(2 if where == "file" else 1)]
-        for connection in opened:
-            size = connection.execute(text("PRAGMA cache_size")).scalar()
-            assert size == -SQLITE_CACHE_KIB != SQLITE_DEFAULT
-        for connection in opened:
-            connection.close()
-    finally:
-        engine.dispose()
+    assert (SQLITE_CACHE_KIB, SQLITE_DEFAULT_CACHE) == (409_600, -2000)
+    with fleet.read() as session:
+        assert cache_size(session) == SQLITE_DEFAULT_CACHE
+        large_page_cache(session)
+        large_page_cache(session)  # once is enough
+        assert cache_size(session) == -SQLITE_CACHE_KIB
+    # Every pooled connection, the one just given back included, reads with the default.
+    with ExitStack() as stack:
+        opened = [stack.enter_context(fleet.read()) for _ in range(3)]
+        assert [cache_size(s) for s in opened] == [SQLITE_DEFAULT_CACHE] * 3
+
+
+def test_a_usage_batch_reads_with_the_large_cache(fleet: Fleet, monkeypatch: Any) -> None:
+    seen: list[Any] = []
+    locked = vps_usage._locked_watermark
+
+    def noting(session: Session, *args: Any) -> Any:
+        seen.append(cache_size(session))
+        return locked(session, *args)
+
+    monkeypatch.setattr(vps_usage, "_locked_watermark", noting)
+    vps_usage.run_vps_usage(fleet, fleet.now())
+    assert seen and set(seen) == {-SQLITE_CACHE_KIB}
