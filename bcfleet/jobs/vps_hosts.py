@@ -14,9 +14,9 @@ the tick goes on with the other hosts.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
 from sqlmodel import Session, col, select
@@ -35,34 +35,67 @@ if TYPE_CHECKING:
     from bcfleet.jobs.handle import JobHandle
 
 PENDING_RETRIES_PER_TICK = 200
+HOSTS_PAGE = 500  # hosts a tick holds at once
 log = logging.getLogger(__name__)
 
 
-def run_vps_hosts(fleet: JobHandle, now: datetime) -> dict[str, int]:
-    """One tick: sync every host's rows and atoms in one transaction, then retry pending instances."""
+def run_vps_hosts(
+    fleet: JobHandle, now: datetime, *, page_size: int = HOSTS_PAGE
+) -> dict[str, int]:
+    """One tick: sync every host's rows and atoms in one transaction, then retry pending instances.
+
+    The hosts are read a page at a time, by id, and each page is flushed and let go of before
+    the next is read, so what the tick holds is bounded by a page, not by the fleet.
+    """
     del now  # the job reads the fleet's clock through the API it calls
     counts = {"hosts": 0, "rowsWritten": 0, "atomsChanged": 0, "hostErrors": 0}
     with fleet.write() as session:
+        held = set(session.identity_map.keys())  # a joined transaction's own entities stay
         pools = {
             p.id: p
             for p in session.scalars(select(Pool).where(Pool.kind == PoolKind.VPS_HOST)).all()
         }
-        hosts = session.scalars(
-            select(Host).where(
-                col(Host.pool_id).in_(list(pools)), col(Host.tenant_controlled).is_(False)
-            )
-        ).all()
-        rows = rows_by_node(session, list(pools))
         default = fleet.settings.host_reserve
-        for host in hosts:
-            counts["hosts"] += 1
-            written, changed = sync_host(session, host, pools[host.pool_id], rows, default)
-            counts["rowsWritten"] += written
-            counts["atomsChanged"] += changed
-            counts["hostErrors"] += int(host.inventory_error is not None)
+        after: str | None = None
+        while hosts := _host_page(session, list(pools), after, page_size):
+            rows = rows_by_node(session, list(pools), first=hosts[0].id, last=hosts[-1].id)
+            for host in hosts:
+                counts["hosts"] += 1
+                written, changed = sync_host(session, host, pools[host.pool_id], rows, default)
+                counts["rowsWritten"] += written
+                counts["atomsChanged"] += changed
+                counts["hostErrors"] += int(host.inventory_error is not None)
+            after = hosts[-1].id
+            _let_go(session, held)
     placed, pending = retry_pending(fleet)
     counts["placed"], counts["stillPending"] = placed, pending
     return counts
+
+
+def _synced_hosts(pool_ids: list[str]) -> tuple[Any, Any]:
+    """The hosts a tick syncs: its pools', not tenant-controlled."""
+    return col(Host.pool_id).in_(pool_ids), col(Host.tenant_controlled).is_(False)
+
+
+def _host_page(
+    session: Session, pool_ids: list[str], after: str | None, page_size: int
+) -> Sequence[Host]:
+    """The next page of synced hosts by id, those after `after` (from the first when None)."""
+    query = select(Host).where(*_synced_hosts(pool_ids))
+    if after is not None:
+        query = query.where(col(Host.id) > after)
+    return session.scalars(query.order_by(col(Host.id)).limit(page_size)).all()
+
+
+def _let_go(session: Session, held: set[Any]) -> None:
+    """Write out a page's changes and take its entities (hosts, rows, atoms) out of the session;
+    the pools and whatever the session held before the tick stay."""
+    session.flush()
+    identities = session.identity_map
+    for key in set(identities.keys()) - held:
+        entity = identities.get(key)
+        if entity is not None and not isinstance(entity, Pool):
+            session.expunge(entity)
 
 
 def sync_host(

@@ -48,6 +48,7 @@ from bcfleet.jobs.usage_sql import (
     subjects_between,
     subjects_except,
 )
+from bcfleet.store.engine import large_page_cache
 from bcfleet.store.job_faults import faulted_ids, faults_of
 from bcfleet.store.models import BillingMeter
 from bcfleet.store.models.jobs import JobState
@@ -103,6 +104,7 @@ def meter_next_batch(
     windows cannot be computed now is found by halving, gets its fault, and the rest is metered.
     """
     with fleet.write(bump_revision=False) as session:
+        large_page_cache(session)  # it reads every instance: a 2 MiB cache rereads the file
         watermark = _locked_watermark(session, bound)
         windows = closed_windows(watermark, bound, limit=limit)
         if not windows:

@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import URL, Engine, create_engine, event, text
 from sqlalchemy.exc import InvalidatePoolError
+from sqlalchemy.orm import Session
 
 from bcfleet.store import stored_json, wal_checkpoints
 from bcfleet.store.driver_sql import (
@@ -54,6 +55,29 @@ def is_sqlite(engine: Engine) -> bool:
 
 BUSY_TIMEOUT_S = 30.0
 """How long an SQLite connection waits for another process's lock before it says busy."""
+
+SQLITE_CACHE_KIB = 409_600
+"""The page cache (PRAGMA cache_size) of a transaction that reads the whole fleet, 400 MiB rather
+than SQLite's 2 MiB: the vps.usage tick of 100,000 hosts otherwise reads most pages from the file
+again for each statement (an instance 19.6 → 42.7 µs from 1,000 hosts). The cache grows only as
+pages are read, so a small fleet pays nothing. It is the transaction's, not every connection's:
+the connection is given back to the pool with SQLite's own 2 MiB (and its pages let go of), so a
+server's pooled connections never hold 400 MiB each."""
+SQLITE_DEFAULT_CACHE = -2000  # SQLite's own: 2,000 KiB
+_LARGE_CACHE = "bcfleet_large_cache"
+
+
+def large_page_cache(session: Session) -> None:
+    """Give this transaction's SQLite connection the SQLITE_CACHE_KIB page cache, until the
+    connection is back in the pool; nothing on PostgreSQL (its cache is the server's)."""
+    if session.get_bind().dialect.name != "sqlite":
+        return
+    fairy = session.connection().connection
+    if not fairy.info.get(_LARGE_CACHE):
+        fairy.info[_LARGE_CACHE] = True
+        cursor = fairy.cursor()
+        cursor.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")  # negative: KiB
+        cursor.close()
 
 
 def make_engine(url: str, *, echo: bool = False, busy_timeout_s: float = BUSY_TIMEOUT_S) -> Engine:
@@ -163,6 +187,11 @@ def _sqlite_engine(url: str, echo: bool, busy_timeout_s: float) -> Engine:
         cursor.close()
         if identity is not None:
             identity.connected()
+
+    @event.listens_for(engine, "checkin")
+    def _on_checkin(dbapi_connection: Any, record: Any) -> None:
+        if record.info.pop(_LARGE_CACHE, False):  # large_page_cache's, for one transaction
+            dbapi_connection.execute(f"PRAGMA cache_size={SQLITE_DEFAULT_CACHE}")
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
