@@ -3,12 +3,13 @@ for writers, the file checked at each BEGIN: store/file_identity.py) and Postgre
 
 from __future__ import annotations
 
+import sqlite3
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import URL, Engine, create_engine, event, text
+from sqlalchemy import URL, Engine, create_engine, event, make_url, text
 from sqlalchemy.exc import InvalidatePoolError
-from sqlalchemy.orm import Session
 
 from bcfleet.store import stored_json, wal_checkpoints
 from bcfleet.store.driver_sql import (
@@ -20,6 +21,9 @@ from bcfleet.store.driver_sql import (
 )
 from bcfleet.store.file_identity import FileIdentity
 from bcfleet.store.sqlalchemy_seam import check_sqlalchemy
+
+if TYPE_CHECKING:  # `fleet hosts list` reads on Core alone: the ORM is not imported to run it
+    from sqlalchemy.orm import Session
 
 WRITE_OPTION = "bcfleet_write"
 
@@ -148,6 +152,23 @@ _BEGIN = DriverStatement(text("BEGIN"))
 _BEGIN_IMMEDIATE = DriverStatement(text("BEGIN IMMEDIATE"))
 
 
+def _checked_creator(
+    url: URL, identity: FileIdentity, connect_args: dict[str, Any]
+) -> Callable[[], sqlite3.Connection]:
+    """The pool's way to open a connection, asking first whether the file first opened is still
+    at its path: opening a path SQLite cannot find creates an empty file there, so a deleted
+    file is said deleted rather than replaced by a new, empty one. (A dialect event would do the
+    same, but any dialect event sends every driver-level statement through SQLAlchemy.)"""
+    cargs, cparams = url.get_dialect()().create_connect_args(url)
+    cparams = {**cparams, **connect_args}
+
+    def connect() -> sqlite3.Connection:
+        identity.check()
+        return cast(sqlite3.Connection, sqlite3.connect(*cargs, **cparams))  # type: ignore[call-overload]
+
+    return connect
+
+
 def _sqlite_engine(url: str, echo: bool, busy_timeout_s: float) -> Engine:
     memory = url in ("sqlite://", "sqlite:///:memory:")
     # Connections are pooled: closing the last one of a WAL database checkpoints it, which is
@@ -159,17 +180,13 @@ def _sqlite_engine(url: str, echo: bool, busy_timeout_s: float) -> Engine:
     }
     if not memory:
         kwargs.update(pool_size=8, max_overflow=8)
+    parsed = make_url(url)
+    named = not memory and not parsed.query.get("uri")  # a plain file path
+    identity = FileIdentity(str(parsed.database)) if named else None
+    if identity is not None:
+        kwargs["creator"] = _checked_creator(parsed, identity, kwargs["connect_args"])
     engine = create_engine(url, echo=echo, **kwargs)
-    named = not memory and not engine.url.query.get("uri")  # a plain file path
     checkpoints = wal_checkpoints.attach(engine, str(engine.url.database)) if named else None
-    identity = FileIdentity(str(engine.url.database)) if named else None
-
-    @event.listens_for(engine, "do_connect")
-    def _before_connect(*_args: Any) -> None:
-        # Opening a path SQLite cannot find creates an empty file there: once a file was
-        # opened, a deleted one is said so here rather than replaced by a new, empty one.
-        if identity is not None:
-            identity.check()
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
