@@ -159,12 +159,14 @@ def _checked_creator(
     at its path: opening a path SQLite cannot find creates an empty file there, so a deleted
     file is said deleted rather than replaced by a new, empty one. (A dialect event would do the
     same, but any dialect event sends every driver-level statement through SQLAlchemy.)"""
-    cargs, cparams = url.get_dialect()().create_connect_args(url)
+    dialect = url.get_dialect()
+    dbapi = dialect.import_dbapi()  # the driver module SQLAlchemy itself would call
+    cargs, cparams = dialect().create_connect_args(url)
     cparams = {**cparams, **connect_args}
 
     def connect() -> sqlite3.Connection:
         identity.check()
-        return cast(sqlite3.Connection, sqlite3.connect(*cargs, **cparams))  # type: ignore[call-overload]
+        return cast(sqlite3.Connection, dbapi.connect(*cargs, **cparams))
 
     return connect
 
