@@ -14,7 +14,7 @@ under the lock. Then:
 The capacity figures a plan prints are not judged here (tests/fleetconfig/
 test_plan_api_agreement.py compares them with what vps.hosts stores). Both runs are
 derandomized, so CI sees the same examples every time; BCFLEET_PROPERTY_EXAMPLES changes how
-many (40 by default, four times that under the slow marker).
+many (40 by default, four times that under `scripts/check --full`).
 """
 
 from __future__ import annotations
@@ -752,6 +752,7 @@ def test_a_plan_without_errors_applies_and_then_plans_no_changes(
     check()
 
 
+@pytest.mark.full
 @pytest.mark.slow
 @pytest.mark.parametrize("engine", ENGINES)
 def test_many_plans_without_errors_apply_and_then_plan_no_changes(
