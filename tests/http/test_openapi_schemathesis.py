@@ -23,12 +23,15 @@ from bcfleet.fleet import Fleet
 from bcfleet.http.app import create_app
 from tests.support.builders import OP, token
 from tests.support.http import two_tenants
+from tests.support.sampling import full_suite
 from tests.support.security import set_secret_key
 
 pytestmark = pytest.mark.slow
 
 SEED = 20261130
-MAX_EXAMPLES = 12
+MAX_EXAMPLES = 24 if full_suite() else 6
+"""Generated cases per operation after the coverage phase's boundary cases: every run 6,
+`scripts/check --full` 24."""
 SECRET_KEY = "q6bF0Qm2P8Wm0jQ4Hb1o7W3cXn0rVYl9o3QW4K3Zq1Y="
 
 
