@@ -23,7 +23,6 @@ from sqlmodel import Session, col, select
 
 from bcfleet.api.auth import Actor, Credential, pool_resource
 from bcfleet.api.documents import InstanceBatchJson, InstanceJson
-from bcfleet.api.events import emit
 from bcfleet.api.host_view import pool_host_view
 from bcfleet.api.instances import INSTANCE_NAME_MAX, InstancesAPI, flavor_shape, instance_json
 from bcfleet.api.lookup import find_pool_and_flavor
@@ -32,6 +31,7 @@ from bcfleet.domain.idempotency import check_idempotency_key, check_replay, inpu
 from bcfleet.domain.states import PoolKind
 from bcfleet.errors import InvalidInputError
 from bcfleet.placement.batch_placer import place_batch
+from bcfleet.store.event_log import emit_each
 from bcfleet.store.models import Instance, Pool
 
 
@@ -118,9 +118,12 @@ def _create(
         )
         kind = "instance.provisioning" if pool.kind == PoolKind.PROVIDER else "instance.placed"
         now = fleet.now()
-        for instance in batch.made:
-            emit(session, fleet.ids, now, kind, tenant_id=instance.tenant_id,
-                 subject_id=instance.id, data={"state": str(instance.state)})  # fmt: skip
+        emit_each(
+            session,
+            fleet.ids,
+            now,
+            ((kind, i.tenant_id, i.id, {"state": str(i.state)}) for i in batch.made),
+        )
         return _answer(session, actor, pool, row.name, batch.made, count, batch.reason)
 
 

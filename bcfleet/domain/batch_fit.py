@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 
 from bcfleet.domain.fit import HostSnapshot, ResourceRow, Weigher, check_fit
 from bcfleet.domain.shapes import PlacementPolicy, Shape
@@ -29,7 +28,9 @@ def charged(host: HostSnapshot, shape: Shape) -> HostSnapshot:
         resource: row._replace(allocated=row.allocated + claims.get(resource, 0))
         for resource, row in host.rows.items()
     }
-    return replace(host, rows=rows, gpus_free=host.gpus_free - shape.gpus)
+    after = object.__new__(HostSnapshot)  # as HostSnapshot.of_candidate: a copy without the
+    after.__dict__.update(host.__dict__, rows=rows, gpus_free=host.gpus_free - shape.gpus)
+    return after  # frozen constructor's field-by-field setting, made once per instance
 
 
 def assign(

@@ -35,10 +35,10 @@ from bcfleet.domain.numa import HostPlacement, NotCandidate
 from bcfleet.domain.shapes import Inventory, PlacementPolicy, Shape, placement_from_json
 from bcfleet.domain.states import InstanceState, PoolKind
 from bcfleet.errors import CapacityUnavailableError
+from bcfleet.placement.batch_claims import claim_plan, inventories
 from bcfleet.placement.candidates import feasible_hosts, pool_snapshots
 from bcfleet.placement.claims import (
     ReadBehindClaim,
-    claim_host,
     host_inventory,
     others_on,
     return_scalars,
@@ -52,6 +52,7 @@ from bcfleet.placement.instance_placer import (
     try_place,
 )
 from bcfleet.placement.quotas import charge, refund
+from bcfleet.store.bulk_insert import BulkInsert
 from bcfleet.store.driver_sql import DriverStatement
 from bcfleet.store.engine import is_sqlite
 from bcfleet.store.models import Allocation, Instance, Pool
@@ -61,9 +62,9 @@ if TYPE_CHECKING:
     from bcfleet.placement.handle import PlacementHandle
 
 _INSERT_ONE_INSTANCE = DriverStatement(Instance.__table__.insert())  # type: ignore[attr-defined]
-_INSTANCES = Instance.__table__  # type: ignore[attr-defined]
-_ALLOCATIONS = Allocation.__table__  # type: ignore[attr-defined]
-_COLUMNS = tuple(c.key for c in _INSTANCES.columns)
+_INSERT_INSTANCES = BulkInsert(Instance.__table__)  # type: ignore[attr-defined]
+_INSERT_ALLOCATIONS = BulkInsert(Allocation.__table__)  # type: ignore[attr-defined]
+_COLUMNS = tuple(c.key for c in Instance.__table__.columns)  # type: ignore[attr-defined]
 SEARCH_ROUNDS = 3  # the first page, all the pool, and once more after claims others won
 
 
@@ -109,6 +110,7 @@ def place_batch(
     one = Shape.from_json(shape)
     charge(session, tenant_id, pool.id, scaled(one.quota_charge(), count))
     now = fleet.now()
+    document = dict(shape)  # one copy for every row: none of them changes it
     rows = [
         new_row(
             Instance,
@@ -119,7 +121,7 @@ def place_batch(
                 "flavor_id": flavor_id,
                 "name": name,
                 "state": InstanceState.PENDING,
-                "shape": dict(shape),
+                "shape": document,
                 "purpose": purpose,
                 "size": size,
                 "created_at": now,
@@ -238,7 +240,7 @@ def _at_once(
             break
         want = 100_000  # the page did not hold enough: every feasible host of the pool
     if allocations:
-        session.connection().execute(_ALLOCATIONS.insert(), allocations)
+        _INSERT_ALLOCATIONS.run(session, allocations)
     return placed
 
 
@@ -295,12 +297,13 @@ def _claimed(
     session.flush()  # the Core writes and reads below see what the ORM holds
     out: list[tuple[HostSnapshot, int, Inventory, list[HostPlacement]]] = []
     if is_sqlite(session.get_bind().engine):
-        for host, on_host in plan:
-            claim = claim_host(session, host.node_id, scaled(claims, on_host))
-            if claim.refused is not None:
-                left_out[host.node_id] = _lost(claim.refused)
-                continue
-            inventory = host_inventory(session, fleet, host.node_id, host.inventory_generation)
+        refused = claim_plan(session, plan, claims)
+        claimed = [(host, k) for host, k in plan if host.node_id not in refused]
+        parsed = inventories(session, fleet.placement, [host for host, _ in claimed])
+        for node_id in refused:  # not on SQLite, whose candidate query's view holds
+            left_out[node_id] = NoFit("race", "claimed concurrently")
+        for host, on_host in claimed:
+            inventory = parsed.get(host.node_id) or host_inventory(session, fleet, host.node_id)
             others = [] if host.holds_nothing else others_on(session, host.node_id, "")
             out.append((host, on_host, inventory, others))
         return out
@@ -351,4 +354,4 @@ def _insert_instances(session: Session, rows: Sequence[Instance]) -> None:
     if len(values) == 1:
         _INSERT_ONE_INSTANCE.send(session, values[0])
     else:
-        session.connection().execute(_INSTANCES.insert(), values)
+        _INSERT_INSTANCES.run(session, values)
