@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from bcfleet.cli.common import fleet_command, output, state, table
+from bcfleet.cli.common import WHOLE, fleet_command, output, state, table
 
 
 @click.group("instances")
@@ -74,7 +74,7 @@ def _batch_text(batch: dict[str, Any]) -> str:
 )
 @click.option(
     "--count",
-    type=int,
+    type=WHOLE,
     help="Place this many in one transaction, named NAME-1 … NAME-N; as many as fit, the rest "
     "refused and counted (not made).",
 )

@@ -185,3 +185,43 @@ def test_a_batch_is_given_out_as_single_placements_would_choose(
     hosts = [_host("a", 0), _host("b", 6), _host("c", 2)]
     plan = assign(hosts, Shape(vcpu=2, memory_gib=1, disk_gib=1), count, weigher)
     assert [(host.node_id, n) for host, n in plan] == expected
+
+
+def test_the_cli_places_a_batch_and_says_what_it_refused(fleet: Fleet, cli: Any) -> None:
+    pool = _c2_pool(fleet)
+    args = ("instances", "create", "--tenant", "acme", "--pool", pool["id"], "--flavor", "c2")
+    made = cli(*args, "--count", "14", "--name", "web", "--json")
+    assert made.exit_code == 0, made.stderr
+    batch = made.json()
+    assert (batch["placed"], batch["refused"]) == (12, 2)
+    assert batch["items"][-1]["name"] == "web-12"
+    text = cli(*args, "--count", "2", "--all-or-nothing")
+    assert text.exit_code == 1
+    assert "0 of 2 fit: 2 refused: no host fits (3 hosts): 3 × vcpu 8 of 8 allocated" in (
+        text.stdout + text.stderr
+    )
+    assert cli(*args, "--count", "0").exit_code == 1
+    single = cli(*args, "--json")  # no --count: the single create's answer, pending
+    assert single.json()["state"] == "pending"
+
+
+def test_http_count_answers_an_instance_batch(fleet: Fleet) -> None:
+    from tests.support.http import served
+
+    pool = _c2_pool(fleet)
+    body = {"pool": pool["id"], "flavor": "c2"}
+    with served(fleet) as (_server, api):
+        made = api.post("/v1/instances?tenant=acme", json={**body, "count": 3, "name": "db"})
+        assert made.status_code == 201, made.text
+        assert [i["name"] for i in made.json()["items"]] == ["db-1", "db-2", "db-3"]
+        refused = api.post(
+            "/v1/instances?tenant=acme", json={**body, "count": 10, "allOrNothing": True}
+        )
+        assert refused.status_code == 409
+        assert refused.json()["error"]["code"] == "CAPACITY_UNAVAILABLE"
+        assert refused.json()["error"]["details"]["refused"] == 1
+        too_many = api.post("/v1/instances?tenant=acme", json={**body, "count": 1001})
+        assert too_many.status_code == 400
+        single = api.post("/v1/instances?tenant=acme", json=body)
+        assert single.status_code == 201 and single.json()["state"] == "running"
+    assert len(fleet.api.instances.list(OP)["items"]) == 4
