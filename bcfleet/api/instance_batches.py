@@ -122,7 +122,10 @@ def _create(
             session,
             fleet.ids,
             now,
-            ((kind, i.tenant_id, i.id, {"state": str(i.state)}) for i in batch.made),
+            (
+                (kind, v["tenant_id"], v["id"], {"state": str(v["state"])})
+                for v in (i.__dict__ for i in batch.made)  # rows as inserted: every column
+            ),
         )
         return _answer(session, actor, pool, row.name, batch.made, count, batch.reason)
 

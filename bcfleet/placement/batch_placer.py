@@ -115,7 +115,7 @@ def place_batch(
         new_row(
             Instance,
             {
-                "id": fleet.new_id("ins"),
+                "id": fleet.ids.new("ins", now),
                 "tenant_id": tenant_id,
                 "pool_id": pool.id,
                 "flavor_id": flavor_id,
@@ -259,6 +259,7 @@ def _claim_plan(
     """One guarded claim per host of the plan, in host id order; the rows from `placed` on get
     the hosts that took them. How many rows are placed after it."""
     claims = shape.claims()
+    now = fleet.now()
     ordered = sorted(plan, key=lambda item: item[0].node_id)  # two batches lock hosts alike
     for host, on_host, inventory, others in _claimed(session, fleet, ordered, claims, left_out):
         mine: list[HostPlacement] = []
@@ -273,7 +274,7 @@ def _claim_plan(
                 break
             mine.append(placement)
             row = rows[placed]
-            allocation_id = fleet.new_id("alloc")
+            allocation_id = fleet.ids.new("alloc", now)
             allocations.append(_allocation(row, host.node_id, allocation_id, claims, pool.id))
             _record_placement(row, host.node_id, allocation_id, placement, fleet)
             placed += 1
@@ -330,13 +331,14 @@ def _lost(resource: str) -> NoFit:
 def _allocation(
     row: Instance, node_id: str, allocation_id: str, claims: Mapping[str, int], pool_id: str
 ) -> dict[str, Any]:
-    now = row.created_at
+    values = row.__dict__  # new_row's: every column (fresh_values)
+    now = values["created_at"]
     return {
         "id": allocation_id,
         "node_id": node_id,
         "consumer_kind": "instance",
-        "consumer_id": row.id,
-        "tenant_id": row.tenant_id,
+        "consumer_id": values["id"],
+        "tenant_id": values["tenant_id"],
         "pool_id": pool_id,
         "claims": dict(claims),
         "starts_at": now,

@@ -225,3 +225,23 @@ def test_http_count_answers_an_instance_batch(fleet: Fleet) -> None:
         single = api.post("/v1/instances?tenant=acme", json=body)
         assert single.status_code == 201 and single.json()["state"] == "running"
     assert len(fleet.api.instances.list(OP)["items"]) == 4
+
+
+def test_the_spares_job_places_a_sizes_spares_as_one_batch(any_fleet: Fleet) -> None:
+    from sqlmodel import select
+
+    from bcfleet.jobs.spares import run_spares
+    from bcfleet.store.models import NodeResource
+    from tests.support.compute import serverless_tenant
+
+    def generations() -> dict[str, int]:
+        with any_fleet.read() as session:
+            return {r.resource: r.generation for r in session.exec(select(NodeResource)).all()}
+
+    serverless_tenant(any_fleet, spares={"small": 3})
+    before = generations()
+    counts = run_spares(any_fleet, any_fleet.now())
+    assert (counts["placed"], counts["unschedulable"]) == (3, 0)
+    # One claim for the three on the one host: each row's generation moved once, not thrice.
+    assert generations() == {resource: n + 1 for resource, n in before.items()}
+    invariants_ok(any_fleet)
