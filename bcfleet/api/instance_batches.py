@@ -26,7 +26,7 @@ from bcfleet.api.documents import InstanceBatchJson, InstanceJson
 from bcfleet.api.host_view import pool_host_view
 from bcfleet.api.instances import INSTANCE_NAME_MAX, InstancesAPI, flavor_shape, instance_json
 from bcfleet.api.lookup import find_pool_and_flavor
-from bcfleet.domain.bounds import check_count, check_optional_text
+from bcfleet.domain.bounds import check_count, check_optional_text, shown
 from bcfleet.domain.idempotency import check_idempotency_key, check_replay, input_digest, item_key
 from bcfleet.domain.states import PoolKind
 from bcfleet.errors import InvalidInputError
@@ -38,6 +38,21 @@ from bcfleet.store.models import Instance, Pool
 def batch_names(base: str, count: int) -> list[str]:
     """The instances' names: base-1 … base-count."""
     return [f"{base}-{i}" for i in range(1, count + 1)]
+
+
+def check_batch_name(name: str | None, count: int) -> None:
+    """A batch's name: a name as any instance's, that with its longest suffix (-count) is still
+    one (INSTANCE_NAME_MAX); INVALID_INPUT naming the suffix otherwise."""
+    check_optional_text("name", name, INSTANCE_NAME_MAX)
+    suffix = f"-{count}"
+    if name is not None and len(name) + len(suffix) > INSTANCE_NAME_MAX:
+        most = INSTANCE_NAME_MAX - len(suffix)
+        raise InvalidInputError(
+            f"name must be at most {most} characters with count {count}: its instances are "
+            f"named up to {shown(name + suffix)}, and an instance's name is at most "
+            f"{INSTANCE_NAME_MAX} characters",
+            {"field": "name", "bound": f"1..{most} characters", "suffix": suffix},
+        )
 
 
 def create_batch(
@@ -59,7 +74,7 @@ def create_batch(
         raise InvalidInputError(
             "allOrNothing must be true or false", {"allOrNothing": all_or_nothing}
         )
-    check_optional_text("name", name, INSTANCE_NAME_MAX - len(f"-{count}"))
+    check_batch_name(name, count)
     check_idempotency_key(idempotency_key)
     args = (area, credential, tenant_id, pool_id, flavor, count, name, idempotency_key)
     try:

@@ -78,14 +78,6 @@ class Batch:
     reason: str | None
 
 
-@dataclass
-class _Spec:
-    """One instance of the batch as asked: its name and idempotency key."""
-
-    name: str
-    key: str | None
-
-
 def place_batch(
     session: Session,
     fleet: PlacementHandle,

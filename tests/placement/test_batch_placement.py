@@ -245,3 +245,11 @@ def test_the_spares_job_places_a_sizes_spares_as_one_batch(any_fleet: Fleet) -> 
     # One claim for the three on the one host: each row's generation moved once, not thrice.
     assert generations() == {resource: n + 1 for resource, n in before.items()}
     invariants_ok(any_fleet)
+
+
+def test_a_name_leaves_room_for_its_longest_suffix(fleet: Fleet) -> None:
+    pool = _c2_pool(fleet)
+    with pytest.raises(InvalidInputError) as refused:
+        _batch(fleet, pool, 10, name="n" * 61)  # n…n-10 would be 64 characters
+    assert refused.value.details["suffix"] == "-10"
+    assert _batch(fleet, pool, 9, name="n" * 61)["items"][-1]["name"] == "n" * 61 + "-9"

@@ -71,7 +71,12 @@ SCHEMAS = {
         {
             "pool": POOL_REF,
             "flavor": FLAVOR_REF,
-            "name": text(INSTANCE_NAME_MAX),
+            "name": {
+                **text(INSTANCE_NAME_MAX),
+                "description": "With count or allOrNothing, instance i is named NAME-i, and "
+                "the name with its longest suffix (-count) is at most "
+                f"{INSTANCE_NAME_MAX} characters (INVALID_INPUT, details.suffix, beyond).",
+            },
             "idempotencyKey": {
                 **nullable(text(IDEMPOTENCY_KEY_MAX)),
                 "description": "Sent again with the same input, answers the instance the "
