@@ -133,12 +133,18 @@ def _create(
         )
         kind = "instance.provisioning" if pool.kind == PoolKind.PROVIDER else "instance.placed"
         now = fleet.now()
+        data: dict[str, dict[str, str]] = {}  # one document a state, shared: none changes it
         emit_each(
             session,
             fleet.ids,
             now,
             (
-                (kind, v["tenant_id"], v["id"], {"state": str(v["state"])})
+                (
+                    kind,
+                    v["tenant_id"],
+                    v["id"],
+                    data.setdefault(v["state"], {"state": str(v["state"])}),
+                )
                 for v in (i.__dict__ for i in batch.made)  # rows as inserted: every column
             ),
         )

@@ -332,7 +332,7 @@ def _allocation(
         "consumer_id": values["id"],
         "tenant_id": values["tenant_id"],
         "pool_id": pool_id,
-        "claims": dict(claims),
+        "claims": claims,  # one dict for the batch's rows: none of them changes it
         "starts_at": now,
         "ends_at": None,
         "released_at": None,

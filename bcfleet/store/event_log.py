@@ -58,12 +58,13 @@ def emit_each(
     events: Iterable[tuple[str, str | None, str | None, dict[str, Any]]],
 ) -> None:
     """emit() for many events at once (type, tenant, subject, data each), in one statement:
-    they take their sequence numbers in the order given (a batch's instances)."""
+    they take their sequence numbers in the order given (a batch's instances). Events may share
+    one data document; it is written as it is (each is dumped once, store/bulk_insert.py)."""
     _INSERT_EVENTS.run(
         session,
         [
             {"id": ids.new("evt", at), "type": kind, "tenant_id": tenant_id,
-             "subject_id": subject_id, "data": dict(data), "at": at}
+             "subject_id": subject_id, "data": data, "at": at}
             for kind, tenant_id, subject_id, data in events
         ],
     )  # fmt: skip
