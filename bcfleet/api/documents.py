@@ -271,6 +271,17 @@ class InstancePageJson(TypedDict):
     total: NotRequired[int]
 
 
+class InstanceBatchJson(TypedDict):
+    """instances.create with a count: the instances made, in the batch's order, how many were
+    asked for, placed and refused, and why the refused did not fit (null when none was)."""
+
+    items: list[InstanceJson]
+    count: int
+    placed: int
+    refused: int
+    reason: str | None
+
+
 class GuestStateJson(TypedDict):
     """The guest an agent reported on, under its opaque id: root's admin gets the whole
     Instance."""

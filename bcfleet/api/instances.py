@@ -17,7 +17,13 @@ from bcfleet.api.auth import (
 )
 from bcfleet.api.base import Area
 from bcfleet.api.dependents import serving
-from bcfleet.api.documents import GuestStateJson, HostSpecsJson, InstanceJson, InstancePageJson
+from bcfleet.api.documents import (
+    GuestStateJson,
+    HostSpecsJson,
+    InstanceBatchJson,
+    InstanceJson,
+    InstancePageJson,
+)
 from bcfleet.api.events import emit
 from bcfleet.api.guests import guest_state_json, host_guest
 from bcfleet.api.host_view import host_view, pool_host_view
@@ -199,6 +205,35 @@ class InstancesAPI(Area):
             )
             view = pool_host_view(actor, pool, [instance.node_id])  # placed in `pool`, if at all
             return instance_json(session, actor, instance, row.name, view)
+
+    def create_batch(
+        self,
+        credential: Credential | None,
+        *,
+        tenant_id: str,
+        pool_id: str,
+        flavor: str,
+        count: int,
+        name: str | None = None,
+        idempotency_key: str | None = None,
+        all_or_nothing: bool = False,
+    ) -> InstanceBatchJson:
+        """Admit `count` instances of one flavor and place them in one transaction: as many as
+        fit (the rest refused and counted, not made), or with all_or_nothing all of them or
+        none (CAPACITY_UNAVAILABLE). Names, keys and the answer: api/instance_batches.py."""
+        from bcfleet.api.instance_batches import create_batch
+
+        return create_batch(
+            self,
+            credential,
+            tenant_id=tenant_id,
+            pool_id=pool_id,
+            flavor=flavor,
+            count=count,
+            name=name,
+            idempotency_key=idempotency_key,
+            all_or_nothing=all_or_nothing,
+        )
 
     def list(
         self,

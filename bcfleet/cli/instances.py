@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from bcfleet.cli.common import fleet_command, output, state, table
+from bcfleet.cli.common import WHOLE, fleet_command, output, state, table
 
 
 @click.group("instances")
@@ -54,6 +54,14 @@ def _instance_text(i: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _batch_text(batch: dict[str, Any]) -> str:
+    lines = [f"Placed {batch['placed']} of {batch['count']}"]
+    if batch["reason"]:
+        lines[0] += f": {batch['reason']}"
+    lines += [f"  {i['name']} ({i['id']}): {i['state']}" for i in batch["items"]]
+    return "\n".join(lines)
+
+
 @fleet_command(group, "create")
 @click.option("--tenant", required=True)
 @click.option("--pool", required=True)
@@ -64,9 +72,43 @@ def _instance_text(i: dict[str, Any]) -> str:
     "key",
     help="Sent again with the same input, answers the instance the first create made.",
 )
-def create(tenant: str, pool: str, flavor: str, name: str | None, key: str | None) -> None:
-    """Admit and place an instance of a flavor."""
+@click.option(
+    "--count",
+    type=WHOLE,
+    help="Place this many in one transaction, named NAME-1 … NAME-N; as many as fit, the rest "
+    "refused and counted (not made).",
+)
+@click.option(
+    "--all-or-nothing",
+    is_flag=True,
+    help="With --count: all of them or none (CAPACITY_UNAVAILABLE, nothing changes).",
+)
+def create(
+    tenant: str,
+    pool: str,
+    flavor: str,
+    name: str | None,
+    key: str | None,
+    count: int | None,
+    all_or_nothing: bool,
+) -> None:
+    """Admit and place an instance of a flavor (with --count, a batch of them)."""
     s = state()
+    if count is not None or all_or_nothing:
+        output(
+            s.fleet.api.instances.create_batch(
+                s.credential,
+                tenant_id=tenant,
+                pool_id=pool,
+                flavor=flavor,
+                count=1 if count is None else count,
+                name=name,
+                idempotency_key=key,
+                all_or_nothing=all_or_nothing,
+            ),
+            _batch_text,
+        )
+        return
     output(
         s.fleet.api.instances.create(
             s.credential,

@@ -172,6 +172,17 @@ def _kept_after_delete(found: Found) -> bool:
     )
 
 
+def _batch_name(found: Found) -> bool:
+    """InstanceCreate.name: 'with count …, the name with its longest suffix (-count) is at most
+    63 characters (INVALID_INPUT, details.suffix, beyond)'."""
+    return (
+        found.operation == "POST /v1/instances"
+        and found.status == 400
+        and found.details.get("field") == "name"
+        and "suffix" in found.details
+    )
+
+
 DOCUMENTED: dict[str, tuple[Callable[[Found], bool], ...]] = {
     "use_after_free": (_kept_after_delete,),
     "positive_data_acceptance": (
@@ -186,6 +197,7 @@ DOCUMENTED: dict[str, tuple[Callable[[Found], bool], ...]] = {
         _compute_change,
         _serverless_pool,
         _identifier,
+        _batch_name,
     ),
     # services.deploy, setSize and environments.update: '503 NO_CAPACITY (reason
     # fleet_no_capacity, instance_size, Retry-After) when no spare of its size is free'.
