@@ -16,6 +16,9 @@ from bcfleet.tui.screens.acting import ActingView
 from bcfleet.tui.widgets.keyed_table import Column, KeyedTable, Row
 from bcfleet.tui.widgets.prompt import Prompt
 
+EDITABLE = frozenset({"tenant", "providerAccount", "pool", "host", "flavor", "quota"})
+"""Kinds a FleetConfig declares: `e` edits their YAML, `n` makes new ones (tui/editing.py)."""
+
 
 class TableView(ActingView):
     """A view whose body is one keyed table; subclasses give COLUMNS, `fetch` and `rows`."""
@@ -30,6 +33,8 @@ class TableView(ActingView):
         Binding("space", "mark", "Mark or unmark the row (for bulk actions)", show=False),
         Binding("ctrl+a", "mark_all", "Mark every row shown (again: unmark)", show=False),
         Binding("d", "describe", "Describe", show=False),
+        Binding("e", "edit_yaml", "Edit the row's FleetConfig YAML in $EDITOR", show=False),
+        Binding("n", "create_yaml", "New, from a FleetConfig template in $EDITOR", show=False),
     ]
     KIND: ClassVar[str | None] = None
     """What the view's objects are called (declare.py's kinds: pool, flavor, …; instance, …)."""
@@ -69,6 +74,8 @@ class TableView(ActingView):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("mark", "mark_all"):  # marks are for actions, and read-only has none
             return bool(self.ACTIONS) and not self.fleet_app.read_only
+        if action in ("edit_yaml", "create_yaml"):  # tui/editing.py
+            return not self.fleet_app.read_only and self.KIND in EDITABLE
         return super().check_action(action, parameters)
 
     def action_mark(self) -> None:
@@ -114,6 +121,17 @@ class TableView(ActingView):
         key = self.table.cursor_key
         if key is not None:
             self.describe_row(key)
+
+    def action_edit_yaml(self) -> None:
+        from bcfleet.tui.editing import edit_row
+
+        key = self.table.cursor_key
+        edit_row(self, self.KIND, self.item(key) if key is not None else None)
+
+    def action_create_yaml(self) -> None:
+        from bcfleet.tui.editing import create
+
+        create(self, self.KIND)
 
     def on_keyed_table_selected(self, event: KeyedTable.Selected) -> None:
         event.stop()
