@@ -271,8 +271,9 @@ def _start(view: ViewScreen, source: LocalSource, label: str, text: str) -> None
     EditSession(view, source, label, text.rstrip() + "\n").open()
 
 
-def create(view: ViewScreen, kind: str | None) -> None:
-    """`n`: a FleetConfig template of the view's kind in the editor."""
+def create(view: ViewScreen, kind: str | None, row: Mapping[str, Any] | None = None) -> None:
+    """`n`: a FleetConfig template of the view's kind in the editor (naming the pool and
+    tenant of the row under the cursor, when it has them)."""
     if kind not in CREATABLE:
         view.notify(f"n makes {', '.join(k + 's' for k in CREATABLE)}; not {kind or 'these'}.")
         return
@@ -282,7 +283,7 @@ def create(view: ViewScreen, kind: str | None) -> None:
 
     def read() -> None:
         try:
-            text = template(kind, source)
+            text = template(kind, source, row or {})
         except Exception as error:  # noqa: BLE001 - said; nothing changed
             view.app.call_from_thread(view.notify, error_text(error), severity="error")
             return
@@ -295,18 +296,20 @@ def create(view: ViewScreen, kind: str | None) -> None:
     view.app.run_worker(read, thread=True, group="edit")
 
 
-def template(kind: str, source: LocalSource) -> str:
-    """A FleetConfig template of one new object, naming a pool and a tenant that exist."""
+def template(kind: str, source: LocalSource, row: Mapping[str, Any]) -> str:
+    """A FleetConfig template of one new object, naming a pool and a tenant that exist: the
+    row's own, else the first ones listed."""
     pools = [p["name"] for p in source.pools()]
     tenants = [t["id"] for t in source.tenants() if t["id"] != "root"] or ["root"]
-    pool = pools[0] if pools else "POOL"
+    pool = str(row.get("pool") or (pools[0] if pools else "POOL"))
+    tenant = str(row.get("tenantId") or tenants[0])
     if kind == "flavor":
         body = f"flavors:\n- pool: {pool}\n  name: new-flavor\n  vcpu: 2\n  memoryGiB: 4\n"
         return body + "  diskGiB: 20\n"
     if kind == "pool":
         return "pools:\n- name: new-pool\n  kind: vps-host\n"
     if kind == "quota":
-        return f"quotas:\n- tenant: {tenants[0]}\n  pool: {pool}\n  vcpu: 16\n  memoryGiB: 64\n"
+        return f"quotas:\n- tenant: {tenant}\n  pool: {pool}\n  vcpu: 16\n  memoryGiB: 64\n"
     return "tenants:\n- id: new-tenant\n  name: New tenant\n"
 
 

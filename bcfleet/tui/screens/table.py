@@ -131,7 +131,8 @@ class TableView(ActingView):
     def action_create_yaml(self) -> None:
         from bcfleet.tui.editing import create
 
-        create(self, self.KIND)
+        key = self.table.cursor_key
+        create(self, self.KIND, self.item(key) if key is not None else None)
 
     def on_keyed_table_selected(self, event: KeyedTable.Selected) -> None:
         event.stop()
