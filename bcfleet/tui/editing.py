@@ -58,6 +58,7 @@ NOT_OVER_HTTP = (
     "{what} is not available over HTTP: the server has no plan or apply endpoint. Run "
     "`fleet plan -f FILE` and `fleet apply -f FILE` where the database is."
 )
+NO_TERMINAL = "$EDITOR is not set and this console has no terminal to lend vi: nothing changed."
 CREATABLE = ("flavor", "pool", "quota", "tenant")
 """Kinds `n` makes from a FleetConfig template."""
 
@@ -126,12 +127,12 @@ class EditSession:
         argv, notice = editor_argv()
         self.path.write_text(header(notes) + self.written, encoding="utf-8")
         try:
-            with self.app.suspend():
-                code = subprocess.call([*argv, str(self.path)])
-        except SuspendNotSupported:  # no terminal to give away (tests): the editor runs as is
-            code = subprocess.call([*argv, str(self.path)])
+            code = self._run([*argv, str(self.path)], scripted=notice is None)
         except OSError as exc:
             self.end(f"Cannot run the editor {argv[0]!r}: {exc.strerror or exc}.", error=True)
+            return
+        if code is None:
+            self.end(NO_TERMINAL, error=True)
             return
         if notice:
             self.app.notify(notice, severity="warning")
@@ -146,6 +147,17 @@ class EditSession:
         else:
             self.written = saved
             self.app.run_worker(lambda: self._plan(saved), thread=True, group="edit")
+
+    def _run(self, command: list[str], *, scripted: bool) -> int | None:
+        """The editor's exit status; None when there is no terminal to lend it and $EDITOR is
+        unset (a headless console never starts an interactive vi)."""
+        try:
+            with self.app.suspend():
+                return subprocess.call(command)
+        except SuspendNotSupported:  # headless (tests): only an $EDITOR given runs, without input
+            if not scripted:
+                return None
+            return subprocess.call(command, stdin=subprocess.DEVNULL)
 
     def _plan(self, text: str) -> None:
         """In a worker: validate the document merged into the state, and plan it, scoped."""

@@ -15,10 +15,11 @@ from bcfleet.api.auth import LOCAL_OPERATOR as OP
 from bcfleet.fleet import Fleet
 from bcfleet.reconcile.apply import Approved, apply, make_plan
 from bcfleet.reconcile.load import load_fleetconfig_text
-from bcfleet.tui.editing import MARK
+from bcfleet.tui.editing import MARK, NO_TERMINAL
+from bcfleet.tui.remote_source import RemoteSource
 from bcfleet.tui.screens.plan import PlanConfirm
 from bcfleet.tui.source import LocalSource
-from tests.support.tui import local_app, settle, type_ahead
+from tests.support.tui import local_app, make_app, settle, type_ahead
 
 pytestmark = pytest.mark.anyio
 
@@ -208,3 +209,37 @@ async def test_plan_file_shows_the_plan_and_a_typed_ahead_y_never_applies_it(
         assert "Apply complete! 0 added" not in said(app)
         assert "Apply complete! 1 added, 0 changed, 0 deleted." in said(app)
     assert "team-b" in tenants()
+
+
+async def test_without_editor_and_without_a_terminal_nothing_is_opened(
+    fleet_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("EDITOR", raising=False)
+    app, fleet = local_app(fleet_db, start="flavors")
+    before = flavors(fleet)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await settle(pilot)
+        assert NO_TERMINAL in said(app)
+    assert flavors(fleet) == before
+
+
+async def test_over_http_e_n_and_plan_say_they_are_not_available(
+    remote: RemoteSource, editor: Editor, tmp_path: Path
+) -> None:
+    document = tmp_path / "fleet.yaml"
+    document.write_text("apiVersion: bcfleet.dev/v1\nkind: FleetConfig\n")
+    app = make_app(remote, start="flavors")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await settle(pilot)
+        await pilot.press("n")
+        await settle(pilot)
+        type_ahead(app, [":", *f"plan {document}", "enter"])
+        await settle(pilot)
+        notes = [str(n.message) for n in app._notifications]
+        assert [n.split(" is not")[0] for n in notes] == ["Editing", "Creating", ":plan"]
+        assert all("not available over HTTP" in n for n in notes)
+    assert editor.opened == []
