@@ -180,6 +180,16 @@ class TableView(ActingView):
         key = self.table.cursor_key if self.query(KeyedTable) else None
         if key is not None:
             yield SystemCommand("Open the selected row", "Enter", lambda: self.open_row(key))
+        if self.KIND in EDITABLE and not self.fleet_app.read_only:
+            yield SystemCommand(
+                "Edit the row's FleetConfig YAML", "In $EDITOR, then plan and apply (e)",
+                self.action_edit_yaml,
+            )  # fmt: skip
+            yield SystemCommand(
+                f"New {self.NOUN[0]} from a FleetConfig template",
+                "In $EDITOR, then plan and apply (n)",
+                self.action_create_yaml,
+            )
         for index, column in enumerate(self.COLUMNS):
             yield SystemCommand(
                 f"Sort by {column.label}",
