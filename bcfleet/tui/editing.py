@@ -146,7 +146,11 @@ class EditSession:
             self.end("No change saved: edit cancelled.")
         else:
             self.written = saved
-            self.app.run_worker(lambda: self._plan(saved), thread=True, group="edit")
+            self.saved(saved)
+
+    def saved(self, text: str) -> None:
+        """A changed document was saved: validate and plan it in a worker."""
+        self.app.run_worker(lambda: self._plan(text), thread=True, group="edit")
 
     def _run(self, command: list[str], *, scripted: bool) -> int | None:
         """The editor's exit status; None when there is no terminal to lend it and $EDITOR is
@@ -169,17 +173,18 @@ class EditSession:
             )
             result = make_plan(fleet, credential, edit.desired, scope=edit.scope)
         except InvalidInputError as error:
-            self.app.call_from_thread(self._invalid, error)
+            self.app.call_from_thread(self.reopen, error)
             return
         except Exception as error:  # noqa: BLE001 - said to the operator; nothing changed
             self.app.call_from_thread(self.end, error_text(error), error=True)
             return
         self.app.call_from_thread(self._planned, Planned(edit.desired, result, edit.scope))
 
-    def _invalid(self, error: InvalidInputError) -> None:
+    def reopen(self, error: InvalidInputError) -> None:
+        """Open the editor again with each problem at file:line:col atop the file."""
         count = len(error.details.get("errors") or []) or 1
         intro = [
-            f"This edit was not applied: {count} problem(s). Fix, save and quit to plan again;",
+            f"This edit was not applied: {count} problem(s). Fix, save and quit to try again;",
             "an unchanged save or an empty file cancels. These #| lines are removed on save.",
         ]
         shift = len(intro) + len(problem_lines(error, self.path, 0))
@@ -197,8 +202,10 @@ class EditSession:
         ask_to_apply(self.view, self.source, planned, f"console edit {self.label}", self.end)
 
     def end(self, message: str, *, error: bool = False) -> None:
+        """Done: the file is removed, and the message (if any) said."""
         shutil.rmtree(self.folder, ignore_errors=True)
-        self.app.notify(message, severity="error" if error else "information", timeout=10)
+        if message:
+            self.app.notify(message, severity="error" if error else "information", timeout=10)
 
 
 def ask_to_apply(
@@ -285,9 +292,16 @@ def _start(view: ViewScreen, source: LocalSource, label: str, text: str) -> None
 
 def create(view: ViewScreen, kind: str | None, row: Mapping[str, Any] | None = None) -> None:
     """`n`: a FleetConfig template of the view's kind in the editor (naming the pool and
-    tenant of the row under the cursor, when it has them)."""
+    tenant of the row under the cursor, when it has them); services, webhooks and tokens
+    from the API's own template (tui/creating.py)."""
+    from bcfleet.tui.creating import MAKERS, make_new
+
+    if kind in MAKERS:
+        make_new(view, kind, row)
+        return
     if kind not in CREATABLE:
-        view.notify(f"n makes {', '.join(k + 's' for k in CREATABLE)}; not {kind or 'these'}.")
+        kinds = ", ".join(f"{k}s" for k in (*CREATABLE, *MAKERS))
+        view.notify(f"n makes {kinds}; not {kind or 'these'}.", severity="warning")
         return
     source = local_source(view, "Creating")
     if source is None:

@@ -339,6 +339,10 @@ class ViewScreen(Screen[None]):
             from bcfleet.tui.editing import plan_file
 
             plan_file(self, rest.strip())
+        elif word.lower() == "new" and rest.strip():  # :new KIND (tui/editing.py)
+            from bcfleet.tui.editing import create
+
+            create(self, rest.strip().lower().removesuffix("s"))
         elif name in ("q", "quit"):
             self.fleet_app.request_quit()
         elif name:

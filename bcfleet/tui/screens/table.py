@@ -17,7 +17,9 @@ from bcfleet.tui.widgets.keyed_table import Column, KeyedTable, Row
 from bcfleet.tui.widgets.prompt import Prompt
 
 EDITABLE = frozenset({"tenant", "providerAccount", "pool", "host", "flavor", "quota"})
-"""Kinds a FleetConfig declares: `e` edits their YAML, `n` makes new ones (tui/editing.py)."""
+"""Kinds a FleetConfig declares: `e` edits their YAML (tui/editing.py)."""
+NEWABLE = frozenset({"flavor", "pool", "quota", "tenant", "service", "webhook", "token"})
+"""Kinds `n` makes from a template: FleetConfig's (tui/editing.py), the API's (tui/creating.py)."""
 
 
 class TableView(ActingView):
@@ -74,8 +76,10 @@ class TableView(ActingView):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("mark", "mark_all"):  # marks are for actions, and read-only has none
             return bool(self.ACTIONS) and not self.fleet_app.read_only
-        if action in ("edit_yaml", "create_yaml"):  # tui/editing.py
+        if action == "edit_yaml":  # tui/editing.py
             return not self.fleet_app.read_only and self.KIND in EDITABLE
+        if action == "create_yaml":  # tui/editing.py, tui/creating.py
+            return not self.fleet_app.read_only and self.KIND in NEWABLE
         return super().check_action(action, parameters)
 
     def action_mark(self) -> None:
@@ -185,9 +189,10 @@ class TableView(ActingView):
                 "Edit the row's FleetConfig YAML", "In $EDITOR, then plan and apply (e)",
                 self.action_edit_yaml,
             )  # fmt: skip
+        if self.KIND in NEWABLE and not self.fleet_app.read_only:
             yield SystemCommand(
                 f"New {self.NOUN[0]} from a FleetConfig template",
-                "In $EDITOR, then plan and apply (n)",
+                "In $EDITOR, then confirm (n)",
                 self.action_create_yaml,
             )
         for index, column in enumerate(self.COLUMNS):
