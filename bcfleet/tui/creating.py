@@ -1,5 +1,6 @@
 """`n` for what a FleetConfig does not declare: services, webhooks and tokens, each from a YAML
-template in $EDITOR (as tui/editing.py opens one), confirmed, then made by its own API call.
+template in $EDITOR (as tui/editing.py opens one), instances and reservations from a form
+(screens/form.py); each confirmed, then made by its own API call.
 
 The saved file is read as YAML 1.2 (reconcile/yamldoc.py); a syntax error, an unknown field
 or a missing one reopens the editor with the problem at file:line:col, and so does the API's
@@ -19,6 +20,7 @@ from bcfleet.reconcile.yamldoc import START, Problem, YamlProblems, json_path, p
 from bcfleet.tui.editing import EditSession, local_source
 from bcfleet.tui.screens.acting import error_text
 from bcfleet.tui.screens.confirm import Confirm
+from bcfleet.tui.screens.form import Field, FormScreen
 from bcfleet.tui.screens.secret import ShownOnce
 from bcfleet.tui.source import LocalSource
 
@@ -207,5 +209,136 @@ def make_new(view: ViewScreen, kind: str, row: Values | None = None) -> None:
             return
         note = f"A new {kind} (made by the API, not a FleetConfig): fill it in, save and quit."
         view.app.call_from_thread(lambda: MakeSession(view, source, maker, text).open([note]))
+
+    view.app.run_worker(read, thread=True, group="edit")
+
+
+# -- instances and reservations: a form, not a template -------------------------------------------
+
+
+@dataclass(frozen=True)
+class FormMaker:
+    """How `n` makes an instance or a reservation: the form's fields, the call, the words."""
+
+    kind: str
+    fields: Callable[[LocalSource, Values], list[Field]]
+    make: Callable[[LocalSource, Mapping[str, str]], Mapping[str, Any]]
+    said: Callable[[Mapping[str, Any]], str]
+
+
+def _pool_id(source: LocalSource, name: str) -> str:
+    """A pool's id from its name (or its id); the API says NOT_FOUND for neither."""
+    return next((str(p["id"]) for p in source.pools() if name in (p["name"], p["id"])), name)
+
+
+def _pool_of(source: LocalSource, row: Values) -> str:
+    if row.get("pool"):
+        return str(row["pool"])
+    pools = [p["name"] for p in source.pools()]
+    return pools[0] if pools else ""
+
+
+def _instance_fields(source: LocalSource, row: Values) -> list[Field]:
+    return [
+        Field("tenant", "Tenant", _first_tenant(source, row)),
+        Field("pool", "Pool", _pool_of(source, row)),
+        Field("flavor", "Flavor", str(row.get("flavor") or ""), "a flavor of the pool"),
+        Field("name", "Name (optional)", "", "web-1"),
+    ]
+
+
+def _instance(source: LocalSource, values: Mapping[str, str]) -> Mapping[str, Any]:
+    return source.api.instances.create(
+        source.credential,
+        tenant_id=values["tenant"],
+        pool_id=_pool_id(source, values["pool"]),
+        flavor=values["flavor"],
+        name=values.get("name") or None,
+    )
+
+
+def _reservation_fields(source: LocalSource, row: Values) -> list[Field]:
+    return [
+        Field("tenant", "Tenant", _first_tenant(source, row)),
+        Field("pool", "Pool", _pool_of(source, row)),
+        Field("gpus", "GPUs", "1"),
+        Field("duration", "Duration", "1h", "30m, 2h, 1d"),
+        Field("start", "Start (empty: now)", "", "2026-12-06T14:00:00Z"),
+        Field("spot", "Spot (yes/no)", "no"),
+    ]
+
+
+def _whole(name: str, text: str) -> int:
+    if not text.isdigit():
+        raise InvalidInputError(f"{name}: {text!r} is not a whole number", {"field": name})
+    return int(text)
+
+
+def _reservation(source: LocalSource, values: Mapping[str, str]) -> Mapping[str, Any]:
+    return source.api.reservations.create(
+        source.credential,
+        tenant_id=values["tenant"],
+        pool_id=_pool_id(source, values["pool"]),
+        gpus=_whole("GPUs", values["gpus"]),
+        duration=values["duration"],
+        start=values.get("start") or None,
+        spot=values.get("spot", "").lower() in ("y", "yes", "true", "1"),
+    )
+
+
+FORMS: dict[str, FormMaker] = {
+    "instance": FormMaker(
+        "instance",
+        _instance_fields,
+        _instance,
+        lambda a: f"Instance {a.get('name') or a.get('id')} is {a.get('state')}.",
+    ),
+    "reservation": FormMaker(
+        "reservation",
+        _reservation_fields,
+        _reservation,
+        lambda a: f"Reservation {a.get('id')} is {a.get('state')}.",
+    ),
+}
+
+
+def fill_in(view: ViewScreen, kind: str, row: Values | None = None) -> None:
+    """`n` on Instances or Reservations: the form, a confirm, then the API's create."""
+    maker = FORMS[kind]
+    source = local_source(view, "Creating")
+    if source is None:
+        return
+
+    def read() -> None:
+        try:
+            fields = maker.fields(source, row or {})
+        except Exception as error:  # noqa: BLE001 - said; nothing changed
+            view.app.call_from_thread(view.notify, error_text(error), severity="error")
+            return
+        view.app.call_from_thread(
+            view.app.push_screen, FormScreen(f"A new {kind}", fields), answered
+        )
+
+    def answered(values: dict[str, str] | None) -> None:
+        if not values:
+            return
+        shown = "\n".join(f"{k}: {v}" for k, v in values.items() if v)
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                view.app.run_worker(lambda: made(values), thread=True, group="edit")
+
+        view.app.push_screen(Confirm(f"Create this {kind}?\n\n{shown}", "Create"), confirmed)
+
+    def made(values: dict[str, str]) -> None:
+        try:
+            answer = maker.make(source, values)
+        except Exception as error:  # noqa: BLE001 - said; nothing changed
+            view.app.call_from_thread(
+                view.notify, error_text(error), title="Not created", severity="error", timeout=10
+            )
+            return
+        view.app.call_from_thread(view.notify, maker.said(answer), timeout=10)
+        view.app.call_from_thread(view.request_refresh, force=True)
 
     view.app.run_worker(read, thread=True, group="edit")

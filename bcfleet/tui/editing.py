@@ -294,13 +294,16 @@ def create(view: ViewScreen, kind: str | None, row: Mapping[str, Any] | None = N
     """`n`: a FleetConfig template of the view's kind in the editor (naming the pool and
     tenant of the row under the cursor, when it has them); services, webhooks and tokens
     from the API's own template (tui/creating.py)."""
-    from bcfleet.tui.creating import MAKERS, make_new
+    from bcfleet.tui.creating import FORMS, MAKERS, fill_in, make_new
 
     if kind in MAKERS:
         make_new(view, kind, row)
         return
+    if kind in FORMS:
+        fill_in(view, kind, row)
+        return
     if kind not in CREATABLE:
-        kinds = ", ".join(f"{k}s" for k in (*CREATABLE, *MAKERS))
+        kinds = ", ".join(f"{k}s" for k in (*CREATABLE, *MAKERS, *FORMS))
         view.notify(f"n makes {kinds}; not {kind or 'these'}.", severity="warning")
         return
     source = local_source(view, "Creating")

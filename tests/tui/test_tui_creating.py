@@ -7,11 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import Input
 
 from bcfleet.api.auth import LOCAL_OPERATOR as OP
 from bcfleet.errors import InvalidInputError
 from bcfleet.tui.creating import MAKERS, read_values
 from bcfleet.tui.screens.confirm import Confirm
+from bcfleet.tui.screens.form import FormScreen
 from bcfleet.tui.screens.secret import ShownOnce
 from tests.support.tui import local_app, settle, type_ahead
 from tests.tui.test_tui_editing import Editor, said
@@ -72,3 +74,42 @@ async def test_new_token_is_shown_once_and_never_kept(fleet_db: Path, editor: Ed
         assert not any(secret in str(m) for m in kept)
     principals = fleet.api.iam.list_principals(OP, tenant_id="acme")["items"]
     assert "ci-bot" in {p["name"] for p in principals}
+
+
+async def test_n_on_instances_asks_its_fields_in_a_form_then_confirms(fleet_db: Path) -> None:
+    app, fleet = local_app(fleet_db, start="instances")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("n")
+        await settle(pilot)
+        form = app.screen
+        assert isinstance(form, FormScreen)
+        assert form.query_one("#field-tenant", Input).value == "acme"
+        form.query_one("#field-pool", Input).value = "vps-ams"
+        form.query_one("#field-flavor", Input).value = "g1.small"
+        await pilot.press("enter", "enter", "enter", *"formed-1", "enter")  # field by field
+        await settle(pilot)
+        assert isinstance(app.screen, Confirm)
+        assert "name: formed-1" in app.screen.question
+        await pilot.press("y")
+        await settle(pilot)
+        assert "Instance formed-1 is " in said(app)
+    names = {i["name"] for i in fleet.api.instances.list(OP, tenant_id="acme")["items"]}
+    assert "formed-1" in names
+
+
+async def test_a_reservation_form_cancelled_with_esc_makes_nothing(fleet_db: Path) -> None:
+    app, fleet = local_app(fleet_db, start="reservations")
+    before = len(fleet.api.reservations.list(OP)["items"])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("n")
+        await settle(pilot)
+        assert isinstance(app.screen, FormScreen)
+        assert [f.name for f in app.screen.fields] == [
+            "tenant", "pool", "gpus", "duration", "start", "spot"
+        ]  # fmt: skip
+        await pilot.press("escape")
+        await settle(pilot)
+        assert not isinstance(app.screen, FormScreen | Confirm)
+    assert len(fleet.api.reservations.list(OP)["items"]) == before

@@ -18,7 +18,9 @@ from bcfleet.tui.widgets.prompt import Prompt
 
 EDITABLE = frozenset({"tenant", "providerAccount", "pool", "host", "flavor", "quota"})
 """Kinds a FleetConfig declares: `e` edits their YAML (tui/editing.py)."""
-NEWABLE = frozenset({"flavor", "pool", "quota", "tenant", "service", "webhook", "token"})
+NEWABLE = frozenset(
+    {"flavor", "pool", "quota", "tenant", "service", "webhook", "token", "instance", "reservation"}
+)
 """Kinds `n` makes from a template: FleetConfig's (tui/editing.py), the API's (tui/creating.py)."""
 
 
@@ -79,7 +81,7 @@ class TableView(ActingView):
         if action == "edit_yaml":  # tui/editing.py
             return not self.fleet_app.read_only and self.KIND in EDITABLE
         if action == "create_yaml":  # tui/editing.py, tui/creating.py
-            return not self.fleet_app.read_only and self.KIND in NEWABLE
+            return not self.fleet_app.read_only and self.new_kind in NEWABLE
         return super().check_action(action, parameters)
 
     def action_mark(self) -> None:
@@ -136,7 +138,12 @@ class TableView(ActingView):
         from bcfleet.tui.editing import create
 
         key = self.table.cursor_key
-        create(self, self.KIND, self.item(key) if key is not None else None)
+        create(self, self.new_kind, self.item(key) if key is not None else None)
+
+    @property
+    def new_kind(self) -> str:
+        """What `n` makes here: the view's KIND, else its noun (instance, reservation)."""
+        return self.KIND or self.NOUN[0]
 
     def on_keyed_table_selected(self, event: KeyedTable.Selected) -> None:
         event.stop()
@@ -189,7 +196,7 @@ class TableView(ActingView):
                 "Edit the row's FleetConfig YAML", "In $EDITOR, then plan and apply (e)",
                 self.action_edit_yaml,
             )  # fmt: skip
-        if self.KIND in NEWABLE and not self.fleet_app.read_only:
+        if self.new_kind in NEWABLE and not self.fleet_app.read_only:
             yield SystemCommand(
                 f"New {self.NOUN[0]} from a FleetConfig template",
                 "In $EDITOR, then confirm (n)",
