@@ -263,7 +263,7 @@ def _reservation_fields(source: LocalSource, row: Values) -> list[Field]:
         Field("pool", "Pool", _pool_of(source, row)),
         Field("gpus", "GPUs", "1"),
         Field("duration", "Duration", "1h", "30m, 2h, 1d"),
-        Field("start", "Start (empty: now)", "", "2026-12-06T14:00:00Z"),
+        Field("start", "Start (empty: now)", "", "e.g. 2026-12-06T14:00:00Z"),
         Field("spot", "Spot (yes/no)", "no"),
     ]
 

@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
@@ -28,8 +28,10 @@ class FormScreen(ModalScreen[dict[str, str] | None]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
     DEFAULT_CSS = """
     FormScreen { align: center middle; }
-    FormScreen #dialog { width: 64; max-height: 100%; padding: 0 2; }
-    FormScreen Input { margin: 0; }
+    FormScreen #dialog { width: 64; max-height: 100%; padding: 0 1; }
+    FormScreen .field { height: 1; margin-top: 1; }
+    FormScreen .field Label { width: 20; }
+    FormScreen .field Input { width: 1fr; }
     """
 
     def __init__(self, title: str, fields: Sequence[Field]) -> None:
@@ -39,9 +41,15 @@ class FormScreen(ModalScreen[dict[str, str] | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Static(self.title_text, id="question")
-            for field in self.fields:
-                yield Label(field.label)
-                yield Input(field.value, placeholder=field.placeholder, id=f"field-{field.name}")
+            for field in self.fields:  # one line each: 80×24 holds six fields and the hint
+                with Horizontal(classes="field"):
+                    yield Label(field.label)
+                    yield Input(
+                        field.value,
+                        placeholder=field.placeholder,
+                        id=f"field-{field.name}",
+                        compact=True,
+                    )
             yield Static("Enter: next field, and creates on the last. Esc cancels.", classes="hint")
 
     def on_mount(self) -> None:
