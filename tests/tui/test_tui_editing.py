@@ -243,3 +243,15 @@ async def test_over_http_e_n_and_plan_say_they_are_not_available(
         assert [n.split(" is not")[0] for n in notes] == ["Editing", "Creating", ":plan"]
         assert all("not available over HTTP" in n for n in notes)
     assert editor.opened == []
+
+
+async def test_e_on_what_a_fleetconfig_does_not_declare_says_so(
+    fleet_db: Path, editor: Editor
+) -> None:
+    app, _ = local_app(fleet_db, start="instances")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await settle(pilot)
+        assert "A FleetConfig does not declare an instance" in said(app)
+    assert editor.opened == []

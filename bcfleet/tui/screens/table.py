@@ -78,8 +78,8 @@ class TableView(ActingView):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("mark", "mark_all"):  # marks are for actions, and read-only has none
             return bool(self.ACTIONS) and not self.fleet_app.read_only
-        if action == "edit_yaml":  # tui/editing.py
-            return not self.fleet_app.read_only and self.KIND in EDITABLE
+        if action == "edit_yaml":  # tui/editing.py (says so where a FleetConfig declares none)
+            return not self.fleet_app.read_only
         if action == "create_yaml":  # tui/editing.py, tui/creating.py
             return not self.fleet_app.read_only and self.new_kind in NEWABLE
         return super().check_action(action, parameters)
@@ -132,7 +132,7 @@ class TableView(ActingView):
         from bcfleet.tui.editing import edit_row
 
         key = self.table.cursor_key
-        edit_row(self, self.KIND, self.item(key) if key is not None else None)
+        edit_row(self, self.KIND or self.NOUN[0], self.item(key) if key is not None else None)
 
     def action_create_yaml(self) -> None:
         from bcfleet.tui.editing import create
