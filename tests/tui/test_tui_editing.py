@@ -255,3 +255,21 @@ async def test_e_on_what_a_fleetconfig_does_not_declare_says_so(
         await settle(pilot)
         assert "A FleetConfig does not declare an instance" in said(app)
     assert editor.opened == []
+
+
+async def test_a_plan_with_errors_reopens_the_editor_with_them(
+    fleet_db: Path, editor: Editor
+) -> None:
+    app, fleet = local_app(fleet_db, start="hosts")
+    before = fleet.api.hosts.show(OP, host="fra-01")["pool"]
+    editor.will({"replace": [["pool: vps-fra", "pool: vps-ams"]]}, {"write": ""})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await on_row(pilot, "fra-01")
+        await pilot.press("e")
+        await settle(pilot)
+        reopened = editor.opened[1]
+        assert reopened.startswith(f"{MARK} The plan of this edit has errors")
+        assert "CONFLICT: host fra-01 cannot be moved to pool vps-ams" in reopened
+        assert "Empty file: edit cancelled" in said(app)
+    assert fleet.api.hosts.show(OP, host="fra-01")["pool"] == before
