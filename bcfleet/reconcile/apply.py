@@ -60,11 +60,13 @@ def make_plan(
     *,
     allow_empty: bool = False,
     scope: Scope | None = None,
+    observed: ObservedFleet | None = None,
 ) -> Plan:
-    """`fleet plan`: compare the document with the state; writes nothing (an edit's plan
-    keeps only what its scope covers)."""
+    """`fleet plan`: compare the document with the state (read now, unless the caller read it
+    already); writes nothing (an edit's plan keeps only what its scope covers)."""
     with collector_paused():
-        result = plan(desired, observe_state(fleet, credential), allow_empty=allow_empty)
+        state = observed if observed is not None else observe_state(fleet, credential)
+        result = plan(desired, state, allow_empty=allow_empty)
     return result if scope is None else scope.of(result)
 
 

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual.app import SuspendNotSupported
 
-from bcfleet.errors import InvalidInputError
+from bcfleet.errors import InvalidInputError, StalePlanError
 from bcfleet.reconcile.actions import Plan
 from bcfleet.reconcile.apply import Approved, apply, make_plan, observe_state, plan_json
 from bcfleet.reconcile.edit import Scope, load_edit
@@ -171,7 +171,7 @@ class EditSession:
             edit = load_edit(
                 text, observed, file=str(self.path), host_reserve=fleet.settings.host_reserve
             )
-            result = make_plan(fleet, credential, edit.desired, scope=edit.scope)
+            result = make_plan(fleet, credential, edit.desired, scope=edit.scope, observed=observed)
         except InvalidInputError as error:
             self.app.call_from_thread(self.reopen, error)
             return
@@ -239,10 +239,15 @@ def _apply(
     try:
         result = apply(source.fleet, source.credential, approved, operation=operation)
     except Exception as error:  # noqa: BLE001 - STALE_PLAN, LOCKED …: said; nothing applied
-        view.app.call_from_thread(done, error_text(error), error=True)
+        again = " In the console: e or :plan again shows the new plan." if _stale(error) else ""
+        view.app.call_from_thread(done, error_text(error) + again, error=True)
     else:
         view.app.call_from_thread(done, result.message)
     view.app.call_from_thread(view.request_refresh, force=True)
+
+
+def _stale(error: Exception) -> bool:
+    return isinstance(error, StalePlanError)
 
 
 def local_source(view: ViewScreen, what: str) -> LocalSource | None:
