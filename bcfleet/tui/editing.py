@@ -218,6 +218,9 @@ def ask_to_apply(
     """Show the plan and ask; applied (in a worker) only on a yes typed after it appeared."""
     summary = planned.plan.summary
     question = f"Apply this plan? ({summary.total} change(s), under the apply lock)"
+    applies = not view.fleet_app.read_only
+    if not applies:
+        question = "Read-only: this plan is shown, never applied (--read-only)."
 
     def answer(yes: bool | None) -> None:
         if not yes:
@@ -226,7 +229,7 @@ def ask_to_apply(
         approved = Approved(planned.desired, plan_json(planned.plan), scope=planned.scope)
         view.app.run_worker(lambda: _apply(view, source, approved, operation, done), thread=True)
 
-    view.app.push_screen(PlanConfirm(render_text(planned.plan), question), answer)
+    view.app.push_screen(PlanConfirm(render_text(planned.plan), question, applies=applies), answer)
 
 
 def _apply(

@@ -273,3 +273,37 @@ async def test_a_plan_with_errors_reopens_the_editor_with_them(
         assert "CONFLICT: host fra-01 cannot be moved to pool vps-ams" in reopened
         assert "Empty file: edit cancelled" in said(app)
     assert fleet.api.hosts.show(OP, host="fra-01")["pool"] == before
+
+
+async def test_plan_file_with_a_bad_document_says_where_and_read_only_refuses_e_and_n(
+    fleet_db: Path, tmp_path: Path, editor: Editor
+) -> None:
+    document = tmp_path / "bad.yaml"
+    document.write_text("apiVersion: bcfleet.dev/v1\nkind: FleetConfig\ntenants:\n- name: x\n")
+    app, _ = local_app(fleet_db, start="flavors")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        type_ahead(app, [":", *f"plan {document}", "enter"])
+        await settle(pilot)
+        assert f"INVALID_INPUT: {document}:4:3:" in said(app)
+        assert not isinstance(app.screen, PlanConfirm)
+    app, fleet = local_app(fleet_db, start="flavors", read_only=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("e", "n")
+        await settle(pilot)
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert not [t for t in titles if "FleetConfig" in t]
+        good = tmp_path / "good.yaml"
+        good.write_text("apiVersion: bcfleet.dev/v1\nkind: FleetConfig\ntenants:\n- id: ro\n")
+        type_ahead(app, [":", *f"plan {good}", "enter"])
+        await settle(pilot)
+        assert isinstance(app.screen, PlanConfirm) and "+ tenant.ro" in app.screen.plan_text
+        await pilot.press("y")
+        await settle(pilot)
+        assert isinstance(app.screen, PlanConfirm)  # y does nothing here; n closes
+        await pilot.press("n")
+        await settle(pilot)
+        assert "Plan not applied" in said(app)
+    assert editor.opened == []
+    assert "ro" not in {t["id"] for t in fleet.api.tenants.list(OP)["items"]}

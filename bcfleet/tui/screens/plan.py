@@ -36,9 +36,13 @@ class PlanConfirm(Confirm):
     PlanConfirm #buttons { height: auto; margin-top: 0; }
     """
 
-    def __init__(self, plan_text: str, question: str, verb: str = "Apply") -> None:
-        super().__init__(question, verb)
+    def __init__(
+        self, plan_text: str, question: str, verb: str = "Apply", *, applies: bool = True
+    ) -> None:
+        super().__init__(question, verb, keep="Cancel" if applies else "Close")
         self.plan_text = plan_text
+        self.applies = applies
+        """False under --read-only: the plan is shown, and only closes."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="plan-dialog"):
@@ -46,8 +50,14 @@ class PlanConfirm(Confirm):
                 yield Static(Text(self.plan_text.rstrip()), id="plan-text")
             yield Static(self.question, id="question")
             with Horizontal(id="buttons"):
-                yield Button(f"{self.verb} (y)", id="yes", variant="warning")
+                if self.applies:
+                    yield Button(f"{self.verb} (y)", id="yes", variant="warning")
                 yield Button(f"{self.keep} (n)", id="no")
+
+    def action_answer(self, yes: bool) -> None:
+        if yes and not self.applies:
+            return  # read-only: y applies nothing, n or Esc closes
+        self.dismiss(yes)
 
     def action_scroll(self, lines: int) -> None:
         self.query_one("#plan", VerticalScroll).scroll_relative(y=lines, animate=False)
