@@ -126,5 +126,12 @@ def declaration(kind: str | None, doc: JSON, names: Mapping[str, str] | None = N
     problems = schema_problems(whole)
     if problems:
         return f"Not declarable as it stands: {problems[0].message}"
-    text = yaml.dump({section: [item]}, Dumper=_Dumper, sort_keys=False, default_flow_style=False)
+    return section_yaml(section, item)
+
+
+def section_yaml(section: str, item: Mapping[str, Any]) -> str:
+    """One item as the FleetConfig section that declares it (`flavors:` and a list of one)."""
+    text = yaml.dump(
+        {section: [dict(item)]}, Dumper=_Dumper, sort_keys=False, default_flow_style=False
+    )
     return text.rstrip()

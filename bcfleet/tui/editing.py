@@ -39,10 +39,10 @@ from textual.app import SuspendNotSupported
 from bcfleet.errors import InvalidInputError, StalePlanError
 from bcfleet.reconcile.actions import Plan
 from bcfleet.reconcile.apply import Approved, apply, make_plan, observe_state, plan_json
-from bcfleet.reconcile.edit import Scope, load_edit
+from bcfleet.reconcile.edit import SECTION_KEYS, Scope, load_edit, state_sections
 from bcfleet.reconcile.load import load_fleetconfig
 from bcfleet.reconcile.render import NO_CHANGES, render_text
-from bcfleet.tui.declare import SECTIONS, declaration
+from bcfleet.tui.declare import SECTIONS, declaration, section_yaml
 from bcfleet.tui.screens.acting import error_text
 from bcfleet.tui.screens.plan import PlanConfirm
 from bcfleet.tui.source import LocalSource
@@ -291,8 +291,28 @@ def edit_row(view: ViewScreen, kind: str | None, item: Mapping[str, Any] | None)
     view.app.run_worker(read, thread=True, group="edit")
 
 
+def edit_compute(view: ViewScreen, tenant: str) -> None:
+    """The Compute tab's tenant's compute settings as FleetConfig YAML in the editor (the
+    state's settings, or the defaults when none are stored)."""
+    source = local_source(view, "Editing")
+    if source is None:
+        return
+
+    def read() -> None:
+        try:
+            observed = observe_state(source.fleet, source.credential)
+        except Exception as error:  # noqa: BLE001 - said; nothing changed
+            view.app.call_from_thread(view.notify, error_text(error), severity="error")
+            return
+        stored = [i for i in state_sections(observed)["compute"] if i.get("tenant") == tenant]
+        text = section_yaml("compute", stored[0] if stored else {"tenant": tenant})
+        view.app.call_from_thread(_start, view, source, f"compute-{tenant}", text)
+
+    view.app.run_worker(read, thread=True, group="edit")
+
+
 def _start(view: ViewScreen, source: LocalSource, label: str, text: str) -> None:
-    if not text.startswith(tuple(f"{section}:" for section, _d, _m in SECTIONS.values())):
+    if not text.startswith(tuple(f"{section}:" for section in SECTION_KEYS)):
         view.notify(text, severity="warning", timeout=10)  # not declarable as it stands
         return
     EditSession(view, source, label, text.rstrip() + "\n").open()

@@ -307,3 +307,24 @@ async def test_plan_file_with_a_bad_document_says_where_and_read_only_refuses_e_
         assert "Plan not applied" in said(app)
     assert editor.opened == []
     assert "ro" not in {t["id"] for t in fleet.api.tenants.list(OP)["items"]}
+
+
+async def test_the_compute_tab_edits_its_tenants_settings_as_yaml(
+    fleet_db: Path, editor: Editor
+) -> None:
+    app, fleet = local_app(fleet_db, start="compute", tenant="acme")
+    editor.will({"replace": [["spares: 2", "spares: 3"]]})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Edit these compute settings as FleetConfig YAML" in titles
+        app.screen.action_edit_yaml()  # type: ignore[attr-defined]
+        await settle(pilot)
+        assert editor.opened[0].startswith("compute:\n- tenant: acme\n")
+        assert isinstance(app.screen, PlanConfirm)
+        assert "compute.acme" in app.screen.plan_text
+        await pilot.press("y")
+        await settle(pilot)
+        assert "1 changed" in said(app)
+    sizes = fleet.api.settings.compute_show(OP, tenant_id="acme")["sizes"]
+    assert sizes["large"]["spares"] == 3
