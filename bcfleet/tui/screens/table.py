@@ -38,7 +38,7 @@ class TableView(ActingView):
         Binding("ctrl+a", "mark_all", "Mark every row shown (again: unmark)", show=False),
         Binding("d", "describe", "Describe", show=False),
         Binding("e", "edit_yaml", "Edit the row's FleetConfig YAML in $EDITOR", show=False),
-        Binding("n", "create_yaml", "New, from a FleetConfig template in $EDITOR", show=False),
+        Binding("n", "create_yaml", "New: a template in $EDITOR, or a form", show=False),
     ]
     KIND: ClassVar[str | None] = None
     """What the view's objects are called (declare.py's kinds: pool, flavor, …; instance, …)."""
