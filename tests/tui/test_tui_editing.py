@@ -328,3 +328,21 @@ async def test_the_compute_tab_edits_its_tenants_settings_as_yaml(
         assert "1 changed" in said(app)
     sizes = fleet.api.settings.compute_show(OP, tenant_id="acme")["sizes"]
     assert sizes["large"]["spares"] == 3
+
+
+async def test_shift_e_edits_a_quota_where_e_sets_its_limits(
+    fleet_db: Path, editor: Editor
+) -> None:
+    app, fleet = local_app(fleet_db, start="quotas")
+    editor.will({"write": "quotas:\n- tenant: acme\n  pool: vps-ams\n  vcpu: 77\n"})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await on_row(pilot, "acme vps-ams")
+        await pilot.press("E")
+        await settle(pilot)
+        assert editor.opened[0].startswith("quotas:\n- tenant: acme\n  pool: vps-ams\n")
+        assert isinstance(app.screen, PlanConfirm)
+        await pilot.press("y")
+        await settle(pilot)
+    quotas = {(q["tenantId"], q["pool"]): q for q in LocalSource(fleet).quotas()}
+    assert quotas[("acme", "vps-ams")]["limits"]["vcpu"] == 77

@@ -38,6 +38,7 @@ class TableView(ActingView):
         Binding("ctrl+a", "mark_all", "Mark every row shown (again: unmark)", show=False),
         Binding("d", "describe", "Describe", show=False),
         Binding("e", "edit_yaml", "Edit the row's FleetConfig YAML in $EDITOR", show=False),
+        Binding("E", "edit_yaml", "The same (where e does something else: quotas)", show=False),
         Binding("n", "create_yaml", "New: a template in $EDITOR, or a form", show=False),
     ]
     KIND: ClassVar[str | None] = None
