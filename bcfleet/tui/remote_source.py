@@ -260,6 +260,9 @@ class RemoteSource:
     def delete_instance(self, instance_id: str) -> InstanceJson:
         return self.client.delete_instance(instance_id)
 
+    def delete_flavor(self, pool_id: str, name: str) -> Mapping[str, Any]:
+        return self.client.delete_flavor(pool_id, name)
+
     def resize_instance(self, instance_id: str, flavor: str) -> InstanceJson:
         return self.client.instance_action(instance_id, "resize", flavor=flavor)
 

@@ -238,6 +238,10 @@ class FleetSource(Protocol):
 
     def undeploy_service(self, service_id: str) -> ServiceJson: ...
 
+    def delete_flavor(self, pool_id: str, name: str) -> Mapping[str, Any]:
+        """Delete a flavor (archived instead when an instance ever used it)."""
+        ...
+
 
 def snapshot_of(body: Mapping[str, Any]) -> ComputeSnapshot:
     """The Compute tab's JSON (settings.compute_show or compute_save) as domain values."""
@@ -498,3 +502,7 @@ class LocalSource:
 
     def undeploy_service(self, service_id: str) -> ServiceJson:
         return self.api.services.undeploy(self.credential, service_id)
+
+    def delete_flavor(self, pool_id: str, name: str) -> Mapping[str, Any]:
+        owner = self.api.pools.show(self.credential, pool=pool_id)["owner"]
+        return self.api.flavors.delete(self.credential, tenant_id=owner, pool_id=pool_id, name=name)
