@@ -33,6 +33,11 @@ if TYPE_CHECKING:
 CONDITION_TYPE = re.compile(r"[A-Z][A-Za-z0-9]{0,62}")
 """A condition type as the API sets them: PlacementDegraded, Unschedulable, Preempted."""
 
+FEW_MATCHES = 5_000
+"""A search keeping at most this many instances sorts them in the default order; one keeping
+more walks the order's indexes, which soon meet a page of them (api.instances.list counts
+first)."""
+
 _c = INSTANCES.c
 FIELDS = (
     "id",
@@ -153,6 +158,25 @@ def _pending_first(
     return rows
 
 
+def _found_first(
+    query: Select[Any],
+    actor: Actor,
+    where: list[ColumnElement[bool]],
+    sort: str | None,
+    descending: bool,
+    after: int,
+    limit: int | None,
+) -> Select[Any]:
+    """The page of a search as two reads: the ids of the page, ordered and cut from what the
+    search keeps (read from the ix_instances_search index alone: name, id, state, created_at),
+    then those rows whole."""
+    found = select(_c.id).where(*where)
+    if sort == "flavor":
+        found = found.outerjoin(FLAVORS, FLAVORS.c.id == _c.flavor_id)
+    page = _ordered(found, actor, sort, descending).offset(after or None).limit(limit)
+    return _ordered(query.where(_c.id.in_(page.scalar_subquery())), actor, sort, descending)
+
+
 def list_instances(
     session: Session,
     actor: Actor,
@@ -169,8 +193,8 @@ def list_instances(
     """The instances the clauses keep, as instance_json writes them (with flavor), their hosts
     as the actor sees them (api.host_view). Oldest first, unless a limit, a sort or `ordered`
     asks for an order (_ordered); then the `after` ones before are skipped and at most `limit`
-    are read. `scans`: a clause (a search) reads every row anyway, so the few it keeps are
-    sorted rather than walked to in the order's index."""
+    are read. `scans`: a clause (a search) reads every row anyway and keeps few (FEW_MATCHES),
+    so those are sorted rather than walked to in the order's indexes."""
     query = select(*COLUMNS).outerjoin(FLAVORS, FLAVORS.c.id == _c.flavor_id).where(*where)
     if condition is not None:
         query = query.where(mentions(_c.conditions, condition))
@@ -178,13 +202,16 @@ def list_instances(
     connection = session.connection()
     if limit is None and sort is None and not ordered:
         rows = plain_rows(connection, query.order_by(_c.created_at, _c.id))
-    elif sort is None and condition is None and not scans:
+    elif condition is not None:  # the condition is checked below, on every row read
+        rows = plain_rows(connection, _ordered(query, actor, sort, descending))
+    elif scans:
+        rows = plain_rows(connection, _found_first(query, actor, where, sort, descending,
+                                                   after, limit))  # fmt: skip
+    elif sort is None:
         rows = _pending_first(session, query, where, descending, after, limit)
     else:
         query = _ordered(query, actor, sort, descending)
-        if condition is None:  # a condition is checked below, after the rows are read
-            query = query.offset(after or None).limit(limit)
-        rows = plain_rows(connection, query)
+        rows = plain_rows(connection, query.offset(after or None).limit(limit))
     parsed = connection.dialect.name != "sqlite"  # psycopg parses JSON; SQLite gives its text
     kept = []
     skip = after if condition is not None else 0

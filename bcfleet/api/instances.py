@@ -22,6 +22,7 @@ from bcfleet.api.events import emit
 from bcfleet.api.guests import guest_state_json, host_guest
 from bcfleet.api.host_view import host_view, pool_host_view
 from bcfleet.api.instance_list import (
+    FEW_MATCHES,
     FIELDS,
     TIME_FIELDS,
     check_condition,
@@ -255,17 +256,18 @@ class InstancesAPI(Area):
                 where.append(c.state == state)
             elif not include_deleted:
                 where.append(c.state != InstanceState.DELETED)
+            total = None
+            if limit is not None and condition is None:
+                total = count_instances(session, where)
             items = list_instances(
                 session, actor, where, condition, limit,
                 sort=sort, descending=descending, after=start, ordered=after is not None,
-                scans=bool(words),
+                scans=bool(words) and total is not None and total <= FEW_MATCHES,
             )  # fmt: skip
             if limit is None:
                 return {"items": items}
-            if condition is not None:  # the condition is read from each row's JSON
+            if total is None:  # the condition is read from each row's JSON
                 total = len(list_instances(session, actor, where, condition))
-            else:
-                total = count_instances(session, where)
             following = start + len(items)
             return {"items": items, "total": total,
                     "cursor": following if following < total else None}  # fmt: skip
