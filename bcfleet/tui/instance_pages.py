@@ -46,6 +46,8 @@ class Listing:
     paged: bool
     cursor: int | None = None
     problem: str | None = None
+    revision: int | None = None
+    """The source's revision when it was read (None: unknown)."""
 
 
 def server_query(
@@ -91,6 +93,8 @@ class Pager:
         self.more = False
         """The next page is wanted (the cursor neared the end of what is read)."""
         self.last: Listing | None = None
+        self.cursor_seen: tuple[int, int] | None = None
+        """The cursor's row and the rows shown when it last moved."""
 
     @property
     def paged(self) -> bool:
@@ -108,7 +112,12 @@ class Pager:
         return self.paged
 
     def near_the_end(self, row: int, shown: int) -> bool:
-        """The cursor moved to `row` of the `shown` rows: whether to read the next page now."""
+        """The cursor moved to `row` of the `shown` rows: whether to read the next page now.
+        Only a move down among the same rows reads: rows that came or went (a page read, a
+        filter typed) move the cursor too."""
+        seen, self.cursor_seen = self.cursor_seen, (row, shown)
+        if seen is None or seen[1] != shown or row <= seen[0]:
+            return False
         last = self.last
         if last is None or not last.paged or last.cursor is None or self.more:
             return False
@@ -148,13 +157,14 @@ class Pager:
 
     def fetch(self, source: FleetSource) -> Listing:
         query, more, last = self.query, self.more, self.last
+        revision = source.revision()
         if last is None or not last.paged or last.fleet_total <= PAGE_MAX:
             items, total = source.instances_page(PAGE_MAX)
             if total <= PAGE_MAX:
-                return Listing(items, total, total, InstanceQuery(), paged=False)
+                return Listing(items, total, total, InstanceQuery(), False, revision=revision)
             if query == InstanceQuery():  # grown past one page: the rows read are its first
                 cursor = len(items) if len(items) < total else None
-                return Listing(items, total, total, query, True, cursor)
+                return Listing(items, total, total, query, True, cursor, revision=revision)
             last = None
         try:
             items, total, cursor = self._read(source, query, more, last)
@@ -162,9 +172,16 @@ class Pager:
             fleet = last.fleet_total if last is not None else 0
             return Listing([], 0, fleet, query, True, None, exc.message)
         fleet_total = total
-        if query.filtered:
+        if (
+            query.filtered
+            and revision is not None
+            and last is not None
+            and last.revision == revision
+        ):
+            fleet_total = last.fleet_total  # nothing changed since it was counted
+        elif query.filtered:
             fleet_total = source.find_instances(InstanceQuery(), 1).total
-        return Listing(items, total, fleet_total, query, True, cursor)
+        return Listing(items, total, fleet_total, query, True, cursor, None, revision)
 
     @staticmethod
     def _read(

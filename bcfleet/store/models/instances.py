@@ -17,11 +17,11 @@ class Instance(SQLModel, table=True):
     # The unique index leads with tenant_id and serves a tenant's lookups: an index of
     # tenant_id alone would be one more B-tree every new instance writes (migration 0002).
     # The listing's orders (api.instance_list, migration 0008): by name, by time, by state;
-    # ix_instances_search also holds what a search by name or id and its count read.
+    # Both ix_instances_search and ix_instances_created hold what a search by name or id reads.
     __table_args__ = (
         UniqueConstraint("tenant_id", "idempotency_key"),
         Index("ix_instances_search", "name", "id", "state", "created_at"),
-        Index("ix_instances_created_id", "created_at", "id"),
+        Index("ix_instances_created", "created_at", "id", "name", "state"),
         Index("ix_instances_state_created_id", "state", "created_at", "id"),
     )
 

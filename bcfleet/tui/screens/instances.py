@@ -147,8 +147,11 @@ class InstancesView(TableView):
             self.request_refresh(force=True)
 
     def _near_the_end(self, row: int) -> None:
-        """The cursor came near the last row read: read the next page."""
-        if self.pager.near_the_end(row, self.table.shown_count):
+        """The cursor came near the last row read: read the next page (unless the filter just
+        changed, as the table tells later: then the server is asked that first)."""
+        table = self.table
+        asked = self.pager.ask(table.filter_text, table.sort_index, table.sort_reverse)
+        if asked or self.pager.near_the_end(row, table.shown_count):
             self.request_refresh(force=True)
 
     def open_row(self, key: str) -> None:
