@@ -139,6 +139,17 @@ class InstancesView(TableView):
         rows.sort(key=lambda r: (r.sort[2], r.key))
         return rows
 
+    def show(self, data: Any) -> None:
+        """The rows; an answer to a new filter or sort starts with the cursor on its first row
+        (the row it was on may be pages away, or gone)."""
+        before, listing = self.listing, data
+        fresh = listing.paged and before is not None and before.query != listing.query
+        if fresh:  # the cursor moved by the new rows is not a move down to the end
+            self.pager.cursor_seen = None
+        super().show(data)
+        if fresh:
+            self.table.move_cursor(row=0)
+
     def on_keyed_table_changed(self, event: KeyedTable.Changed) -> None:
         """A filter or a sort of a fleet read a page at a time: the server is asked again."""
         super().on_keyed_table_changed(event)
