@@ -34,9 +34,9 @@ CONDITION_TYPE = re.compile(r"[A-Z][A-Za-z0-9]{0,62}")
 """A condition type as the API sets them: PlacementDegraded, Unschedulable, Preempted."""
 
 FEW_MATCHES = 5_000
-"""A search keeping at most this many instances sorts them in the default order; one keeping
-more walks the order's indexes, which soon meet a page of them (api.instances.list counts
-first)."""
+"""A search keeping at most this many instances reads their ids from ix_instances_search and
+sorts those (_found_first); one keeping more walks the order's index, which soon meets a page
+of them (api.instances.list counts first)."""
 
 _c = INSTANCES.c
 FIELDS = (
