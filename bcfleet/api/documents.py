@@ -265,10 +265,12 @@ class InstanceJson(TypedDict):
 
 
 class InstancePageJson(TypedDict):
-    """instances.list: total (how many there are in all) only with a limit."""
+    """instances.list: total (how many there are in all) and cursor (the `after` of the next
+    page, null on the last) only with a limit."""
 
     items: list[InstanceJson]
     total: NotRequired[int]
+    cursor: NotRequired[int | None]
 
 
 class InstanceBatchJson(TypedDict):

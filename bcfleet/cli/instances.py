@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from bcfleet.cli.common import WHOLE, fleet_command, output, state, table
+from bcfleet.domain.instance_query import SORT_KEYS
 
 
 @click.group("instances")
@@ -127,26 +128,51 @@ def create(
 @click.option("--pool")
 @click.option("--state", "state_")
 @click.option("--all", "include_deleted", is_flag=True, help="Include deleted instances.")
-def list_(tenant: str | None, pool: str | None, state_: str | None, include_deleted: bool) -> None:
+@click.option("--search", "q", help="Words, each in the name or the id (any case).")
+@click.option("--owner", help="Only the instances of this tenant.")
+@click.option("--host", help="Only the instances on this host (an id or a name).")
+@click.option("--sort", type=click.Choice(SORT_KEYS), help="Order by this (ties by id).")
+@click.option("--descending", is_flag=True, help="The order the other way round.")
+@click.option("--after", type=WHOLE, help="Skip this many: the cursor of the page before.")
+@click.option("--limit", type=WHOLE, help="At most this many, with the total and the next cursor.")
+def list_(
+    tenant: str | None,
+    pool: str | None,
+    state_: str | None,
+    include_deleted: bool,
+    **query: Any,
+) -> None:
+    """List instances: every one oldest first, or with --limit a page (pending ones first, then
+    the newest, unless --sort says otherwise) and how many there are in all."""
     s = state()
     data = s.fleet.api.instances.list(
-        s.credential, tenant_id=tenant, pool=pool, state=state_, include_deleted=include_deleted
+        s.credential,
+        tenant_id=tenant,
+        pool=pool,
+        state=state_,
+        include_deleted=include_deleted,
+        **query,
     )
     rows = [{**item, "why": _condition_text(item)} for item in data["items"]]
-    output(
-        {**data, "items": rows},
-        lambda d: table(
-            d["items"],
-            [
-                ("ID", "id"),
-                ("NAME", "name"),
-                ("TENANT", "tenantId"),
-                ("FLAVOR", "flavor"),
-                ("STATE", "state"),
-                ("CONDITIONS", "why"),
-            ],
-        ),
+    output({**data, "items": rows}, _list_text)
+
+
+def _list_text(data: Mapping[str, Any]) -> str:
+    text = table(
+        data["items"],
+        [
+            ("ID", "id"),
+            ("NAME", "name"),
+            ("TENANT", "tenantId"),
+            ("FLAVOR", "flavor"),
+            ("STATE", "state"),
+            ("CONDITIONS", "why"),
+        ],
     )
+    if "total" not in data:
+        return text
+    more = f"; next page: --after {data['cursor']}" if data.get("cursor") is not None else ""
+    return f"{text}\n{len(data['items'])} of {data['total']}{more}"
 
 
 @fleet_command(group, "show")

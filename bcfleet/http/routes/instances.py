@@ -16,7 +16,9 @@ from bcfleet.api.documents import (
 from bcfleet.api.instance_list import CONDITION_TYPE
 from bcfleet.api.instances import INSTANCE_NAME_MAX
 from bcfleet.domain.bounds import BATCH_MAX, PAGE_MAX
+from bcfleet.domain.cursors import CURSOR_MAX, CURSOR_MIN
 from bcfleet.domain.idempotency import IDEMPOTENCY_KEY_MAX
+from bcfleet.domain.instance_query import SEARCH_MAX, SORT_KEYS
 from bcfleet.domain.instance_spec import (
     BalloonJson,
     InstanceSpecJson,
@@ -58,7 +60,12 @@ SCHEMAS = {
         (InstanceJson, InstancePageJson, InstanceBatchJson, GuestStateJson),
         {
             "InstancePage": {
-                "total": {**INT, "description": "How many there are in all (with limit)."}
+                "total": {**INT, "description": "How many there are in all (with limit)."},
+                "cursor": {
+                    **nullable(INT),
+                    "description": "The `after` of the next page (with limit); null on the "
+                    "last page.",
+                },
             }
         },
     ),
@@ -147,6 +154,12 @@ def list_instances(call: Call) -> Any:
         include_deleted=bool(call.query.get("includeDeleted")),
         condition=call.query.get("condition"),
         limit=call.query.get("limit"),
+        q=call.query.get("q"),
+        owner=call.query.get("owner"),
+        host=call.query.get("host"),
+        sort=call.query.get("sort"),
+        descending=bool(call.query.get("descending")),
+        after=call.query.get("after"),
     )
 
 
@@ -214,15 +227,26 @@ LIST_QUERY = (
             "such as PlacementDegraded.",
         },
     ),
+    Param("q", text={**text(SEARCH_MAX), "description": "Words, each of which the name or "
+          "the id holds (any case)."}),
+    Param("owner", text={**text(), "description": "Only the instances of this tenant."}),
+    Param("host", text=reference("Only the instances on this host (an id or a name).")),
+    Param("sort", description="The order: by name, tenant, state (then oldest first), flavor, "
+          "host or pool name, or creation time (oldest first); ties by id. Without it, "
+          "pending instances first, then the newest.", enum=SORT_KEYS),
+    Param("descending", "boolean", "The order the other way round.", default=False),
+    Param("after", "integer", "Skip this many of the order: the cursor of the page before.",
+          minimum=CURSOR_MIN, maximum=CURSOR_MAX),
     Param(
         "limit",
         "integer",
-        "At most this many: pending instances first, then the newest; the answer then says "
-        "how many there are in all (total). Without it, every instance, oldest first.",
+        "At most this many: pending instances first, then the newest (or in the `sort` order); "
+        "the answer then says how many there are in all (total) and where the next page starts "
+        "(cursor). Without it, every instance, oldest first (or in the `sort` order).",
         minimum=1,
         maximum=PAGE_MAX,
-    ),  # fmt: skip
-)
+    ),
+)  # fmt: skip
 OPERATIONS = [
     Operation("POST", "/v1/instances", "instances.create",
               "Create an instance, or count of them: admit and place in one transaction", TAG,
