@@ -41,6 +41,7 @@ from bcfleet.domain.instance_spec import InstanceSpecJson
 from bcfleet.domain.job_documents import JobRunJson
 from bcfleet.domain.pages import EVENTS, USAGE
 from bcfleet.domain.preview_document import PreviewJson
+from bcfleet.tui.remote_admin import RemoteAdmin
 from bcfleet.tui.source import (
     DEGRADED,
     USAGE_WINDOWS_READ,
@@ -102,7 +103,7 @@ def _reaching(
     return call
 
 
-class RemoteSource:
+class RemoteSource(RemoteAdmin):
     """Reads and changes through a FleetClient: the same JSON documents as LocalSource gets from
     fleet.api."""
 
@@ -288,16 +289,13 @@ class RemoteSource:
         return answer
 
     def instance_dependents(self, instance_id: str) -> list[DependentJson] | None:
-        """Not told over HTTP yet: the confirm says so, and the API's answer to the change decides."""
-        del instance_id
-        return None
+        return list(self.dependents("instance", {"id": instance_id})["items"])
 
     def offer_dependents(
         self, pool: str, tenant: str, *, owner: str | None
     ) -> list[DependentJson] | None:
-        """Not told over HTTP yet (as instance_dependents)."""
-        del pool, tenant, owner
-        return None
+        path = f"/v1/pools/{_segment(pool)}/offers/{_segment(tenant)}/dependents"
+        return list(self.client.request("GET", path, params={"tenant": owner})["items"])
 
     def set_quota(self, tenant: str, pool: str, limits: Mapping[str, int | None]) -> QuotaJson:
         return self.client.set_quota(tenant, pool, **limits)
@@ -315,6 +313,6 @@ class RemoteSource:
         return answer
 
 
-for _name, _method in list(vars(RemoteSource).items()):
+for _name, _method in [*vars(RemoteAdmin).items(), *vars(RemoteSource).items()]:
     if callable(_method) and not _name.startswith("_") and _name != "describe":
         setattr(RemoteSource, _name, _reaching(_method))

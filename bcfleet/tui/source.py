@@ -50,6 +50,7 @@ from bcfleet.domain.pages import EVENTS, USAGE
 from bcfleet.domain.preview_document import PreviewJson
 from bcfleet.domain.sizes import SIZE_NAMES
 from bcfleet.fleet import Fleet
+from bcfleet.tui.admin_source import AdminSource, LocalAdmin
 
 JSON = dict[str, Any]
 DEGRADED = "PlacementDegraded"
@@ -104,7 +105,7 @@ class SaveOutcome:
     notices: tuple[str, ...] = ()
 
 
-class FleetSource(Protocol):
+class FleetSource(AdminSource, Protocol):
     """What the dashboard reads and changes; one implementation per transport."""
 
     def describe(self) -> str:
@@ -309,7 +310,7 @@ def with_host_names(
     return [{**i, "host": names.get(i["nodeId"] or "")} for i in instances]
 
 
-class LocalSource:
+class LocalSource(LocalAdmin):
     """The dashboard over an open Fleet in this process, as the local operator by default."""
 
     def __init__(

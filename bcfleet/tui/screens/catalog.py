@@ -101,10 +101,12 @@ class FlavorsView(ObjectsView):
     TITLE = "Flavors"
     ABOUT = (
         "Every flavor of every pool you may see (archived ones hidden): its shape and what "
-        "its placement asks for (NUMA-affine, pinned CPUs, huge pages). Enter or d describes it."
+        "its placement asks for (NUMA-affine, pinned CPUs, huge pages). Enter or d describes it; "
+        "Ctrl+D deletes it (archives it once an instance used it)."
     )
     COLUMNS = FLAVOR_COLUMNS
     NOUN = ("flavor", "flavors")
+    ACTIONS = actions_for("flavors")
     KIND = "flavor"
     READ = "flavors"
     row_of = staticmethod(flavor_row)
