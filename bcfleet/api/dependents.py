@@ -225,5 +225,5 @@ class DependentsAPI(Area):
                 name = host.name if host is not None else principal.host_id
                 found.append(Dependent("host agent", principal.host_id, name))
             if isinstance(credential, str) and hash_token(credential) == row.token_hash:
-                found.append(Dependent("session", row.id, "the token this console uses"))
+                found.append(Dependent("session", row.id, "of the caller"))
             return outcome_of(found, DELETED)
