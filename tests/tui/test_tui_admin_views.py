@@ -19,6 +19,8 @@ from bcfleet.errors import ConflictError
 from bcfleet.fleet import Fleet
 from bcfleet.providers.fake_server import FakeHetzner
 from bcfleet.store.models.webhooks import WebhookDelivery
+from bcfleet.tui.actions import actions_for, every_action
+from bcfleet.tui.deletes import DELETES
 from bcfleet.tui.remote_source import RemoteSource
 from bcfleet.tui.screens.confirm import Confirm
 from bcfleet.tui.screens.table import TableView
@@ -334,3 +336,17 @@ def test_dependents_policies_doctor_and_export_over_http_match_in_process(
     assert remote.webhook_deliveries(hook["id"]) == local.webhook_deliveries(hook["id"])
     assert remote.doctor(True).keys() == local.doctor(True).keys() == {"warnings", "invariants"}
     assert list(remote.usage_export()) == list(local.usage_export())
+
+
+def test_every_delete_is_ctrl_d_and_each_views_keys_stay_unique() -> None:
+    everything = every_action()
+    assert len({a.name for a in everything}) == len(everything)
+    for view in {a.view for a in everything}:
+        keys = [a.key for a in actions_for(view)]
+        assert len(keys) == len(set(keys)), view
+    assert {a.view for a in DELETES} == {"flavors", "services", "environments", "indexes",
+                                         "webhooks", "tokens"}  # fmt: skip
+    assert {a.key for a in DELETES} == {"ctrl+d"}
+    for name in ("delete_flavor", "delete_service", "delete_environment", "delete_index",
+                 "delete_webhook", "revoke_token", "dependents"):  # fmt: skip
+        assert callable(getattr(LocalSource, name)) and callable(getattr(RemoteSource, name))
