@@ -29,7 +29,7 @@ from bcfleet.tui.screens.webhooks import DeliveriesView
 from bcfleet.tui.source import LocalSource
 from bcfleet.tui.widgets.keyed_table import KeyedTable
 from tests.support.tui import make_app, open_test_fleet, screen_text, settle, type_ahead
-from tests.support.tui_actions import said
+from tests.support.tui_actions import Recording, said
 
 pytestmark = pytest.mark.anyio
 
@@ -258,8 +258,13 @@ async def test_an_environment_with_a_service_is_refused_with_its_code(fleet_db: 
     assert fleet.api.environments.show(OP, env["id"])["name"] == env["name"]
 
 
-async def test_index_webhook_service_and_token_go_only_after_yes(fleet_db: Path) -> None:
-    app, fleet, _secrets = local_app(fleet_db)
+async def test_index_webhook_service_and_token_go_only_after_yes_in_a_worker(
+    fleet_db: Path,
+) -> None:
+    fleet = open_test_fleet(fleet_db)
+    admin_rows(fleet)
+    source = Recording(LocalSource(fleet))
+    app = make_app(source)  # type: ignore[arg-type]
     api = fleet.api
     web = next(s for s in api.services.list(OP)["items"] if s["deployed"])
     steps = [
@@ -285,6 +290,10 @@ async def test_index_webhook_service_and_token_go_only_after_yes(fleet_db: Path)
             await confirm(pilot)
             await answer(pilot, "y")
             assert gone(), (view, said(app))
+    names = {name for name, _on_ui in source.calls}
+    assert {"delete_index", "delete_webhook", "delete_service", "revoke_token"} <= names
+    assert "dependents" in names
+    assert not [name for name, on_ui in source.calls if on_ui]  # never on the UI thread
 
 
 # -- over HTTP ------------------------------------------------------------------------------------
