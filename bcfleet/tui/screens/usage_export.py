@@ -4,6 +4,7 @@ in id order, and w to write it to a CSV file (the same RFC 4180 writer as the CL
 The table shows the first SHOWN windows and counts them all; w asks for the file (a new
 one in the current directory by default), writes the whole export there in a worker, and
 says the full path and how many windows went in. An existing file is never overwritten.
+Reading the export reads every window, so the view does not refresh by itself (r does).
 """
 
 from __future__ import annotations
@@ -71,8 +72,10 @@ class UsageExportView(TableView):
     ABOUT = (
         "What `fleet usage export` gives: every metered window you may see (window start, "
         "tenant, subject, meter, quantity), in id order. w writes the whole export to a CSV "
-        "file (the CLI's format) and says where; an existing file is never overwritten."
+        "file (the CLI's format) and says where; an existing file is never overwritten. It "
+        "reads everything, so it does not refresh by itself: r reads again."
     )
+    AUTO_REFRESH = False
     CLOCK_DEPENDENT = False
     COLUMNS = (
         Column("window", "WINDOW"),
