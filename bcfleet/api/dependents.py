@@ -8,8 +8,10 @@ console's deletes: a flavor's live instances (any instance row that ever used it
 makes the delete an archive: flavors.referenced), the instance a deployed service
 holds, the services in an environment (its delete is refused while there are any:
 environments.services_in), a webhook's deliveries not yet made, and the host agent
-or the caller's own session a token serves. Each answer says its `outcome`: what the
-delete would do now (deleted, archived, refused); the delete itself decides again.
+or the caller's own session a token serves; what keeps a pool (pools.pool_holders, in the
+words of its CONFLICT) and the pools on a provider account (provider_accounts.pools_using).
+Each answer says its `outcome`: what the delete would do now (deleted, archived, refused);
+the delete itself decides again.
 """
 
 from __future__ import annotations
@@ -227,3 +229,30 @@ class DependentsAPI(Area):
             if isinstance(credential, str) and hash_token(credential) == row.token_hash:
                 found.append(Dependent("session", row.id, "of the caller"))
             return outcome_of(found, DELETED)
+
+    def of_pool(
+        self, credential: Credential | None, *, tenant_id: str, pool: str
+    ) -> DependentsJson:
+        """What keeps a pool (hosts, flavors, instances, quota in use, …): its delete is refused
+        while anything does, in the same words."""
+        from bcfleet.api.pools import pool_holders
+
+        with self.fleet.read() as session:
+            actor = self.actor(session, credential, tenant_id)
+            row = find_pool(session, actor, pool)
+            actor.require("compute:pools:read", pool_resource(row))
+            found = [Dependent(label, row.id, "") for label in pool_holders(session, row.id)]
+            return outcome_of(found, REFUSED if found else DELETED)
+
+    def of_provider_account(
+        self, credential: Credential | None, *, tenant_id: str, account: str
+    ) -> DependentsJson:
+        """The pools on a provider account: its delete is refused while there are any."""
+        from bcfleet.api.provider_accounts import find_account, pools_using
+
+        with self.fleet.read() as session:
+            actor = self.actor(session, credential, tenant_id)
+            actor.require("compute:providers:read", tenant_resource(tenant_id))
+            row = find_account(session, tenant_id, account)
+            found = [Dependent("pool", name, name) for name in pools_using(session, row.id)]
+            return outcome_of(found, REFUSED if found else DELETED)

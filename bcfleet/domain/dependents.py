@@ -38,7 +38,7 @@ class Dependent:
 
     def describe(self) -> str:
         """'service web (deployed)', as SizeUser.describe names what holds a size."""
-        return f"{self.kind} {self.name}" + (f" ({self.state})" if self.state else "")
+        return f"{self.kind} {self.name}".strip() + (f" ({self.state})" if self.state else "")
 
     def to_json(self) -> DependentJson:
         out: DependentJson = {"kind": self.kind, "id": self.id, "name": self.name}

@@ -169,7 +169,7 @@ def dependents_line(facts: Item, lead: str) -> str:
     if not found:
         return ""
     named = ", ".join(
-        f"{d['kind']} {d['name']}" + (f" ({d['state']})" if d.get("state") else "")
+        f"{d['kind']} {d['name']}".strip() + (f" ({d['state']})" if d.get("state") else "")
         for d in found[:DEPENDENTS_LISTED]
     )
     more = len(found) - DEPENDENTS_LISTED

@@ -84,6 +84,12 @@ class AdminSource(Protocol):
         """Delete a flavor of a pool (id), as its owner; archived instead once any instance used it."""
         ...
 
+    def delete_pool(self, pool: str) -> DeletedJson:
+        """Delete an empty pool (id), as its owner."""
+        ...
+
+    def delete_provider_account(self, tenant: str, name: str) -> DeletedJson: ...
+
     def delete_service(self, service_id: str) -> DeletedJson: ...
 
     def delete_environment(self, environment_id: str) -> DeletedJson: ...
@@ -95,7 +101,8 @@ class AdminSource(Protocol):
     def revoke_token(self, tenant: str, token_id: str) -> TokenRevokedJson: ...
 
     def dependents(self, kind: str, ref: Mapping[str, Any]) -> DependentsJson:
-        """What depends on a row of `kind` (flavor, service, environment, webhook, token) and
+        """What depends on a row of `kind` (flavor, service, environment, webhook, token, pool,
+        providerAccount) and
         what deleting it would do now, as fleet.api.dependents says."""
         ...
 
@@ -158,6 +165,12 @@ class LocalAdmin:
             self.credential, tenant_id=self._owner(pool), pool_id=pool, name=name
         )
 
+    def delete_pool(self, pool: str) -> DeletedJson:
+        return self.api.pools.delete(self.credential, tenant_id=self._owner(pool), pool=pool)
+
+    def delete_provider_account(self, tenant: str, name: str) -> DeletedJson:
+        return self.api.provider_accounts.delete(self.credential, tenant_id=tenant, name=name)
+
     def delete_service(self, service_id: str) -> DeletedJson:
         return self.api.services.delete(self.credential, service_id)
 
@@ -186,4 +199,11 @@ class LocalAdmin:
             return area.of_webhook(cred, ref["id"])
         if kind == "token":
             return area.of_token(cred, tenant_id=ref["tenantId"], token_id=ref["id"])
+        if kind == "pool":
+            pool = str(ref["id"])
+            return area.of_pool(cred, tenant_id=self._owner(pool), pool=pool)
+        if kind == "providerAccount":
+            return area.of_provider_account(
+                cred, tenant_id=ref["tenantId"], account=str(ref["name"])
+            )
         raise ValueError(f"no dependents of a {kind}")

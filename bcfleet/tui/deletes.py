@@ -1,5 +1,6 @@
-"""The console's deletes (Ctrl+D, as instances and reservations have it): flavors, services,
-environments, indexes, webhooks and tokens, each confirmed with what depends on the row.
+"""The console's deletes (Ctrl+D, as instances and reservations have it): pools, provider
+accounts, flavors, services, environments, indexes, webhooks and tokens, each confirmed with
+what depends on the row.
 
 What depends on a row, and what its delete would do now (deleted, archived, refused), is
 the API's answer (fleet.api.dependents, GET …/dependents over HTTP), read in the worker
@@ -68,7 +69,35 @@ def _token_target(token: Item) -> str:
     return f"{short_id(str(token['id']))} of {token.get('principal')} ({token.get('tenantId')})"
 
 
+def _refused_or_gone(what: str) -> Callable[[Item, Any, Item], str]:
+    """A delete the API refuses while anything holds the row (pools, provider accounts)."""
+
+    def effect(_item: Item, _value: Any, facts: Item) -> str:
+        if facts.get("outcome") == REFUSED:
+            said = f"the API refuses while {what}: free it first"
+        else:
+            said = "nothing holds it: it is deleted"
+        return said + dependents_line(facts, "it still has")
+
+    return effect
+
+
 DELETES: tuple[Action, ...] = (
+    Action(
+        "delete_pool", "pools", DELETE_KEY, "Delete", "pool", _owned,
+        _refused_or_gone("anything is in it"),
+        lambda source, p, _v: source.delete_pool(str(p["id"])),
+        lambda p, _a: f"{_named(p)} is deleted",
+        look=_looking("pool"),
+        footer=False,  # the footer fits 80 columns; `?` and the palette list it
+    ),
+    Action(
+        "delete_account", "provider-accounts", DELETE_KEY, "Delete", "provider account", _owned,
+        _refused_or_gone("a pool uses it"),
+        lambda source, a, _v: source.delete_provider_account(str(a["tenantId"]), str(a["name"])),
+        lambda a, _a: f"{_named(a)} is deleted",
+        look=_looking("providerAccount"),
+    ),
     Action(
         "delete_flavor", "flavors", DELETE_KEY, "Delete", "flavor",
         lambda f: f"{f['name']} ({f.get('pool') or f.get('poolId')})",

@@ -96,6 +96,17 @@ class RemoteAdmin:
         answer: FlavorDeletedJson = self._call("DELETE", path, tenant=self._owner(pool))
         return answer
 
+    def delete_pool(self, pool: str) -> DeletedJson:
+        answer: DeletedJson = self._call(
+            "DELETE", f"/v1/pools/{_p(pool)}", tenant=self._owner(pool)
+        )
+        return answer
+
+    def delete_provider_account(self, tenant: str, name: str) -> DeletedJson:
+        path = f"/v1/provider-accounts/{_p(name)}"
+        answer: DeletedJson = self._call("DELETE", path, tenant=tenant)
+        return answer
+
     def delete_service(self, service_id: str) -> DeletedJson:
         answer: DeletedJson = self._call("DELETE", f"/v1/services/{_p(service_id)}")
         return answer
@@ -126,6 +137,12 @@ class RemoteAdmin:
             params["tenant"] = self._owner(pool)
         elif kind == "token":
             path = f"/v1/tenants/{_p(ref['tenantId'])}/tokens/{_p(ref['id'])}"
+        elif kind == "pool":
+            path = f"/v1/pools/{_p(ref['id'])}"
+            params["tenant"] = self._owner(str(ref["id"]))
+        elif kind == "providerAccount":
+            path = f"/v1/provider-accounts/{_p(ref['name'])}"
+            params["tenant"] = ref["tenantId"]
         elif kind in ("service", "environment", "webhook", "instance"):
             path = f"/v1/{kind}s/{_p(ref['id'])}"
         else:

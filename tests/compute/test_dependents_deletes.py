@@ -100,3 +100,33 @@ def test_policies_list_their_principals_and_another_tenant_may_not_read_them(dem
     ]
     with pytest.raises(ForbiddenError):  # as tokens.list answers another tenant's reader
         demo.api.iam.list_policies(token(demo, "globex", "bob"), tenant_id="acme")
+
+
+def test_a_pool_names_what_keeps_it_in_its_conflicts_words_and_an_empty_one_goes(
+    demo: Fleet,
+) -> None:
+    found = demo.api.dependents.of_pool(OP, tenant_id="root", pool="vps-fra")
+    assert found["outcome"] == "refused"
+    labels = [d["kind"] for d in found["items"]]
+    assert labels[:2] == ["hosts", "flavors"]
+    with pytest.raises(ConflictError) as refused:
+        demo.api.pools.delete(OP, tenant_id="root", pool="vps-fra")
+    assert refused.value.details["has"] == labels
+    demo.api.pools.create(OP, tenant_id="root", name="empty", kind="vps-host")
+    assert demo.api.dependents.of_pool(OP, tenant_id="root", pool="empty") == {
+        "items": [], "outcome": "deleted"
+    }  # fmt: skip
+    demo.api.pools.delete(OP, tenant_id="root", pool="empty")
+
+
+def test_a_provider_account_names_the_pools_on_it(demo: Fleet) -> None:
+    demo.api.provider_accounts.create(OP, tenant_id="root", name="hz", provider="hetzner",
+                                      token_env="HCLOUD_TOKEN")  # fmt: skip
+    assert demo.api.dependents.of_provider_account(OP, tenant_id="root", account="hz") == {
+        "items": [], "outcome": "deleted"
+    }  # fmt: skip
+    demo.api.pools.create(OP, tenant_id="root", name="hz-fsn", kind="provider",
+                          provider_account="hz")  # fmt: skip
+    found = demo.api.dependents.of_provider_account(OP, tenant_id="root", account="hz")
+    assert found == {"items": [{"kind": "pool", "id": "hz-fsn", "name": "hz-fsn"}],
+                     "outcome": "refused"}  # fmt: skip

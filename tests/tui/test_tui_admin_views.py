@@ -296,6 +296,30 @@ async def test_index_webhook_service_and_token_go_only_after_yes_in_a_worker(
     assert not [name for name, on_ui in source.calls if on_ui]  # never on the UI thread
 
 
+async def test_a_pool_in_use_is_refused_and_an_unused_provider_account_goes(
+    fleet_db: Path,
+) -> None:
+    app, fleet, _secrets = local_app(fleet_db)
+    fleet.api.provider_accounts.create(OP, tenant_id="acme", name="hz-main", provider="hetzner",
+                                       token_env="HCLOUD_TOKEN")  # fmt: skip
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await visit(pilot, "pools")
+        await on_row(pilot, "~^vps-fra$")
+        await pilot.press("ctrl+d")
+        asked = await confirm(pilot)
+        assert "The API refuses while anything is in it" in asked
+        assert "it still has: hosts, flavors" in asked
+        await answer(pilot, "y")
+        assert any("CONFLICT: pool 'vps-fra' still has hosts, flavors" in s for s in said(app))
+        await visit(pilot, "provider-accounts")
+        await pilot.press("ctrl+d")
+        assert "Nothing holds it: it is deleted." in await confirm(pilot)
+        await answer(pilot, "y")
+    assert fleet.api.pools.show(OP, pool="vps-fra")["name"] == "vps-fra"
+    assert fleet.api.provider_accounts.list(OP, tenant_id="acme")["items"] == []
+
+
 # -- over HTTP ------------------------------------------------------------------------------------
 
 
@@ -343,6 +367,15 @@ def test_dependents_policies_doctor_and_export_over_http_match_in_process(
     hook = local.webhooks()[0]
     assert remote.dependents("webhook", hook) == local.dependents("webhook", hook)
     assert remote.webhook_deliveries(hook["id"]) == local.webhook_deliveries(hook["id"])
+    pool = next(p for p in local.pools() if p["name"] == "vps-fra")
+    assert remote.dependents("pool", pool) == local.dependents("pool", pool)
+    with pytest.raises(ConflictError):
+        remote.delete_pool(pool["id"])
+    fleet.api.provider_accounts.create(OP, tenant_id="acme", name="hz-main", provider="hetzner",
+                                       token_env="HCLOUD_TOKEN")  # fmt: skip
+    account = local.provider_accounts()[0]
+    assert remote.dependents("providerAccount", account) == {"items": [], "outcome": "deleted"}
+    assert remote.delete_provider_account("acme", "hz-main")["deleted"] is True
     assert remote.doctor(True).keys() == local.doctor(True).keys() == {"warnings", "invariants"}
     assert list(remote.usage_export()) == list(local.usage_export())
 
@@ -353,9 +386,10 @@ def test_every_delete_is_ctrl_d_and_each_views_keys_stay_unique() -> None:
     for view in {a.view for a in everything}:
         keys = [a.key for a in actions_for(view)]
         assert len(keys) == len(set(keys)), view
-    assert {a.view for a in DELETES} == {"flavors", "services", "environments", "indexes",
-                                         "webhooks", "tokens"}  # fmt: skip
+    assert {a.view for a in DELETES} == {"pools", "provider-accounts", "flavors", "services",
+                                         "environments", "indexes", "webhooks", "tokens"}  # fmt: skip
     assert {a.key for a in DELETES} == {"ctrl+d"}
     for name in ("delete_flavor", "delete_service", "delete_environment", "delete_index",
-                 "delete_webhook", "revoke_token", "dependents"):  # fmt: skip
+                 "delete_webhook", "revoke_token", "dependents", "delete_pool",
+                 "delete_provider_account"):  # fmt: skip
         assert callable(getattr(LocalSource, name)) and callable(getattr(RemoteSource, name))

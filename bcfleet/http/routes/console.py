@@ -1,5 +1,6 @@
 """Routes the console needs beside the areas' own: what depends on a row before it goes (GET
-…/dependents), the tenant's policies, and `fleet doctor`.
+…/dependents), the deletes of pools and provider accounts, the tenant's policies, and
+`fleet doctor`.
 
 A dependents route mirrors the delete (or offer withdrawal) it precedes, at the same path
 plus /dependents, and answers what fleet.api.dependents answers: the dependents by kind,
@@ -84,6 +85,28 @@ def of_token(call: Call) -> Any:
     )
 
 
+def of_pool(call: Call) -> Any:
+    return call.api.dependents.of_pool(
+        call.token, tenant_id=call.acting_tenant(), pool=call.path["pool"]
+    )
+
+
+def of_account(call: Call) -> Any:
+    return call.api.dependents.of_provider_account(
+        call.token, tenant_id=call.acting_tenant(), account=call.path["account"]
+    )
+
+
+def delete_pool(call: Call) -> Any:
+    return call.api.pools.delete(call.token, tenant_id=call.acting_tenant(), pool=call.path["pool"])
+
+
+def delete_account(call: Call) -> Any:
+    return call.api.provider_accounts.delete(
+        call.token, tenant_id=call.acting_tenant(), name=call.path["account"]
+    )
+
+
 def list_policies(call: Call) -> Any:
     return call.api.iam.list_policies(call.token, tenant_id=call.path["tenant"])
 
@@ -120,6 +143,21 @@ OPERATIONS = [
                 "a webhook (its deliveries not made yet, counted by state)", of_webhook, query=Q),
     _dependents("/v1/tenants/{tenant}/tokens/{tokenId}", "dependents.token",
                 "a token (the host agent it is bound to; the caller's own session)", of_token),
+    _dependents("/v1/pools/{pool}", "dependents.pool",
+                "a pool (what keeps it: hosts, flavors, instances, quota in use, …)", of_pool,
+                query=Q),
+    _dependents("/v1/provider-accounts/{account}", "dependents.providerAccount",
+                "a provider account (the pools on it)", of_account, query=Q),
+    Operation("DELETE", "/v1/pools/{pool}", "pools.delete",
+              "Delete an empty pool with its offers and unused quotas", "pools", delete_pool,
+              response="Deleted", query=Q,
+              description="CONFLICT naming what it still has (hosts, flavors, instances, quota "
+              "in use, compute settings naming it); GET …/dependents names it first."),
+    Operation("DELETE", "/v1/provider-accounts/{account}", "providerAccounts.delete",
+              "Delete a provider account no pool uses", "providers", delete_account,
+              response="Deleted", query=Q,
+              description="CONFLICT naming the pools that still use it; GET …/dependents "
+              "names them first."),
     Operation("GET", "/v1/tenants/{tenant}/policies", "iam.policies.list",
               "The tenant's policies and the principals they are attached to", "tenants",
               list_policies, response="PolicyPage"),

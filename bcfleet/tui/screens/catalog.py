@@ -215,6 +215,7 @@ class ProviderAccountsView(ObjectsView):
         Column("age", "AGE", give_way=1),
     )
     NOUN = ("provider account", "provider accounts")
+    ACTIONS = actions_for("provider-accounts")
     KIND = "providerAccount"
     READ = "provider_accounts"
     row_of = staticmethod(account_row)
