@@ -9,7 +9,9 @@ makes the delete an archive: flavors.referenced), the instance a deployed servic
 holds, the services in an environment (its delete is refused while there are any:
 environments.services_in), a webhook's deliveries not yet made, and the host agent
 or the caller's own session a token serves; what keeps a pool (pools.pool_holders, in the
-words of its CONFLICT) and the pools on a provider account (provider_accounts.pools_using).
+words of its CONFLICT), the pools on a provider account (provider_accounts.pools_using),
+a host's past or present use (hosts.host_history) and what still names a tenant
+(store.tenant_holders; root is never deleted).
 Each answer says its `outcome`: what the delete would do now (deleted, archived, refused);
 the delete itself decides again.
 """
@@ -30,7 +32,7 @@ from bcfleet.api.auth import (
 )
 from bcfleet.api.base import Area
 from bcfleet.api.compute_state import owned_for
-from bcfleet.api.lookup import find_flavor, find_pool
+from bcfleet.api.lookup import find_flavor, find_host, find_pool, get_tenant
 from bcfleet.domain.dependents import (
     ARCHIVED,
     DELETED,
@@ -39,6 +41,7 @@ from bcfleet.domain.dependents import (
     DependentsJson,
     outcome_of,
 )
+from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.domain.states import INSTANCE_LIVE, DeliveryState, InstanceState, ReservationState
 from bcfleet.errors import NotFoundError
 from bcfleet.store.models import Host, Instance
@@ -256,3 +259,30 @@ class DependentsAPI(Area):
             row = find_account(session, tenant_id, account)
             found = [Dependent("pool", name, name) for name in pools_using(session, row.id)]
             return outcome_of(found, REFUSED if found else DELETED)
+
+    def of_host(
+        self, credential: Credential | None, *, tenant_id: str | None = None, host: str
+    ) -> DependentsJson:
+        """What ties a host to the past or present (instances, allocations, GPU bookings): its
+        removal is refused while anything does (drain it instead)."""
+        from bcfleet.api.hosts import host_history
+
+        with self.fleet.read() as session:
+            actor = self.actor(session, credential, tenant_id)
+            row, pool = find_host(session, actor, host)
+            actor.require("compute:hosts:read", pool_resource(pool))
+            found = [Dependent(label, row.id, "") for label in host_history(session, row.id)]
+            return outcome_of(found, REFUSED if found else DELETED)
+
+    def of_tenant(self, credential: Credential | None, tenant: str) -> DependentsJson:
+        """The kinds of rows that still name a tenant: its delete is refused while any does,
+        and always for root."""
+        from bcfleet.store.tenant_holders import tenant_holders
+
+        with self.fleet.read() as session:
+            actor = self.actor(session, credential, None)
+            actor.require("compute:tenants:manage", tenant_resource(tenant))
+            get_tenant(session, tenant)
+            held = tenant_holders(session, [tenant]).get(tenant, [])
+            found = [Dependent(label, tenant, "") for label in held]
+            return outcome_of(found, REFUSED if found or tenant == ROOT_TENANT else DELETED)

@@ -90,6 +90,12 @@ class AdminSource(Protocol):
 
     def delete_provider_account(self, tenant: str, name: str) -> DeletedJson: ...
 
+    def remove_host(self, host: str) -> DeletedJson:
+        """Forget a host (id or name) nothing ever ran on."""
+        ...
+
+    def delete_tenant(self, tenant: str) -> DeletedJson: ...
+
     def delete_service(self, service_id: str) -> DeletedJson: ...
 
     def delete_environment(self, environment_id: str) -> DeletedJson: ...
@@ -102,7 +108,7 @@ class AdminSource(Protocol):
 
     def dependents(self, kind: str, ref: Mapping[str, Any]) -> DependentsJson:
         """What depends on a row of `kind` (flavor, service, environment, webhook, token, pool,
-        providerAccount) and
+        providerAccount, host, tenant) and
         what deleting it would do now, as fleet.api.dependents says."""
         ...
 
@@ -171,6 +177,12 @@ class LocalAdmin:
     def delete_provider_account(self, tenant: str, name: str) -> DeletedJson:
         return self.api.provider_accounts.delete(self.credential, tenant_id=tenant, name=name)
 
+    def remove_host(self, host: str) -> DeletedJson:
+        return self.api.hosts.remove(self.credential, host=host)
+
+    def delete_tenant(self, tenant: str) -> DeletedJson:
+        return self.api.tenants.delete(self.credential, tenant)
+
     def delete_service(self, service_id: str) -> DeletedJson:
         return self.api.services.delete(self.credential, service_id)
 
@@ -206,4 +218,8 @@ class LocalAdmin:
             return area.of_provider_account(
                 cred, tenant_id=ref["tenantId"], account=str(ref["name"])
             )
+        if kind == "host":
+            return area.of_host(cred, host=str(ref["id"]))
+        if kind == "tenant":
+            return area.of_tenant(cred, str(ref["id"]))
         raise ValueError(f"no dependents of a {kind}")

@@ -1,5 +1,5 @@
 """The console's deletes (Ctrl+D, as instances and reservations have it): pools, provider
-accounts, flavors, services, environments, indexes, webhooks and tokens, each confirmed with
+accounts, hosts (removed), tenants, flavors, services, environments, indexes, webhooks and tokens, each confirmed with
 what depends on the row.
 
 What depends on a row, and what its delete would do now (deleted, archived, refused), is
@@ -90,6 +90,22 @@ DELETES: tuple[Action, ...] = (
         lambda p, _a: f"{_named(p)} is deleted",
         look=_looking("pool"),
         footer=False,  # the footer fits 80 columns; `?` and the palette list it
+    ),
+    Action(
+        "remove_host", "hosts", DELETE_KEY, "Remove", "host", _named,
+        _refused_or_gone("anything ever ran on it (drain it instead)"),
+        lambda source, h, _v: source.remove_host(str(h["id"])),
+        lambda h, _a: f"{_named(h)} is removed",
+        look=_looking("host"),
+        footer=False,  # the footer fits 80 columns; `?` and the palette list it
+        label="Remove host",
+    ),
+    Action(
+        "delete_tenant", "tenants", DELETE_KEY, "Delete", "tenant", _named,
+        _refused_or_gone("anything names it (and always for root)"),
+        lambda source, t, _v: source.delete_tenant(str(t["id"])),
+        lambda t, _a: f"{_named(t)} is deleted",
+        look=_looking("tenant"),
     ),
     Action(
         "delete_account", "provider-accounts", DELETE_KEY, "Delete", "provider account", _owned,

@@ -107,6 +107,14 @@ class RemoteAdmin:
         answer: DeletedJson = self._call("DELETE", path, tenant=tenant)
         return answer
 
+    def remove_host(self, host: str) -> DeletedJson:
+        answer: DeletedJson = self._call("DELETE", f"/v1/hosts/{_p(host)}")
+        return answer
+
+    def delete_tenant(self, tenant: str) -> DeletedJson:
+        answer: DeletedJson = self._call("DELETE", f"/v1/tenants/{_p(tenant)}")
+        return answer
+
     def delete_service(self, service_id: str) -> DeletedJson:
         answer: DeletedJson = self._call("DELETE", f"/v1/services/{_p(service_id)}")
         return answer
@@ -143,7 +151,7 @@ class RemoteAdmin:
         elif kind == "providerAccount":
             path = f"/v1/provider-accounts/{_p(ref['name'])}"
             params["tenant"] = ref["tenantId"]
-        elif kind in ("service", "environment", "webhook", "instance"):
+        elif kind in ("service", "environment", "webhook", "instance", "host", "tenant"):
             path = f"/v1/{kind}s/{_p(ref['id'])}"
         else:
             raise ValueError(f"no dependents of a {kind}")

@@ -130,3 +130,18 @@ def test_a_provider_account_names_the_pools_on_it(demo: Fleet) -> None:
     found = demo.api.dependents.of_provider_account(OP, tenant_id="root", account="hz")
     assert found == {"items": [{"kind": "pool", "id": "hz-fsn", "name": "hz-fsn"}],
                      "outcome": "refused"}  # fmt: skip
+
+
+def test_a_host_that_ran_guests_and_a_tenant_that_owns_rows_name_them_root_never_goes(
+    demo: Fleet,
+) -> None:
+    used = demo.api.dependents.of_host(OP, host="fra-01")
+    assert used["outcome"] == "refused" and "instances" in [d["kind"] for d in used["items"]]
+    pool = demo.api.pools.show(OP, pool="vps-fra")
+    demo.api.hosts.adopt(OP, tenant_id="root", pool=pool["id"], name="fra-99")
+    assert demo.api.dependents.of_host(OP, host="fra-99") == {"items": [], "outcome": "deleted"}
+    acme = demo.api.dependents.of_tenant(OP, "acme")
+    assert acme["outcome"] == "refused" and acme["items"]
+    assert demo.api.dependents.of_tenant(OP, "root")["outcome"] == "refused"
+    demo.api.tenants.create(OP, "initech")
+    assert demo.api.dependents.of_tenant(OP, "initech") == {"items": [], "outcome": "deleted"}

@@ -84,7 +84,7 @@ async def confirm(pilot: Any) -> str:
     """The confirm's question once the dependents it names are read."""
     await settle(pilot)
     screen = pilot.app.screen
-    assert isinstance(screen, Confirm), screen
+    assert isinstance(screen, Confirm), (screen, said(pilot.app))
     return screen.question
 
 
@@ -94,7 +94,8 @@ async def answer(pilot: Any, key: str) -> None:
 
 
 async def on_row(pilot: Any, word: str) -> None:
-    await pilot.press("slash", *word, "enter")
+    """Filter the view down to the rows matching a word (the filter before it cleared)."""
+    await pilot.press("escape", "slash", *word, "enter")
     await settle(pilot)
 
 
@@ -320,6 +321,40 @@ async def test_a_pool_in_use_is_refused_and_an_unused_provider_account_goes(
     assert fleet.api.provider_accounts.list(OP, tenant_id="acme")["items"] == []
 
 
+async def test_a_host_is_removed_only_when_nothing_ran_on_it_and_root_is_never_deleted(
+    fleet_db: Path,
+) -> None:
+    app, fleet, _secrets = local_app(fleet_db)
+    pool = fleet.api.pools.show(OP, pool="vps-fra")
+    fleet.api.hosts.adopt(OP, tenant_id="root", pool=pool["id"], name="fra-99")
+    fleet.api.tenants.create(OP, "initech")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await visit(pilot, "hosts")
+        await on_row(pilot, "~^fra-01$")
+        await pilot.press("ctrl+d")
+        assert "it still has: instances" in await confirm(pilot)
+        await answer(pilot, "y")
+        assert any("CONFLICT: host 'fra-01' has instances" in s for s in said(app)), said(app)
+        await on_row(pilot, "~^fra-99$")
+        await pilot.press("ctrl+d")
+        await confirm(pilot)
+        await answer(pilot, "y")
+        await visit(pilot, "tenants")
+        await on_row(pilot, "~^root$")
+        await pilot.press("ctrl+d")
+        assert "The API refuses" in await confirm(pilot)
+        await answer(pilot, "y")
+        await on_row(pilot, "~^initech$")
+        await pilot.press("ctrl+d")
+        await confirm(pilot)
+        await answer(pilot, "y")
+    hosts = {h["name"] for h in fleet.api.hosts.list(OP)["items"]}
+    assert "fra-01" in hosts and "fra-99" not in hosts
+    tenants = {t["id"] for t in fleet.api.tenants.list(OP)["items"]}
+    assert "root" in tenants and "initech" not in tenants
+
+
 # -- over HTTP ------------------------------------------------------------------------------------
 
 
@@ -376,6 +411,12 @@ def test_dependents_policies_doctor_and_export_over_http_match_in_process(
     account = local.provider_accounts()[0]
     assert remote.dependents("providerAccount", account) == {"items": [], "outcome": "deleted"}
     assert remote.delete_provider_account("acme", "hz-main")["deleted"] is True
+    host = next(h for h in local.hosts() if h["name"] == "fra-01")
+    assert remote.dependents("host", host) == local.dependents("host", host)
+    root = {"id": "root"}
+    assert remote.dependents("tenant", root) == local.dependents("tenant", root)
+    fleet.api.tenants.create(OP, "initech")
+    assert remote.delete_tenant("initech")["deleted"] is True
     assert remote.doctor(True).keys() == local.doctor(True).keys() == {"warnings", "invariants"}
     assert list(remote.usage_export()) == list(local.usage_export())
 
@@ -386,10 +427,11 @@ def test_every_delete_is_ctrl_d_and_each_views_keys_stay_unique() -> None:
     for view in {a.view for a in everything}:
         keys = [a.key for a in actions_for(view)]
         assert len(keys) == len(set(keys)), view
-    assert {a.view for a in DELETES} == {"pools", "provider-accounts", "flavors", "services",
-                                         "environments", "indexes", "webhooks", "tokens"}  # fmt: skip
+    assert {a.view for a in DELETES} == {"pools", "provider-accounts", "hosts", "tenants",
+                                         "flavors", "services", "environments", "indexes",
+                                         "webhooks", "tokens"}  # fmt: skip
     assert {a.key for a in DELETES} == {"ctrl+d"}
     for name in ("delete_flavor", "delete_service", "delete_environment", "delete_index",
                  "delete_webhook", "revoke_token", "dependents", "delete_pool",
-                 "delete_provider_account"):  # fmt: skip
+                 "delete_provider_account", "remove_host", "delete_tenant"):  # fmt: skip
         assert callable(getattr(LocalSource, name)) and callable(getattr(RemoteSource, name))

@@ -1,5 +1,6 @@
 """Routes the console needs beside the areas' own: what depends on a row before it goes (GET
-…/dependents), the deletes of pools and provider accounts, the tenant's policies, and
+…/dependents), the deletes of pools, provider accounts, hosts and tenants, the tenant's
+policies, and
 `fleet doctor`.
 
 A dependents route mirrors the delete (or offer withdrawal) it precedes, at the same path
@@ -107,6 +108,22 @@ def delete_account(call: Call) -> Any:
     )
 
 
+def of_host(call: Call) -> Any:
+    return call.api.dependents.of_host(call.token, tenant_id=call.tenant, host=call.path["host"])
+
+
+def of_tenant(call: Call) -> Any:
+    return call.api.dependents.of_tenant(call.token, call.path["tenant"])
+
+
+def remove_host(call: Call) -> Any:
+    return call.api.hosts.remove(call.token, tenant_id=call.tenant, host=call.path["host"])
+
+
+def delete_tenant(call: Call) -> Any:
+    return call.api.tenants.delete(call.token, call.path["tenant"])
+
+
 def list_policies(call: Call) -> Any:
     return call.api.iam.list_policies(call.token, tenant_id=call.path["tenant"])
 
@@ -158,6 +175,22 @@ OPERATIONS = [
               response="Deleted", query=Q,
               description="CONFLICT naming the pools that still use it; GET …/dependents "
               "names them first."),
+    _dependents("/v1/hosts/{host}", "dependents.host",
+                "a host (instances, allocations, GPU bookings, past or present)", of_host,
+                query=Q),
+    _dependents("/v1/tenants/{tenant}", "dependents.tenant",
+                "a tenant (the kinds of rows that still name it; root is never deleted)",
+                of_tenant),
+    Operation("DELETE", "/v1/hosts/{host}", "hosts.remove",
+              "Forget a host nothing ever ran on (drain one that did)", "hosts", remove_host,
+              response="Deleted", query=Q,
+              description="CONFLICT naming its instances, allocations or GPU bookings, past "
+              "or present; GET …/dependents names them first."),
+    Operation("DELETE", "/v1/tenants/{tenant}", "tenants.delete",
+              "Delete a tenant that owns nothing (root's admin)", "tenants", delete_tenant,
+              response="Deleted",
+              description="CONFLICT naming what still names it, and always for root; GET "
+              "…/dependents names it first."),
     Operation("GET", "/v1/tenants/{tenant}/policies", "iam.policies.list",
               "The tenant's policies and the principals they are attached to", "tenants",
               list_policies, response="PolicyPage"),

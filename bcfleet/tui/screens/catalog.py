@@ -127,6 +127,7 @@ class TenantsView(ObjectsView):
         Column("age", "AGE"),
     )
     NOUN = ("tenant", "tenants")
+    ACTIONS = actions_for("tenants")
     KIND = "tenant"
     READ = "tenants"
     row_of = staticmethod(tenant_row)
