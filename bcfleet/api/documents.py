@@ -649,3 +649,18 @@ class QuotaPageJson(TypedDict):
 
 class ProviderAccountPageJson(TypedDict):
     items: list[ProviderAccountJson]
+
+
+class PolicyJson(TypedDict):
+    """A policy as listed: its statements and the principals (by name) it is attached to."""
+
+    id: str
+    tenantId: str
+    name: str
+    statements: list[dict[str, Any]]
+    attachedTo: list[str]
+    createdAt: Time
+
+
+class PolicyPageJson(TypedDict):
+    items: list[PolicyJson]

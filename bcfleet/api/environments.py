@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 MANAGE, READ = "compute:environments:manage", "compute:environments:read"
 
 
-def _services_in(session: Session, environment_id: str) -> list[Service]:
+def services_in(session: Session, environment_id: str) -> list[Service]:
     return list(
         session.exec(
             select(Service)
@@ -109,7 +109,7 @@ class EnvironmentsAPI(Area):
             _, env = self._environment(session, credential, environment_id, MANAGE)
             _, settings = load_settings(session, env.tenant_id)
             new = require_usable(settings, size, current=env.size)
-            services = _services_in(session, env.id)
+            services = services_in(session, env.id)
             if new != env.size:
                 for service in services:
                     rehome(session, self.fleet, service, new, self.rng)
@@ -140,13 +140,13 @@ class EnvironmentsAPI(Area):
     ) -> EnvironmentJson:
         with self.fleet.read() as session:
             _, env = self._environment(session, credential, environment_id, READ, tenant_id)
-            return environment_json(env, len(_services_in(session, env.id)))
+            return environment_json(env, len(services_in(session, env.id)))
 
     def delete(self, credential: Credential | None, environment_id: str) -> DeletedJson:
         """Delete an environment no service is in; CONFLICT naming the services otherwise."""
         with self.fleet.write() as session:
             _, env = self._environment(session, credential, environment_id, MANAGE)
-            services = _services_in(session, env.id)
+            services = services_in(session, env.id)
             if services:
                 names = ", ".join(f"{s.name} (workspace {s.workspace})" for s in services)
                 raise ConflictError(

@@ -75,7 +75,7 @@ def validate_flavor_input(
 _REFERENCING = select(Instance.id).where(col(Instance.flavor_id).is_not(None))
 
 
-def _referenced(session: Session, flavor_id: str) -> bool:
+def referenced(session: Session, flavor_id: str) -> bool:
     """Whether any instance row, deleted ones included, references the flavor (the rule a flavor
     is archived rather than deleted by)."""
     found = session.exec(_REFERENCING.where(Instance.flavor_id == flavor_id).limit(1)).first()
@@ -83,7 +83,7 @@ def _referenced(session: Session, flavor_id: str) -> bool:
 
 
 def referenced_flavors(session: Session) -> set[str]:
-    """The ids of every flavor _referenced() holds referenced, in one query (FleetConfig's plan)."""
+    """The ids of every flavor referenced() holds referenced, in one query (FleetConfig's plan)."""
     query = select(Instance.flavor_id).where(col(Instance.flavor_id).is_not(None))
     return {flavor_id for flavor_id in session.exec(query.distinct()) if flavor_id is not None}
 
@@ -375,7 +375,7 @@ class FlavorsAPI(Area):
             actor = self.actor(session, credential, tenant_id)
             pool = self._pool_for_manage(session, actor, pool_id)
             flavor = find_flavor(session, pool, name)
-            if _referenced(session, flavor.id):
+            if referenced(session, flavor.id):
                 flavor.archived = True
                 flavor.updated_at = self.fleet.now()
                 session.add(flavor)

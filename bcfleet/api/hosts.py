@@ -65,7 +65,7 @@ def _resources(session: Session, node_ids: list[str]) -> dict[str, list[NodeReso
     return rows
 
 
-def _host_history(session: Session, node_id: str) -> list[str]:
+def host_history(session: Session, node_id: str) -> list[str]:
     """What ties a host's row to the past or present: instances, allocations, GPU bookings."""
     checks = (
         ("instances", select(Instance.id).where(Instance.node_id == node_id)),
@@ -200,7 +200,7 @@ class HostsAPI(HostReads):
             actor = self.actor(session, credential, tenant_id)
             row, pool = find_host(session, actor, host)
             actor.require("compute:hosts:manage", pool_resource(pool))
-            history = _host_history(session, row.id)
+            history = host_history(session, row.id)
             if history:
                 raise ConflictError(
                     f"host {row.name!r} has {', '.join(history)}; drain it instead",

@@ -18,6 +18,7 @@ from bcfleet.api.auth import (
 )
 from bcfleet.api.base import Area
 from bcfleet.api.documents import (
+    PolicyPageJson,
     PrincipalJson,
     TokenInfoJson,
     TokenJson,
@@ -57,7 +58,7 @@ def token_json(row: ApiToken, principal: Principal, now: datetime) -> TokenInfoJ
     return body
 
 
-def _find_token(
+def find_token(
     session: Session, tenant_id: str, token_id: str, *, lock: bool = False
 ) -> tuple[ApiToken, Principal]:
     """A token of the tenant by id; NOT_FOUND alike for a made-up id and another tenant's token."""
@@ -251,7 +252,7 @@ class IamAPI(Area):
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
             actor.require("compute:iam:manage", tenant_resource(tenant_id))
-            row, _principal = _find_token(session, tenant_id, token_id)
+            row, _principal = find_token(session, tenant_id, token_id)
             if row.revoked_at is None:
                 row.revoked_at = self.fleet.now()
                 session.add(row)
@@ -274,7 +275,7 @@ class IamAPI(Area):
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
             actor.require("compute:iam:manage", tenant_resource(tenant_id))
-            row, principal = _find_token(session, tenant_id, token_id, lock=True)
+            row, principal = find_token(session, tenant_id, token_id, lock=True)
             if row.revoked_at is not None:
                 raise ConflictError(
                     f"token {token_id!r} is revoked; create a new one instead",
@@ -344,4 +345,35 @@ class IamAPI(Area):
                 "name": name,
                 "statements": statements,
                 "attachedTo": list(attach_to or []),
+            }
+
+    def list_policies(self, credential: Credential | None, *, tenant_id: str) -> PolicyPageJson:
+        """The tenant's policies by name, each with the principals it is attached to."""
+        with self.fleet.read() as session:
+            actor = self.actor(session, credential, tenant_id)
+            actor.require("compute:iam:read", tenant_resource(tenant_id))
+            policies = session.exec(
+                select(Policy).where(Policy.tenant_id == tenant_id).order_by(col(Policy.name))
+            ).all()
+            attached: dict[str, list[str]] = {p.id: [] for p in policies}
+            rows = session.exec(
+                select(PolicyAttachment.policy_id, Principal.name)
+                .join(Principal, Principal.id == PolicyAttachment.principal_id)  # type: ignore[arg-type]
+                .where(Principal.tenant_id == tenant_id)
+                .order_by(col(Principal.name))
+            ).all()
+            for policy_id, name in rows:
+                attached.setdefault(policy_id, []).append(name)
+            return {
+                "items": [
+                    {
+                        "id": p.id,
+                        "tenantId": p.tenant_id,
+                        "name": p.name,
+                        "statements": list(p.statements),
+                        "attachedTo": attached.get(p.id, []),
+                        "createdAt": format_time(p.created_at),
+                    }
+                    for p in policies
+                ]
             }

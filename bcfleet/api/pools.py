@@ -137,7 +137,7 @@ def _provider_account(session: Session, tenant_id: str, ref: str) -> ProviderAcc
     return account
 
 
-def _pool_holders(session: Session, pool_id: str) -> list[str]:
+def pool_holders(session: Session, pool_id: str) -> list[str]:
     """What keeps a pool from being deleted: hosts, flavors (archived ones too), instances, used quota."""
     from bcfleet.store.models.compute import ComputeSettingsRow  # mapped when first needed
 
@@ -275,7 +275,7 @@ class PoolsAPI(Area):
             actor = self.actor(session, credential, tenant_id)
             row = find_pool(session, actor, pool, lock=True)
             actor.require("compute:pools:manage", pool_resource(row))
-            holders = _pool_holders(session, row.id)
+            holders = pool_holders(session, row.id)
             if holders:
                 raise ConflictError(
                     f"pool {row.name!r} still has {', '.join(holders)}",

@@ -122,6 +122,12 @@ def tenant_accounts(session: Session, tenant_id: str) -> list[ProviderAccount]:
     return list(session.exec(query.order_by(ProviderAccount.name)).all())
 
 
+def pools_using(session: Session, account_id: str) -> list[str]:
+    """The names of the pools on an account: its delete is refused while there are any."""
+    query = select(Pool.name).where(Pool.provider_account_id == account_id)
+    return list(session.exec(query.order_by(Pool.name)).all())
+
+
 def find_account(session: Session, tenant_id: str, ref: str) -> ProviderAccount:
     """A tenant's provider account by id or name; NOT_FOUND otherwise."""
     account = session.exec(
@@ -254,9 +260,7 @@ class ProviderAccountsAPI(Area):
             actor = self.actor(session, credential, tenant_id)
             actor.require("compute:providers:manage", tenant_resource(tenant_id))
             account = find_account(session, tenant_id, name)
-            pools = session.exec(
-                select(Pool.name).where(Pool.provider_account_id == account.id).order_by(Pool.name)
-            ).all()
+            pools = pools_using(session, account.id)
             if pools:
                 raise ConflictError(
                     f"provider account {name!r} is used by pools {', '.join(pools)}",

@@ -117,7 +117,7 @@ def check_destination(guard: EgressGuard, url: str) -> None:
         ) from None
 
 
-def _find(session: Session, actor: Actor, webhook_id: str) -> Webhook:
+def find_webhook(session: Session, actor: Actor, webhook_id: str) -> Webhook:
     """A webhook of the actor's tenant (root's admin: any); NOT_FOUND otherwise."""
     hook = session.get(Webhook, webhook_id)
     if hook is None or not (actor.is_root_admin or hook.tenant_id == actor.tenant_id):
@@ -185,7 +185,7 @@ class WebhooksAPI(Area):
     ) -> WebhookJson:
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)
-            hook = _find(session, actor, webhook_id)
+            hook = find_webhook(session, actor, webhook_id)
             actor.require(
                 "compute:webhooks:read", owned_resource(hook.tenant_id, "webhook", hook.id)
             )
@@ -197,7 +197,7 @@ class WebhooksAPI(Area):
         """Remove a webhook and its deliveries, dead letters included."""
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
-            hook = _find(session, actor, webhook_id)
+            hook = find_webhook(session, actor, webhook_id)
             actor.require(
                 "compute:webhooks:manage", owned_resource(hook.tenant_id, "webhook", hook.id)
             )
@@ -224,7 +224,7 @@ class WebhooksAPI(Area):
         check_limit(limit, WEBHOOK_DELIVERIES.maximum)
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)
-            hook = _find(session, actor, webhook_id)
+            hook = find_webhook(session, actor, webhook_id)
             actor.require(
                 "compute:webhooks:read", owned_resource(hook.tenant_id, "webhook", hook.id)
             )
@@ -249,7 +249,7 @@ class WebhooksAPI(Area):
         """Put a dead (or delivered) delivery back in the queue, with its tries reset."""
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
-            hook = _find(session, actor, webhook_id)
+            hook = find_webhook(session, actor, webhook_id)
             actor.require(
                 "compute:webhooks:manage", owned_resource(hook.tenant_id, "webhook", hook.id)
             )

@@ -1,6 +1,7 @@
-"""What depends on a row an operator is about to delete or take away, named as a confirm and an error say it."""
+"""What depends on a row an operator is about to delete or take away, named as a confirm and an error say it.
 
-from __future__ import annotations
+No `from __future__ import annotations` here: the HTTP schema reads the NotRequired keys.
+"""
 
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -15,9 +16,15 @@ class DependentJson(TypedDict):
 
 
 class DependentsJson(TypedDict):
-    """What depends on a row (fleet.api.dependents; not served over HTTP yet)."""
+    """What depends on a row (fleet.api.dependents; GET …/dependents over HTTP), and what its
+    delete would do now: deleted, archived (a flavor some instance used) or refused."""
 
     items: list[DependentJson]
+    outcome: NotRequired[str]
+
+
+DELETED, ARCHIVED, REFUSED = "deleted", "archived", "refused"
+OUTCOMES = (DELETED, ARCHIVED, REFUSED)
 
 
 @dataclass(frozen=True)
@@ -31,7 +38,7 @@ class Dependent:
 
     def describe(self) -> str:
         """'service web (deployed)', as SizeUser.describe names what holds a size."""
-        return f"{self.kind} {self.name}" + (f" ({self.state})" if self.state else "")
+        return f"{self.kind} {self.name}".strip() + (f" ({self.state})" if self.state else "")
 
     def to_json(self) -> DependentJson:
         out: DependentJson = {"kind": self.kind, "id": self.id, "name": self.name}
@@ -43,3 +50,8 @@ class Dependent:
 def named(dependents: Iterable[Dependent]) -> str:
     """'service web (deployed), instance a (running)'."""
     return ", ".join(d.describe() for d in dependents)
+
+
+def outcome_of(dependents: Iterable[Dependent], outcome: str) -> DependentsJson:
+    """The answer naming the dependents and what the delete would do."""
+    return {"items": [d.to_json() for d in dependents], "outcome": outcome}

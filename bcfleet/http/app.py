@@ -33,6 +33,7 @@ from bcfleet.http.operations import Operation
 from bcfleet.http.quiet_log import RateLimited, held_back
 from bcfleet.http.routes import (
     compute,
+    console,
     events,
     flavors,
     hosts,
@@ -63,7 +64,7 @@ log = logging.getLogger("bcfleet.http")
 
 AREAS: tuple[Any, ...] = (
     tenants, pools, providers, flavors, hosts, instances, reservations, compute, usage, events,
-    webhooks, jobs,
+    webhooks, jobs, console,
 )  # fmt: skip
 
 

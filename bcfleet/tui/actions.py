@@ -24,6 +24,8 @@ Answer = Mapping[str, Any]
 """The document an action's call answers with (a typed one where the API has it)."""
 LISTED = 8
 """A confirm lists at most this many marked rows (it fits 80×24), then says how many more."""
+DEPENDENTS_LISTED = 6
+"""A confirm names at most this many dependents of a row, then says how many more."""
 
 
 @dataclass(frozen=True)
@@ -158,7 +160,7 @@ def _held_there(source: FleetSource, pool: Item, tenant: Any) -> Item:
     return {"dependents": source.offer_dependents(str(pool["id"]), str(tenant), owner=owner)}
 
 
-def _dependents(facts: Item, lead: str) -> str:
+def dependents_line(facts: Item, lead: str) -> str:
     """The confirm's line naming what depends on the row (the API's list); the API's answer
     to the change decides whether it may go on."""
     found = facts.get("dependents")
@@ -167,9 +169,11 @@ def _dependents(facts: Item, lead: str) -> str:
     if not found:
         return ""
     named = ", ".join(
-        f"{d['kind']} {d['name']}" + (f" ({d['state']})" if d.get("state") else "") for d in found
+        f"{d['kind']} {d['name']}".strip() + (f" ({d['state']})" if d.get("state") else "")
+        for d in found[:DEPENDENTS_LISTED]
     )
-    return f"; {lead}: {named}"
+    more = len(found) - DEPENDENTS_LISTED
+    return f"; {lead}: {named}" + (f" and {more} more" if more > 0 else "")
 
 
 ACTIONS: tuple[Action, ...] = (
@@ -205,7 +209,7 @@ ACTIONS: tuple[Action, ...] = (
     Action(
         "delete", "instances", "ctrl+d", "Delete", "instance", _owned,
         lambda _i, _v, facts: "its host, GPUs and quota are released; this cannot be undone"
-        + _dependents(facts, "it serves"),
+        + dependents_line(facts, "it serves"),
         lambda source, i, _v: source.delete_instance(str(i["id"])),
         lambda i, _a: f"{_named(i)} is deleted",
         look=_serving,
@@ -238,14 +242,6 @@ ACTIONS: tuple[Action, ...] = (
     ),
     # -- pools, flavors, quotas, services (their views declare ACTIONS = actions_for(…)) -------
     Action(
-        "delete_flavor", "flavors", "ctrl+d", "Delete", "flavor",
-        lambda f: f"{f.get('pool') or f.get('poolId')}/{_named(f)}",
-        lambda _f, _v, _facts: "no new instance may use it; one any instance ever used is "
-        "archived instead, and those instances keep running",
-        lambda source, f, _v: source.delete_flavor(str(f["poolId"]), str(f["name"])),
-        lambda f, a: f"{_named(f)} is {'archived' if a.get('archived') else 'deleted'}",
-    ),
-    Action(
         "offer", "pools", "o", "Offer", "pool", _owned,
         lambda _p, tenant, _f: f"tenant {tenant} may place in it",
         lambda source, p, tenant: source.offer_pool(str(p["id"]), tenant, owner=p.get("owner")),
@@ -255,7 +251,7 @@ ACTIONS: tuple[Action, ...] = (
     Action(
         "unoffer", "pools", "O", "Unoffer", "pool", _owned,
         lambda _p, tenant, facts: f"tenant {tenant} may no longer place in it"
-        + _dependents(facts, f"{tenant} holds there"),
+        + dependents_line(facts, f"{tenant} holds there"),
         lambda source, p, tenant: source.unoffer_pool(str(p["id"]), tenant, owner=p.get("owner")),
         lambda p, a: f"{_named(p)} is offered to {', '.join(a.get('offeredTo') or []) or '-'}",
         ask=Ask("Take the offer back from which tenant?", "tenant id"),
@@ -290,13 +286,20 @@ ACTIONS: tuple[Action, ...] = (
 )  # fmt: skip
 
 
+def every_action() -> tuple[Action, ...]:
+    """ACTIONS, then the deletes of the object views (bcfleet/tui/deletes.py)."""
+    from bcfleet.tui.deletes import DELETES
+
+    return (*ACTIONS, *DELETES)
+
+
 def actions_for(view: str) -> tuple[Action, ...]:
     """The actions a view offers, in the order the footer shows them."""
-    return tuple(a for a in ACTIONS if a.view == view)
+    return tuple(a for a in every_action() if a.view == view)
 
 
 def find_action(name: str) -> Action:
-    return next(a for a in ACTIONS if a.name == name)
+    return next(a for a in every_action() if a.name == name)
 
 
 def _sentence(text: str) -> str:

@@ -42,6 +42,7 @@ from bcfleet.domain.instance_spec import InstanceSpecJson
 from bcfleet.domain.job_documents import JobRunJson
 from bcfleet.domain.pages import EVENTS, USAGE
 from bcfleet.domain.preview_document import PreviewJson
+from bcfleet.tui.remote_admin import RemoteAdmin
 from bcfleet.tui.source import (
     DEGRADED,
     USAGE_WINDOWS_READ,
@@ -106,7 +107,7 @@ def _reaching(
     return call
 
 
-class RemoteSource:
+class RemoteSource(RemoteAdmin):
     """Reads and changes through a FleetClient: the same JSON documents as LocalSource gets from
     fleet.api."""
 
@@ -272,9 +273,6 @@ class RemoteSource:
     def delete_instance(self, instance_id: str) -> InstanceJson:
         return self.client.delete_instance(instance_id)
 
-    def delete_flavor(self, pool_id: str, name: str) -> Mapping[str, Any]:
-        return self.client.delete_flavor(pool_id, name)
-
     def resize_instance(self, instance_id: str, flavor: str) -> InstanceJson:
         return self.client.instance_action(instance_id, "resize", flavor=flavor)
 
@@ -303,16 +301,13 @@ class RemoteSource:
         return answer
 
     def instance_dependents(self, instance_id: str) -> list[DependentJson] | None:
-        """Not told over HTTP yet: the confirm says so, and the API's answer to the change decides."""
-        del instance_id
-        return None
+        return list(self.dependents("instance", {"id": instance_id})["items"])
 
     def offer_dependents(
         self, pool: str, tenant: str, *, owner: str | None
     ) -> list[DependentJson] | None:
-        """Not told over HTTP yet (as instance_dependents)."""
-        del pool, tenant, owner
-        return None
+        path = f"/v1/pools/{_segment(pool)}/offers/{_segment(tenant)}/dependents"
+        return list(self.client.request("GET", path, params={"tenant": owner})["items"])
 
     def set_quota(self, tenant: str, pool: str, limits: Mapping[str, int | None]) -> QuotaJson:
         return self.client.set_quota(tenant, pool, **limits)
@@ -330,6 +325,6 @@ class RemoteSource:
         return answer
 
 
-for _name, _method in list(vars(RemoteSource).items()):
+for _name, _method in [*vars(RemoteAdmin).items(), *vars(RemoteSource).items()]:
     if callable(_method) and not _name.startswith("_") and _name != "describe":
         setattr(RemoteSource, _name, _reaching(_method))

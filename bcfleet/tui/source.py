@@ -52,6 +52,7 @@ from bcfleet.domain.pages import EVENTS, USAGE
 from bcfleet.domain.preview_document import PreviewJson
 from bcfleet.domain.sizes import SIZE_NAMES
 from bcfleet.fleet import Fleet
+from bcfleet.tui.admin_source import AdminSource, LocalAdmin
 
 JSON = dict[str, Any]
 DEGRADED = "PlacementDegraded"
@@ -106,7 +107,7 @@ class SaveOutcome:
     notices: tuple[str, ...] = ()
 
 
-class FleetSource(Protocol):
+class FleetSource(AdminSource, Protocol):
     """What the dashboard reads and changes; one implementation per transport."""
 
     def describe(self) -> str:
@@ -247,10 +248,6 @@ class FleetSource(Protocol):
 
     def undeploy_service(self, service_id: str) -> ServiceJson: ...
 
-    def delete_flavor(self, pool_id: str, name: str) -> Mapping[str, Any]:
-        """Delete a flavor (archived instead when an instance ever used it)."""
-        ...
-
 
 def snapshot_of(body: Mapping[str, Any]) -> ComputeSnapshot:
     """The Compute tab's JSON (settings.compute_show or compute_save) as domain values."""
@@ -371,7 +368,7 @@ def with_host_names(
     return [{**i, "host": names.get(i["nodeId"] or "")} for i in instances]
 
 
-class LocalSource:
+class LocalSource(LocalAdmin):
     """The dashboard over an open Fleet in this process, as the local operator by default."""
 
     def __init__(
@@ -573,7 +570,3 @@ class LocalSource:
 
     def undeploy_service(self, service_id: str) -> ServiceJson:
         return self.api.services.undeploy(self.credential, service_id)
-
-    def delete_flavor(self, pool_id: str, name: str) -> Mapping[str, Any]:
-        owner = self.api.pools.show(self.credential, pool=pool_id)["owner"]
-        return self.api.flavors.delete(self.credential, tenant_id=owner, pool_id=pool_id, name=name)

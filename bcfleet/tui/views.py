@@ -15,14 +15,19 @@ from bcfleet.tui.screens.catalog import (
 )
 from bcfleet.tui.screens.compute import ComputeView
 from bcfleet.tui.screens.degraded import DegradedView
+from bcfleet.tui.screens.doctor import DoctorView
 from bcfleet.tui.screens.events import EventsView
 from bcfleet.tui.screens.hosts import HostsView
+from bcfleet.tui.screens.iam import PoliciesView, TokensView
 from bcfleet.tui.screens.instances import InstancesView
 from bcfleet.tui.screens.jobs import JobsView
+from bcfleet.tui.screens.offers import OffersView
 from bcfleet.tui.screens.preview import PreviewView
 from bcfleet.tui.screens.reservations import ReservationsView
 from bcfleet.tui.screens.services import EnvironmentsView, IndexesView, ServicesView
 from bcfleet.tui.screens.usage import UsageView
+from bcfleet.tui.screens.usage_export import UsageExportView
+from bcfleet.tui.screens.webhooks import WebhooksView
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,12 @@ VIEWS: tuple[ViewSpec, ...] = (
         ProviderAccountsView,
         ("provideraccounts", "accounts", "pa", "providers"),
     ),
+    ViewSpec("offers", "", "Provider offers", OffersView, ("offer", "provider-offers")),
+    ViewSpec("webhooks", "", "Webhooks", WebhooksView, ("webhook", "hooks", "wh")),
+    ViewSpec("tokens", "", "IAM tokens", TokensView, ("token", "tok")),
+    ViewSpec("policies", "", "IAM policies", PoliciesView, ("policy", "pol")),
+    ViewSpec("export", "", "Usage export", UsageExportView, ("usage-export",)),
+    ViewSpec("doctor", "", "Doctor", DoctorView, ("doc",)),
 )
 
 

@@ -12,6 +12,9 @@ CHANGES = frozenset({
     "set_draining", "stop_instance", "start_instance", "delete_instance", "resize_instance",
     "cancel_reservation", "run_job", "offer_pool", "unoffer_pool", "set_quota",
     "deploy_service", "undeploy_service", "host_guests",
+    "delete_flavor", "delete_service", "delete_environment", "delete_index", "delete_webhook",
+    "revoke_token", "dependents", "delete_pool", "delete_provider_account", "remove_host",
+    "delete_tenant",
 })  # fmt: skip
 
 

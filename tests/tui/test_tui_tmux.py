@@ -118,7 +118,7 @@ def test_n_makes_a_flavor_e_edits_it_ctrl_d_deletes_it(terminal: tuple[Terminal,
     assert cli_flavors(database)["tmux-made"] == 3
 
     term.keys("C-d")
-    term.wait_for("Delete flavor vps-ams/tmux-made?")
+    term.wait_for("Delete flavor tmux-made (vps-ams)?")
     term.keys("y")
     term.wait_for("tmux-made is deleted")
     assert "tmux-made" not in cli_flavors(database)

@@ -280,6 +280,10 @@ def show_environment(call: Call) -> Any:
     return call.api.environments.show(call.token, call.path["id"], tenant_id=call.tenant)
 
 
+def delete_environment(call: Call) -> Any:
+    return call.api.environments.delete(call.token, call.path["id"])
+
+
 def update_environment(call: Call) -> Any:
     return call.api.environments.update(call.token, call.path["id"], size=call.field("size"))
 
@@ -347,4 +351,8 @@ OPERATIONS = [
               "Move an environment (and its services) to another size", TAG,
               update_environment, request="EnvironmentUpdate", response="Environment",
               description=NO_CAPACITY),
+    Operation("DELETE", ENV, "environments.delete", "Delete an environment no service is in",
+              TAG, delete_environment, response="Deleted",
+              description="CONFLICT naming the services while any is in it "
+              "(GET …/dependents names them first)."),
 ]  # fmt: skip

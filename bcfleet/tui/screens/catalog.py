@@ -101,7 +101,8 @@ class FlavorsView(ObjectsView):
     TITLE = "Flavors"
     ABOUT = (
         "Every flavor of every pool you may see (archived ones hidden): its shape and what "
-        "its placement asks for (NUMA-affine, pinned CPUs, huge pages). Enter or d describes it."
+        "its placement asks for (NUMA-affine, pinned CPUs, huge pages). Enter or d describes it; "
+        "Ctrl+D deletes it (archives it once an instance used it)."
     )
     COLUMNS = FLAVOR_COLUMNS
     NOUN = ("flavor", "flavors")
@@ -126,6 +127,7 @@ class TenantsView(ObjectsView):
         Column("age", "AGE"),
     )
     NOUN = ("tenant", "tenants")
+    ACTIONS = actions_for("tenants")
     KIND = "tenant"
     READ = "tenants"
     row_of = staticmethod(tenant_row)
@@ -214,6 +216,7 @@ class ProviderAccountsView(ObjectsView):
         Column("age", "AGE", give_way=1),
     )
     NOUN = ("provider account", "provider accounts")
+    ACTIONS = actions_for("provider-accounts")
     KIND = "providerAccount"
     READ = "provider_accounts"
     row_of = staticmethod(account_row)

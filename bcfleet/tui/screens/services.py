@@ -103,6 +103,7 @@ class EnvironmentsView(ObjectsView):
         Column("age", "AGE", give_way=2),
     )
     NOUN = ("environment", "environments")
+    ACTIONS = actions_for("environments")
     KIND = "environment"
     READ = "environments"
     row_of = staticmethod(environment_row)
@@ -140,6 +141,7 @@ class IndexesView(ObjectsView):
         Column("age", "AGE", give_way=3),
     )
     NOUN = ("index", "indexes")
+    ACTIONS = actions_for("indexes")
     KIND = "index"
     READ = "indexes"
     row_of = staticmethod(index_row)
