@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import JSON, column, text
@@ -338,38 +339,53 @@ _INVENTORY_UNLESS_KEPT = DriverStatement(
 )
 
 
-# The documents of hosts whose kept inventory is missing or older (PostgreSQL): read behind a
-# claim that had to read its own host's, so the next placements on the hosts after it find
-# theirs kept and may claim without reading (PostgresClaims).
-_INVENTORIES_OF = DriverStatement(
-    text(
-        "SELECT id, inventory_generation, CAST(inventory AS TEXT) FROM hosts "
-        "WHERE id = ANY(:ids) AND inventory IS NOT NULL"
+INVENTORIES_AHEAD_MAX = 16  # a candidate page's hosts (instance_placer.CANDIDATES_TO_SCORE)
+
+
+@lru_cache(maxsize=INVENTORIES_AHEAD_MAX)
+def _inventories_of(count: int) -> DriverStatement:
+    """The generation and document of `count` hosts (one parameter each, on either engine)."""
+    ids = ", ".join(f":i{i}" for i in range(count))
+    return DriverStatement(
+        text(
+            "SELECT id, inventory_generation, CAST(inventory AS TEXT) FROM hosts "
+            f"WHERE id IN ({ids}) AND inventory IS NOT NULL"
+        )
     )
-)
 
 
 class InventoriesAhead:
-    """Inventories of the hosts a placement saw and did not claim, sent behind its claim and
-    kept in the fleet's placement context once answered (keep())."""
+    """The documents of hosts a placement saw whose kept inventory is missing or older, read in
+    one statement and kept in the fleet's placement context (keep()), so that placements on
+    the hosts after it find theirs kept: on SQLite they read none, on PostgreSQL they claim
+    unread (PostgresClaims). On PostgreSQL it is sent behind the claim and answered in its
+    round trip; on SQLite it runs at once."""
 
     def __init__(
         self,
         session: Session,
         fleet: PlacementHandle,
         hosts: Sequence[HostSnapshot],
-        claimed: str,
+        claimed: str | None = None,
     ) -> None:
         self._fleet = fleet
         context = fleet.placement
-        wanted = []
+        wanted: list[str] = []
         for host in hosts:
             if host.node_id == claimed:
                 continue  # read by the claim's own ReadBehindClaim
             kept = context.kept_inventory(host.node_id)
             if kept is None or kept[0] != host.inventory_generation:
                 wanted.append(host.node_id)
-        self._sent = _INVENTORIES_OF.send_reading(session, {"ids": wanted}) if wanted else None
+                if len(wanted) == INVENTORIES_AHEAD_MAX:
+                    break
+        self._sent = (
+            _inventories_of(len(wanted)).send_reading(
+                session, {f"i{i}": node_id for i, node_id in enumerate(wanted)}
+            )
+            if wanted
+            else None
+        )
 
     def keep(self) -> None:
         if self._sent is None:
@@ -479,7 +495,7 @@ class SqliteClaims:
     def take(
         self,
         session: Session,
-        fleet: PlacementHandle,  # noqa: ARG002 - the strategies' one signature (ClaimStrategy)
+        fleet: PlacementHandle,
         host: HostSnapshot,
         claims: Mapping[str, int],
         instance_id: str,  # noqa: ARG002
@@ -488,12 +504,16 @@ class SqliteClaims:
         may_run_again: bool,  # noqa: ARG002 - writers are serialized: nothing to run again for
         finish_charge: FinishCharge,
         charge_behind_claim: bool,  # noqa: ARG002 - nothing is sent, so nothing goes behind
-        nearby: Sequence[HostSnapshot] = (),  # noqa: ARG002 - kept copies are checked, not read
+        nearby: Sequence[HostSnapshot] = (),
     ) -> Taken:
         finish_charge()  # before the savepoint: a rollback to it keeps the charge
         savepoint = CoreSavepoint(session) if gpus else None
         if savepoint is None:
             session.flush()  # the Core writes after the claim see what the ORM holds
+        kept = fleet.placement.kept_inventory(host.node_id)
+        if kept is None or kept[0] != host.inventory_generation:
+            # This host's and the other candidates' in one statement (host_inventory finds it).
+            InventoriesAhead(session, fleet, [host, *nearby]).keep()
         claim = _claim_on_sqlite(session, host.node_id, claims)
         # The candidate query read the host in this write transaction, which no other writer
         # can interleave with: a host that looked empty is.
