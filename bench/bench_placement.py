@@ -17,7 +17,11 @@ Prints a JSON line last.
 
     python bench/bench_placement.py [--hosts 1000 5000] [--placements 500] [--pg URL] [--processes 4]
         [--no-pg] [--inline-checkpoints] [--pairs 3] [--start-method spawn|fork]
-        [--commit-delay US [--commit-siblings N]]
+        [--commit-delay US [--commit-siblings N]] [--batch 100 [--batches 30]]
+
+`--batch N` measures placement in batches instead: creates of N instances each (count) at the
+largest --hosts, on SQLite beside the floor placing the same N rows in one transaction a batch
+(instancesPerSecond, batch p50/p99, shareOfFloorPct), and on PostgreSQL (no floor) unless --no-pg.
 """
 
 from __future__ import annotations
@@ -52,7 +56,13 @@ from bench.common import (  # noqa: E402
     timed,
     timed_with_cpu,
 )
-from bench.floor_placement import floor_pg, floor_pg_processes, floor_sqlite  # noqa: E402
+from bench.floor_placement import (  # noqa: E402
+    batch_summary,
+    floor_pg,
+    floor_pg_processes,
+    floor_sqlite,
+    floor_sqlite_batches,
+)
 from bench.processes import (  # noqa: E402
     START_METHODS,
     WARM_UP,
@@ -96,6 +106,35 @@ def run_one(url: str, hosts: int, placements: int) -> dict[str, Any]:
     samples, cpu = timed_with_cpu(place, placements, None if is_sqlite(fleet.engine) else url)
     fleet.close()
     return {**summary(samples), **cpu}
+
+
+def run_batches(url: str, hosts: int, batch: int, batches: int) -> dict[str, Any]:
+    """`batches` creates of `batch` instances each (instances.create_batch), one transaction each."""
+    fleet = Fleet.open(url, clock=FakeClock(T0), settings=FleetSettings(db_url=url))
+    pool = seed_pool(fleet, hosts)
+    analyze(fleet)
+
+    def place() -> None:
+        made = fleet.api.instances.create_batch(
+            LOCAL_OPERATOR, tenant_id="bench", pool_id=pool["id"], flavor="b1.small", count=batch
+        )
+        assert made["placed"] == batch, made["reason"]
+
+    timed(place, 2)  # warm caches
+    samples, cpu = timed_with_cpu(place, batches, None if is_sqlite(fleet.engine) else url)
+    fleet.close()
+    return {**batch_summary(samples, batch), **cpu}
+
+
+def beside_floor_batches(result: dict[str, Any], floor: dict[str, Any]) -> dict[str, Any]:
+    """A batch figure with the floor's inserting the same rows, and its share of the floor."""
+    result["floor"] = {
+        k: floor[k] for k in ("instancesPerSecond", "p50Ms", "p99Ms", *CPU_KEYS) if k in floor
+    }
+    result["shareOfFloorPct"] = round(
+        100 * result["instancesPerSecond"] / floor["instancesPerSecond"], 1
+    )
+    return result
 
 
 def _worker(url: str, pool_id: str, tenant_id: str, count: int, ready: Any, out: Any) -> None:
@@ -197,6 +236,14 @@ def main() -> None:
         "modules it has imported",
     )
     parser.add_argument(
+        "--batch",
+        type=int,
+        help="instead of single placements: creates of this many instances each (count), at "
+        "the largest --hosts on SQLite, beside the floor placing the same rows in one "
+        "transaction a batch",
+    )
+    parser.add_argument("--batches", type=int, default=30, help="with --batch: how many batches")
+    parser.add_argument(
         "--inline-checkpoints",
         action="store_true",
         help="SQLite: no checkpoint thread, SQLite's own rule (the log checkpointed inside the "
@@ -221,6 +268,21 @@ def main() -> None:
         wal_checkpoints.EVERY_COMMITS = 2**62
         wal_checkpoints.BACKSTOP_PAGES = 1_000
     results: dict[str, Any] = {}
+    if args.batch:
+        hosts = max(args.hosts)
+        with tempfile.TemporaryDirectory() as tmp:
+            results[f"sqlite_{hosts}_batch{args.batch}"] = beside_floor_batches(
+                run_batches(f"sqlite:///{tmp}/bench.db", hosts, args.batch, args.batches),
+                floor_sqlite_batches(hosts, args.batch, args.batches),
+            )
+        if not args.no_pg:
+            with scratch_pg(args.pg) as url:
+                results[f"postgres_{hosts}_batch{args.batch}"] = run_batches(
+                    url, hosts, args.batch, args.batches
+                )
+        results["peakRssMb"] = peak_rss_mb()
+        emit(results)
+        return
     for hosts in args.hosts:
         with tempfile.TemporaryDirectory() as tmp:
             results[f"sqlite_{hosts}"] = beside_floor(

@@ -139,6 +139,57 @@ class Floor:
             cur.execute("ROLLBACK")
             raise
 
+    def place_many(self, count: int) -> None:
+        """`count` placements in ONE transaction, each as place() makes it (the candidate query,
+        the guarded claim, the allocation INSERT): the floor of a batch of `count` rows."""
+        params: dict[str, Any] = {
+            "pool": POOL,
+            "vcpu": FLAVOR["vcpu"],
+            "mem": FLAVOR["memoryGiB"],
+            "disk": FLAVOR["diskGiB"],
+        }
+        cur = self.connection.cursor()
+        cur.execute("BEGIN IMMEDIATE" if self.sqlite else "BEGIN")
+        try:
+            for _ in range(count):
+                params["after"] = self.cursor_at
+                row = cur.execute(self.candidate, params).fetchone()
+                if row is None:
+                    params["after"] = ""
+                    row = cur.execute(self.candidate, params).fetchone()
+                if row is None:
+                    raise RuntimeError("the floor's pool is full")
+                params["node"] = row[0]
+                if cur.execute(self.claim, params).rowcount != len(HOST):
+                    raise RuntimeError("a floor batch has no concurrent writer to lose a host to")
+                params["id"] = uuid.uuid4().hex
+                cur.execute(self.allocate, params)
+                self.cursor_at = row[0]
+            cur.execute("COMMIT")
+        except BaseException:
+            cur.execute("ROLLBACK")
+            raise
+
+
+def floor_sqlite_batches(hosts: int, batch: int, batches: int) -> dict[str, Any]:
+    """Batches of `batch` placements, one transaction each (Floor.place_many), on a fresh SQLite
+    file: batches/s, their p50 and p99, and instancesPerSecond."""
+    with tempfile.TemporaryDirectory() as tmp:
+        connection = sqlite_connection(f"{tmp}/floor.db")
+        seed(connection, True, hosts)
+        floor = Floor(connection, True)
+        timed(lambda: floor.place_many(batch), 2)
+        samples, cpu = timed_with_cpu(lambda: floor.place_many(batch), batches)
+        connection.close()
+    return {**batch_summary(samples, batch), **cpu}
+
+
+def batch_summary(samples: list[float], batch: int) -> dict[str, Any]:
+    """summary() of batch timings, with the instances a second they add up to."""
+    result: dict[str, Any] = dict(summary(samples))
+    result["instancesPerSecond"] = round(batch * len(samples) / sum(samples), 1)
+    return result
+
 
 def seed(connection: Any, sqlite: bool, hosts: int) -> None:
     """The three tables and `hosts` ready hosts, in one transaction."""

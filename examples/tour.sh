@@ -57,6 +57,8 @@ gpu_vm=$(fleet instances create --tenant acme --pool vps-fra --flavor gpu1.l40s 
 vm=$(fleet instances create --tenant acme --pool vps-fra --flavor g1.small --idempotency-key web-1 --json | field id)
 again=$(fleet instances create --tenant acme --pool vps-fra --flavor g1.small --idempotency-key web-1 --json | field id)
 [ "$again" = "$vm" ] || { echo "the same idempotency key made a second instance" >&2; exit 1; }
+fleet instances create --tenant acme --pool vps-fra --flavor g1.small --count 3 --name web --idempotency-key scale-7
+fleet instances create --tenant acme --pool vps-fra --flavor g1.small --count 2 --all-or-nothing
 fleet instances list --tenant acme
 fleet instances stop "$vm"
 fleet instances resize "$vm" --flavor g1.large

@@ -265,10 +265,23 @@ class InstanceJson(TypedDict):
 
 
 class InstancePageJson(TypedDict):
-    """instances.list: total (how many there are in all) only with a limit."""
+    """instances.list: total (how many there are in all) and cursor (the `after` of the next
+    page, null on the last) only with a limit."""
 
     items: list[InstanceJson]
     total: NotRequired[int]
+    cursor: NotRequired[int | None]
+
+
+class InstanceBatchJson(TypedDict):
+    """instances.create with a count: the instances made, in the batch's order, how many were
+    asked for, placed and refused, and why the refused did not fit (null when none was)."""
+
+    items: list[InstanceJson]
+    count: int
+    placed: int
+    refused: int
+    reason: str | None
 
 
 class GuestStateJson(TypedDict):

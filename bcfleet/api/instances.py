@@ -17,11 +17,18 @@ from bcfleet.api.auth import (
 )
 from bcfleet.api.base import Area
 from bcfleet.api.dependents import serving
-from bcfleet.api.documents import GuestStateJson, HostSpecsJson, InstanceJson, InstancePageJson
+from bcfleet.api.documents import (
+    GuestStateJson,
+    HostSpecsJson,
+    InstanceBatchJson,
+    InstanceJson,
+    InstancePageJson,
+)
 from bcfleet.api.events import emit
 from bcfleet.api.guests import guest_state_json, host_guest
 from bcfleet.api.host_view import host_view, pool_host_view
 from bcfleet.api.instance_list import (
+    FEW_MATCHES,
     FIELDS,
     TIME_FIELDS,
     check_condition,
@@ -29,14 +36,17 @@ from bcfleet.api.instance_list import (
     instance_body,
     list_instances,
     read_documents,
+    searched,
 )
-from bcfleet.api.lookup import find_flavor, find_pool, find_pool_and_flavor
+from bcfleet.api.lookup import find_flavor, find_host, find_pool, find_pool_and_flavor
 from bcfleet.clock import format_time
 from bcfleet.domain.bounds import check_limit, check_optional_text
+from bcfleet.domain.cursors import check_cursor
 from bcfleet.domain.dependents import named
 from bcfleet.domain.guest_view import guest_spec
 from bcfleet.domain.host_ids import HostView
 from bcfleet.domain.idempotency import check_idempotency_key, check_replay, input_digest
+from bcfleet.domain.instance_query import check_sort, search_words
 from bcfleet.domain.instance_spec import InstanceSpecJson, instance_spec, render_libvirt_domain
 from bcfleet.domain.numa import HostPlacement
 from bcfleet.domain.shapes import Shape, shape_delta
@@ -200,6 +210,35 @@ class InstancesAPI(Area):
             view = pool_host_view(actor, pool, [instance.node_id])  # placed in `pool`, if at all
             return instance_json(session, actor, instance, row.name, view)
 
+    def create_batch(
+        self,
+        credential: Credential | None,
+        *,
+        tenant_id: str,
+        pool_id: str,
+        flavor: str,
+        count: int,
+        name: str | None = None,
+        idempotency_key: str | None = None,
+        all_or_nothing: bool = False,
+    ) -> InstanceBatchJson:
+        """Admit `count` instances of one flavor and place them in one transaction: as many as
+        fit (the rest refused and counted, not made), or with all_or_nothing all of them or
+        none (CAPACITY_UNAVAILABLE). Names, keys and the answer: api/instance_batches.py."""
+        from bcfleet.api.instance_batches import create_batch
+
+        return create_batch(
+            self,
+            credential,
+            tenant_id=tenant_id,
+            pool_id=pool_id,
+            flavor=flavor,
+            count=count,
+            name=name,
+            idempotency_key=idempotency_key,
+            all_or_nothing=all_or_nothing,
+        )
+
     def list(
         self,
         credential: Credential | None,
@@ -210,38 +249,63 @@ class InstancesAPI(Area):
         state: str | None = None,
         condition: str | None = None,
         limit: int | None = None,
+        q: str | None = None,
+        owner: str | None = None,
+        host: str | None = None,
+        sort: str | None = None,
+        descending: bool = False,
+        after: int | None = None,
     ) -> InstancePageJson:
         """The caller's instances (root's admin: every tenant's), oldest first; deleted ones only
         with include_deleted or state="deleted". `condition` keeps those with a condition of
-        that type set (status True), such as PlacementDegraded. With `limit` (1..PAGE_MAX): at
-        most that many, pending ones first and then the newest, and `total`, how many there are
-        in all (a dashboard's first screen of a large fleet)."""
+        that type set (status True), such as PlacementDegraded; `q` those with each of its words
+        in their name or id; `owner`, `pool` and `host` (an id or a name) those of that tenant,
+        pool and host. `sort` orders by one of domain.instance_query.SORT_KEYS (`descending`:
+        the other way round). With `limit` (1..PAGE_MAX): at most that many, by default pending
+        ones first and then the newest, after the first `after` of that order; the answer then
+        says how many there are in all (`total`) and the `after` of the next page (`cursor`,
+        null on the last one)."""
         check_condition(condition)
+        check_sort(sort)
+        words = search_words(q)
+        check_optional_text("owner", owner)
         if limit is not None:
             limit = check_limit(limit)
+        start = check_cursor(after) or 0
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)
             actor.require(
                 "compute:instances:read", owned_resource(actor.tenant_id, "instances", "*")
             )
             c = INSTANCES.c
-            where = []
+            where = searched(words, session.connection().dialect.name)
             if not (actor.is_root_admin and tenant_id is None):
                 where.append(c.tenant_id == actor.tenant_id)
+            if owner is not None:
+                where.append(c.tenant_id == owner)
             if pool is not None:
                 where.append(c.pool_id == find_pool(session, actor, pool).id)
+            if host is not None:
+                where.append(c.node_id == find_host(session, actor, host)[0].id)
             if state is not None:
                 where.append(c.state == state)
             elif not include_deleted:
                 where.append(c.state != InstanceState.DELETED)
-            items = list_instances(session, actor, where, condition, limit)
+            total = None
+            if limit is not None and condition is None:
+                total = count_instances(session, where)
+            items = list_instances(
+                session, actor, where, condition, limit,
+                sort=sort, descending=descending, after=start, ordered=after is not None,
+                scans=bool(words) and total is not None and total <= FEW_MATCHES,
+            )  # fmt: skip
             if limit is None:
                 return {"items": items}
-            if condition is not None:  # the condition is read from each row's JSON
+            if total is None:  # the condition is read from each row's JSON
                 total = len(list_instances(session, actor, where, condition))
-            else:
-                total = count_instances(session, where)
-            return {"items": items, "total": total}
+            following = start + len(items)
+            return {"items": items, "total": total,
+                    "cursor": following if following < total else None}  # fmt: skip
 
     def show(
         self, credential: Credential | None, instance_id: str, *, tenant_id: str | None = None
@@ -429,8 +493,6 @@ class InstancesAPI(Area):
 
         The instance is named by the id the agent got from specs_for_host: root's admin
         gets the instance back, anyone else the guest's opaque id and state."""
-        from bcfleet.api.lookup import find_host
-
         if state not in tuple(AgentReport):
             raise InvalidInputError(
                 f"state must be one of {', '.join(AgentReport)}", {"state": state}
@@ -457,8 +519,6 @@ class InstancesAPI(Area):
     def specs_for_host(self, credential: Credential | None, host: str) -> HostSpecsJson:
         """Every live instance's spec on one host: what its agent pulls (domain.guest_view:
         without names and under opaque ids for anyone but root's admin)."""
-        from bcfleet.api.lookup import find_host
-
         with self.fleet.read() as session:
             actor = self.actor(session, credential, None)
             row, pool = find_host(session, actor, host)

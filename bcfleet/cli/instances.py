@@ -7,7 +7,8 @@ from typing import Any
 
 import click
 
-from bcfleet.cli.common import fleet_command, output, state, table
+from bcfleet.cli.common import WHOLE, fleet_command, output, state, table
+from bcfleet.domain.instance_query import SORT_KEYS
 
 
 @click.group("instances")
@@ -54,6 +55,14 @@ def _instance_text(i: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _batch_text(batch: dict[str, Any]) -> str:
+    lines = [f"Placed {batch['placed']} of {batch['count']}"]
+    if batch["reason"]:
+        lines[0] += f": {batch['reason']}"
+    lines += [f"  {i['name']} ({i['id']}): {i['state']}" for i in batch["items"]]
+    return "\n".join(lines)
+
+
 @fleet_command(group, "create")
 @click.option("--tenant", required=True)
 @click.option("--pool", required=True)
@@ -64,9 +73,43 @@ def _instance_text(i: dict[str, Any]) -> str:
     "key",
     help="Sent again with the same input, answers the instance the first create made.",
 )
-def create(tenant: str, pool: str, flavor: str, name: str | None, key: str | None) -> None:
-    """Admit and place an instance of a flavor."""
+@click.option(
+    "--count",
+    type=WHOLE,
+    help="Place this many in one transaction, named NAME-1 … NAME-N; as many as fit, the rest "
+    "refused and counted (not made).",
+)
+@click.option(
+    "--all-or-nothing",
+    is_flag=True,
+    help="With --count: all of them or none (CAPACITY_UNAVAILABLE, nothing changes).",
+)
+def create(
+    tenant: str,
+    pool: str,
+    flavor: str,
+    name: str | None,
+    key: str | None,
+    count: int | None,
+    all_or_nothing: bool,
+) -> None:
+    """Admit and place an instance of a flavor (with --count, a batch of them)."""
     s = state()
+    if count is not None or all_or_nothing:
+        output(
+            s.fleet.api.instances.create_batch(
+                s.credential,
+                tenant_id=tenant,
+                pool_id=pool,
+                flavor=flavor,
+                count=1 if count is None else count,
+                name=name,
+                idempotency_key=key,
+                all_or_nothing=all_or_nothing,
+            ),
+            _batch_text,
+        )
+        return
     output(
         s.fleet.api.instances.create(
             s.credential,
@@ -85,26 +128,51 @@ def create(tenant: str, pool: str, flavor: str, name: str | None, key: str | Non
 @click.option("--pool")
 @click.option("--state", "state_")
 @click.option("--all", "include_deleted", is_flag=True, help="Include deleted instances.")
-def list_(tenant: str | None, pool: str | None, state_: str | None, include_deleted: bool) -> None:
+@click.option("--search", "q", help="Words, each in the name or the id (any case).")
+@click.option("--owner", help="Only the instances of this tenant.")
+@click.option("--host", help="Only the instances on this host (an id or a name).")
+@click.option("--sort", type=click.Choice(SORT_KEYS), help="Order by this (ties by id).")
+@click.option("--descending", is_flag=True, help="The order the other way round.")
+@click.option("--after", type=WHOLE, help="Skip this many: the cursor of the page before.")
+@click.option("--limit", type=WHOLE, help="At most this many, with the total and the next cursor.")
+def list_(
+    tenant: str | None,
+    pool: str | None,
+    state_: str | None,
+    include_deleted: bool,
+    **query: Any,
+) -> None:
+    """List instances: every one oldest first, or with --limit a page (pending ones first, then
+    the newest, unless --sort says otherwise) and how many there are in all."""
     s = state()
     data = s.fleet.api.instances.list(
-        s.credential, tenant_id=tenant, pool=pool, state=state_, include_deleted=include_deleted
+        s.credential,
+        tenant_id=tenant,
+        pool=pool,
+        state=state_,
+        include_deleted=include_deleted,
+        **query,
     )
     rows = [{**item, "why": _condition_text(item)} for item in data["items"]]
-    output(
-        {**data, "items": rows},
-        lambda d: table(
-            d["items"],
-            [
-                ("ID", "id"),
-                ("NAME", "name"),
-                ("TENANT", "tenantId"),
-                ("FLAVOR", "flavor"),
-                ("STATE", "state"),
-                ("CONDITIONS", "why"),
-            ],
-        ),
+    output({**data, "items": rows}, _list_text)
+
+
+def _list_text(data: Mapping[str, Any]) -> str:
+    text = table(
+        data["items"],
+        [
+            ("ID", "id"),
+            ("NAME", "name"),
+            ("TENANT", "tenantId"),
+            ("FLAVOR", "flavor"),
+            ("STATE", "state"),
+            ("CONDITIONS", "why"),
+        ],
     )
+    if "total" not in data:
+        return text
+    more = f"; next page: --after {data['cursor']}" if data.get("cursor") is not None else ""
+    return f"{text}\n{len(data['items'])} of {data['total']}{more}"
 
 
 @fleet_command(group, "show")

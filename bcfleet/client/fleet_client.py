@@ -278,11 +278,22 @@ class FleetClient:
         }
         return list(self.request("GET", "/v1/instances", params=params)["items"])
 
-    def instances_page(self, limit: int) -> InstancePageJson:
-        """At most `limit` instances, pending ones first and then the newest, and the total."""
-        result: InstancePageJson = self.request(
-            "GET", "/v1/instances", params={"limit": str(limit)}
-        )
+    def instances_page(
+        self, limit: int, *, after: int | None = None, **query: str | bool | None
+    ) -> InstancePageJson:
+        """At most `limit` instances after the first `after`, pending ones first and then the
+        newest (or as `sort` orders them), with the total and the next page's cursor; `query`
+        holds instances.list's filters as HTTP names them (q, state, owner, pool, host, sort,
+        descending)."""
+        params: dict[str, str | None] = {"limit": str(limit)}
+        if after is not None:
+            params["after"] = str(after)
+        for name, value in query.items():
+            if isinstance(value, bool):
+                params[name] = "true" if value else None
+            else:
+                params[name] = value
+        result: InstancePageJson = self.request("GET", "/v1/instances", params=params)
         return result
 
     def instance(self, instance_id: str) -> InstanceJson:

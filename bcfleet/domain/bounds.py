@@ -21,6 +21,8 @@ Why these numbers:
   clamped into it, never silently: ``check_ratio`` returns the notice every edge shows; NaN and
   infinities are refused everywhere.
 - ``PAGE_MAX`` = 1,000: the longest page of a list (events, webhook deliveries, job runs).
+- ``BATCH_MAX`` = 1,000: the most instances one create places (``count``, Nova's max_count),
+  one transaction whose answer lists each instance, so a page's length as well.
 - ``WAIT_SECONDS_MAX`` = 86,400: a wait, poll interval, timeout, grace or simulated delay given
   on the command line or to the API is finite and at most a day; a longer one is a typo, and
   an infinite or NaN one never ends a loop.
@@ -79,6 +81,7 @@ HUGEPAGE_SIZES = tuple(1 << bits for bits in range(12, 41))
 HTTP schemas list them as an enum, so editors flag any other)."""
 HUGEPAGE_COUNT_MAX = INT32_MAX
 PAGE_MAX = 1_000
+BATCH_MAX = 1_000
 WAIT_SECONDS_MAX = 86_400.0
 AGENT_MESSAGE_MAX = 1_024
 AGENT_CONDITIONS_MAX = 8
@@ -489,6 +492,11 @@ def check_limit(value: Any, high: int = PAGE_MAX) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
         raise InvalidInputError(f"limit must be between 1 and {high}", {"limit": value})
     return value
+
+
+def check_count(value: Any) -> int:
+    """How many instances one create places: a whole number from 1 to ``BATCH_MAX``."""
+    return check_whole("count", value, 1, BATCH_MAX)
 
 
 def seconds_problem(

@@ -25,6 +25,15 @@ def check_idempotency_key(key: str | None) -> None:
     check_optional_text(FIELD, key, IDEMPOTENCY_KEY_MAX)
 
 
+def item_key(key: str, index: int) -> str:
+    """The idempotency key of the index-th instance (from 1) of a batch sent with `key`.
+
+    Every instance keeps a key of its own, so a batch sent again answers the instances it
+    made, one by one; a single create whose key is one of these is taken for that instance.
+    """
+    return f"{key}/{index}"
+
+
 def input_digest(fields: Mapping[str, Any]) -> str:
     """The digest a replay's input is compared by (JSON with sorted keys, SHA-256)."""
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()

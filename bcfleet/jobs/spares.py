@@ -6,7 +6,8 @@ changes (so a deploy taking a spare and this job never pass each other), load
 its live spares, ask the pure `plan_spares` what to delete and how many to
 place, take the quota rows it will touch (placement's one lock order: quota
 rows, then node rows, then GPU atoms), then delete (releasing host capacity
-and quota) and place through hosted placement with the size's service shape.
+and quota) and place through hosted placement with the size's service shape, a size's
+missing spares as one batch (placement/batch_placer.py).
 It records when it looked at the tenant, which is what NO_CAPACITY's
 Retry-After counts from. A placement
 refused by quota is rolled back alone (a savepoint) and counted; a spare no
@@ -33,7 +34,13 @@ from bcfleet.domain.states import InstanceState
 from bcfleet.errors import QuotaExceededError
 from bcfleet.jobs.faults import Failed, FaultLog, Item, ends_the_run
 from bcfleet.placement.quotas import lock_quotas
-from bcfleet.placement.serverless import is_ready, live_spares, place_spare, release
+from bcfleet.placement.serverless import (
+    is_ready,
+    live_spares,
+    place_spare,
+    place_spares,
+    release,
+)
 from bcfleet.placement.tenant_compute import load_settings, lock_compute
 from bcfleet.store.models import Instance, Pool
 from bcfleet.store.models.compute import ComputeSettingsRow
@@ -134,6 +141,27 @@ def _release(
 
 
 def _place(
+    session: Session, fleet: JobHandle, tenant_id: str, pool: Pool, size: str, count: int
+) -> Counter[str]:
+    """A size's missing spares as one batch (one claim per host); when the quota does not take
+    the whole batch, one by one, as many as it takes."""
+    counts: Counter[str] = Counter()
+    if count <= 0:
+        return counts
+    savepoint = session.begin_nested()
+    try:
+        batch = place_spares(session, fleet, tenant_id=tenant_id, pool=pool, size=size, count=count)
+    except QuotaExceededError:
+        savepoint.rollback()
+        return _place_one_by_one(session, fleet, tenant_id, pool, size, count)
+    savepoint.commit()
+    placed = sum(1 for spare in batch.made if spare.node_id is not None)
+    counts["placed"] += placed
+    counts["unschedulable"] += len(batch.made) - placed
+    return counts
+
+
+def _place_one_by_one(
     session: Session, fleet: JobHandle, tenant_id: str, pool: Pool, size: str, count: int
 ) -> Counter[str]:
     counts: Counter[str] = Counter()

@@ -19,7 +19,7 @@ from bcfleet.domain.numa import (
     choose_host_placement,
     degraded_condition,
 )
-from bcfleet.domain.shapes import Gpu, PlacementPolicy, Shape, placement_from_json
+from bcfleet.domain.shapes import Gpu, Inventory, PlacementPolicy, Shape, placement_from_json
 from bcfleet.domain.states import InstanceState, PoolKind
 from bcfleet.placement import gpus as gpu_atoms
 from bcfleet.placement.candidates import SearchAhead, feasible_hosts, pool_snapshots
@@ -366,14 +366,28 @@ def choose_placement(
     `alone`: the caller knows the host has no other guest (their placements are not read).
     `read`: the inventory and placements sent behind the claim, when they were.
     """
-    reserve = fleet.settings.host_reserve.with_overrides(pool.host_reserve).vcpu
-    memory_ratio = pool.overcommit.get("memoryGiB", 1.0)
     if read is not None:
         inventory = read.inventory()
         others = [] if alone else read.others()
     else:
         inventory = host_inventory(session, fleet, node_id, inventory_generation)
         others = [] if alone else others_on(session, node_id, instance_id)
+    return choose_on_inventory(fleet, pool, inventory, others, shape, policy, atoms)
+
+
+def choose_on_inventory(
+    fleet: PlacementHandle,
+    pool: Pool,
+    inventory: Inventory,
+    others: Sequence[HostPlacement],
+    shape: Shape,
+    policy: PlacementPolicy | None,
+    atoms: Sequence[gpu_atoms.AtomRef] = (),
+) -> HostPlacement:
+    """choose_placement once the host's inventory and its other guests' placements are read
+    (a batch passes the guests it placed on the host before this one among `others`)."""
+    reserve = fleet.settings.host_reserve.with_overrides(pool.host_reserve).vcpu
+    memory_ratio = pool.overcommit.get("memoryGiB", 1.0)
     if others or atoms:
         return choose_host_placement(
             inventory,

@@ -1,6 +1,6 @@
 """Serverless instances of document 004's sizes in SQL: their shape, the spares of a size, taking one.
 
-Called by the `spares` job (keeping each size's spares) and by the services
+Called by the `spares` job (keeping each size's spares, placed in batches) and by the services
 API (a deploy takes a ready spare at once). A spare is an instance with
 purpose 'spare' and a size; it is ready once its host agent said so
 (`ready_at`). Taking it is a guarded UPDATE (`… WHERE purpose = 'spare'`), so
@@ -21,6 +21,7 @@ from sqlmodel import Session, col, select
 
 from bcfleet.domain.sizes import SIZES, parse_size
 from bcfleet.domain.states import InstanceState
+from bcfleet.placement.batch_placer import Batch, place_batch
 from bcfleet.placement.instance_placer import place_instance, release_instance
 from bcfleet.store.models import Instance, Pool
 
@@ -79,6 +80,32 @@ def place_spare(
         flavor_id=None,
         purpose=SPARE,
         size=size,
+    )
+
+
+def place_spares(
+    session: Session,
+    fleet: PlacementHandle,
+    *,
+    tenant_id: str,
+    pool: Pool,
+    size: str,
+    count: int,
+) -> Batch:
+    """Admit and place `count` spares of a size as one batch (placement/batch_placer.py): the
+    quota charged for all at once (QUOTA_EXCEEDED: none placed), those no host fits pending
+    with Unschedulable, as place_spare leaves one."""
+    return place_batch(
+        session,
+        fleet,
+        tenant_id=tenant_id,
+        pool=pool,
+        shape=service_shape(size),
+        names=[f"spare-{size}"] * count,
+        flavor_id=None,
+        purpose=SPARE,
+        size=size,
+        keep_pending=True,
     )
 
 

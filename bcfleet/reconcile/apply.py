@@ -10,7 +10,9 @@ again before changing anything:
   STALE_PLAN and nothing changes. A write to something the plan does not touch
   leaves it valid;
 - an auto-approved apply (``--yes``, as Terraform's ``-auto-approve`` plans
-  under the lock) applies the plan made under the lock.
+  under the lock) applies the plan made under the lock;
+- an edit of part of the configuration (the console's `e` and `n`, reconcile/edit.py)
+  plans the merged document and keeps only what its scope covers, both times.
 
 Then every change runs through the API; any error rolls the whole transaction
 back, so either all of the plan lands or none of it, and a process killed
@@ -39,6 +41,7 @@ from bcfleet.store.uow import bump, current_revision
 
 if TYPE_CHECKING:
     from bcfleet.api.handle import ApiHandle
+    from bcfleet.reconcile.edit import Scope
 
 StepHook = Callable[[int], None]
 
@@ -56,10 +59,15 @@ def make_plan(
     desired: DesiredFleet,
     *,
     allow_empty: bool = False,
+    scope: Scope | None = None,
+    observed: ObservedFleet | None = None,
 ) -> Plan:
-    """`fleet plan`: compare the document with the state; writes nothing."""
+    """`fleet plan`: compare the document with the state (read now, unless the caller read it
+    already); writes nothing (an edit's plan keeps only what its scope covers)."""
     with collector_paused():
-        return plan(desired, observe_state(fleet, credential), allow_empty=allow_empty)
+        state = observed if observed is not None else observe_state(fleet, credential)
+        result = plan(desired, state, allow_empty=allow_empty)
+    return result if scope is None else scope.of(result)
 
 
 def plan_json(result: Plan) -> dict[str, Any]:
@@ -86,6 +94,7 @@ class Approved:
     allow_empty: bool = False
     saved: bool = False  # a saved plan: any change of the state since is STALE_PLAN
     auto_approve: bool = False  # --yes: a plan made again under the lock may be applied
+    scope: Scope | None = None  # an edit of part of the configuration: only this changes
 
     @property
     def state_revision(self) -> int:
@@ -188,6 +197,8 @@ def _apply_locked(
         revision = current_revision(session)
         observed = observe(session, host_reserve=fleet.settings.host_reserve)
         fresh = plan(approved.desired, observed, allow_empty=approved.allow_empty)
+        if approved.scope is not None:
+            fresh = approved.scope.of(fresh)
         replanned = _check_fresh(approved, fresh, revision)
         fresh.raise_for_errors()
         warnings: list[str] = []

@@ -236,7 +236,15 @@ ACTIONS: tuple[Action, ...] = (
         + (f" ({a['error']})" if a.get("error") else ""),
         label="Run now",
     ),
-    # -- pools, quotas, services (their views declare ACTIONS = actions_for(…)) ----------------
+    # -- pools, flavors, quotas, services (their views declare ACTIONS = actions_for(…)) -------
+    Action(
+        "delete_flavor", "flavors", "ctrl+d", "Delete", "flavor",
+        lambda f: f"{f.get('pool') or f.get('poolId')}/{_named(f)}",
+        lambda _f, _v, _facts: "no new instance may use it; one any instance ever used is "
+        "archived instead, and those instances keep running",
+        lambda source, f, _v: source.delete_flavor(str(f["poolId"]), str(f["name"])),
+        lambda f, a: f"{_named(f)} is {'archived' if a.get('archived') else 'deleted'}",
+    ),
     Action(
         "offer", "pools", "o", "Offer", "pool", _owned,
         lambda _p, tenant, _f: f"tenant {tenant} may place in it",

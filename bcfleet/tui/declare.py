@@ -16,7 +16,8 @@ import yaml
 
 from bcfleet.domain.host_reserve import HostReserve
 from bcfleet.domain.policy import ROOT_TENANT
-from bcfleet.reconcile.attrs import Spec, attributes
+from bcfleet.reconcile.attrs import Spec
+from bcfleet.reconcile.edit import declared_item
 from bcfleet.reconcile.model import (
     FlavorSpec,
     HostSpec,
@@ -28,7 +29,7 @@ from bcfleet.reconcile.model import (
     normalize_labels,
     normalize_placement,
 )
-from bcfleet.reconcile.schema import fleetconfig_schema, schema_problems
+from bcfleet.reconcile.schema import schema_problems
 
 NOT_DECLARED = "A FleetConfig does not declare {what}: there is no YAML for it."
 
@@ -106,14 +107,6 @@ SECTIONS: dict[str, tuple[str, str, Callable[[JSON, Mapping[str, str]], Spec]]] 
 """Kind → (FleetConfig section, schema definition, the spec from the API's JSON)."""
 
 
-def _pruned(value: Any) -> Any:
-    """Without nulls and empty maps: what a FleetConfig leaves out takes its default."""
-    if isinstance(value, Mapping):
-        kept = {k: _pruned(v) for k, v in value.items() if v is not None}
-        return {k: v for k, v in kept.items() if v != {}}
-    return value
-
-
 class _Dumper(yaml.SafeDumper):
     """Safe YAML that writes a state or kind (a StrEnum member) as its string."""
 
@@ -127,16 +120,18 @@ def declaration(kind: str | None, doc: JSON, names: Mapping[str, str] | None = N
     if kind not in SECTIONS:
         what = f"{'an' if kind[:1] in 'aeiou' else 'a'} {kind}" if kind else "this object"
         return NOT_DECLARED.format(what=what)
-    section, definition, make = SECTIONS[kind]
-    item = _pruned(attributes(make(doc, names or {})))
-    if kind == "pool" and doc.get("offeredTo"):
-        owner = item.get("owner")
-        item["offeredTo"] = [t for t in doc["offeredTo"] if t != owner]
-    allowed = fleetconfig_schema()["$defs"][definition]["properties"]
-    item = {k: v for k, v in item.items() if k in allowed and v != []}
+    section, _definition, make = SECTIONS[kind]
+    item = declared_item(section, make(doc, names or {}), doc.get("offeredTo") or ())
     whole = {"apiVersion": "bcfleet.dev/v1", "kind": "FleetConfig", section: [item]}
     problems = schema_problems(whole)
     if problems:
         return f"Not declarable as it stands: {problems[0].message}"
-    text = yaml.dump({section: [item]}, Dumper=_Dumper, sort_keys=False, default_flow_style=False)
+    return section_yaml(section, item)
+
+
+def section_yaml(section: str, item: Mapping[str, Any]) -> str:
+    """One item as the FleetConfig section that declares it (`flavors:` and a list of one)."""
+    text = yaml.dump(
+        {section: [dict(item)]}, Dumper=_Dumper, sort_keys=False, default_flow_style=False
+    )
     return text.rstrip()

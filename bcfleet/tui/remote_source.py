@@ -37,6 +37,7 @@ from bcfleet.domain.compute_settings import (
 )
 from bcfleet.domain.dependents import DependentJson
 from bcfleet.domain.guest_view import HostBookingJson
+from bcfleet.domain.instance_query import InstanceQuery
 from bcfleet.domain.instance_spec import InstanceSpecJson
 from bcfleet.domain.job_documents import JobRunJson
 from bcfleet.domain.pages import EVENTS, USAGE
@@ -48,10 +49,13 @@ from bcfleet.tui.source import (
     ComputeSnapshot,
     Disconnected,
     FlavorRowJson,
+    FoundInstances,
+    HostNames,
     InstanceRowJson,
     PreviewRequest,
     SaveOutcome,
     UsageReadJson,
+    query_params,
     snapshot_of,
     with_host_names,
     with_pool_names,
@@ -109,6 +113,7 @@ class RemoteSource:
     def __init__(self, client: FleetClient, *, label: str) -> None:
         self.client = client
         self.label = label
+        self.host_names = HostNames()
 
     def describe(self) -> str:
         return self.label
@@ -141,8 +146,15 @@ class RemoteSource:
         return with_host_names(self.client.instances(), self.hosts)
 
     def instances_page(self, limit: int) -> tuple[list[InstanceRowJson], int]:
-        page = self.client.instances_page(limit)
-        return with_host_names(list(page["items"]), self.hosts), int(page["total"])
+        found = self.find_instances(InstanceQuery(), limit)
+        return found.items, found.total
+
+    def find_instances(
+        self, query: InstanceQuery, limit: int, after: int | None = None
+    ) -> FoundInstances:
+        page = self.client.instances_page(limit, after=after, **query_params(query))
+        items = self.host_names.named(list(page["items"]), self.hosts, None)
+        return FoundInstances(items, int(page["total"]), page.get("cursor"))
 
     def host_guests(self, host: str) -> list[InstanceSpecJson]:
         return self.client.host_specs(host)
@@ -259,6 +271,9 @@ class RemoteSource:
 
     def delete_instance(self, instance_id: str) -> InstanceJson:
         return self.client.delete_instance(instance_id)
+
+    def delete_flavor(self, pool_id: str, name: str) -> Mapping[str, Any]:
+        return self.client.delete_flavor(pool_id, name)
 
     def resize_instance(self, instance_id: str, flavor: str) -> InstanceJson:
         return self.client.instance_action(instance_id, "resize", flavor=flavor)

@@ -10,6 +10,7 @@ so instead of inventing data. API errors arrive as `FleetError`; anything else
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -44,6 +45,7 @@ from bcfleet.domain.compute_settings import (
 )
 from bcfleet.domain.dependents import DependentJson
 from bcfleet.domain.guest_view import HostBookingJson
+from bcfleet.domain.instance_query import InstanceQuery
 from bcfleet.domain.instance_spec import InstanceSpecJson
 from bcfleet.domain.job_documents import JobRunJson
 from bcfleet.domain.pages import EVENTS, USAGE
@@ -138,6 +140,13 @@ class FleetSource(Protocol):
     def instances_page(self, limit: int) -> tuple[list[InstanceRowJson], int]:
         """At most `limit` of them (pending first, then the newest) with host names, and how
         many there are in all."""
+        ...
+
+    def find_instances(
+        self, query: InstanceQuery, limit: int, after: int | None = None
+    ) -> FoundInstances:
+        """A page of the instances the query keeps, in its order, after the first `after`:
+        the server filters, sorts and counts them (instances.list)."""
         ...
 
     def host_guests(self, host: str) -> list[InstanceSpecJson]:
@@ -238,6 +247,10 @@ class FleetSource(Protocol):
 
     def undeploy_service(self, service_id: str) -> ServiceJson: ...
 
+    def delete_flavor(self, pool_id: str, name: str) -> Mapping[str, Any]:
+        """Delete a flavor (archived instead when an instance ever used it)."""
+        ...
+
 
 def snapshot_of(body: Mapping[str, Any]) -> ComputeSnapshot:
     """The Compute tab's JSON (settings.compute_show or compute_save) as domain values."""
@@ -265,6 +278,55 @@ class InstanceRowJson(InstanceJson):
     cannot see, or none)."""
 
     host: str | None
+
+
+@dataclass(frozen=True)
+class FoundInstances:
+    """A page of instances the server found: the rows (with host names), how many the query
+    keeps in all, and the `after` of the next page (None: this is the last)."""
+
+    items: list[InstanceRowJson]
+    total: int
+    cursor: int | None
+
+
+HOST_NAMES_SECONDS = 5.0
+"""How long host names are kept when the source cannot tell whether the state moved (HTTP)."""
+
+
+class HostNames:
+    """Host names by node id for pages of instances, read with hosts.list only when the state
+    has moved (the source's revision) or a page names a node not seen yet: a filter typed
+    over 50,000 instances reads one page, not 5,000 hosts, at each keystroke."""
+
+    def __init__(self) -> None:
+        self._names: dict[str, str] = {}
+        self._revision: int | None = None
+        self._read_at = -HOST_NAMES_SECONDS
+
+    def named(
+        self,
+        instances: Sequence[InstanceJson],
+        hosts: Callable[[], Iterable[HostListItemJson]],
+        revision: int | None,
+    ) -> list[InstanceRowJson]:
+        """The instances, each with its host's name as `host` (as with_host_names)."""
+        ids = {i["nodeId"] for i in instances if i["nodeId"]}
+        fresh = (
+            revision == self._revision
+            if revision is not None
+            else time.monotonic() - self._read_at < HOST_NAMES_SECONDS
+        )
+        if ids and not (fresh and ids <= self._names.keys()):
+            self._names = {h["id"]: h["name"] for h in hosts()}
+            self._revision, self._read_at = revision, time.monotonic()
+        return [{**i, "host": self._names.get(i["nodeId"] or "")} for i in instances]
+
+
+def query_params(query: InstanceQuery) -> dict[str, str | bool | None]:
+    """The query as instances.list's HTTP parameters name it."""
+    return {"q": query.q, "state": query.state, "owner": query.owner, "pool": query.pool,
+            "host": query.host, "sort": query.sort, "descending": query.descending}  # fmt: skip
 
 
 class FlavorRowJson(FlavorJson):
@@ -319,6 +381,7 @@ class LocalSource:
         self.api = fleet.api
         self.credential = credential
         self.label = label
+        self.host_names = HostNames()
 
     def describe(self) -> str:
         return self.label or str(self.fleet.engine.url)  # a password, if any, shows as ***
@@ -351,8 +414,20 @@ class LocalSource:
         return with_host_names(self.api.instances.list(self.credential)["items"], self.hosts)
 
     def instances_page(self, limit: int) -> tuple[list[InstanceRowJson], int]:
-        page = self.api.instances.list(self.credential, limit=limit)
-        return with_host_names(page["items"], self.hosts), int(page["total"])
+        found = self.find_instances(InstanceQuery(), limit)
+        return found.items, found.total
+
+    def find_instances(
+        self, query: InstanceQuery, limit: int, after: int | None = None
+    ) -> FoundInstances:
+        revision = self.revision()
+        page = self.api.instances.list(
+            self.credential, limit=limit, after=after, q=query.q, state=query.state,
+            owner=query.owner, pool=query.pool, host=query.host, sort=query.sort,
+            descending=query.descending,
+        )  # fmt: skip
+        items = self.host_names.named(page["items"], self.hosts, revision)
+        return FoundInstances(items, int(page["total"]), page.get("cursor"))
 
     def host_guests(self, host: str) -> list[InstanceSpecJson]:
         return self.api.instances.specs_for_host(self.credential, host)["items"]
@@ -498,3 +573,7 @@ class LocalSource:
 
     def undeploy_service(self, service_id: str) -> ServiceJson:
         return self.api.services.undeploy(self.credential, service_id)
+
+    def delete_flavor(self, pool_id: str, name: str) -> Mapping[str, Any]:
+        owner = self.api.pools.show(self.credential, pool=pool_id)["owner"]
+        return self.api.flavors.delete(self.credential, tenant_id=owner, pool_id=pool_id, name=name)

@@ -23,12 +23,15 @@ from bcfleet.fleet import Fleet
 from bcfleet.http.app import create_app
 from tests.support.builders import OP, token
 from tests.support.http import two_tenants
+from tests.support.sampling import full_suite
 from tests.support.security import set_secret_key
 
 pytestmark = pytest.mark.slow
 
 SEED = 20261130
-MAX_EXAMPLES = 12
+MAX_EXAMPLES = 24 if full_suite() else 6
+"""Generated cases per operation after the coverage phase's boundary cases: every run 6,
+`scripts/check --full` 24."""
 SECRET_KEY = "q6bF0Qm2P8Wm0jQ4Hb1o7W3cXn0rVYl9o3QW4K3Zq1Y="
 
 
@@ -169,6 +172,17 @@ def _kept_after_delete(found: Found) -> bool:
     )
 
 
+def _batch_name(found: Found) -> bool:
+    """InstanceCreate.name: 'with count …, the name with its longest suffix (-count) is at most
+    63 characters (INVALID_INPUT, details.suffix, beyond)'."""
+    return (
+        found.operation == "POST /v1/instances"
+        and found.status == 400
+        and found.details.get("field") == "name"
+        and "suffix" in found.details
+    )
+
+
 DOCUMENTED: dict[str, tuple[Callable[[Found], bool], ...]] = {
     "use_after_free": (_kept_after_delete,),
     "positive_data_acceptance": (
@@ -183,6 +197,7 @@ DOCUMENTED: dict[str, tuple[Callable[[Found], bool], ...]] = {
         _compute_change,
         _serverless_pool,
         _identifier,
+        _batch_name,
     ),
     # services.deploy, setSize and environments.update: '503 NO_CAPACITY (reason
     # fleet_no_capacity, instance_size, Retry-After) when no spare of its size is free'.

@@ -50,7 +50,9 @@ def burst() -> list[str]:
     return keys
 
 
-@pytest.mark.parametrize("start", ["hosts", "instances"])
+@pytest.mark.parametrize(
+    "start", ["hosts", pytest.param("instances", marks=pytest.mark.full)]
+)  # the burst walks every view from either start; the second start runs under --full
 async def test_every_command_and_filter_typed_in_one_burst_changes_nothing(
     fleet_db: Path, start: str
 ) -> None:

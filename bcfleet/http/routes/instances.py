@@ -7,6 +7,7 @@ from typing import Any
 from bcfleet.api.documents import (
     GuestStateJson,
     HostSpecsJson,
+    InstanceBatchJson,
     InstanceJson,
     InstancePageJson,
     QuotaJson,
@@ -14,8 +15,10 @@ from bcfleet.api.documents import (
 )
 from bcfleet.api.instance_list import CONDITION_TYPE
 from bcfleet.api.instances import INSTANCE_NAME_MAX
-from bcfleet.domain.bounds import PAGE_MAX
+from bcfleet.domain.bounds import BATCH_MAX, PAGE_MAX
+from bcfleet.domain.cursors import CURSOR_MAX, CURSOR_MIN
 from bcfleet.domain.idempotency import IDEMPOTENCY_KEY_MAX
+from bcfleet.domain.instance_query import SEARCH_MAX, SORT_KEYS
 from bcfleet.domain.instance_spec import (
     BalloonJson,
     InstanceSpecJson,
@@ -54,10 +57,15 @@ RESOURCES = ("vcpu", "memoryGiB", "diskGiB", "gpu")
 
 SCHEMAS = {
     **document_schemas(
-        (InstanceJson, InstancePageJson, GuestStateJson),
+        (InstanceJson, InstancePageJson, InstanceBatchJson, GuestStateJson),
         {
             "InstancePage": {
-                "total": {**INT, "description": "How many there are in all (with limit)."}
+                "total": {**INT, "description": "How many there are in all (with limit)."},
+                "cursor": {
+                    **nullable(INT),
+                    "description": "The `after` of the next page (with limit); null on the "
+                    "last page.",
+                },
             }
         },
     ),
@@ -70,15 +78,39 @@ SCHEMAS = {
         {
             "pool": POOL_REF,
             "flavor": FLAVOR_REF,
-            "name": text(INSTANCE_NAME_MAX),
+            "name": {
+                **text(INSTANCE_NAME_MAX),
+                "description": "With count or allOrNothing, instance i is named NAME-i, and "
+                "the name with its longest suffix (-count) is at most "
+                f"{INSTANCE_NAME_MAX} characters (INVALID_INPUT, details.suffix, beyond).",
+            },
             "idempotencyKey": {
                 **nullable(text(IDEMPOTENCY_KEY_MAX)),
                 "description": "Sent again with the same input, answers the instance the "
-                "first create made and makes nothing; with other input, CONFLICT.",
+                "first create made and makes nothing; with other input, CONFLICT. With count, "
+                "instance i keeps the key KEY/i, and the batch sent again answers the "
+                "instances it made.",
+            },
+            "count": {
+                **INT,
+                "minimum": 1,
+                "maximum": BATCH_MAX,
+                "description": "Place this many instances of the flavor in one transaction "
+                "(named NAME-1 … NAME-N); the answer is then an InstanceBatch. As many as fit "
+                "are placed and the rest refused, counted in reason, and not made.",
+            },
+            "allOrNothing": {
+                "type": "boolean",
+                "description": "All of them or none (alone: a count of 1); when they do not all fit, "
+                "409 CAPACITY_UNAVAILABLE with the counted reason, and nothing changes.",
             },
         },
         required=["pool", "flavor"],
     ),
+    "InstanceCreated": {
+        "anyOf": [ref("Instance"), ref("InstanceBatch")],
+        "description": "The Instance; with count or allOrNothing, the InstanceBatch.",
+    },
     "InstanceResize": obj({"flavor": FLAVOR_REF}),
     "InstanceStateReport": obj(
         {"state": one_of([r.value for r in AgentReport])}, required=["state"]
@@ -92,6 +124,17 @@ SCHEMAS = {
 
 
 def create_instance(call: Call) -> Any:
+    if call.field("count") is not None or call.field("allOrNothing") is not None:
+        return call.api.instances.create_batch(
+            call.token,
+            tenant_id=call.acting_tenant(),
+            pool_id=call.field("pool"),
+            flavor=call.field("flavor"),
+            count=call.field("count", 1),
+            name=call.field("name"),
+            idempotency_key=call.field("idempotencyKey"),
+            all_or_nothing=call.field("allOrNothing", False),
+        )
     return call.api.instances.create(
         call.token,
         tenant_id=call.acting_tenant(),
@@ -111,6 +154,12 @@ def list_instances(call: Call) -> Any:
         include_deleted=bool(call.query.get("includeDeleted")),
         condition=call.query.get("condition"),
         limit=call.query.get("limit"),
+        q=call.query.get("q"),
+        owner=call.query.get("owner"),
+        host=call.query.get("host"),
+        sort=call.query.get("sort"),
+        descending=bool(call.query.get("descending")),
+        after=call.query.get("after"),
     )
 
 
@@ -178,19 +227,31 @@ LIST_QUERY = (
             "such as PlacementDegraded.",
         },
     ),
+    Param("q", text={**text(SEARCH_MAX), "description": "Words, each of which the name or "
+          "the id holds (any case)."}),
+    Param("owner", text={**text(), "description": "Only the instances of this tenant."}),
+    Param("host", text=reference("Only the instances on this host (an id or a name).")),
+    Param("sort", description="The order: by name, tenant, state (then oldest first), flavor, "
+          "host or pool name, or creation time (oldest first); ties by id. Without it, "
+          "pending instances first, then the newest.", enum=SORT_KEYS),
+    Param("descending", "boolean", "The order the other way round.", default=False),
+    Param("after", "integer", "Skip this many of the order: the cursor of the page before.",
+          minimum=CURSOR_MIN, maximum=CURSOR_MAX),
     Param(
         "limit",
         "integer",
-        "At most this many: pending instances first, then the newest; the answer then says "
-        "how many there are in all (total). Without it, every instance, oldest first.",
+        "At most this many: pending instances first, then the newest (or in the `sort` order); "
+        "the answer then says how many there are in all (total) and where the next page starts "
+        "(cursor). Without it, every instance, oldest first (or in the `sort` order).",
         minimum=1,
         maximum=PAGE_MAX,
-    ),  # fmt: skip
-)
+    ),
+)  # fmt: skip
 OPERATIONS = [
     Operation("POST", "/v1/instances", "instances.create",
-              "Create an instance: admit and place it in one transaction", TAG, create_instance,
-              status=201, request="InstanceCreate", response="Instance", query=Q),
+              "Create an instance, or count of them: admit and place in one transaction", TAG,
+              create_instance, status=201, request="InstanceCreate", response="InstanceCreated",
+              query=Q),
     Operation("GET", "/v1/instances", "instances.list", "List the caller's instances", TAG,
               list_instances, response="InstancePage", query=LIST_QUERY),
     Operation("GET", ONE, "instances.show", "Show an instance", TAG, show_instance,

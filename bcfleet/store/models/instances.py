@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Index, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from bcfleet.domain.states import InstanceState
@@ -16,7 +16,14 @@ class Instance(SQLModel, table=True):
     __tablename__ = "instances"
     # The unique index leads with tenant_id and serves a tenant's lookups: an index of
     # tenant_id alone would be one more B-tree every new instance writes (migration 0002).
-    __table_args__ = (UniqueConstraint("tenant_id", "idempotency_key"),)
+    # The listing's orders (api.instance_list, migration 0008): by name, by time, by state;
+    # Both ix_instances_search and ix_instances_created hold what a search by name or id reads.
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "idempotency_key"),
+        Index("ix_instances_search", "name", "id", "state", "created_at"),
+        Index("ix_instances_created", "created_at", "id", "name", "state"),
+        Index("ix_instances_state_created_id", "state", "created_at", "id"),
+    )
 
     id: str = Field(primary_key=True)
     tenant_id: str = Field(foreign_key="tenants.id")

@@ -334,7 +334,16 @@ class ViewScreen(Screen[None]):
         prompt = event.input
         prompt.close()
         name = event.value.strip().lstrip(":").lower()
-        if name in ("q", "quit"):
+        word, _, rest = event.value.strip().lstrip(":").partition(" ")
+        if word.lower() == "plan":  # :plan FILE (tui/editing.py)
+            from bcfleet.tui.editing import plan_file
+
+            plan_file(self, rest.strip())
+        elif word.lower() == "new" and rest.strip():  # :new KIND (tui/editing.py)
+            from bcfleet.tui.editing import create
+
+            create(self, rest.strip().lower().removesuffix("s"))
+        elif name in ("q", "quit"):
             self.fleet_app.request_quit()
         elif name:
             self.fleet_app.open_view(name)

@@ -105,6 +105,7 @@ class FlavorsView(ObjectsView):
     )
     COLUMNS = FLAVOR_COLUMNS
     NOUN = ("flavor", "flavors")
+    ACTIONS = actions_for("flavors")
     KIND = "flavor"
     READ = "flavors"
     row_of = staticmethod(flavor_row)

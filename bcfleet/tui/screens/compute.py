@@ -391,12 +391,24 @@ class ComputeView(ViewScreen):
             yield SystemCommand(
                 "Save changes", "Save the compute settings (Ctrl+S)", self.action_save
             )
+            if self.tenant:  # tui/editing.py
+                yield SystemCommand(
+                    "Edit these compute settings as FleetConfig YAML",
+                    "In $EDITOR, then plan and apply as fleet apply does",
+                    self.action_edit_yaml,
+                )
         for tenant in self.tenants:
             yield SystemCommand(
                 f"Compute settings of {tenant}",
                 "Open this tenant's Compute tab",
                 lambda t=tenant: self._open_tenant(t),
             )
+
+    def action_edit_yaml(self) -> None:
+        from bcfleet.tui.editing import edit_compute
+
+        if self.tenant:
+            edit_compute(self, self.tenant)
 
     def _open_tenant(self, tenant: str) -> None:
         """Load another tenant's tab; its name shows once its settings have arrived."""

@@ -44,6 +44,7 @@ class HostsView(TableView):
     COLUMNS = COLUMNS
     NOUN = ("host", "hosts")
     ACTIONS = actions_for("hosts")
+    KIND = "host"
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open", "Open", show=False),

@@ -16,6 +16,13 @@ from bcfleet.tui.screens.acting import ActingView
 from bcfleet.tui.widgets.keyed_table import Column, KeyedTable, Row
 from bcfleet.tui.widgets.prompt import Prompt
 
+EDITABLE = frozenset({"tenant", "providerAccount", "pool", "host", "flavor", "quota"})
+"""Kinds a FleetConfig declares: `e` edits their YAML (tui/editing.py)."""
+NEWABLE = frozenset(
+    {"flavor", "pool", "quota", "tenant", "service", "webhook", "token", "instance", "reservation"}
+)
+"""Kinds `n` makes from a template: FleetConfig's (tui/editing.py), the API's (tui/creating.py)."""
+
 
 class TableView(ActingView):
     """A view whose body is one keyed table; subclasses give COLUMNS, `fetch` and `rows`."""
@@ -30,6 +37,9 @@ class TableView(ActingView):
         Binding("space", "mark", "Mark or unmark the row (for bulk actions)", show=False),
         Binding("ctrl+a", "mark_all", "Mark every row shown (again: unmark)", show=False),
         Binding("d", "describe", "Describe", show=False),
+        Binding("e", "edit_yaml", "Edit the row's FleetConfig YAML in $EDITOR", show=False),
+        Binding("E", "edit_yaml", "The same (where e does something else: quotas)", show=False),
+        Binding("n", "create_yaml", "New: a template in $EDITOR, or a form", show=False),
     ]
     KIND: ClassVar[str | None] = None
     """What the view's objects are called (declare.py's kinds: pool, flavor, …; instance, …)."""
@@ -69,6 +79,10 @@ class TableView(ActingView):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("mark", "mark_all"):  # marks are for actions, and read-only has none
             return bool(self.ACTIONS) and not self.fleet_app.read_only
+        if action == "edit_yaml":  # tui/editing.py (says so where a FleetConfig declares none)
+            return not self.fleet_app.read_only
+        if action == "create_yaml":  # tui/editing.py, tui/creating.py
+            return not self.fleet_app.read_only and self.new_kind in NEWABLE
         return super().check_action(action, parameters)
 
     def action_mark(self) -> None:
@@ -114,6 +128,23 @@ class TableView(ActingView):
         key = self.table.cursor_key
         if key is not None:
             self.describe_row(key)
+
+    def action_edit_yaml(self) -> None:
+        from bcfleet.tui.editing import edit_row
+
+        key = self.table.cursor_key
+        edit_row(self, self.KIND or self.NOUN[0], self.item(key) if key is not None else None)
+
+    def action_create_yaml(self) -> None:
+        from bcfleet.tui.editing import create
+
+        key = self.table.cursor_key
+        create(self, self.new_kind, self.item(key) if key is not None else None)
+
+    @property
+    def new_kind(self) -> str:
+        """What `n` makes here: the view's KIND, else its noun (instance, reservation)."""
+        return self.KIND or self.NOUN[0]
 
     def on_keyed_table_selected(self, event: KeyedTable.Selected) -> None:
         event.stop()
@@ -161,6 +192,17 @@ class TableView(ActingView):
         key = self.table.cursor_key if self.query(KeyedTable) else None
         if key is not None:
             yield SystemCommand("Open the selected row", "Enter", lambda: self.open_row(key))
+        if self.KIND in EDITABLE and not self.fleet_app.read_only:
+            yield SystemCommand(
+                "Edit the row's FleetConfig YAML", "In $EDITOR, then plan and apply (e)",
+                self.action_edit_yaml,
+            )  # fmt: skip
+        if self.new_kind in NEWABLE and not self.fleet_app.read_only:
+            yield SystemCommand(
+                f"New {self.NOUN[0]} from a FleetConfig template",
+                "In $EDITOR, then confirm (n)",
+                self.action_create_yaml,
+            )
         for index, column in enumerate(self.COLUMNS):
             yield SystemCommand(
                 f"Sort by {column.label}",
