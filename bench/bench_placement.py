@@ -17,7 +17,7 @@ Prints a JSON line last.
 
     python bench/bench_placement.py [--hosts 1000 5000] [--placements 500] [--pg URL] [--processes 4]
         [--no-pg] [--inline-checkpoints] [--pairs 3] [--start-method spawn|fork]
-        [--batch 100 [--batches 30]]
+        [--commit-delay US [--commit-siblings N]] [--batch 100 [--batches 30]]
 
 `--batch N` measures placement in batches instead: creates of N instances each (count) at the
 largest --hosts, on SQLite beside the floor placing the same N rows in one transaction a batch
@@ -27,6 +27,7 @@ largest --hosts, on SQLite beside the floor placing the same N rows in one trans
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import threading
@@ -248,7 +249,21 @@ def main() -> None:
         help="SQLite: no checkpoint thread, SQLite's own rule (the log checkpointed inside the "
         "commit that takes it past 1,000 pages), to compare with store/wal_checkpoints.py",
     )
+    parser.add_argument(
+        "--commit-delay",
+        type=int,
+        default=0,
+        help="PostgreSQL: commit_delay (microseconds) for every session of the run, bcfleet's and "
+        "the floor's, with commit_siblings --commit-siblings (set by the client: needs a "
+        "superuser or SET granted on both; docs/speed.md says how an operator sets them)",
+    )
+    parser.add_argument("--commit-siblings", type=int, default=1)
     args = parser.parse_args()
+    if args.commit_delay:  # libpq sends it with every connection, the spawned processes' too
+        os.environ["PGOPTIONS"] = (
+            f"{os.environ.get('PGOPTIONS', '')} -c commit_delay={args.commit_delay} "
+            f"-c commit_siblings={args.commit_siblings}"
+        ).strip()
     if args.inline_checkpoints:
         wal_checkpoints.EVERY_COMMITS = 2**62
         wal_checkpoints.BACKSTOP_PAGES = 1_000
@@ -298,6 +313,9 @@ def main() -> None:
                     start_method=args.start_method,
                 )
             results[name] = beside_floor(placed, floor)
+    if args.commit_delay:
+        results["commitDelayUs"] = args.commit_delay
+        results["commitSiblings"] = args.commit_siblings
     results["peakRssMb"] = peak_rss_mb()
     emit(results)
 

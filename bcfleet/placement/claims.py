@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import JSON, column, text
@@ -30,7 +31,7 @@ from bcfleet.domain.states import INSTANCE_LIVE
 from bcfleet.placement.quotas import FinishCharge
 from bcfleet.store.driver_sql import DriverStatement, SentRows
 from bcfleet.store.engine import is_sqlite
-from bcfleet.store.faults import RunAgainCarefully
+from bcfleet.store.faults import RunAgainCarefully, refuse_unless
 from bcfleet.store.uow import CoreSavepoint
 
 if TYPE_CHECKING:
@@ -72,6 +73,34 @@ _CLAIM_LOCKED = DriverStatement(
         "WHERE node_resources.node_id = :node AND node_resources.resource = w.resource "
         "AND node_resources.allocated + w.n <= node_resources.capacity "
         "RETURNING node_resources.resource, node_resources.allocated - w.n"
+    )
+)
+
+
+# PostgreSQL, a claim sent with no one to read its answer (PostgresClaims, claim_unread): the
+# host's three rows locked in the lock order and each claimed only while nothing is allocated
+# on it, and the transaction failed (refuse_unless) unless all three were claimed and the
+# host's inventory is still of the generation the placement chose from.
+_CLAIM_ALONE_GUARDED = DriverStatement(
+    text(
+        "WITH wanted (resource, n, rank) AS (VALUES ('vcpu', :vcpu, 0), ('memoryGiB', :mem, 1), "
+        "('diskGiB', :disk, 2)), "
+        "locked AS MATERIALIZED (SELECT r.resource FROM node_resources r "
+        "JOIN wanted w ON w.resource = r.resource WHERE r.node_id = :node "
+        "ORDER BY w.rank FOR UPDATE OF r), "
+        "claimed AS (UPDATE node_resources SET allocated = w.n, generation = generation + 1 "
+        "FROM wanted w JOIN locked l ON l.resource = w.resource "
+        "WHERE node_resources.node_id = :node AND node_resources.resource = w.resource "
+        "AND node_resources.allocated = 0 AND w.n <= node_resources.capacity "
+        "RETURNING node_resources.resource) "
+        "SELECT "
+        + refuse_unless(
+            "count(*) = 3 AND (SELECT h.inventory_generation FROM hosts h WHERE h.id = :node) "
+            "= :generation",
+            "the claim of a host alone",
+            "count(*)",
+        )
+        + " FROM claimed"
     )
 )
 
@@ -242,6 +271,31 @@ def _placements(docs: Sequence[Any]) -> list[HostPlacement]:
     return [HostPlacement.from_json(doc) for doc in docs if doc]
 
 
+class BehindClaim(Protocol):
+    """What choose_placement reads of a claimed host without GPUs: its inventory, and its other
+    guests' placements (read only when it may have some)."""
+
+    def inventory(self) -> Inventory: ...
+
+    def others(self) -> list[HostPlacement]: ...
+
+
+class KeptAlone:
+    """A host claimed alone by a guarded claim (_CLAIM_ALONE_GUARDED): its inventory the kept
+    copy, of the generation the guard checks, and no other guest, which the guard checks too."""
+
+    __slots__ = ("_inventory",)
+
+    def __init__(self, inventory: Inventory) -> None:
+        self._inventory = inventory
+
+    def inventory(self) -> Inventory:
+        return self._inventory
+
+    def others(self) -> list[HostPlacement]:
+        return []
+
+
 class ReadBehindClaim:
     """What choose_placement reads, sent behind a claim (PostgreSQL, a guest without GPUs):
     the host's inventory, and its other guests' placements unless the candidate query found it
@@ -283,6 +337,65 @@ _INVENTORY_UNLESS_KEPT = DriverStatement(
         "ELSE CAST(inventory AS TEXT) END FROM hosts WHERE id = :n"
     )
 )
+
+
+INVENTORIES_AHEAD_MAX = 16  # a candidate page's hosts (instance_placer.CANDIDATES_TO_SCORE)
+
+
+@lru_cache(maxsize=INVENTORIES_AHEAD_MAX)
+def _inventories_of(count: int) -> DriverStatement:
+    """The generation and document of `count` hosts (one parameter each, on either engine)."""
+    ids = ", ".join(f":i{i}" for i in range(count))
+    return DriverStatement(
+        text(
+            "SELECT id, inventory_generation, CAST(inventory AS TEXT) FROM hosts "
+            f"WHERE id IN ({ids}) AND inventory IS NOT NULL"
+        )
+    )
+
+
+class InventoriesAhead:
+    """The documents of hosts a placement saw whose kept inventory is missing or older, read in
+    one statement and kept in the fleet's placement context (keep()), so that placements on
+    the hosts after it find theirs kept: on SQLite they read none, on PostgreSQL they claim
+    unread (PostgresClaims). On PostgreSQL it is sent behind the claim and answered in its
+    round trip; on SQLite it runs at once."""
+
+    def __init__(
+        self,
+        session: Session,
+        fleet: PlacementHandle,
+        hosts: Sequence[HostSnapshot],
+        claimed: str | None = None,
+    ) -> None:
+        self._fleet = fleet
+        context = fleet.placement
+        wanted: list[str] = []
+        for host in hosts:
+            if host.node_id == claimed:
+                continue  # read by the claim's own ReadBehindClaim
+            kept = context.kept_inventory(host.node_id)
+            if kept is None or kept[0] != host.inventory_generation:
+                wanted.append(host.node_id)
+                if len(wanted) == INVENTORIES_AHEAD_MAX:
+                    break
+        self._sent = (
+            _inventories_of(len(wanted)).send_reading(
+                session, {f"i{i}": node_id for i, node_id in enumerate(wanted)}
+            )
+            if wanted
+            else None
+        )
+
+    def keep(self) -> None:
+        if self._sent is None:
+            return
+        context = self._fleet.placement
+        for node_id, generation, document in self._sent.rows().all():
+            inventory = context.inventory_of_document(document)
+            if inventory is None:
+                inventory = Inventory.from_stored(json.loads(document))  # as _inventory_read
+            context.keep_inventory(node_id, int(generation), document, inventory)
 
 
 def host_inventory(
@@ -337,7 +450,7 @@ class Taken:
         claims: Mapping[str, int],
         claim: Claim,
         savepoint: CoreSavepoint | None,
-        behind: ReadBehindClaim | None,
+        behind: BehindClaim | None,
         alone: bool,
     ) -> None:
         self.session, self.node_id, self.claims = session, node_id, claims
@@ -359,10 +472,12 @@ class ClaimStrategy(Protocol):
         may_run_again: bool,
         finish_charge: FinishCharge,
         charge_behind_claim: bool,
+        nearby: Sequence[HostSnapshot] = (),
     ) -> Taken:
         """Claim the host; finish_charge runs before anything is claimed or a savepoint taken,
         or, where the strategy sends the claim and charge_behind_claim asks, behind the claim
-        and in its round trip."""
+        and in its round trip. `nearby`: the other candidates, whose inventories a strategy
+        may read ahead."""
         ...
 
     def refused(self, taken: Taken) -> None:
@@ -380,7 +495,7 @@ class SqliteClaims:
     def take(
         self,
         session: Session,
-        fleet: PlacementHandle,  # noqa: ARG002 - the strategies' one signature (ClaimStrategy)
+        fleet: PlacementHandle,
         host: HostSnapshot,
         claims: Mapping[str, int],
         instance_id: str,  # noqa: ARG002
@@ -389,11 +504,16 @@ class SqliteClaims:
         may_run_again: bool,  # noqa: ARG002 - writers are serialized: nothing to run again for
         finish_charge: FinishCharge,
         charge_behind_claim: bool,  # noqa: ARG002 - nothing is sent, so nothing goes behind
+        nearby: Sequence[HostSnapshot] = (),
     ) -> Taken:
         finish_charge()  # before the savepoint: a rollback to it keeps the charge
         savepoint = CoreSavepoint(session) if gpus else None
         if savepoint is None:
             session.flush()  # the Core writes after the claim see what the ORM holds
+        kept = fleet.placement.kept_inventory(host.node_id)
+        if kept is None or kept[0] != host.inventory_generation:
+            # This host's and the other candidates' in one statement (host_inventory finds it).
+            InventoriesAhead(session, fleet, [host, *nearby]).keep()
         claim = _claim_on_sqlite(session, host.node_id, claims)
         # The candidate query read the host in this write transaction, which no other writer
         # can interleave with: a host that looked empty is.
@@ -413,7 +533,13 @@ class SqliteClaims:
 class PostgresClaims:
     """PostgreSQL: the claim locks the host's rows; without GPUs it is sent with the reads
     behind it; a host let go releases its locks by a savepoint's rollback, or, on a first run
-    that may run again (no savepoint), by RunAgainCarefully."""
+    that may run again (no savepoint), by RunAgainCarefully.
+
+    On such a first run, a host that looked empty and whose inventory is kept at the generation
+    the search read is claimed unread (claim_unread): the claim is guarded on the server, so
+    the placement's rows and COMMIT go in the claim's round trip; a refused guard fails the
+    transaction and the call runs again carefully (store/faults.py, refuse_unless).
+    """
 
     def take(
         self,
@@ -427,6 +553,7 @@ class PostgresClaims:
         may_run_again: bool,
         finish_charge: FinishCharge,
         charge_behind_claim: bool,
+        nearby: Sequence[HostSnapshot] = (),
     ) -> Taken:
         # GPU atoms are locked before the reads; otherwise the host's inventory (and guests,
         # unless it looked empty) are read in the claim's round trip.
@@ -437,13 +564,23 @@ class PostgresClaims:
         if savepoint is None:
             session.flush()  # the Core writes below and others_on see what the ORM holds
         node_id = host.node_id
+        if savepoint is None:
+            unread = claim_unread(session, fleet, host, claims)
+            if unread is not None:
+                if charge_after_send:
+                    finish_charge(behind_claim=True)  # guarded (start_charge): nothing to read
+                return Taken(session, node_id, claims, Claim(None, True), None, unread, True)
         sent = send_claim(session, node_id, claims)
-        behind = None
+        behind = ahead = None
         if not gpus:
             behind = ReadBehindClaim(session, fleet, node_id, instance_id, host.holds_nothing)
+            if may_run_again:
+                ahead = InventoriesAhead(session, fleet, nearby, node_id)
             if charge_after_send:
                 finish_charge(behind_claim=True)
         claim = sent.claim()
+        if ahead is not None:
+            ahead.keep()
         # No other guest: read under the row locks the claim took.
         return Taken(session, node_id, claims, claim, savepoint, behind, claim.held_nothing)
 
@@ -454,6 +591,27 @@ class PostgresClaims:
 
     def unfit(self, taken: Taken) -> None:
         self.refused(taken)  # the claim's locks go with the savepoint, or with the transaction
+
+
+def claim_unread(
+    session: Session, fleet: PlacementHandle, host: HostSnapshot, claims: Mapping[str, int]
+) -> KeptAlone | None:
+    """Send a guarded claim of a host that looked empty, when its kept inventory is of the
+    generation the search read and all three scalars are claimed; None (nothing sent) else.
+
+    Nothing reads its answer: the guard (_CLAIM_ALONE_GUARDED) fails the transaction when the
+    host is no longer empty, was claimed meanwhile, or reported another inventory.
+    """
+    wanted = _wanted(claims)
+    if len(wanted) != len(SCALARS) or not host.holds_nothing:
+        return None
+    kept = fleet.placement.kept_inventory(host.node_id)
+    if kept is None or kept[0] != host.inventory_generation:
+        return None
+    params = _claim_params(host.node_id, wanted)
+    params["generation"] = kept[0]
+    _CLAIM_ALONE_GUARDED.send(session, params)
+    return KeptAlone(kept[1])
 
 
 SQLITE_CLAIMS = SqliteClaims()

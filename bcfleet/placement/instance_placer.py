@@ -24,7 +24,7 @@ from bcfleet.domain.states import InstanceState, PoolKind
 from bcfleet.placement import gpus as gpu_atoms
 from bcfleet.placement.candidates import SearchAhead, feasible_hosts, pool_snapshots
 from bcfleet.placement.claims import (
-    ReadBehindClaim,
+    BehindClaim,
     host_inventory,
     others_on,
     return_scalars,
@@ -99,8 +99,19 @@ def place_instance(
     )
     # Finished before the first claim (quota rows come first in the lock order); on PostgreSQL
     # its answer comes with the candidate search's.
-    finish_charge = start_charge(session, tenant_id, pool.id, Shape.from_json(shape).quota_charge())
-    if pool.kind == PoolKind.PROVIDER:
+    # A charge expected on the stripes alone, finished behind the claim, is sent guarded: its
+    # answer need not be read before the claim's round trip commits (start_charge).
+    wanted = Shape.from_json(shape)
+    hosted = pool.kind != PoolKind.PROVIDER
+    behind_claim = hosted and fleet.placement.charges_striped(tenant_id, pool.id)
+    finish_charge = start_charge(
+        session,
+        tenant_id,
+        pool.id,
+        wanted.quota_charge(),
+        guarded=behind_claim and may_run_again and not wanted.gpus,
+    )
+    if not hosted:
         instance.state = InstanceState.PROVISIONING  # the providers.reconcile job makes the server
     else:
         try_place(
@@ -110,7 +121,7 @@ def place_instance(
             pool,
             may_run_again=may_run_again,
             before_claim=finish_charge,
-            charge_behind_claim=fleet.placement.charges_striped(tenant_id, pool.id),
+            charge_behind_claim=behind_claim,
             ahead=ahead,
         )
     fleet.placement.remember_charge(tenant_id, pool.id, finish_charge())
@@ -172,6 +183,7 @@ def try_place(
                 may_run_again=may_run_again,
                 finish_charge=before_claim,
                 charge_behind_claim=charge_behind_claim,
+                nearby=candidates,
             )
             if outcome is None:
                 fleet.placement.advance_cursor(pool.id, host.node_id)
@@ -216,6 +228,7 @@ def _claim_on(
     may_run_again: bool = False,
     finish_charge: FinishCharge = charged_already,
     charge_behind_claim: bool = False,
+    nearby: Sequence[HostSnapshot] = (),
 ) -> NoFit | None:
     """Claim one host; a NoFit (and nothing written) when it cannot take the guest.
 
@@ -237,6 +250,7 @@ def _claim_on(
         may_run_again=may_run_again,
         finish_charge=finish_charge,
         charge_behind_claim=charge_behind_claim,
+        nearby=nearby,
     )
     failed = taken.claim.refused
     if failed is not None:
@@ -345,7 +359,7 @@ def choose_placement(
     *,
     inventory_generation: int | None = None,
     alone: bool = False,
-    read: ReadBehindClaim | None = None,
+    read: BehindClaim | None = None,
 ) -> HostPlacement:
     """The NUMA chooser over this host's inventory and its other guests' placements.
 

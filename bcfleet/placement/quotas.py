@@ -13,7 +13,7 @@ from sqlmodel import Session
 from bcfleet.errors import QuotaExceededError
 from bcfleet.store.driver_sql import DriverStatement, SentRows
 from bcfleet.store.engine import is_sqlite
-from bcfleet.store.faults import RunAgainCarefully
+from bcfleet.store.faults import RunAgainCarefully, refuse_unless
 from bcfleet.store.models import Quota
 
 _ENSURE_ROW = text(
@@ -84,7 +84,12 @@ class FinishCharge(Protocol):
 
 
 def start_charge(
-    session: Session, tenant_id: str, pool_id: str, amounts: Mapping[str, int]
+    session: Session,
+    tenant_id: str,
+    pool_id: str,
+    amounts: Mapping[str, int],
+    *,
+    guarded: bool = False,
 ) -> FinishCharge:
     """charge() in two steps: the call returned finishes it (FinishCharge).
 
@@ -93,6 +98,11 @@ def start_charge(
     the charge before it takes a lock that comes after the quota rows' in the lock order (node
     rows, GPU atoms, see lock_quotas), as what finish does (the rows with a limit) locks quota
     rows, or behind that lock with behind_claim.
+
+    guarded (PostgreSQL, a caller that may run again carefully): every row is expected to be
+    charged on its stripes (PlacementContext.charges_striped), so the upsert is sent guarded
+    and its answer never read; when a row has a limit (or none yet) the transaction fails and
+    the call runs again (store/faults.py, refuse_unless), and finishing has nothing to do.
     """
     wanted = {r: n for r, n in amounts.items() if n > 0}
     if not wanted:
@@ -103,6 +113,11 @@ def start_charge(
         if rest:  # rows made, then charged one by one: QUOTA_EXCEEDED at the first refusal
             _ensure_rows(session, tenant_id, pool_id, sorted(rest))
             _charge_rows(session, tenant_id, pool_id, rest)
+        return charged_already
+    if guarded:
+        _stripe_upsert(len(wanted), guarded=True).send(
+            session, _stripe_params(tenant_id, pool_id, wanted)
+        )
         return charged_already
     sent = _send_to_stripe(session, tenant_id, pool_id, wanted)
     outcome: bool | None = None
@@ -156,7 +171,7 @@ STRIPES = 32
 
 
 @lru_cache(maxsize=64)
-def _stripe_upsert(count: int) -> DriverStatement:
+def _stripe_upsert(count: int, *, guarded: bool = False) -> DriverStatement:
     """Add to one stripe of each unlimited row among `count` resources (PostgreSQL), in one statement.
 
     The quota rows are read FOR SHARE: chargers do not wait for one another, while setting a
@@ -167,8 +182,24 @@ def _stripe_upsert(count: int) -> DriverStatement:
     The stripe is the first one (from a random start) whose row of the first resource no other
     charge holds (SKIP LOCKED), or the random one while none is free or made yet: concurrent
     chargers of one tenant then seldom wait on one another's stripe.
+
+    guarded: it returns nothing, and fails the transaction unless every resource was charged
+    (refuse_unless): a charge sent with no one to read its answer.
     """
     values = ", ".join(f"(:r{i}, :n{i})" for i in range(count))
+    upsert = (
+        "INSERT INTO quota_stripes (tenant_id, pool_id, resource, stripe, used) "
+        "SELECT :t, :p, w.resource, coalesce((SELECT stripe FROM free), :s), w.n "
+        "FROM wanted w JOIN open_rows o ON o.resource = w.resource "
+        "ORDER BY w.resource "
+        "ON CONFLICT (tenant_id, pool_id, resource, stripe) "
+        "DO UPDATE SET used = quota_stripes.used + excluded.used RETURNING resource"
+    )
+    if guarded:
+        guard = refuse_unless(f"count(*) = {count}", "the stripe charge", "count(*)")
+        upsert = f", charged AS ({upsert}) SELECT {guard} FROM charged"
+    else:
+        upsert = " " + upsert
     return DriverStatement(
         text(
             "WITH wanted (resource, n) AS (VALUES " + values + "), "
@@ -177,13 +208,7 @@ def _stripe_upsert(count: int) -> DriverStatement:
             "ORDER BY q.resource FOR SHARE), "
             "free AS MATERIALIZED (SELECT f.stripe FROM quota_stripes f WHERE f.tenant_id = :t "
             f"AND f.pool_id = :p AND f.resource = :r0 ORDER BY (f.stripe + :s) % {STRIPES} "
-            "LIMIT 1 FOR UPDATE SKIP LOCKED) "
-            "INSERT INTO quota_stripes (tenant_id, pool_id, resource, stripe, used) "
-            "SELECT :t, :p, w.resource, coalesce((SELECT stripe FROM free), :s), w.n "
-            "FROM wanted w JOIN open_rows o ON o.resource = w.resource "
-            "ORDER BY w.resource "
-            "ON CONFLICT (tenant_id, pool_id, resource, stripe) "
-            "DO UPDATE SET used = quota_stripes.used + excluded.used RETURNING resource"
+            "LIMIT 1 FOR UPDATE SKIP LOCKED)" + upsert
         )
     )
 
@@ -199,10 +224,16 @@ def _send_to_stripe(
     session: Session, tenant_id: str, pool_id: str, amounts: Mapping[str, int]
 ) -> SentRows:
     """_add_to_stripe, its answer (the resources done) read when the caller needs it."""
+    return _stripe_upsert(len(amounts)).send_reading(
+        session, _stripe_params(tenant_id, pool_id, amounts)
+    )
+
+
+def _stripe_params(tenant_id: str, pool_id: str, amounts: Mapping[str, int]) -> dict[str, object]:
     params: dict[str, object] = {"t": tenant_id, "p": pool_id, "s": random.randrange(STRIPES)}
     for i, resource in enumerate(sorted(amounts)):
         params[f"r{i}"], params[f"n{i}"] = resource, int(amounts[resource])
-    return _stripe_upsert(len(amounts)).send_reading(session, params)
+    return params
 
 
 def lock_quotas(session: Session, tenant_id: str, pool_id: str) -> list[str]:

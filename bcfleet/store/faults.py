@@ -27,6 +27,12 @@ correct only while no concurrent writer meets it, and when one does, the transac
 rolled back and the call runs again on the careful path. A placement on PostgreSQL claims
 its first host without a savepoint this way (placement/instance_placer.py).
 
+A statement sent without waiting for its answer may carry its own guard (refuse_unless): when
+the guard's condition does not hold on the server, the statement fails the transaction, so
+nothing sent after it (up to and with COMMIT) is saved, and the attempt runs again carefully
+(guard_refused). COMMIT sent behind a refused guard saves nothing, so the attempt counts no
+commit for it (its outcome is known).
+
 SQLite busy past its busy timeout (another process holds the lock) or a read-only file
 refuses the call as a whole: the outermost call answers DATABASE_UNAVAILABLE with reason
 ``database_busy`` or ``database_read_only`` (sqlite_refusal), never the driver's text.
@@ -147,6 +153,31 @@ class RunAgainCarefully(Exception):  # noqa: N818 - a request to the retry loop,
     the transaction is rolled back and the call runs once more, careful (run_retrying)."""
 
 
+# A guard's failure: the integer cast of a text that names it (invalid_text_representation),
+# the one error plain SQL can raise at run time without a server-side function.
+GUARD_REFUSED = "bcfleet guard refused"
+_INVALID_TEXT_REPRESENTATION = "22P02"
+
+
+def refuse_unless(condition: str, guard: str, detail: str) -> str:
+    """An SQL expression (PostgreSQL): 0 when `condition` holds, else an error that fails the
+    transaction and that guard_refused() knows. `detail` is an expression evaluated at run time
+    (a column, an aggregate), so the planner cannot fold the error into the statement's plan."""
+    return (
+        f"CASE WHEN {condition} THEN 0 "
+        f"ELSE CAST('{GUARD_REFUSED}: {guard} ' || ({detail}) AS integer) END"
+    )
+
+
+def guard_refused(exc: BaseException) -> bool:
+    """Whether an error is a refused guard (refuse_unless): a concurrent writer met the cheaper
+    path, the transaction failed and nothing of it is saved."""
+    error = exc.orig if isinstance(exc, DBAPIError) else exc
+    return getattr(
+        error, "sqlstate", None
+    ) == _INVALID_TEXT_REPRESENTATION and GUARD_REFUSED in str(error)
+
+
 def may_run_again_carefully() -> bool:
     """Whether the running attempt may take such a path: the first run of a call run_retrying
     is running (never a call with no such loop around it, as `fleet apply`'s transaction and
@@ -163,6 +194,13 @@ def commit_is_next() -> None:
     attempt = _ATTEMPT.get()
     if attempt is not None:
         attempt.commits += 1
+
+
+def commit_refused() -> None:
+    """The COMMIT commit_is_next() counted was refused by a guard before it: nothing was saved."""
+    attempt = _ATTEMPT.get()
+    if attempt is not None and attempt.commits:
+        attempt.commits -= 1
 
 
 def unavailable(*, during_commit: bool) -> DatabaseUnavailableError:
@@ -234,13 +272,17 @@ def escaped_fault(exc: BaseException) -> DatabaseUnavailableError | None:
 @contextmanager
 def lost_connections(*, committing: Callable[[], bool] = lambda: False) -> Iterator[None]:
     """Turn a lost connection or a cancelled statement inside the block into
-    DatabaseUnavailableError (never a 500).
+    DatabaseUnavailableError (never a 500), and a refused guard into RunAgainCarefully.
 
     committing tells whether COMMIT had been sent when the error came.
     """
     try:
         yield
     except DBAPIError as exc:
+        if guard_refused(exc):
+            if committing():
+                commit_refused()
+            raise RunAgainCarefully from exc
         if aborted_by_server(exc):
             raise aborted() from exc
         if statement_cancelled(exc):
