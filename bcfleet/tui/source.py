@@ -33,6 +33,7 @@ from bcfleet.api.documents import (
     ServiceJson,
     TenantJson,
     UsageWindowJson,
+    WhoAmIJson,
 )
 from bcfleet.domain.compute_settings import (
     ChangeResult,
@@ -237,6 +238,10 @@ class FleetSource(Protocol):
     def deploy_service(self, service_id: str) -> ServiceJson: ...
 
     def undeploy_service(self, service_id: str) -> ServiceJson: ...
+
+    def whoami(self) -> WhoAmIJson:
+        """Whom the console acts as (iam.whoami): the header says it."""
+        ...
 
 
 def snapshot_of(body: Mapping[str, Any]) -> ComputeSnapshot:
@@ -498,3 +503,6 @@ class LocalSource:
 
     def undeploy_service(self, service_id: str) -> ServiceJson:
         return self.api.services.undeploy(self.credential, service_id)
+
+    def whoami(self) -> WhoAmIJson:
+        return self.api.iam.whoami(self.credential)
