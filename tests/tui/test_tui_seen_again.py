@@ -5,6 +5,7 @@ header saying whom the console acts as."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -96,3 +97,10 @@ def test_whom_the_header_names() -> None:
     assert acting_as(operator) == "as operator (root admin)"
     bob = {"tenantId": "acme", "role": "member", "principal": "bob", "operator": False}
     assert acting_as(bob) == "as bob (acme member)"
+
+
+async def test_over_http_the_header_names_the_tokens_principal(remote: Any) -> None:
+    app = make_app(remote)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert "as ops (root admin)" in screen_text(app)[0]
