@@ -141,7 +141,8 @@ class FleetApp(App[None]):
             said = acting_as(self.source.whoami())
         except Exception:  # noqa: BLE001 - the header says it once the source answers
             return
-        self.call_from_thread(self._know_identity, said)
+        if self.is_running:
+            self.call_from_thread(self._know_identity, said)
 
     def _know_identity(self, said: str) -> None:
         self.identity = said
@@ -150,14 +151,14 @@ class FleetApp(App[None]):
                 screen.update_title()
 
     def _tick(self) -> None:
-        if self.identity is None:
-            self._learn_identity()
         try:
             screen = self.screen
         except ScreenStackError:  # exiting, or between modes: nothing on screen to refresh
             return
         if isinstance(screen, ViewScreen):
             screen.tick()
+            if self.identity is None:  # the source had not answered yet (a server down)
+                self._learn_identity()
 
     def view_names(self) -> list[str]:
         return [view.name for view in VIEWS] + ["quit"]
@@ -193,15 +194,18 @@ class FleetApp(App[None]):
         here = self.current_mode
         self.go(Place(here, base.filter_now() if base else "", (host_id, name)))
 
-    def go(self, place: Place, *, keep_filter: bool = False, record: bool = True) -> None:
+    def go(self, place: Place, *, keep_filter: bool = False, step: int = 0) -> None:
         """Show a place: its view (the one left may ask first), its filter, its host page.
 
-        keep_filter: the view keeps the filter it has (a view switched to by name)."""
+        keep_filter: the view keeps the filter it has (a view switched to by name); step: the
+        place is `step` places back or forward in the history, not a new one."""
 
         def arrive() -> None:
             base = self._base_view()
             if base is not None:
                 self.history.note_filter(base.filter_now())
+            if step:
+                self.history.step(step)
             self._switch_to(place.view)
             view = self._base_view()
             reached = place
@@ -213,7 +217,7 @@ class FleetApp(App[None]):
                 from bcfleet.tui.screens.host_detail import HostDetail
 
                 self.push_screen(HostDetail(*place.host))
-            if record:
+            if not step:
                 self.history.visit(reached)
 
         screen = self.screen
@@ -229,17 +233,14 @@ class FleetApp(App[None]):
 
     def action_history(self, by: int) -> None:
         """`[` back, `]` forward through the places visited, each with its filter."""
-        base = self._base_view()
-        if base is not None:
-            self.history.note_filter(base.filter_now())
-        place = self.history.step(by)
-        if place is None:
+        target = self.history.ahead(by)
+        if target is None:
             self.notify(
                 "Nothing further back." if by < 0 else "Nothing further forward.",
                 title="History",
             )
             return
-        self.go(place, record=False)
+        self.go(self.history.places[target], step=by)  # a view left with edits may say no
 
     def _switch_to(self, name: str) -> None:
         self.switch_mode(name)

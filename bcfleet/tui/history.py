@@ -59,10 +59,15 @@ class History:
         if current is not None and current.filter != text:
             self.places[self.index] = replace(current, filter=text)
 
+    def ahead(self, by: int) -> int | None:
+        """The index of the place `by` steps back (-1) or forward (+1); None at either end."""
+        target = self.index + by
+        return target if self.places and 0 <= target < len(self.places) else None
+
     def step(self, by: int) -> Place | None:
         """The place `by` steps back (-1) or forward (+1), now current; None at either end."""
-        target = self.index + by
-        if not self.places or not 0 <= target < len(self.places):
+        target = self.ahead(by)
+        if target is None:
             return None
         self.index = target
         return self.places[target]

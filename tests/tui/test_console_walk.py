@@ -14,8 +14,9 @@ later is walked without a word here. For each key, in a Pilot session of that si
 moves when any other connection commits a change to the file.
 
 Every run walks a seeded sample that still holds every view, every action (a binding's action),
-each size, each colour and each of the four sessions (tests/support/sampling.py; the seed is
-BCFLEET_WALK_SEED); BCFLEET_FULL_SUITE=1 walks every case (the test marked `full`).
+and each size with each colour (tests/support/sampling.py; the seed is BCFLEET_WALK_SEED);
+BCFLEET_FULL_SUITE=1 walks every case (the test marked `full`). A session is one colour, resized
+from one size to the other.
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ def classes(case: Case) -> Iterable[Hashable]:
         ("action", case.action),
         ("size", case.size),
         ("colour", case.colour),
-        ("session", case.size, case.colour),
+        ("size and colour", case.size, case.colour),
     )
 
 
@@ -173,7 +174,8 @@ def invariants(fleet: Fleet, case: Case) -> None:
 
 
 async def walk(fleet_db: Path, cases: list[Case], monkeypatch: pytest.MonkeyPatch) -> None:
-    """One Pilot session of the cases' size and colour, each case from its view's list."""
+    """One Pilot session of the cases' colour, resized to each case's size (they come grouped
+    by size), each case from its view's list."""
     size, colour = cases[0].size, cases[0].colour
     if colour:
         monkeypatch.delenv("NO_COLOR", raising=False)
@@ -185,6 +187,10 @@ async def walk(fleet_db: Path, cases: list[Case], monkeypatch: pytest.MonkeyPatc
     async with app.run_test(size=size) as pilot:
         await settle(pilot)
         for case in cases:
+            if case.size != size:
+                size = case.size
+                await pilot.resize_terminal(*size)
+                await settle(pilot)
             await arrive(pilot, case.view)
             before = watch.version()
             asked = await press(pilot, case)
@@ -204,15 +210,17 @@ async def walk(fleet_db: Path, cases: list[Case], monkeypatch: pytest.MonkeyPatc
 
 
 def sessions(cases: list[Case]) -> list[Any]:
-    grouped: dict[tuple[tuple[int, int], bool], list[Case]] = {}
+    """One Pilot session per colour (NO_COLOR is read when the app starts); inside it the cases
+    of one size, then the other, each view's keys one after another (fewer switches)."""
+    grouped: dict[bool, list[Case]] = {}
     for case in cases:
-        grouped.setdefault((case.size, case.colour), []).append(case)
+        grouped.setdefault(case.colour, []).append(case)
     order = {view.name: index for index, view in enumerate(VIEWS)}
-    for group in grouped.values():  # each view's keys one after another: fewer switches
-        group.sort(key=lambda case: order[case.view])
+    for group in grouped.values():
+        group.sort(key=lambda case: (case.size, order[case.view]))
     return [
-        pytest.param(group, id=f"{s[0]}x{s[1]}-{'colour' if c else 'nocolor'}")
-        for (s, c), group in grouped.items()
+        pytest.param(group, id="colour" if colour else "nocolor")
+        for colour, group in grouped.items()
     ]
 
 
