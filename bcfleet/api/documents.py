@@ -70,6 +70,17 @@ class TokenJson(TypedDict):
     replaces: NotRequired[str]
 
 
+class WhoAmIJson(TypedDict):
+    """Who a credential acts as: the tenant and role, and the principal a token belongs to
+    (None for the local operator, who is root's admin without a token)."""
+
+    tenantId: str
+    role: str
+    principal: str | None
+    principalId: str | None
+    operator: bool
+
+
 class TokenInfoJson(TypedDict):
     """A token as listed: never the token or its hash."""
 

@@ -24,6 +24,7 @@ from bcfleet.api.documents import (
     TokenJson,
     TokenPageJson,
     TokenRevokedJson,
+    WhoAmIJson,
 )
 from bcfleet.api.lookup import find_host, get_tenant
 from bcfleet.api.views import principal_json
@@ -119,6 +120,20 @@ def check_bounds(tenant_id: str, author_role: str, statements: list[dict[str, An
 
 
 class IamAPI(Area):
+    def whoami(self, credential: Credential | None) -> WhoAmIJson:
+        """Who the credential acts as (any live token may ask; the local operator is root's
+        admin): what the console's header and `GET /v1/whoami` say."""
+        with self.fleet.read() as session:
+            actor = self.actor(session, credential, None)
+            principal = session.get(Principal, actor.principal_id) if actor.principal_id else None
+            return {
+                "tenantId": actor.tenant_id,
+                "role": actor.role,
+                "principal": principal.name if principal is not None else None,
+                "principalId": actor.principal_id,
+                "operator": actor.operator,
+            }
+
     def create_principal(
         self,
         credential: Credential | None,

@@ -8,19 +8,21 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from textual import events
+from textual import events, work
 from textual.app import App, ScreenStackError, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.filter import LineFilter, Monochrome
 from textual.screen import Screen
 
 from bcfleet.tui.contrast import ReadableText
+from bcfleet.tui.history import History, Place
 from bcfleet.tui.key_order import KeyOrder
 from bcfleet.tui.screens.base import ViewScreen
 from bcfleet.tui.screens.confirm import Confirm
 from bcfleet.tui.screens.help import HelpScreen, keys_table, views_table
 from bcfleet.tui.source import FleetSource
 from bcfleet.tui.views import VIEWS, find_view
+from bcfleet.tui.widgets.bars import acting_as
 from bcfleet.tui.widgets.prompt import Prompt
 
 QUIT = "Quit"
@@ -81,6 +83,10 @@ class FleetApp(App[None]):
         self.opened: weakref.WeakSet[ViewScreen] = weakref.WeakSet()
         """Every view shown so far (each mode keeps its own), asked for unsaved edits on quit."""
         self.keys = KeyOrder(self, super().on_event)
+        self.history = History()
+        """The places visited: `[` and `]` walk it (history.py)."""
+        self.identity: str | None = None
+        """Whom the console acts as, in the header's words (None until the source said)."""
 
     async def on_event(self, event: events.Event) -> None:
         """Each key as it is read goes through KeyOrder (key_order.py); Ctrl+C quits at once."""
@@ -113,6 +119,8 @@ class FleetApp(App[None]):
         if self.freeze_heap:
             freeze_heap()  # the modules, the fleet's mappings, the app: they live as long as we do
         self.switch_mode(self.start)
+        self.history.visit(Place(self.start))
+        self._learn_identity()
         if self.refresh_seconds > 0:
             self.set_interval(self.refresh_seconds, self._tick)
 
@@ -126,6 +134,22 @@ class FleetApp(App[None]):
             self._frozen_after_load = True
             self.call_after_refresh(freeze_heap)
 
+    @work(thread=True, group="identity", exclusive=True, exit_on_error=False)
+    def _learn_identity(self) -> None:
+        """Ask the source whom the console acts as (once; again on a tick until it answers)."""
+        try:
+            said = acting_as(self.source.whoami())
+        except Exception:  # noqa: BLE001 - the header says it once the source answers
+            return
+        if self.is_running:
+            self.call_from_thread(self._know_identity, said)
+
+    def _know_identity(self, said: str) -> None:
+        self.identity = said
+        for screen in self.screen_stack:
+            if isinstance(screen, ViewScreen) and screen.is_mounted:
+                screen.update_title()
+
     def _tick(self) -> None:
         try:
             screen = self.screen
@@ -133,6 +157,8 @@ class FleetApp(App[None]):
             return
         if isinstance(screen, ViewScreen):
             screen.tick()
+            if self.identity is None:  # the source had not answered yet (a server down)
+                self._learn_identity()
 
     def view_names(self) -> list[str]:
         return [view.name for view in VIEWS] + ["quit"]
@@ -154,11 +180,67 @@ class FleetApp(App[None]):
 
         The view left may ask first (the Compute tab with unsaved edits).
         """
+        self.go(Place(name), keep_filter=True)
+
+    # -- drill-downs and the history (history.py) -----------------------------------------------
+
+    def drill(self, view: str, filter_text: str) -> None:
+        """Enter on a row that leads to another view: that view, filtered to the row's objects."""
+        self.go(Place(view, filter_text))
+
+    def open_host(self, host_id: str, name: str) -> None:
+        """Enter on a host (or on what sits on one): the host's page over the current view."""
+        base = self._base_view()
+        here = self.current_mode
+        self.go(Place(here, base.filter_now() if base else "", (host_id, name)))
+
+    def go(self, place: Place, *, keep_filter: bool = False, step: int = 0) -> None:
+        """Show a place: its view (the one left may ask first), its filter, its host page.
+
+        keep_filter: the view keeps the filter it has (a view switched to by name); step: the
+        place is `step` places back or forward in the history, not a new one."""
+
+        def arrive() -> None:
+            base = self._base_view()
+            if base is not None:
+                self.history.note_filter(base.filter_now())
+            if step:
+                self.history.step(step)
+            self._switch_to(place.view)
+            view = self._base_view()
+            reached = place
+            if view is not None and keep_filter:
+                reached = Place(place.view, view.filter_now(), place.host)
+            elif view is not None:
+                view.restore_filter(place.filter)
+            if place.host is not None:
+                from bcfleet.tui.screens.host_detail import HostDetail
+
+                self.push_screen(HostDetail(*place.host))
+            if not step:
+                self.history.visit(reached)
+
         screen = self.screen
-        if name != self.current_mode and isinstance(screen, ViewScreen):
-            screen.leave(lambda: self._switch_to(name))
+        if place.view != self.current_mode and isinstance(screen, ViewScreen):
+            screen.leave(arrive)
         else:
-            self._switch_to(name)
+            arrive()
+
+    def _base_view(self) -> ViewScreen | None:
+        """The view at the bottom of the current mode's stack (under any drill-down)."""
+        stack = self.screen_stack
+        return stack[0] if stack and isinstance(stack[0], ViewScreen) else None
+
+    def action_history(self, by: int) -> None:
+        """`[` back, `]` forward through the places visited, each with its filter."""
+        target = self.history.ahead(by)
+        if target is None:
+            self.notify(
+                "Nothing further back." if by < 0 else "Nothing further forward.",
+                title="History",
+            )
+            return
+        self.go(self.history.places[target], step=by)  # a view left with edits may say no
 
     def _switch_to(self, name: str) -> None:
         self.switch_mode(name)

@@ -12,6 +12,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
+from rich.cells import cell_len, set_cell_size
 from rich.text import Text
 
 from bcfleet.clock import parse_time
@@ -141,6 +142,25 @@ def short_id(rid: str) -> str:
 def croppable(text: str, style: str = "") -> Text:
     """A cell of free text that ends in '…' where a narrow screen crops it (Enter shows it all)."""
     return Text(text, style=style, overflow="ellipsis")
+
+
+def crop_words(text: str, width: int) -> str:
+    """The text in at most `width` cells, cut after a whole word or id and ended with '…'
+    ('rsv_…gprcf5 globex spot until 11-30 10:02, rsv_…w9hdv3 acme' → '…, rsv_…w9hdv3 acme…'
+    never '…, rsv_…w9'); a first word longer than the width is cut where it must be."""
+    if cell_len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    kept = ""
+    for word in text.split(" "):
+        longer = f"{kept} {word}" if kept else word
+        if cell_len(longer) + 1 > width:
+            break
+        kept = longer
+    if not kept:
+        return set_cell_size(text, width - 1) + "…"
+    return kept.rstrip(",;") + "…"
 
 
 def plain(value: Cell) -> str:

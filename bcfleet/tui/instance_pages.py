@@ -19,6 +19,7 @@ from bcfleet.domain.bounds import PAGE_MAX
 from bcfleet.domain.instance_query import SEARCH_MAX, InstanceQuery
 from bcfleet.domain.states import InstanceState
 from bcfleet.errors import NotFoundError
+from bcfleet.tui.history import exact_value
 from bcfleet.tui.source import FleetSource, InstanceRowJson
 from bcfleet.tui.widgets.table_rows import Column
 
@@ -61,6 +62,7 @@ def server_query(
     for term in text.split():
         name, sep, value = term.partition(":")
         field = FILTERS.get(name.lower()) if sep else None
+        value = exact_value(value) or value  # a drill-down's 'tenant:~^acme$' is tenant acme
         exact = value and not value.startswith(("~", "!")) and field not in fields
         if field is not None and exact and (field != "state" or value.lower() in STATES):
             fields[field] = value.lower() if field == "state" else value

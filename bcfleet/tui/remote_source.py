@@ -27,6 +27,7 @@ from bcfleet.api.documents import (
     TenantJson,
     UsagePageJson,
     UsageWindowJson,
+    WhoAmIJson,
 )
 from bcfleet.client.fleet_client import FleetClient
 from bcfleet.domain.compute_settings import (
@@ -322,6 +323,10 @@ class RemoteSource(RemoteAdmin):
         answer: ServiceJson = self.client.request(
             "POST", f"/v1/services/{_segment(service_id)}/undeploy"
         )
+        return answer
+
+    def whoami(self) -> WhoAmIJson:
+        answer: WhoAmIJson = self.client.request("GET", "/v1/whoami")
         return answer
 
 

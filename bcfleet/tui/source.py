@@ -34,6 +34,7 @@ from bcfleet.api.documents import (
     ServiceJson,
     TenantJson,
     UsageWindowJson,
+    WhoAmIJson,
 )
 from bcfleet.domain.compute_settings import (
     ChangeResult,
@@ -247,6 +248,10 @@ class FleetSource(AdminSource, Protocol):
     def deploy_service(self, service_id: str) -> ServiceJson: ...
 
     def undeploy_service(self, service_id: str) -> ServiceJson: ...
+
+    def whoami(self) -> WhoAmIJson:
+        """Whom the console acts as (iam.whoami): the header says it."""
+        ...
 
 
 def snapshot_of(body: Mapping[str, Any]) -> ComputeSnapshot:
@@ -570,3 +575,6 @@ class LocalSource(LocalAdmin):
 
     def undeploy_service(self, service_id: str) -> ServiceJson:
         return self.api.services.undeploy(self.credential, service_id)
+
+    def whoami(self) -> WhoAmIJson:
+        return self.api.iam.whoami(self.credential)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bcfleet.tui.screens.detail import DetailScreen
+from bcfleet.tui.screens.base import DrillDown
 from bcfleet.tui.screens.host_detail import HostDetail
 from bcfleet.tui.screens.hosts import HostsView
 from bcfleet.tui.screens.reservations import ReservationsView
@@ -94,9 +94,9 @@ async def test_q_leaves_a_reservations_detail_too(fleet_db: Path) -> None:
     app, _ = local_app(fleet_db, start="reservations")
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        await pilot.press("enter")
+        await pilot.press("enter")  # the first row's host, or the row described
         await settle(pilot)
-        assert isinstance(app.screen, DetailScreen)
+        assert isinstance(app.screen, DrillDown)
         await pilot.press("q")
         await settle(pilot)
         assert isinstance(app.screen, ReservationsView)

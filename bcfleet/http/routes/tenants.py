@@ -12,6 +12,7 @@ from bcfleet.api.documents import (
     TokenJson,
     TokenPageJson,
     TokenRevokedJson,
+    WhoAmIJson,
 )
 from bcfleet.domain.bounds import TENANT_ID, TENANT_NAME_MAX
 from bcfleet.domain.policy import AGENT, ROLES
@@ -51,7 +52,12 @@ SCHEMAS = {
     "TokenRotate": obj({"expiresIn": LIFETIME}, required=[]),
     **document_schemas((TokenJson, TokenInfoJson, TokenPageJson)),
     **document_schemas((TokenRevokedJson,)),
+    **document_schemas((WhoAmIJson,)),
 }
+
+
+def whoami(call: Call) -> Any:
+    return call.api.iam.whoami(call.token)
 
 
 def list_tenants(call: Call) -> Any:
@@ -95,6 +101,15 @@ def rotate_token(call: Call) -> Any:
 
 
 OPERATIONS = [
+    Operation(
+        "GET",
+        "/v1/whoami",
+        "iam.whoami",
+        "Who the token acts as: its tenant, role and principal",
+        TAG,
+        whoami,
+        response="WhoAmI",
+    ),
     Operation(
         "GET",
         "/v1/tenants",

@@ -51,6 +51,9 @@ class ViewScreen(Screen[None]):
         Binding("r", "reload", "Refresh"),
         Binding("escape", "back", "Back (leaves a field; clears filter, then marks)", show=False),
         Binding("colon", "command", "Switch view by name (Tab completes)", show=False),
+        Binding("y", "copy_id", "Copy the id of the row (or of the object shown)", show=False),
+        Binding("left_square_bracket", "app.history(-1)", "Back in history", show=False),
+        Binding("right_square_bracket", "app.history(1)", "Forward in history", show=False),
     ]
 
     class Loaded(Message):
@@ -119,6 +122,8 @@ class ViewScreen(Screen[None]):
 
     def update_title(self) -> None:
         where, trouble = self.source.describe(), self.freshness.trouble
+        if self.fleet_app.identity:  # whom the console acts as, before where
+            where = f"{self.fleet_app.identity} · {where}"
         for bar in self.query(TitleBar):
             bar.show(self.crumbs(), where, self.fleet_app.read_only, trouble)
 
@@ -362,6 +367,29 @@ class ViewScreen(Screen[None]):
     def focus_body(self) -> None:
         """Give the focus back to the view's main widget, at once (not after the queued keys)."""
         self.focus_next()
+
+    # -- history and copy (app.py keeps the places; history.py) ---------------------------------
+
+    def filter_now(self) -> str:
+        """The view's filter, noted in the history when the view is left ("" without one)."""
+        return ""
+
+    def restore_filter(self, text: str) -> None:
+        """Back at a place of the history, or drilled into: the view filters by `text`."""
+        del text
+
+    def id_to_copy(self) -> str | None:
+        """What y copies: the id of the row under the cursor, or of the object shown."""
+        return None
+
+    def action_copy_id(self) -> None:
+        """y: the id to the terminal's clipboard (OSC 52), said in a notice."""
+        text = self.id_to_copy()
+        if not text:
+            self.notify("No id to copy here.", title="Copy", severity="warning")
+            return
+        self.app.copy_to_clipboard(text)
+        self.notify(f"copied {text}", title="Copy")
 
 
 class DrillDown(ViewScreen):

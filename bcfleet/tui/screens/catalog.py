@@ -14,6 +14,7 @@ from rich.text import Text
 from bcfleet.domain.scalars import SCALARS
 from bcfleet.tui.actions import actions_for
 from bcfleet.tui.format import DASH, DIM_DASH, Cell, age, croppable, ratio_text, usage_cell
+from bcfleet.tui.history import exactly
 from bcfleet.tui.screens.objects import ObjectsView, key_of
 from bcfleet.tui.widgets.keyed_table import Column, Row
 
@@ -56,7 +57,8 @@ class PoolsView(ObjectsView):
     TITLE = "Pools"
     ABOUT = (
         "Every pool you may see: its kind, owner, GPU model, overcommit (vCPU/memory/disk) "
-        "and the tenants it is offered to. Enter or d describes it, with its FleetConfig YAML."
+        "and the tenants it is offered to. Enter shows its hosts (the Hosts view filtered to "
+        "it; [ comes back); d describes it, with its FleetConfig YAML."
     )
     COLUMNS = POOL_COLUMNS
     NOUN = ("pool", "pools")
@@ -64,6 +66,12 @@ class PoolsView(ObjectsView):
     KIND = "pool"
     READ = "pools"
     row_of = staticmethod(pool_row)
+
+    def open_row(self, key: str) -> None:
+        """Enter: the pool's hosts, as k9s drills from a deployment to its pods."""
+        pool = self.item(key)
+        if pool is not None:
+            self.fleet_app.drill("hosts", exactly("pool", str(pool["name"])))
 
 
 def flavor_row(flavor: Mapping[str, Any], now: datetime) -> Row:
@@ -120,7 +128,10 @@ def tenant_row(tenant: Mapping[str, Any], now: datetime) -> Row:
 
 class TenantsView(ObjectsView):
     TITLE = "Tenants"
-    ABOUT = "Every tenant you may see, and how long ago it was made. Enter or d describes it."
+    ABOUT = (
+        "Every tenant you may see, and how long ago it was made. Enter shows its instances "
+        "(the Instances view filtered to it; [ comes back); d describes it."
+    )
     COLUMNS = (
         Column("id", "ID", name=True),
         Column("name", "NAME", name=True),
@@ -131,6 +142,10 @@ class TenantsView(ObjectsView):
     KIND = "tenant"
     READ = "tenants"
     row_of = staticmethod(tenant_row)
+
+    def open_row(self, key: str) -> None:
+        """Enter: the tenant's instances."""
+        self.fleet_app.drill("instances", exactly("tenant", key))
 
 
 def quota_cell(used: int, limit: int | None) -> tuple[Cell, float]:

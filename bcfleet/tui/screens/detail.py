@@ -74,3 +74,7 @@ class DetailScreen(DrillDown):
 
     def focus_body(self) -> None:
         self.set_focus(self.query_one("#detail"))
+
+    def id_to_copy(self) -> str | None:
+        found = self.data.get("id") if isinstance(self.data, Mapping) else None
+        return str(found) if found else None

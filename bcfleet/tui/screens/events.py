@@ -11,7 +11,9 @@ from textual.app import SystemCommand
 from textual.binding import Binding, BindingType
 
 from bcfleet.clock import parse_time
+from bcfleet.domain.bounds import PAGE_MAX
 from bcfleet.domain.pages import EVENTS
+from bcfleet.errors import FleetError
 from bcfleet.tui.format import DASH, croppable, short_id
 from bcfleet.tui.screens.table import TableView
 from bcfleet.tui.widgets.keyed_table import Column, Row
@@ -51,20 +53,46 @@ def type_style(event_type: str) -> str:
     return ""
 
 
-def subject_text(event: Mapping[str, Any]) -> str:
-    """The subject by the name the event carries ('fra-07'), else its id shortened ('rsv_…3x9k')."""
+def carried_name(event: Mapping[str, Any]) -> str | None:
+    """The name the event's data carries (hosts, flavors, services do), if any."""
     data = event.get("data") or {}
     name = data.get("name") if isinstance(data, Mapping) else None
+    return name if isinstance(name, str) and name else None
+
+
+def subject_text(event: Mapping[str, Any], names: Mapping[str, str] | None = None) -> str:
+    """The subject by the name the event carries ('fra-07'), else by the name looked up for its
+    id (an instance's), else its id shortened ('rsv_…3x9k', as the Reservations list's ID)."""
+    name = carried_name(event)
     subject = event.get("subjectId")
-    if isinstance(name, str) and name:
+    if name:
         return name
+    if subject and names and subject in names:
+        return names[str(subject)]
     return short_id(str(subject)) if subject else DASH
 
 
-def event_row(event: Mapping[str, Any]) -> Row:
+NAMED_BY_LOOKUP = ("ins_",)
+"""Subjects whose events carry no name, named by the object's own (instances; reservations have
+no name and keep their short id)."""
+LOOKUPS_PER_FETCH = 20
+"""Subjects looked up one by one per fetch, past those the instances page named."""
+
+
+def unnamed_subjects(items: Iterable[Mapping[str, Any]], known: Mapping[str, str]) -> list[str]:
+    """The subject ids that want a looked-up name and have none yet, newest first."""
+    found: dict[str, None] = {}
+    for event in reversed(list(items)):
+        subject = str(event.get("subjectId") or "")
+        if subject.startswith(NAMED_BY_LOOKUP) and subject not in known and not carried_name(event):
+            found[subject] = None
+    return list(found)
+
+
+def event_row(event: Mapping[str, Any], names: Mapping[str, str] | None = None) -> Row:
     at = parse_time(event["at"]).strftime("%m-%d %H:%M:%S")
     kind = Text(event["type"], style=type_style(event["type"]))
-    subject = subject_text(event)
+    subject = subject_text(event, names)
     data = data_text(event.get("data") or {})
     return Row(
         key=str(event["seq"]),
@@ -101,9 +129,12 @@ class EventsView(TableView):
         super().__init__()
         self.tail: dict[int, Mapping[str, Any]] = {}
         self.cursor: int | None = None
+        self.names: dict[str, str] = {}
+        """Instance names by id, looked up in the worker (events carry no instance name)."""
 
     def fetch(self) -> Any:
-        """Every event after the cursor (the whole log on the first fetch), oldest first."""
+        """Every event after the cursor (the whole log on the first fetch), oldest first; and
+        the names of the instances they are about, looked up once each."""
         items: list[Mapping[str, Any]] = []
         cursor = self.cursor
         while True:
@@ -111,8 +142,28 @@ class EventsView(TableView):
             items.extend(page["items"])
             items = items[-KEEP:]
             if len(page["items"]) < PAGE or page["cursor"] == cursor:
+                self._look_up_names(items)
                 return items, page["cursor"]
             cursor = page["cursor"]
+
+    def _look_up_names(self, items: list[Mapping[str, Any]]) -> None:
+        """Name the instances the events are about: the newest page of instances first (one
+        read), then a few one by one; one that cannot be read keeps its short id."""
+        wanted = unnamed_subjects(items, self.names)
+        if not wanted:
+            return
+        listed, _total = self.source.instances_page(PAGE_MAX)
+        named = {str(i["id"]): str(i.get("name") or short_id(str(i["id"]))) for i in listed}
+        for subject in wanted:
+            if subject in named:
+                self.names[subject] = named[subject]
+        for subject in [w for w in wanted if w not in named][:LOOKUPS_PER_FETCH]:
+            try:
+                instance = self.source.instance(subject)
+            except FleetError:  # gone, or not visible: its short id stays
+                self.names[subject] = short_id(subject)
+                continue
+            self.names[subject] = str(instance.get("name") or short_id(subject))
 
     def show(self, data: Any) -> None:
         items, cursor = data
@@ -128,7 +179,8 @@ class EventsView(TableView):
             self.table.move_cursor(row=0, scroll=True)
 
     def rows(self, _data: Any) -> Iterable[Row]:
-        return (event_row(self.tail[seq]) for seq in sorted(self.tail, reverse=True))
+        names = self.names
+        return (event_row(self.tail[seq], names) for seq in sorted(self.tail, reverse=True))
 
     def open_row(self, key: str) -> None:
         from bcfleet.tui.screens.detail import DetailScreen

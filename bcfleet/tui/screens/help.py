@@ -30,6 +30,8 @@ KEY_NAMES = {
     "space": "Space",
     "plus": "+",
     "minus": "-",
+    "left_square_bracket": "[",
+    "right_square_bracket": "]",
 }
 
 

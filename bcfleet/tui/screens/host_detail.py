@@ -23,7 +23,16 @@ from textual.widgets import DataTable, Static
 from bcfleet.domain.inventory_age import inventory_stale
 from bcfleet.domain.numa import size_label
 from bcfleet.domain.shapes import Inventory
-from bcfleet.tui.format import DASH, age, cpulist, parse_stamp, ratio_text, short_id, short_time
+from bcfleet.tui.format import (
+    DASH,
+    age,
+    cpulist,
+    crop_words,
+    parse_stamp,
+    ratio_text,
+    short_id,
+    short_time,
+)
 from bcfleet.tui.screens.base import DrillDown
 from bcfleet.tui.screens.reservations import day_time
 from bcfleet.tui.source import NotAvailable
@@ -102,6 +111,23 @@ def gpu_rows(
             (gpu["pciAddress"], gpu["model"], "unknown" if node is None else str(node), booked)
         )
     return rows
+
+
+GPU_COLUMNS = ("PCI", "MODEL", "NODE", "HELD BY")
+HELD_BY_MARGIN = 6
+"""Cells of a host's page that are not the GPU table's: its indent, the scrollbar, a spare."""
+
+
+def held_by_fitted(rows: list[tuple[str, ...]], width: int) -> list[tuple[str, ...]]:
+    """The GPU rows with HELD BY cropped after a whole booking word or id to what the other
+    columns leave of `width` (each column takes its widest cell and one cell each side)."""
+    if not rows:
+        return rows
+    others = sum(
+        max(len(GPU_COLUMNS[i]), *(len(r[i]) for r in rows)) + 2 for i in range(len(rows[0]) - 1)
+    )
+    room = max(width - others - 2, len(GPU_COLUMNS[-1]))
+    return [(*row[:-1], crop_words(row[-1], room)) for row in rows]
 
 
 def starts_later(booking: Mapping[str, Any], now: datetime) -> bool:
@@ -215,7 +241,7 @@ class HostDetail(DrillDown):
     def on_mount(self) -> None:
         for table_id, columns in (
             ("#numa", ("NODE", "CPUS", "ISOLATED", "RESERVED", "MEM GiB", "HUGE PAGES FREE")),
-            ("#gpus", ("PCI", "MODEL", "NODE", "HELD BY")),
+            ("#gpus", GPU_COLUMNS),
             ("#guests", ("GUEST", "FLAVOR", "CPUS", "NODES", "DEGRADED")),
         ):
             self.query_one(table_id, DataTable).add_columns(*columns)
@@ -239,6 +265,9 @@ class HostDetail(DrillDown):
     def show(self, data: Any) -> None:
         host, guests, bookings = data
         now = self.now or self.source.now()
+        if host.get("name") and host["name"] != self.host_name:  # opened by id (a reservation's)
+            self.host_name = str(host["name"])
+            self.update_title()
         inventory = host.get("inventory")
         reserved = host.get("reservedCpus") or []
         reported, seconds = age(host.get("inventoryReportedAt"), now)
@@ -268,7 +297,10 @@ class HostDetail(DrillDown):
         )
         self._fill(
             "#gpus",
-            gpu_rows(inventory, guests, bookings, now) if inventory else [],
+            held_by_fitted(
+                gpu_rows(inventory, guests, bookings, now) if inventory else [],
+                self.size.width - HELD_BY_MARGIN,
+            ),
             "#gpus-note",
             "none" if inventory else unknown,
         )
@@ -277,6 +309,11 @@ class HostDetail(DrillDown):
         self._fill("#guests", guest_rows(ordered), "#guests-note", "none", keys=list(self.guests))
         if guests is None:
             self.query_one("#guests-note", Static).update("not available in this build")
+
+    def on_resize(self) -> None:
+        """The HELD BY cells are cropped to the width: crop them again to the new one."""
+        if self.data is not None:
+            self.show(self.data)
 
     def _fill(
         self,
@@ -325,3 +362,6 @@ class HostDetail(DrillDown):
 
     def focus_body(self) -> None:
         self.set_focus(self.query_one("#detail"))
+
+    def id_to_copy(self) -> str | None:
+        return self.host_id

@@ -151,9 +151,7 @@ class HostsView(TableView):
     def open_row(self, key: str) -> None:
         host = self._host(key)
         if host is not None:
-            from bcfleet.tui.screens.host_detail import HostDetail
-
-            self.app.push_screen(HostDetail(host["id"], host["name"]))
+            self.fleet_app.open_host(host["id"], host["name"])
 
     def action_open(self) -> None:
         if self.table.cursor_key is not None:

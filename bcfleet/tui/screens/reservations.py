@@ -27,8 +27,10 @@ COLUMNS = (
     Column("reason", "REASON", crop_to=12),
 )
 
+PREEMPTED = "preempted"
+"""What the console calls a spot reservation running out its notice (shown_state)."""
 STATE_ORDER: dict[str, int] = {
-    "preempted": 0,
+    PREEMPTED: 0,
     ReservationState.PENDING: 1,
     ReservationState.PLACED: 2,
     ReservationState.BINDING: 3,
@@ -64,12 +66,25 @@ def deadline_of(reservation: Mapping[str, Any]) -> str | None:
     )
 
 
-def state_cell(reservation: Mapping[str, Any], deadline: str | None) -> Text:
-    """The state, except 'preempted' for spot work running out its notice (REASON says by whom)."""
+def shown_state(reservation: Mapping[str, Any]) -> str:
+    """The state the console shows, in the list and in describe alike: 'preempted' for spot
+    work running out its notice (stored as placed, binding or active until its deadline; REASON
+    says by whom), else the stored state."""
     state = str(reservation.get("state", DASH))
-    if deadline and state != ReservationState.RELEASED:
-        return Text("preempted", style="bold red")
-    style = STATE_STYLE.get(state, "")
+    if deadline_of(reservation) and state != ReservationState.RELEASED:
+        return PREEMPTED
+    return state
+
+
+def state_in_full(reservation: Mapping[str, Any]) -> str:
+    """Describe's state: the shown state, and the stored one when they differ."""
+    shown, stored = shown_state(reservation), str(reservation.get("state", DASH))
+    return shown if shown == stored else f"{shown} ({stored} until its deadline)"
+
+
+def state_cell(reservation: Mapping[str, Any]) -> Text:
+    state = shown_state(reservation)
+    style = "bold red" if state == PREEMPTED else STATE_STYLE.get(state, "")
     return Text(state, style=style)
 
 
@@ -123,7 +138,7 @@ def reservation_row(reservation: Mapping[str, Any], pools: Mapping[str, str], no
     gpus = gpu_count(reservation)
     nodes = int(reservation.get("nodes") or 1)
     kind = Text("spot", style="cyan") if reservation.get("spot") else Text("regular")
-    state = state_cell(reservation, deadline)
+    state = state_cell(reservation)
     pool = pools.get(reservation.get("poolId", ""), reservation.get("poolId", DASH))
     rid = reservation["id"]
     reason = reason_text(reservation)
@@ -175,20 +190,36 @@ class ReservationsView(TableView):
         "GPU reservations: pending ones with their counted reasons, spot or regular, their "
         "window (during), and WHEN counts down to what comes next: the deadline of a spot "
         "reservation being preempted, the start of a placed one, the end of an active one. "
-        "GPUS reads 4×2 for a gang of 4 GPUs on each of 2 nodes."
+        "GPUS reads 4×2 for a gang of 4 GPUs on each of 2 nodes. Enter opens the host it "
+        "holds GPUs on; d describes it."
     )
     COLUMNS = COLUMNS
     NOUN = ("reservation", "reservations")
     ACTIONS = actions_for("reservations")
 
     def open_row(self, key: str) -> None:
-        self.describe_row(key)
+        """Enter: the host the reservation holds GPUs on (the first of a gang's, said so); one
+        not placed on a host is described."""
+        reservation = self.item(key)
+        nodes = [str(n) for n in (reservation or {}).get("nodeIds") or ()]
+        if not nodes:
+            self.describe_row(key)
+            return
+        if len(nodes) > 1:
+            self.notify(
+                f"A gang on {len(nodes)} hosts: the first is shown; d describes the "
+                "reservation with every host.",
+                title="Reservation",
+            )
+        self.fleet_app.open_host(nodes[0], short_id(nodes[0]))
 
     def describe_doc(self, key: str, item: Mapping[str, Any]) -> Mapping[str, Any]:
         from bcfleet.tui.screens.describe import describe_object
 
         del item
-        return describe_object(self.source, "reservation", self.source.reservation(key))
+        reservation = self.source.reservation(key)
+        shown = describe_object(self.source, "reservation", reservation)
+        return {**shown, "state": state_in_full(reservation)}  # the list's rule, said in full
 
     def item(self, key: str) -> Any:
         reservations = self.data[0] if self.data else ()

@@ -44,8 +44,40 @@ class TableView(ActingView):
     KIND: ClassVar[str | None] = None
     """What the view's objects are called (declare.py's kinds: pool, flavor, …; instance, …)."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._arriving_filter: str | None = None
+        """A filter given before the table was mounted (a drill-down into a view not shown yet)."""
+
     def compose_body(self) -> ComposeResult:
         yield KeyedTable(self.COLUMNS, id="table")
+
+    def on_mount(self) -> None:  # after ViewScreen.on_mount (Textual calls each class's)
+        if self._arriving_filter is not None:
+            self.restore_filter(self._arriving_filter)
+
+    def filter_now(self) -> str:
+        if self._arriving_filter is not None or not self.is_mounted:
+            return self._arriving_filter or ""
+        return self.table.filter_text
+
+    def restore_filter(self, text: str) -> None:
+        if not self.query(KeyedTable):
+            self._arriving_filter = text
+            return
+        self._arriving_filter = None
+        if self.table.filter_text != text:
+            self.table.set_filter(text)
+            self.update_status()
+
+    def id_to_copy(self) -> str | None:
+        """The cursor row's object id (its key where the row has no id: a quota, a job)."""
+        key = self.table.cursor_key if self.query(KeyedTable) else None
+        if key is None:
+            return None
+        item = self.item(key)
+        found = item.get("id") if isinstance(item, Mapping) else None
+        return str(found or key)
 
     @property
     def table(self) -> KeyedTable:

@@ -7,13 +7,24 @@ the source fails; each is a word, with colour only repeating it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from rich.text import Text
 from textual.widgets import Static
 
 from bcfleet.tui.format import clock_time
+
+
+def acting_as(who: Mapping[str, Any]) -> str:
+    """Whom the console acts as, for the header: 'as operator (root admin)', 'as alice (acme
+    member)'."""
+    kind = f"{who.get('tenantId')} {who.get('role')}"
+    if who.get("operator"):
+        return f"as operator ({kind})"
+    return f"as {who.get('principal') or who.get('principalId') or '?'} ({kind})"
 
 
 class TitleBar(Static):
