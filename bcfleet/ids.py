@@ -62,6 +62,19 @@ class IdFactory:
         millis = int(at.timestamp() * 1000)
         return f"{prefix}_{ulid_text(millis.to_bytes(6, 'big') + self._entropy())}"
 
+    def new_many(self, prefix: str, at: datetime, count: int) -> list[str]:
+        """`count` new ids of one kind and time, as `count` calls of new() make them (a batch's)."""
+        if prefix not in PREFIXES:
+            raise ValueError(f"unknown id prefix {prefix!r}")
+        head = int(at.timestamp() * 1000).to_bytes(6, "big")
+        if self._random is None:
+            raw = os.urandom(10 * count)
+            entropies = [raw[i : i + 10] for i in range(0, 10 * count, 10)]
+        else:
+            with self._lock:  # the seeded stream in the order new() would take it
+                entropies = [self._random.randbytes(10) for _ in range(count)]
+        return [f"{prefix}_{ulid_text(head + entropy)}" for entropy in entropies]
+
 
 CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
 _PAIRS = tuple(a + b for a in CROCKFORD for b in CROCKFORD)  # every 10 bits as two letters
