@@ -54,21 +54,24 @@ class BulkInsert:
         sql, order, processors = self._for(connection.dialect, names)
         values = itemgetter(*order)
         # A value an earlier row had (the very object: a batch's shared shape, its one time,
-        # a placement document shared by its instances) is not processed again. The rows hold
-        # every value while this runs, so an id names one object throughout.
-        processed: list[tuple[int, Callable[[Any], Any], dict[int, Any]]] = [
-            (i, p, {}) for i, p in enumerate(processors) if p is not None
-        ]
-        args = []
-        for row in rows:
-            arg = list(values(row))
-            for i, process, done in processed:
-                key = id(arg[i])
-                out = done.get(key, _NONE)
-                if out is _NONE:
-                    out = done[key] = process(arg[i])
+        # a placement document shared by its instances) is not processed again: column by
+        # column, the row before's first, then any earlier row's. The rows hold every value
+        # while this runs, so an id names one object throughout.
+        args = [list(values(row)) for row in rows]
+        for i, process in enumerate(processors):
+            if process is None:
+                continue
+            done: dict[int, Any] = {}
+            last: Any = _NONE
+            out: Any = None
+            for arg in args:
+                value = arg[i]
+                if value is not last:
+                    last = value
+                    out = done.get(id(value), _NONE)
+                    if out is _NONE:
+                        out = done[id(value)] = process(value)
                 arg[i] = out
-            args.append(arg)
         cursor = connection.connection.cursor()
         try:
             cursor.executemany(sql, args)
