@@ -6,6 +6,7 @@ import os
 import threading
 import time
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Protocol, overload
 
 from bcfleet.errors import InvalidInputError
@@ -131,6 +132,11 @@ def format_time(value: datetime | None) -> str | None:
     """RFC 3339 UTC with a Z, seconds precision unless there are fractions."""
     if value is None:
         return None
+    return _formatted(value)
+
+
+@lru_cache(maxsize=256)  # a batch's rows and their answer share one time: formatted once
+def _formatted(value: datetime) -> str:
     utc = as_utc(value)
     text = utc.isoformat(timespec="milliseconds" if utc.microsecond else "seconds")
     return text.replace("+00:00", "Z")

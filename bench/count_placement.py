@@ -16,7 +16,12 @@ Instructions are not seconds: a change that adds cache misses can cost time the 
 not show. Use it beside bench_placement.py, not instead of it. Needs valgrind. Prints a JSON
 line last.
 
+With --batch N it counts placement in batches instead: bcfleet's instances.create_batch of N
+instances against the floor's place_many(N) (the same N rows in one transaction), --before and
+--placements then counting batches (defaults 1 and 4), and the figures are per instance.
+
     python bench/count_placement.py [--hosts 1000] [--before 50] [--placements 200] [--pg URL]
+    python bench/count_placement.py --batch 100 [--before 1] [--placements 4]
 """
 
 from __future__ import annotations
@@ -40,9 +45,10 @@ SIDES = ("bcfleet", "floor")
 _COLLECTED = re.compile(r"Collected : (\d+)")
 
 
-def place(side: str, hosts: int, count: int, pg: str | None = None) -> int:
+def place(side: str, hosts: int, count: int, pg: str | None = None, batch: int = 0) -> int:
     """In the counted child: a fresh pool of `hosts` (SQLite, or a scratch database beside the
-    PostgreSQL URL `pg`), then `count` placements; how many placed."""
+    PostgreSQL URL `pg`), then `count` placements (with `batch`: `count` batches of `batch`);
+    how many placed."""
     from bcfleet.store import wal_checkpoints
 
     kept = wal_checkpoints.EVERY_COMMITS, wal_checkpoints.BACKSTOP_PAGES
@@ -51,16 +57,16 @@ def place(side: str, hosts: int, count: int, pg: str | None = None) -> int:
     try:
         if pg is None:
             with tempfile.TemporaryDirectory() as tmp:
-                return _place(side, hosts, count, f"sqlite:///{tmp}/count.db")
+                return _place(side, hosts, count, f"sqlite:///{tmp}/count.db", batch)
         from bench.common import scratch_pg
 
         with scratch_pg(pg, "bcfleet_count") as url:
-            return _place(side, hosts, count, url)
+            return _place(side, hosts, count, url, batch)
     finally:
         wal_checkpoints.EVERY_COMMITS, wal_checkpoints.BACKSTOP_PAGES = kept
 
 
-def _place(side: str, hosts: int, count: int, url: str) -> int:
+def _place(side: str, hosts: int, count: int, url: str, batch: int = 0) -> int:
     sqlite = url.startswith("sqlite")
     if side == "floor":
         from bench.floor_placement import Floor, pg_connection, seed, sqlite_connection
@@ -70,6 +76,11 @@ def _place(side: str, hosts: int, count: int, url: str) -> int:
         )
         seed(connection, sqlite, hosts)
         floor = Floor(connection, sqlite)
+        if batch:
+            for _ in range(count):
+                floor.place_many(batch)  # all of them, or it raises
+            connection.close()
+            return count * batch
         placed = sum(1 for _ in range(count) if floor.place())  # the host, or it raises
         connection.close()
         return placed
@@ -85,6 +96,19 @@ def _place(side: str, hosts: int, count: int, url: str) -> int:
     )
     pool = seed_pool(fleet, hosts)
     analyze(fleet)  # PostgreSQL: as bench_placement.py does, and as the floor's seed does
+    if batch:
+        batches = [
+            fleet.api.instances.create_batch(
+                LOCAL_OPERATOR,
+                tenant_id="bench",
+                pool_id=pool["id"],
+                flavor="b1.small",
+                count=batch,
+            )
+            for _ in range(count)
+        ]
+        fleet.close()
+        return sum(made["placed"] for made in batches)
     made = [
         fleet.api.instances.create(
             LOCAL_OPERATOR, tenant_id="bench", pool_id=pool["id"], flavor="b1.small"
@@ -95,9 +119,11 @@ def _place(side: str, hosts: int, count: int, url: str) -> int:
     return sum(1 for instance in made if instance["state"] == "running")
 
 
-def counted(side: str, hosts: int, count: int, pg: str | None = None) -> int:
-    """Instructions of a child process making `count` placements, as callgrind counted them."""
+def counted(side: str, hosts: int, count: int, pg: str | None = None, batch: int = 0) -> int:
+    """Instructions of a child process making `count` placements (with `batch`: `count` batches
+    of `batch`), as callgrind counted them."""
     args = [__file__, "--child", side, "--hosts", str(hosts), "--placements", str(count)]
+    args += ["--batch", str(batch)] if batch else []
     return instructions([*args, *(["--pg", pg] if pg else [])], f"the counted {side} child")
 
 
@@ -120,42 +146,55 @@ def instructions(args: list[str], what: str) -> int:
 
 
 def per_placement(
-    side: str, hosts: int, before: int, placements: int, pg: str | None = None
+    side: str, hosts: int, before: int, placements: int, pg: str | None = None, batch: int = 0
 ) -> int:
     """Instructions a placement: the count with before + placements less the count with before,
-    over placements (the two children run at once)."""
+    over placements (the two children run at once). With `batch`, before and placements count
+    batches, and the figure is per instance."""
     with ThreadPoolExecutor(max_workers=2) as pool:  # each count is a process of its own
         warm, total = pool.map(
-            lambda count: counted(side, hosts, count, pg), (before, before + placements)
+            lambda count: counted(side, hosts, count, pg, batch), (before, before + placements)
         )
-    return round((total - warm) / placements)
+    return round((total - warm) / (placements * (batch or 1)))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--hosts", type=int, default=1000)
-    parser.add_argument("--before", type=int, default=50, help="placements taken out as warm-up")
-    parser.add_argument("--placements", type=int, default=200, help="placements counted")
+    parser.add_argument(
+        "--before", type=int, help="placements (batches) taken out as warm-up: 50 (1)"
+    )
+    parser.add_argument("--placements", type=int, help="placements (batches) counted: 200 (4)")
+    parser.add_argument(
+        "--batch", type=int, default=0, help="count creates of BATCH instances (create_batch)"
+    )
     parser.add_argument("--pg", help="a PostgreSQL admin URL: count on scratch databases beside it")
     parser.add_argument("--child", choices=SIDES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:  # counted: --placements is the child's whole count, the warm-up's may be 0
-        place(args.child, args.hosts, args.placements, args.pg)
+        place(args.child, args.hosts, args.placements, args.pg, args.batch)
         return
-    if args.hosts < 1 or args.placements < 1 or args.before < 0:
-        parser.error("--hosts and --placements must be at least 1, --before at least 0")
+    if args.before is None:
+        args.before = 1 if args.batch else 50
+    if args.placements is None:
+        args.placements = 4 if args.batch else 200
+    if args.hosts < 1 or args.placements < 1 or args.before < 0 or args.batch < 0:
+        parser.error("--hosts and --placements must be at least 1, --before and --batch at least 0")
     if shutil.which("valgrind") is None:
         sys.exit("count_placement.py needs valgrind (callgrind counts the instructions)")
     ours, floor = (
-        per_placement(side, args.hosts, args.before, args.placements, args.pg) for side in SIDES
+        per_placement(side, args.hosts, args.before, args.placements, args.pg, args.batch)
+        for side in SIDES
     )
+    unit = "Instance" if args.batch else "Placement"
     emit(
         {
             "engine": "postgresql" if args.pg else "sqlite",
             "hosts": args.hosts,
-            "placements": args.placements,
-            "bcfleetInstructionsPerPlacement": ours,
-            "floorInstructionsPerPlacement": floor,
+            **({"batch": args.batch, "batches": args.placements} if args.batch else {}),
+            **({} if args.batch else {"placements": args.placements}),
+            f"bcfleetInstructionsPer{unit}": ours,
+            f"floorInstructionsPer{unit}": floor,
             "floorShareOfInstructionsPct": round(100 * floor / ours, 2),
         }
     )

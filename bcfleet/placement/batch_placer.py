@@ -103,11 +103,12 @@ def place_batch(
     charge(session, tenant_id, pool.id, scaled(one.quota_charge(), count))
     now = fleet.now()
     document = dict(shape)  # one copy for every row: none of them changes it
+    ids = fleet.ids.new_many("ins", now, count)
     rows = [
         new_row(
             Instance,
             {
-                "id": fleet.ids.new("ins", now),
+                "id": ids[i],
                 "tenant_id": tenant_id,
                 "pool_id": pool.id,
                 "flavor_id": flavor_id,
@@ -253,6 +254,11 @@ def _claim_plan(
     claims = shape.claims()
     now = fleet.now()
     ordered = sorted(plan, key=lambda item: item[0].node_id)  # two batches lock hosts alike
+    # Rows placed alike share their documents, each dumped once (store/bulk_insert.py): the
+    # chooser's kept placement of a guest alone on a host of a shared inventory, and an empty
+    # list of conditions. None of them is changed in place (conditions are set anew).
+    shared: dict[int, tuple[HostPlacement, dict[str, Any]]] = {}
+    no_conditions: list[dict[str, Any]] = []
     for host, on_host, inventory, others in _claimed(session, fleet, ordered, claims, left_out):
         mine: list[HostPlacement] = []
         for taken in range(on_host):
@@ -269,6 +275,12 @@ def _claim_plan(
             allocation_id = fleet.ids.new("alloc", now)
             allocations.append(_allocation(row, host.node_id, allocation_id, claims, pool.id))
             _record_placement(row, host.node_id, allocation_id, placement, fleet)
+            values = row.__dict__  # new_row's: every column (fresh_values)
+            values["host_placement"] = shared.setdefault(
+                id(placement), (placement, values["host_placement"])
+            )[1]
+            if not values["conditions"]:
+                values["conditions"] = no_conditions
             placed += 1
     return placed
 
@@ -344,8 +356,7 @@ def _insert_instances(session: Session, rows: Sequence[Instance]) -> None:
     """The rows in one multi-row INSERT (one row: the single placement's statement)."""
     if not rows:
         return
-    values = [{c: row.__dict__[c] for c in _COLUMNS} for row in rows]
-    if len(values) == 1:
-        _INSERT_ONE_INSTANCE.send(session, values[0])
-    else:
-        _INSERT_INSTANCES.run(session, values)
+    if len(rows) == 1:
+        _INSERT_ONE_INSTANCE.send(session, {c: rows[0].__dict__[c] for c in _COLUMNS})
+    else:  # new_row's dicts hold every column (fresh_values): read there, not copied
+        _INSERT_INSTANCES.run(session, [row.__dict__ for row in rows], _COLUMNS)

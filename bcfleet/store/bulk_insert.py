@@ -34,30 +34,44 @@ class BulkInsert:
         self.table = table
         self._compiled: dict[tuple[str, tuple[str, ...]], _Compiled] = {}
 
-    def run(self, session: Session, rows: Sequence[Mapping[str, Any]]) -> None:
+    def run(
+        self,
+        session: Session,
+        rows: Sequence[Mapping[str, Any]],
+        names: tuple[str, ...] | None = None,
+    ) -> None:
+        """Insert the rows: each gives the columns `names` (default: the first row's keys; a
+        row may hold more keys, such as an ORM object's __dict__, which are left out)."""
         if not rows:
             return
+        names = tuple(rows[0]) if names is None else names
         connection = connection_of(session)
         if connection.dialect.name != "sqlite":
-            connection.execute(self.table.insert(), [dict(row) for row in rows])
+            connection.execute(
+                self.table.insert(), [{name: row[name] for name in names} for row in rows]
+            )
             return
-        names = tuple(rows[0])
         sql, order, processors = self._for(connection.dialect, names)
         values = itemgetter(*order)
-        # A value the row before had (the very object: a batch's shared shape, its one time)
-        # is not processed again.
-        processed = [(i, p) for i, p in enumerate(processors) if p is not None]
-        last: list[Any] = [_NONE] * len(processed)
-        done: list[Any] = [None] * len(processed)
-        args = []
-        for row in rows:
-            arg = list(values(row))
-            for k, (i, process) in enumerate(processed):
+        # A value an earlier row had (the very object: a batch's shared shape, its one time,
+        # a placement document shared by its instances) is not processed again: column by
+        # column, the row before's first, then any earlier row's. The rows hold every value
+        # while this runs, so an id names one object throughout.
+        args = [list(values(row)) for row in rows]
+        for i, process in enumerate(processors):
+            if process is None:
+                continue
+            done: dict[int, Any] = {}
+            last: Any = _NONE
+            out: Any = None
+            for arg in args:
                 value = arg[i]
-                if value is not last[k]:
-                    last[k], done[k] = value, process(value)
-                arg[i] = done[k]
-            args.append(arg)
+                if value is not last:
+                    last = value
+                    out = done.get(id(value), _NONE)
+                    if out is _NONE:
+                        out = done[id(value)] = process(value)
+                arg[i] = out
         cursor = connection.connection.cursor()
         try:
             cursor.executemany(sql, args)

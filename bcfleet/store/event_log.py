@@ -60,12 +60,15 @@ def emit_each(
     """emit() for many events at once (type, tenant, subject, data each), in one statement:
     they take their sequence numbers in the order given (a batch's instances). Events may share
     one data document; it is written as it is (each is dumped once, store/bulk_insert.py)."""
+    listed = list(events)
     _INSERT_EVENTS.run(
         session,
         [
-            {"id": ids.new("evt", at), "type": kind, "tenant_id": tenant_id,
+            {"id": event_id, "type": kind, "tenant_id": tenant_id,
              "subject_id": subject_id, "data": data, "at": at}
-            for kind, tenant_id, subject_id, data in events
+            for event_id, (kind, tenant_id, subject_id, data) in zip(
+                ids.new_many("evt", at, len(listed)), listed, strict=True
+            )
         ],
     )  # fmt: skip
 

@@ -15,6 +15,12 @@ M = TypeVar("M", bound=SQLModel)
 
 
 @cache
+def _new_instance(model: type[SQLModel]) -> Any:
+    """The model's class manager's new_instance (looked up once: class_mapper is not cheap)."""
+    return class_mapper(model).class_manager.new_instance
+
+
+@cache
 def _defaults(model: type[SQLModel]) -> tuple[dict[str, Any], tuple[tuple[str, Any], ...]]:
     """The model's plain default values, and its fields made by a factory (name, factory)."""
     plain: dict[str, Any] = {}
@@ -36,7 +42,7 @@ def new_row(model: type[M], values: Mapping[str, Any]) -> M:
     required field.
     """
     # as the ORM makes an object it loads: SQLModel's __new__ sets pydantic's own attributes
-    obj: M = class_mapper(model).class_manager.new_instance()
+    obj: M = _new_instance(model)()
     plain, made = _defaults(model)
     fields = dict(plain)
     for name, factory in made:

@@ -55,8 +55,10 @@ def write_session(engine: Engine, *, bump_revision: bool = True) -> Iterator[Ses
     ):
         connection = session.connection()
         connection.info[CHANGED_FLAG] = False
+        rows = -wal_checkpoints.rows_changed(connection)
         yield session
         session.flush()
+        rows += wal_checkpoints.rows_changed(connection)
         # A transaction that changed nothing (a job tick finding all as it was) leaves saved plans valid.
         if bump_revision and connection.info.get(CHANGED_FLAG):
             bump(session)
@@ -64,7 +66,7 @@ def write_session(engine: Engine, *, bump_revision: bool = True) -> Iterator[Ses
             True  # leaving session.begin() sends COMMIT (with the statements sent before it)
         )
         commit_is_next()
-    wal_checkpoints.committed(engine)
+    wal_checkpoints.committed(engine, rows)
 
 
 @contextmanager

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 from ulid import ULID
 
-from bcfleet.ids import ULID_TEXT, IdFactory, ulid_text
+from bcfleet.ids import ULID_TEXT, IdFactory, has_prefix, ulid_text
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -30,3 +30,13 @@ def test_an_id_is_its_time_and_entropy() -> None:
 def test_sixteen_bytes_only() -> None:
     with pytest.raises(ValueError, match="16 bytes"):
         ulid_text(bytes(15))
+
+
+def test_new_many_makes_the_ids_new_makes_one_by_one() -> None:
+    at = datetime(2026, 12, 6, 12, 0, tzinfo=UTC)
+    one_by_one = IdFactory(seed=3)
+    assert IdFactory(seed=3).new_many("ins", at, 4) == [one_by_one.new("ins", at) for _ in range(4)]
+    unseeded = IdFactory().new_many("evt", at, 3)
+    assert len(set(unseeded)) == 3 and all(has_prefix(i, "evt") for i in unseeded)
+    with pytest.raises(ValueError):
+        IdFactory().new_many("nope", at, 1)

@@ -21,3 +21,8 @@ def test_a_child_places_and_leaves_the_checkpoint_settings_as_they_were(side: st
 @pytest.mark.parametrize("side", ["bcfleet", "floor"])
 def test_a_child_places_on_postgresql(side: str) -> None:
     assert place(side, hosts=5, count=3, pg=PG_ADMIN_URL) == 3
+
+
+@pytest.mark.parametrize("side", ["bcfleet", "floor"])
+def test_a_batch_child_places_its_batches(side: str) -> None:
+    assert place(side, hosts=5, count=2, batch=3) == 6

@@ -248,3 +248,30 @@ def test_a_fork_waits_for_a_checkpoint_in_progress(tmp_path: Path, monkeypatch: 
         leave.set()
         wal_checkpoints.stop(engine)
         engine.dispose()
+
+
+def test_a_commit_of_many_rows_counts_as_many_commits(tmp_path: Path) -> None:
+    """A batch's commit adds many pages to the log: it brings the checkpoint nearer by its rows."""
+    checkpoints = wal_checkpoints.WalCheckpoints(str(tmp_path / "none.db"))
+    big = (wal_checkpoints.EVERY_COMMITS - 2) * wal_checkpoints.ROWS_PER_COMMIT
+    checkpoints.committed(big)  # counts as EVERY_COMMITS - 1
+    assert not checkpoints.running
+    checkpoints.committed(wal_checkpoints.ROWS_PER_COMMIT - 1)  # one: the thread wakes
+    assert checkpoints.running
+    checkpoints.stop()
+
+
+def test_a_write_transaction_counts_the_rows_it_changed(fleet: Fleet) -> None:
+    counted: list[int] = []
+    checkpoints = wal_checkpoints.of(fleet.engine)
+    assert checkpoints is not None
+    checkpoints.committed = counted.append  # type: ignore[method-assign]
+    _commits(fleet, 1)
+    with fleet.write() as session:
+        for i in range(3):
+            INSERT_EVENT.run(
+                session,
+                {"id": f"evt_rows{i}", "type": "test.wal", "tenant_id": None,
+                 "subject_id": None, "data": None, "at": AT},
+            )  # fmt: skip
+    assert counted == [1, 3]
