@@ -123,6 +123,7 @@ def place_instance(
             before_claim=finish_charge,
             charge_behind_claim=behind_claim,
             ahead=ahead,
+            shape=wanted,
         )
     fleet.placement.remember_charge(tenant_id, pool.id, finish_charge())
     # One INSERT with the outcome, then the object joins the session as a loaded row.
@@ -141,6 +142,7 @@ def try_place(
     before_claim: FinishCharge = charged_already,
     charge_behind_claim: bool = False,
     ahead: SearchAhead | None = None,
+    shape: Shape | None = None,
 ) -> bool:
     """Place a pending hosted instance; on failure keep it pending with a counted Unschedulable reason.
 
@@ -149,8 +151,10 @@ def try_place(
     host's row locks (_claim_on). before_claim is the charge to finish before the first claim,
     or with charge_behind_claim behind it where _claim_on may (FinishCharge).
     ahead: the first page of the search, when it was sent before (SearchAhead).
+    shape: the instance's shape when the caller has it parsed already (else read from it).
     """
-    shape = Shape.from_json(instance.shape)
+    if shape is None:
+        shape = Shape.from_json(instance.shape)
     policy = placement_from_json(instance.shape.get("placement"))
     now = fleet.now()
     strategy = weigher(fleet.settings.placement_strategy)
