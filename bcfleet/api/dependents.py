@@ -129,8 +129,9 @@ class DependentsAPI(Area):
     def of_flavor(
         self, credential: Credential | None, *, tenant_id: str, pool: str, name: str
     ) -> DependentsJson:
-        """A flavor's live instances; outcome archived when any instance row (deleted ones too)
-        references it, as flavors.delete decides."""
+        """A flavor's live instances (those of the caller's tenant: another tenant's are never
+        named, as to a pool's owner in of_offer; root's admin sees all); outcome archived when
+        any instance row (deleted ones too) references it, as flavors.delete decides."""
         from bcfleet.api.flavors import referenced
 
         with self.fleet.read() as session:
@@ -139,11 +140,12 @@ class DependentsAPI(Area):
             actor.require("compute:flavors:read", pool_resource(row))
             flavor = find_flavor(session, row, name)
             live = (*INSTANCE_LIVE, InstanceState.PENDING)
-            instances = session.exec(
-                select(Instance)
-                .where(Instance.flavor_id == flavor.id, col(Instance.state).in_(live))
-                .order_by(col(Instance.name))
-            ).all()
+            query = select(Instance).where(
+                Instance.flavor_id == flavor.id, col(Instance.state).in_(live)
+            )
+            if not actor.is_root_admin:
+                query = query.where(Instance.tenant_id == actor.tenant_id)
+            instances = session.exec(query.order_by(col(Instance.name))).all()
             found = [Dependent("instance", i.id, i.name, str(i.state)) for i in instances]
             archived = referenced(session, flavor.id)
             return outcome_of(found, ARCHIVED if archived else DELETED)

@@ -163,6 +163,26 @@ EXPECTED: dict[str, tuple[str, str, str, str]] = {
     "jobs.list":                ("OOO", "FFF", "FFF", "FFF"),
     "jobs.runs":                ("OOO", "FFF", "FFF", "FFF"),
     "jobs.run":                 ("OFF", "FFF", "FFF", "FFF"),
+    "iam.whoami":               ("OOO", "OOO", "OOO", "OOO"),
+    "iam.policies.list":        ("OFF", "FFF", "OOO", "FFF"),
+    "doctor.check":             ("OOO", "FFF", "FFF", "FFF"),
+    # a delete's dependents: whoever may read the row is told (another tenant's rows unnamed)
+    "dependents.instance":      ("OHH", "HHH", "OOO", "HHH"),
+    "dependents.offer":         ("OHH", "OOO", "OOO", "HHH"),
+    "dependents.flavor":        ("OHH", "OOO", "OOO", "HHH"),
+    "dependents.service":       ("OHH", "HHH", "OOO", "HHH"),
+    "dependents.environment":   ("OHH", "HHH", "OOO", "HHH"),
+    "dependents.webhook":       ("OHH", "HHH", "OOO", "HHH"),
+    "dependents.token":         ("OFF", "FFF", "OOO", "FFF"),
+    "dependents.pool":          ("OHH", "OOO", "OOO", "HHH"),
+    "dependents.providerAccount": ("HHH", "HHH", "OOO", "HHH"),
+    "dependents.host":          ("OHH", "OOO", "HHH", "HHH"),
+    "dependents.tenant":        ("OFF", "FFF", "FFF", "FFF"),
+    "environments.delete":      ("OHH", "HHH", "OOF", "HHH"),
+    "hosts.remove":             ("CHH", "CFF", "HHH", "HHH"),
+    "providerAccounts.delete":  ("HFF", "HFF", "OFF", "HFF"),
+    "pools.delete":             ("CHH", "CFF", "FFF", "HHH"),
+    "tenants.delete":           ("CFF", "FFF", "FFF", "FFF"),
 }  # fmt: skip
 
 RUN_LAST = (
@@ -177,6 +197,11 @@ RUN_LAST = (
     "webhooks.delete",
     "services.delete",
     "indexes.delete",
+    "environments.delete",
+    "hosts.remove",
+    "providerAccounts.delete",
+    "pools.delete",
+    "tenants.delete",
 )
 """Operations that change what later ones find, in the order they run after all the others."""
 
@@ -322,3 +347,20 @@ def test_no_role_of_a_tenant_the_pool_is_offered_to_sees_its_hosts(fleet: Fleet)
             owner = root.as_(world["tokens"][("owner", role)])
             assert owner.get(f"/v1/hosts/{host['name']}").json()["inventory"]["gpus"], role
             assert [h["id"] for h in owner.get("/v1/hosts").json()["items"]] == [host["id"]]
+
+
+def test_a_flavors_dependents_name_no_other_tenants_instance(fleet: Fleet) -> None:
+    """hostco's admin asking what uses its flavor was told acme's instance by name and id."""
+    world = build_world(fleet)
+    vm = world["acme"]["instance"]
+    with served(fleet) as (_server, root):
+        path = "/v1/pools/shared/flavors/g1.small/dependents"
+        for role in ROLES:
+            owner = root.as_(world["tokens"][("owner", role)]).get(path, params={"tenant": "hostco"})
+            assert owner.status_code == 200, (role, owner.text)
+            assert owner.json()["outcome"] == "archived"  # used, as its delete would decide
+            assert vm["id"] not in owner.text and vm["name"] not in owner.text, role
+            mine = root.as_(world["tokens"][("offered", role)]).get(path, params={"tenant": "acme"})
+            assert [d["id"] for d in mine.json()["items"]] == [vm["id"]], role
+        everyone = root.get(path).json()["items"]  # root acting as root, not as hostco
+        assert vm["id"] in [d["id"] for d in everyone]
