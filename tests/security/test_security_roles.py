@@ -356,7 +356,9 @@ def test_a_flavors_dependents_name_no_other_tenants_instance(fleet: Fleet) -> No
     with served(fleet) as (_server, root):
         path = "/v1/pools/shared/flavors/g1.small/dependents"
         for role in ROLES:
-            owner = root.as_(world["tokens"][("owner", role)]).get(path, params={"tenant": "hostco"})
+            owner = root.as_(world["tokens"][("owner", role)]).get(
+                path, params={"tenant": "hostco"}
+            )
             assert owner.status_code == 200, (role, owner.text)
             assert owner.json()["outcome"] == "archived"  # used, as its delete would decide
             assert vm["id"] not in owner.text and vm["name"] not in owner.text, role
