@@ -52,7 +52,9 @@ AGENT_WORK = {
     "hosts.reportInstanceState",
     "hosts.reportGuests",
 }
-"""The operations of a host's agent; every other one is refused to its token."""
+"""The operations of a host's agent; every other one is refused to its token, but for SELF."""
+SELF = {"iam.whoami"}
+"""What any token may ask: who it is (its own tenant, role and principal, nothing else)."""
 HOST_OPERATIONS = {op.operation_id for op in all_operations() if "{host}" in op.path}
 REFUSED = {"FORBIDDEN", "NOT_FOUND"}
 
@@ -124,9 +126,11 @@ def _every_operation(
 @pytest.mark.parametrize(
     ("host", "allowed"),
     [
-        pytest.param("shared-h1", AGENT_WORK - {"hosts.reportInstanceState"}, id="its-own-host"),
-        pytest.param("shared-h2", set(), id="another-host-of-its-tenant"),
-        pytest.param("globex-h1", set(), id="another-tenants-host"),
+        pytest.param(
+            "shared-h1", AGENT_WORK - {"hosts.reportInstanceState"} | SELF, id="its-own-host"
+        ),
+        pytest.param("shared-h2", SELF, id="another-host-of-its-tenant"),
+        pytest.param("globex-h1", SELF, id="another-tenants-host"),
     ],
 )
 def test_every_other_route_is_forbidden_or_not_found_to_the_agent(
