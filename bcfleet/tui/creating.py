@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.errors import InvalidInputError
 from bcfleet.reconcile.model import Diagnostic
 from bcfleet.reconcile.yamldoc import START, Problem, YamlProblems, json_path, parse_yaml
@@ -33,8 +34,8 @@ Values = Mapping[str, Any]
 def _first_tenant(source: LocalSource, row: Values) -> str:
     if row.get("tenantId"):
         return str(row["tenantId"])
-    tenants = [t["id"] for t in source.tenants() if t["id"] != "root"]
-    return tenants[0] if tenants else "root"
+    tenants = [t["id"] for t in source.tenants() if t["id"] != ROOT_TENANT]
+    return tenants[0] if tenants else ROOT_TENANT
 
 
 def _service(source: LocalSource, values: Values) -> Mapping[str, Any]:

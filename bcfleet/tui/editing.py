@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual.app import SuspendNotSupported
 
+from bcfleet.domain.policy import ROOT_TENANT
 from bcfleet.errors import InvalidInputError, StalePlanError
 from bcfleet.reconcile.actions import Plan
 from bcfleet.reconcile.apply import Approved, apply, make_plan, observe_state, plan_json
@@ -357,7 +358,7 @@ def template(kind: str, source: LocalSource, row: Mapping[str, Any]) -> str:
     """A FleetConfig template of one new object, naming a pool and a tenant that exist: the
     row's own, else the first ones listed."""
     pools = [p["name"] for p in source.pools()]
-    tenants = [t["id"] for t in source.tenants() if t["id"] != "root"] or ["root"]
+    tenants = [t["id"] for t in source.tenants() if t["id"] != ROOT_TENANT] or [ROOT_TENANT]
     pool = str(row.get("pool") or (pools[0] if pools else "POOL"))
     tenant = str(row.get("tenantId") or tenants[0])
     if kind == "flavor":

@@ -32,7 +32,6 @@ SERVER_SORTS = {"name": "name", "tenant": "tenant", "state": "state", "flavor": 
 """The columns the server sorts by (their instances.list sort key); REASON is sorted here."""
 FILTERS = {"state": "state", "tenant": "owner", "host": "host"}
 """`column:value` filter terms the server applies (exact values), by the query field."""
-STATES = frozenset(InstanceState)
 
 
 @dataclass(frozen=True)
@@ -51,6 +50,15 @@ class Listing:
     """The source's revision when it was read (None: unknown)."""
 
 
+def _a_state(value: str) -> bool:
+    """Whether a `state:` term names an instance state (others are checked on the rows read)."""
+    try:
+        InstanceState(value.lower())
+    except ValueError:
+        return False
+    return True
+
+
 def server_query(
     text: str, columns: Sequence[Column], sort_index: int | None, reverse: bool
 ) -> tuple[InstanceQuery, tuple[str, ...]]:
@@ -64,7 +72,7 @@ def server_query(
         field = FILTERS.get(name.lower()) if sep else None
         value = exact_value(value) or value  # a drill-down's 'tenant:~^acme$' is tenant acme
         exact = value and not value.startswith(("~", "!")) and field not in fields
-        if field is not None and exact and (field != "state" or value.lower() in STATES):
+        if field is not None and exact and (field != "state" or _a_state(value)):
             fields[field] = value.lower() if field == "state" else value
         elif not sep and not term.startswith(("!", "~")):
             words.append(term)
