@@ -47,16 +47,22 @@ def a_fleet_with_a_guest(url: str) -> str:
         fleet.close()
 
 
+def a_guest_at(url: str, revision: str) -> str:
+    """A database at head with a placed guest, then set back to `revision`: the guest's id."""
+    assert run_cli("db", "upgrade", db=url).exit_code == 0
+    instance = a_fleet_with_a_guest(url)
+    made = make_engine(url)
+    command.downgrade(alembic_config(made), revision)
+    made.dispose()
+    return instance
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_0005_database_upgrades_with_its_rows_and_takes_agent_reports(
     engine: str, tmp_path: Path
 ) -> None:
     with scratch(engine, tmp_path) as url:
-        assert run_cli("db", "upgrade", db=url).exit_code == 0
-        instance = a_fleet_with_a_guest(url)
-        made = make_engine(url)
-        command.downgrade(alembic_config(made), "0005")
-        made.dispose()
+        instance = a_guest_at(url, "0005")
         assert columns(url) == {"instances": set(), "hosts": set()}
         assert rows(url, "SELECT id FROM instances") == [instance]
 

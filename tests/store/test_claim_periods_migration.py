@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from alembic import command
 from sqlalchemy import inspect
 
 from bcfleet.clock import FakeClock
@@ -14,9 +13,9 @@ from bcfleet.fleet import Fleet
 from bcfleet.ids import IdFactory
 from bcfleet.settings import FleetSettings
 from bcfleet.store.engine import make_engine
-from bcfleet.store.schema import HEAD_REVISION, alembic_config
+from bcfleet.store.schema import HEAD_REVISION
 from bcfleet.store.schema_check import differences
-from tests.store.test_agent_report_migration import a_fleet_with_a_guest
+from tests.store.test_agent_report_migration import a_guest_at
 from tests.store.test_released_schemas import ENGINES, LATER, rows, scratch, set_revision
 from tests.support.builders import OP
 from tests.support.fleet import run_cli
@@ -40,11 +39,7 @@ def test_a_0006_database_upgrades_and_keeps_a_resize_s_claim_period(
     engine: str, tmp_path: Path
 ) -> None:
     with scratch(engine, tmp_path) as url:
-        assert run_cli("db", "upgrade", db=url).exit_code == 0
-        instance = a_fleet_with_a_guest(url)
-        made = make_engine(url)
-        command.downgrade(alembic_config(made), "0006")
-        made.dispose()
+        instance = a_guest_at(url, "0006")
         assert not has_table(url)
 
         upgraded = run_cli("db", "upgrade", db=url)

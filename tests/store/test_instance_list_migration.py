@@ -7,13 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from alembic import command
 from sqlalchemy import inspect, text
 
 from bcfleet.store.engine import make_engine
-from bcfleet.store.schema import alembic_config
 from bcfleet.store.schema_check import differences
-from tests.store.test_agent_report_migration import a_fleet_with_a_guest
+from tests.store.test_agent_report_migration import a_guest_at
 from tests.store.test_released_schemas import ENGINES, scratch, set_revision
 from tests.support.fleet import run_cli
 
@@ -33,11 +31,7 @@ def test_a_0007_database_upgrades_and_gains_the_listing_indexes(
     engine: str, tmp_path: Path
 ) -> None:
     with scratch(engine, tmp_path) as url:
-        assert run_cli("db", "upgrade", db=url).exit_code == 0
-        instance = a_fleet_with_a_guest(url)
-        made = make_engine(url)
-        command.downgrade(alembic_config(made), "0007")
-        made.dispose()
+        instance = a_guest_at(url, "0007")
         assert indexes(url) == set()
 
         assert run_cli("db", "upgrade", db=url).exit_code == 0
