@@ -25,7 +25,6 @@ expect_code() {  # expect_code CODE COMMAND…: the command fails with that erro
   [ "$(echo "$out" | field error code)" = "$code" ] || { echo "expected $code: $out" >&2; return 1; }
 }
 export BCFLEET_DB=sqlite:///$work/tour.db  # README: the tour's own database
-export HCLOUD_TOKEN=tour-token  # README: the provider account reads it
 pids=()
 trap 'for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done' EXIT
 
@@ -112,6 +111,7 @@ fleet usage export --format csv --since 2026-11-01T00:00:00Z > usage.csv
 fleet usage replay
 
 # Provider pools, against the local Hetzner-compatible server
+export HCLOUD_TOKEN=tour-token  # README: the provider account reads it
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$FLEET" provider-fake --port "$port" > fake.log 2>&1 &
 pids+=($!)

@@ -23,7 +23,7 @@ from bcfleet.fleet import Fleet
 from bcfleet.jobs.vps_hosts import run_vps_hosts
 from bcfleet.jobs.webhooks import enqueue
 from tests.support.builders import OP, flavor, host, hosted_pool, inventory
-from tests.support.fleet import PG_ADMIN_URL, T0, open_fleet
+from tests.support.fleet import PG_ADMIN_URL, T0, create_test_database, open_fleet
 
 COMMON = ("db_opt", "json_opt", "token_opt", "debug_opt")
 """The options every command shares (cli/common.py); walked on their own."""
@@ -226,7 +226,7 @@ def postgres_world(files: Path, database: str) -> tuple[World, Any]:
     url = f"{PG_ADMIN_URL.rsplit('/', 1)[0]}/{database}_walk"
     with admin.connect() as connection:
         connection.execute(text(f'DROP DATABASE IF EXISTS "{database}_walk" WITH (FORCE)'))
-        connection.execute(text(f'CREATE DATABASE "{database}_walk"'))
+        create_test_database(connection, f"{database}_walk")
     ids = seed(url)
     engine = create_engine(url)
     tables = SQLModel.metadata.sorted_tables

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import Connection, create_engine, text
 from sqlmodel import SQLModel
 
 from bcfleet.clock import Clock
@@ -41,6 +41,17 @@ def pg_available() -> str | None:
         return str(exc).splitlines()[0]
 
 
+def create_test_database(connection: Connection, name: str) -> None:
+    """CREATE DATABASE name for a test, committing without waiting for the WAL's flush.
+
+    `synchronous_commit = off` is this test database's own setting: a commit is visible at once
+    as ever, and only a crash of the server itself could lose the last ones, which no test does.
+    It spares each commit the disk's flush (about 5 ms on the CI machine's disk). bcfleet never
+    sets it (docs/scaleout.md)."""
+    connection.execute(text(f'CREATE DATABASE "{name}"'))
+    connection.execute(text(f'ALTER DATABASE "{name}" SET synchronous_commit = off'))
+
+
 @contextlib.contextmanager
 def empty_pg_database(prefix: str) -> Iterator[str]:
     """A new empty PostgreSQL database beside PG_ADMIN_URL's, dropped afterwards.
@@ -55,7 +66,7 @@ def empty_pg_database(prefix: str) -> Iterator[str]:
     name = f"{prefix}_{uuid.uuid4().hex[:8]}"
     admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
     with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
+        create_test_database(connection, name)
     try:
         yield PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
     finally:
