@@ -76,14 +76,30 @@ def empty_pg_database(prefix: str) -> Iterator[str]:
 
 
 def truncate_all(url: str) -> None:
-    """Empty every table of a PostgreSQL test database and restart its revision sequence."""
+    """Empty every table of a PostgreSQL test database and restart its sequences.
+
+    DELETE, children first, rather than TRUNCATE: a test's tables hold a few rows, and TRUNCATE
+    gives each of the ~100 tables and indexes a new file and scans the server's whole buffer
+    cache for each (about a second a test); the DELETEs take about a millisecond. Every
+    sequence restarts, as TRUNCATE … RESTART IDENTITY did."""
     engine = make_engine(url)
-    tables = ", ".join(f'"{t.name}"' for t in SQLModel.metadata.sorted_tables)
     with engine.begin() as connection:
-        connection.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
-        connection.execute(text("ALTER SEQUENCE bcfleet_state_revision RESTART WITH 1"))
-        connection.execute(text("SELECT setval('bcfleet_state_revision', 1, false)"))
+        connection.execute(text(_empty_every_table()))
+        for (sequence,) in connection.execute(text(_SEQUENCES)):
+            connection.execute(text("SELECT setval(:s, 1, false)"), {"s": sequence})
     engine.dispose()
+
+
+def _empty_every_table() -> str:
+    """One DELETE a table, each table before the tables it refers to."""
+    tables = reversed(SQLModel.metadata.sorted_tables)
+    return "; ".join(f'DELETE FROM "{table.name}"' for table in tables)
+
+
+_SEQUENCES = (
+    "SELECT quote_ident(sequence_schema) || '.' || quote_ident(sequence_name) "
+    "FROM information_schema.sequences WHERE sequence_schema = current_schema()"
+)
 
 
 def open_fleet(url: str, clock: Clock, **settings: object) -> Fleet:
