@@ -21,6 +21,7 @@ from tests.support.fleet import (
     empty_pg_database,
     open_fleet,
     run_cli,
+    start_from_schema_copy,
     truncate_all,
 )
 from tests.support.sampling import full_suite, summary_line
@@ -152,7 +153,8 @@ def any_fleet(db_url: str, clock: FakeClock) -> Iterator[Fleet]:
 def cli(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> object:
     """`cli("flavors", "list", …)` runs the CLI against this test's fresh SQLite fleet."""
     monkeypatch.setenv("BCFLEET_NOW", T0.isoformat())
-    Fleet.open(sqlite_url).close()  # read verbs never create a database
+    start_from_schema_copy(sqlite_url)  # read verbs never create a database
+    Fleet.open(sqlite_url).close()
 
     def call(*args: str) -> CliResult:
         return run_cli(*args, db=sqlite_url)
