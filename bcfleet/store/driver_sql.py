@@ -345,13 +345,35 @@ def _plain(connection: Connection) -> bool:
     """
     verdict: bool | None = connection.__dict__.get(_PLAIN)
     if verdict is None:
-        dispatch = connection.dispatch
-        verdict = quiet(connection) and all(
-            listener in _OWN_LISTENERS
-            for listeners in (dispatch.before_cursor_execute, dispatch.after_cursor_execute)
-            for listener in listeners
-        )
+        verdict = quiet(connection) and _engine_plain(connection)
         connection.__dict__[_PLAIN] = verdict
+    return verdict
+
+
+def _engine_plain(connection: Connection) -> bool:
+    """Whether only bcfleet's own listeners listen to the cursor executions of the connection's
+    engine: walked once per engine and kept while the pool's engine has as many listeners.
+
+    Own listeners are attached when the engine is made and never removed, so with as many
+    listeners as when the verdict was kept, the set holds a foreign one exactly when it did
+    then (a test's listener added, or removed and another added, changes or keeps it alike).
+    Listeners go on the pool's engine (fleet.engine): one attached to an option engine or to
+    a single connection is not counted in the key.
+    """
+    engine = connection.engine
+    base = getattr(engine, "_proxied", engine)  # an option engine's (the writer's) pool engine
+    listening = base.dispatch
+    key = (len(listening.before_cursor_execute), len(listening.after_cursor_execute))
+    kept: tuple[tuple[int, int], bool] | None = engine.__dict__.get(_PLAIN)
+    if kept is not None and kept[0] == key:
+        return kept[1]
+    dispatch = connection.dispatch
+    verdict = all(
+        listener in _OWN_LISTENERS
+        for listeners in (dispatch.before_cursor_execute, dispatch.after_cursor_execute)
+        for listener in listeners
+    )
+    engine.__dict__[_PLAIN] = (key, verdict)
     return verdict
 
 
