@@ -106,7 +106,11 @@ def _read(cursor: Any, compiled: _Compiled) -> DriverRows:
         rowcount = cursor.rowcount
     else:
         try:
-            rows = list(cursor.fetchall()) if _has_rows(cursor) else []
+            # SQLite's cursor: the DB-API description (asking it for psycopg's pgresult would
+            # raise and catch an AttributeError on every statement)
+            psycopg = compiled.libpq is not None
+            has_rows = _has_rows(cursor) if psycopg else cursor.description is not None
+            rows = list(cursor.fetchall()) if has_rows else []
             rowcount = cursor.rowcount
         finally:
             cursor.close()
@@ -654,6 +658,7 @@ def _send_text(connection: Connection, queued: Waiting, sql: str) -> None:
 
 
 _CONNECTION = "bcfleet.driver_connection"
+PINNED_CONNECTION = "bcfleet.pinned_connection"
 # libpq's PGRES_TUPLES_OK (psycopg.pq.ExecStatus.TUPLES_OK), not imported from psycopg so that
 # an SQLite process never loads the driver (tests/store/test_driver_sql.py checks the value).
 _TUPLES_OK = 2
@@ -673,8 +678,13 @@ def connection_of(session: Session) -> Connection:
 
     session.connection() walks the ORM's transaction states on every call (about 1 us, against
     0.25 us here: a few microseconds of a placement); a transaction no longer active (committed,
-    rolled back after a failed flush) is never handed out.
+    rolled back after a failed flush) is never handed out. A session of
+    uow.connection_write_session answers the connection whose transaction it joins
+    (PINNED_CONNECTION), without beginning its own.
     """
+    pinned: Connection | None = session.info.get(PINNED_CONNECTION)
+    if pinned is not None:
+        return pinned
     transaction = session.get_transaction()
     kept = session.info.get(_CONNECTION)
     if (
