@@ -175,7 +175,8 @@ class DriverStatement:
         """Run once in the transaction of `on` (a session's connection is begun if it is not)."""
         connection = on if isinstance(on, Connection) else connection_of(on)
         compiled, arguments = self._bound(connection, params)
-        if _by_libpq(connection):
+        pipelines = _pipelines(connection)  # asked once: SQLite's statements go on at once
+        if pipelines and _plain(connection):  # _by_libpq
             pipeline = _libpq_pipeline(connection)
             answer = _send_on_libpq(connection, pipeline, compiled, arguments, read=True)
             assert answer is not None
@@ -184,7 +185,7 @@ class DriverStatement:
                 connection.info[CHANGED_FLAG] = True
             return _read(answer, compiled)
         cursor = connection.connection.cursor()
-        queued = _waiting(connection) if _pipelines(connection) else None  # SQLite: none ever
+        queued = _waiting(connection) if pipelines else None  # SQLite: none ever
         assert queued is None or isinstance(queued, _Queued)  # psycopg's (see _by_libpq)
         try:
             if queued is None:

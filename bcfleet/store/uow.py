@@ -107,7 +107,8 @@ def connection_write_session(engine: Engine, *, bump_revision: bool = True) -> I
             committing = True  # leaving connection.begin() sends COMMIT
             commit_is_next()
         finally:
-            session.close()
+            if session.in_transaction() or session.identity_map:  # else it holds nothing
+                session.close()
     wal_checkpoints.committed(engine, rows)
 
 
