@@ -23,7 +23,12 @@ from bcfleet.store.engine import BUSY_TIMEOUT_S, make_engine
 from bcfleet.store.faults import lost_connections, run_retrying
 from bcfleet.store.schema import ensure_schema, forget_schema
 from bcfleet.store.tables import TENANTS
-from bcfleet.store.uow import read_connection, read_session, write_session
+from bcfleet.store.uow import (
+    connection_write_session,
+    read_connection,
+    read_session,
+    write_session,
+)
 
 if TYPE_CHECKING:
     from sqlmodel import Session
@@ -175,6 +180,17 @@ class Fleet:
             yield self.session
             return
         with write_session(self.engine, bump_revision=bump_revision) as session:
+            yield session
+
+    @contextmanager
+    def write_on_connection(self, *, bump_revision: bool = True) -> Iterator[Session]:
+        """write() for a hot call that writes through DriverStatements: the transaction is the
+        Core connection's, the session joins it only when used (uow.connection_write_session);
+        this handle's transaction when transaction() made it."""
+        if self.session is not None:
+            yield self.session
+            return
+        with connection_write_session(self.engine, bump_revision=bump_revision) as session:
             yield session
 
     @contextmanager

@@ -151,7 +151,7 @@ class InstancesAPI(Area):
         name: str | None,
         key: str | None,
     ) -> InstanceJson:
-        with self.fleet.write() as session:
+        with self.fleet.write_on_connection() as session:
             actor, confirm = self.start_actor(session, credential, tenant_id)
             # The search's first page, as the last create with these references read it, goes
             # behind the lookup (PostgreSQL: one round trip fewer when it is the page it reads).

@@ -46,7 +46,10 @@ class Decision:
 
 
 def _matches_any(value: str, patterns: Iterable[str]) -> bool:
-    return any(fnmatchcase(value, pattern) for pattern in patterns)
+    for pattern in patterns:  # noqa: SIM110 (a loop: no generator on every call; "*" matches all)
+        if pattern == "*" or fnmatchcase(value, pattern):
+            return True
+    return False
 
 
 def _conditions_hold(conditions: Mapping[str, Any], attributes: Mapping[str, Any]) -> bool:
@@ -70,12 +73,19 @@ def statement_applies(statement: Statement, request: AccessRequest) -> bool:
 
 def evaluate(statements: Sequence[Statement], request: AccessRequest) -> Decision:
     """Decide one request: any applying deny refuses, else any applying allow permits."""
-    applying = [s for s in statements if statement_applies(s, request)]
-    if any(s.get("effect") == "deny" for s in applying):
-        return Decision(False, f"explicitly denied: {request.action} on {request.resource}")
-    if any(s.get("effect") == "allow" for s in applying):
-        return Decision(True, "allowed")
+    allowed = False
+    for statement in statements:  # a loop: every call is decided here
+        if statement_applies(statement, request):
+            effect = statement.get("effect")
+            if effect == "deny":
+                return Decision(False, f"explicitly denied: {request.action} on {request.resource}")
+            allowed = allowed or effect == "allow"
+    if allowed:
+        return _ALLOWED
     return Decision(False, f"no policy allows {request.action} on {request.resource}")
+
+
+_ALLOWED = Decision(True, "allowed")
 
 
 def validate_statement(statement: Any) -> list[str]:

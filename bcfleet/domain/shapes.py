@@ -68,13 +68,19 @@ class Shape:
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> Shape:
-        """The shape of a flavor or instance document; other keys (name, placement) are ignored."""
-        return cls(
+        """The shape of a flavor or instance document; other keys (name, placement) are ignored.
+
+        Each value is checked once, here, by the constructor's own checks (__post_init__ would
+        check the same whole numbers again: a placement parses its shape on every call).
+        """
+        shape = object.__new__(cls)
+        shape.__dict__.update(
             vcpu=_whole(doc.get("vcpu"), "vcpu", 1),
             memory_gib=_whole(doc.get("memoryGiB"), "memoryGiB", 1),
             disk_gib=_whole(doc.get("diskGiB"), "diskGiB"),
             gpus=_whole(doc.get("gpus", 0), "gpus"),
         )
+        return shape
 
     def to_json(self) -> ShapeJson:
         return {

@@ -142,6 +142,9 @@ class SearchAhead:
 
 _VCPU, _MEMORY, _DISK = SCALARS  # the page's column groups v, m and d, in this order
 _NO_LABELS: Mapping[str, str] = MappingProxyType({})
+# A ResourceRow from its five fields in order, in C: the named tuple's own __new__ is a Python
+# function, called three times for each of a placement's 16 candidates.
+_row = tuple.__new__
 
 
 def _snapshot(row: Any, gpus: tuple[int, int]) -> HostSnapshot:
@@ -153,9 +156,9 @@ def _snapshot(row: Any, gpus: tuple[int, int]) -> HostSnapshot:
     return HostSnapshot.of_candidate(
         node_id,
         {
-            _VCPU: ResourceRow(_VCPU, va, vr, vc, vu),
-            _MEMORY: ResourceRow(_MEMORY, ma, mr, mc, mu),
-            _DISK: ResourceRow(_DISK, da, dr, dc, du),
+            _VCPU: _row(ResourceRow, (_VCPU, va, vr, vc, vu)),
+            _MEMORY: _row(ResourceRow, (_MEMORY, ma, mr, mc, mu)),
+            _DISK: _row(ResourceRow, (_DISK, da, dr, dc, du)),
         },
         gpus_total=gpus[1],
         gpus_free=gpus[0],

@@ -106,7 +106,11 @@ def _read(cursor: Any, compiled: _Compiled) -> DriverRows:
         rowcount = cursor.rowcount
     else:
         try:
-            rows = list(cursor.fetchall()) if _has_rows(cursor) else []
+            # SQLite's cursor: the DB-API description (asking it for psycopg's pgresult would
+            # raise and catch an AttributeError on every statement)
+            psycopg = compiled.libpq is not None
+            has_rows = _has_rows(cursor) if psycopg else cursor.description is not None
+            rows = list(cursor.fetchall()) if has_rows else []
             rowcount = cursor.rowcount
         finally:
             cursor.close()
@@ -171,7 +175,8 @@ class DriverStatement:
         """Run once in the transaction of `on` (a session's connection is begun if it is not)."""
         connection = on if isinstance(on, Connection) else connection_of(on)
         compiled, arguments = self._bound(connection, params)
-        if _by_libpq(connection):
+        pipelines = _pipelines(connection)  # asked once: SQLite's statements go on at once
+        if pipelines and _plain(connection):  # _by_libpq
             pipeline = _libpq_pipeline(connection)
             answer = _send_on_libpq(connection, pipeline, compiled, arguments, read=True)
             assert answer is not None
@@ -180,7 +185,7 @@ class DriverStatement:
                 connection.info[CHANGED_FLAG] = True
             return _read(answer, compiled)
         cursor = connection.connection.cursor()
-        queued = _waiting(connection) if _pipelines(connection) else None  # SQLite: none ever
+        queued = _waiting(connection) if pipelines else None  # SQLite: none ever
         assert queued is None or isinstance(queued, _Queued)  # psycopg's (see _by_libpq)
         try:
             if queued is None:
@@ -345,13 +350,35 @@ def _plain(connection: Connection) -> bool:
     """
     verdict: bool | None = connection.__dict__.get(_PLAIN)
     if verdict is None:
-        dispatch = connection.dispatch
-        verdict = quiet(connection) and all(
-            listener in _OWN_LISTENERS
-            for listeners in (dispatch.before_cursor_execute, dispatch.after_cursor_execute)
-            for listener in listeners
-        )
+        verdict = quiet(connection) and _engine_plain(connection)
         connection.__dict__[_PLAIN] = verdict
+    return verdict
+
+
+def _engine_plain(connection: Connection) -> bool:
+    """Whether only bcfleet's own listeners listen to the cursor executions of the connection's
+    engine: walked once per engine and kept while the pool's engine has as many listeners.
+
+    Own listeners are attached when the engine is made and never removed, so with as many
+    listeners as when the verdict was kept, the set holds a foreign one exactly when it did
+    then (a test's listener added, or removed and another added, changes or keeps it alike).
+    Listeners go on the pool's engine (fleet.engine): one attached to an option engine or to
+    a single connection is not counted in the key.
+    """
+    engine = connection.engine
+    base = getattr(engine, "_proxied", engine)  # an option engine's (the writer's) pool engine
+    listening = base.dispatch
+    key = (len(listening.before_cursor_execute), len(listening.after_cursor_execute))
+    kept: tuple[tuple[int, int], bool] | None = engine.__dict__.get(_PLAIN)
+    if kept is not None and kept[0] == key:
+        return kept[1]
+    dispatch = connection.dispatch
+    verdict = all(
+        listener in _OWN_LISTENERS
+        for listeners in (dispatch.before_cursor_execute, dispatch.after_cursor_execute)
+        for listener in listeners
+    )
+    engine.__dict__[_PLAIN] = (key, verdict)
     return verdict
 
 
@@ -632,6 +659,7 @@ def _send_text(connection: Connection, queued: Waiting, sql: str) -> None:
 
 
 _CONNECTION = "bcfleet.driver_connection"
+PINNED_CONNECTION = "bcfleet.pinned_connection"
 # libpq's PGRES_TUPLES_OK (psycopg.pq.ExecStatus.TUPLES_OK), not imported from psycopg so that
 # an SQLite process never loads the driver (tests/store/test_driver_sql.py checks the value).
 _TUPLES_OK = 2
@@ -651,8 +679,13 @@ def connection_of(session: Session) -> Connection:
 
     session.connection() walks the ORM's transaction states on every call (about 1 us, against
     0.25 us here: a few microseconds of a placement); a transaction no longer active (committed,
-    rolled back after a failed flush) is never handed out.
+    rolled back after a failed flush) is never handed out. A session of
+    uow.connection_write_session answers the connection whose transaction it joins
+    (PINNED_CONNECTION), without beginning its own.
     """
+    pinned: Connection | None = session.info.get(PINNED_CONNECTION)
+    if pinned is not None:
+        return pinned
     transaction = session.get_transaction()
     kept = session.info.get(_CONNECTION)
     if (

@@ -42,6 +42,10 @@ class StoreHandle(Protocol):
         """One write transaction (or the joined one)."""
         ...
 
+    def write_on_connection(self, *, bump_revision: bool = True) -> AbstractContextManager[Session]:
+        """write() on a Core connection's transaction, the session joining it only when used."""
+        ...
+
     def read(self) -> AbstractContextManager[Session]:
         """One read transaction (or the joined one)."""
         ...

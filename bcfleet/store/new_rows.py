@@ -61,6 +61,8 @@ def _primary_key(model: type[SQLModel]) -> tuple[str, ...]:
 
 def _held(session: Session, model: type[M], values: Mapping[str, Any]) -> M | None:
     """The object the session holds for the row's primary key, if any."""
+    if not session.identity_map:  # nothing held (a placement's session): no key to make
+        return None
     ident = tuple(values[name] for name in _primary_key(model))
     held: M | None = session.identity_map.get(identity_key(model, ident))
     return held

@@ -13,7 +13,12 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection, Engine, text
 
 from bcfleet.store import wal_checkpoints
-from bcfleet.store.driver_sql import CHANGED_FLAG, DriverStatement
+from bcfleet.store.driver_sql import (
+    CHANGED_FLAG,
+    PINNED_CONNECTION,
+    DriverStatement,
+    connection_of,
+)
 from bcfleet.store.engine import WRITE_OPTION, is_sqlite
 from bcfleet.store.faults import commit_is_next, lost_connections
 from bcfleet.store.models import load_all
@@ -70,6 +75,44 @@ def write_session(engine: Engine, *, bump_revision: bool = True) -> Iterator[Ses
 
 
 @contextmanager
+def connection_write_session(engine: Engine, *, bump_revision: bool = True) -> Iterator[Session]:
+    """write_session with the transaction begun and committed on a Core connection: the ORM
+    session joins it only when the ORM is used (a query, an object added and flushed).
+
+    A hot call that writes through DriverStatements alone (a placement) pays none of the
+    session's transaction bookkeeping: its statements run on the connection pinned in the
+    session (driver_sql.connection_of). Rolled back on any error, as write_session is.
+    """
+    from sqlmodel import Session
+
+    load_all()
+    committing = False
+    with (
+        lost_connections(committing=lambda: committing),
+        writer_engine(engine).connect() as connection,
+        connection.begin(),
+    ):
+        # rollback_only: the session never commits the connection's transaction; a failed
+        # flush rolls it back. Closed before COMMIT, it leaves the transaction as it is.
+        session = Session(connection, expire_on_commit=False, join_transaction_mode="rollback_only")
+        try:
+            session.info[PINNED_CONNECTION] = connection
+            connection.info[CHANGED_FLAG] = False
+            rows = -wal_checkpoints.rows_changed(connection)
+            yield session
+            session.flush()
+            rows += wal_checkpoints.rows_changed(connection)
+            if bump_revision and connection.info.get(CHANGED_FLAG):
+                bump(session)
+            committing = True  # leaving connection.begin() sends COMMIT
+            commit_is_next()
+        finally:
+            if session.in_transaction() or session.identity_map:  # else it holds nothing
+                session.close()
+    wal_checkpoints.committed(engine, rows)
+
+
+@contextmanager
 def read_session(engine: Engine) -> Iterator[Session]:
     """A session in one read transaction (a consistent snapshot on SQLite WAL and PostgreSQL)."""
     from sqlmodel import Session
@@ -93,7 +136,7 @@ _BUMP_PG = DriverStatement(text("SELECT nextval('bcfleet_state_revision')"))
 
 def bump(session: Session) -> None:
     """Advance the state revision that saved plans compare against (on the session's connection)."""
-    connection = session.connection()
+    connection = connection_of(session)
     if is_sqlite(connection.engine):
         if _BUMP_SQLITE.run(connection, {}).rowcount == 0:
             connection.execute(text("INSERT INTO state_revision (id, revision) VALUES (1, 1)"))

@@ -84,3 +84,54 @@ def test_an_orm_savepoint_rolled_back_keeps_what_came_before_and_after(
         savepoint.rollback()
         _by_driver(session, "evt_after")
     assert _stored(any_fleet) == ["evt_after", "evt_before"]
+
+
+# write_on_connection (uow.connection_write_session): the transaction is the Core connection's;
+# the session joins it only when the ORM is used, and all of it commits or none.
+
+
+def test_on_the_connection_driver_statements_alone_leave_the_session_unbegun(
+    any_fleet: Fleet,
+) -> None:
+    before = _revision(any_fleet)
+    with any_fleet.write_on_connection() as session:
+        _by_driver(session, "evt_a")
+        assert not session.in_transaction()  # the statement ran on the pinned connection
+    assert _stored(any_fleet) == ["evt_a"]
+    assert _revision(any_fleet) > before
+
+
+def test_on_the_connection_the_orm_joins_the_one_transaction_that_commits(
+    any_fleet: Fleet,
+) -> None:
+    before = _revision(any_fleet)
+    with any_fleet.write_on_connection() as session:
+        _by_driver(session, "evt_a")
+        _by_orm(session, "evt_b")
+        session.flush()
+        assert connection_of(session) is session.connection()
+        seen = session.execute(text("SELECT count(*) FROM events WHERE type = 'test.uow'"))
+        assert seen.scalar_one() == 2
+        _by_orm(session, "evt_c")  # added last: flushed before COMMIT
+    assert _stored(any_fleet) == ["evt_a", "evt_b", "evt_c"]
+    assert _revision(any_fleet) > before
+
+
+def test_on_the_connection_a_broken_flush_or_an_error_saves_nothing(any_fleet: Fleet) -> None:
+    before = _revision(any_fleet)
+    with pytest.raises(IntegrityError), any_fleet.write_on_connection() as session:
+        _by_driver(session, "evt_first")
+        _by_orm(session, "evt_flushed")
+        session.flush()
+        _by_orm(session, "evt_flushed")  # the same unique id again
+        session.flush()
+    with pytest.raises(RuntimeError), any_fleet.write_on_connection() as session:
+        _by_driver(session, "evt_driver")
+        _by_orm(session, "evt_orm")
+        session.flush()
+        raise RuntimeError("the call failed after writing")
+    assert _stored(any_fleet) == []
+    assert _revision(any_fleet) == before
+    with any_fleet.write_on_connection() as session:  # the connection went back clean
+        _by_driver(session, "evt_next")
+    assert _stored(any_fleet) == ["evt_next"]
