@@ -248,13 +248,14 @@ def made_json(
     made: Sequence[Mapping[str, Any]], flavor: str | None, view: HostView
 ) -> list[InstanceJson]:
     """Instances just written, as instance_json answers them, from the column values their rows
-    were written with (placement/batch_placer.py's Batch.made): no object is read or made.
-    Rows that share their documents (a batch's shape, placement, conditions) share one check
-    of them (read_documents)."""
+    were written with (placement/batch_placer.py's Batch.made, every column): no object is read
+    or made. Rows that share their documents (a batch's shape, placement, conditions) share one
+    check of them (read_documents), and rows that share a time one text of it."""
     checked: dict[tuple[int, ...], dict[str, Any]] = {}
+    times: dict[Any, str | None] = {None: None}
     items: list[InstanceJson] = []
     for row in made:
-        values = {name: row[name] for name in FIELDS}
+        values = dict(row)
         key = tuple(map(id, map(values.__getitem__, INSTANCE_DOCUMENTS)))
         documents = checked.get(key)
         if documents is None:
@@ -263,7 +264,8 @@ def made_json(
         else:
             values.update(documents)
         for name in TIME_FIELDS:
-            values[name] = format_time(values[name])
+            at = values[name]
+            values[name] = times[at] if at in times else times.setdefault(at, format_time(at))
         items.append(instance_body(values, flavor, view))
     return items
 
