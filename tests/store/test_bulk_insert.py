@@ -26,8 +26,8 @@ def _events(prefix: str, count: int) -> list[dict[str, Any]]:
         {
             "id": f"{prefix}_{i:04d}",
             "type": "test.bulk",
-            "tenant_id": None,
-            "subject_id": f"ins_{i}",
+            "tenant_id": None,  # NULL in every row: written in the statement
+            "subject_id": f"ins_{i}" if i % 2 else None,  # in some rows: bound
             "data": SHARED if i % 3 else {"n": i},  # shared documents and their own
             "at": AT,
         }
@@ -64,3 +64,21 @@ def test_a_refused_row_fails_the_insert_as_sqlalchemy_wraps_it(any_fleet: Fleet)
     with pytest.raises(IntegrityError), any_fleet.write() as session:
         EVENTS.run(session, _events("once", 3))  # the first two ids are taken
     assert len(_stored(any_fleet, "once")) == 2
+
+
+def test_values_shared_by_rows_are_processed_once_each() -> None:
+    shared, own = {"a": 1}, [{"b": 2}, {"b": 2}]  # own: equal, not the same object
+    rows = [{"x": shared, "y": own[0]}, {"x": shared, "y": shared}, {"x": shared, "y": own[1]}]
+    seen: list[Any] = []
+
+    def process(value: Any) -> str:
+        seen.append(value)
+        return repr(value)
+
+    assert bulk_insert._columns(rows, ("y", "x"), (process, None)) == [
+        ("{'b': 2}", "{'a': 1}", "{'b': 2}"), (shared, shared, shared)
+    ]  # fmt: skip
+    assert [id(v) for v in seen] == [id(own[0]), id(shared), id(own[1])]
+    seen.clear()
+    assert bulk_insert._columns(rows, ("x",), (process,)) == [("{'a': 1}",) * 3]
+    assert seen == [shared]
