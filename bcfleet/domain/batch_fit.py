@@ -37,8 +37,11 @@ def charged(
             )
         rows[resource] = row
     after = object.__new__(HostSnapshot)  # as HostSnapshot.of_candidate: a copy without the
-    after.__dict__.update(host.__dict__, rows=rows, gpus_free=host.gpus_free - shape.gpus)
-    return after  # frozen constructor's field-by-field setting, made once per instance
+    values = after.__dict__  # frozen constructor's field-by-field setting, made once an instance
+    values.update(host.__dict__)
+    values["rows"] = rows
+    values["gpus_free"] = host.gpus_free - shape.gpus
+    return after
 
 
 def assign(
