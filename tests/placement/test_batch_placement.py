@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from bcfleet.api.fake_provider import FAKE_TOKEN_ENV, start_fake_provider
+from bcfleet.clock import FakeClock
 from bcfleet.domain.batch_fit import assign
 from bcfleet.domain.fit import HostSnapshot, ResourceRow, pack, spread
 from bcfleet.domain.shapes import Shape
@@ -277,3 +279,30 @@ def test_a_claim_some_host_refuses_on_sqlite_takes_the_others_and_names_it(
     with fleet.write() as session:
         assert claim_plan(session, plan[1:], {"vcpu": 1, "memoryGiB": 1, "diskGiB": 1}) == set()
     assert {row["allocated"] for row in rows(fleet, "h2").values()} == {5}
+
+
+def test_a_batch_on_a_provider_pool_makes_its_instances_provisioning(
+    any_fleet: Fleet, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(FAKE_TOKEN_ENV, "demo-token")  # restored after the test
+    with start_fake_provider(clock=clock) as fake:
+        account = fake.create_account(any_fleet)
+        any_fleet.api.pools.create(
+            OP, tenant_id="root", name="demo-hz", kind="provider", provider_account=account["name"]
+        )
+        any_fleet.api.flavors.create(
+            OP, tenant_id="root", pool_id="demo-hz", name="cx23", vcpu=2, memory_gib=4,
+            disk_gib=40, offer_id="cx23",
+        )  # fmt: skip
+        batch = any_fleet.api.instances.create_batch(
+            OP, tenant_id="root", pool_id="demo-hz", flavor="cx23", count=3, name="web"
+        )
+    assert (batch["placed"], batch["refused"], batch["reason"]) == (3, 0, None)
+    assert [(i["name"], i["state"], i["nodeId"]) for i in batch["items"]] == [
+        (f"web-{n}", "provisioning", None) for n in (1, 2, 3)
+    ]
+    listed = any_fleet.api.instances.list(OP)["items"]
+    assert sorted(i["id"] for i in listed) == sorted(i["id"] for i in batch["items"])
+    events = any_fleet.api.events.list(OP, limit=100)["items"]
+    made = [e["subjectId"] for e in events if e["type"] == "instance.provisioning"]
+    assert sorted(made) == sorted(i["id"] for i in batch["items"])
