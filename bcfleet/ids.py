@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import random
 import re
@@ -63,17 +64,21 @@ class IdFactory:
         return f"{prefix}_{ulid_text(millis.to_bytes(6, 'big') + self._entropy())}"
 
     def new_many(self, prefix: str, at: datetime, count: int) -> list[str]:
-        """`count` new ids of one kind and time, as `count` calls of new() make them (a batch's)."""
+        """`count` new ids of one kind and time, as `count` calls of new() make them (a batch's).
+
+        The ids share their first ten letters (the two zero bits and the time); the random
+        80 bits of all of them are one base32 text, made at once (_random_letters)."""
         if prefix not in PREFIXES:
             raise ValueError(f"unknown id prefix {prefix!r}")
-        head = int(at.timestamp() * 1000).to_bytes(6, "big")
+        millis = int(at.timestamp() * 1000)
+        head = f"{prefix}_{ulid_text(millis.to_bytes(6, 'big') + bytes(10))[:10]}"
         if self._random is None:
             raw = os.urandom(10 * count)
-            entropies = [raw[i : i + 10] for i in range(0, 10 * count, 10)]
         else:
             with self._lock:  # the seeded stream in the order new() would take it
-                entropies = [self._random.randbytes(10) for _ in range(count)]
-        return [f"{prefix}_{ulid_text(head + entropy)}" for entropy in entropies]
+                raw = b"".join([self._random.randbytes(10) for _ in range(count)])
+        letters = _random_letters(raw)
+        return [head + letters[i : i + 16] for i in range(0, 16 * count, 16)]
 
 
 CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
@@ -100,6 +105,16 @@ def ulid_text(raw: bytes) -> str:
             pairs[(low >> 20) & 1023], pairs[(low >> 10) & 1023], pairs[low & 1023],
         )
     )  # fmt: skip
+
+
+_FROM_BASE32 = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", CROCKFORD.encode())
+
+
+def _random_letters(raw: bytes) -> str:
+    """ULIDs' last 16 letters, of their 80 random bits each (10 bytes of `raw` an id, whose
+    bits start at a letter's): RFC 4648 base32 (the same 5 bits a letter) in Crockford's
+    lower-case alphabet."""
+    return base64.b32encode(raw).translate(_FROM_BASE32).decode("ascii")
 
 
 ULID_TEXT = re.compile(r"[0-7][0-9a-hjkmnp-tv-z]{25}")

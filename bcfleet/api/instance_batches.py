@@ -24,6 +24,7 @@ from sqlmodel import Session, col, select
 from bcfleet.api.auth import Actor, Credential, pool_resource
 from bcfleet.api.documents import InstanceBatchJson, InstanceJson
 from bcfleet.api.host_view import pool_host_view
+from bcfleet.api.instance_list import made_json
 from bcfleet.api.instances import INSTANCE_NAME_MAX, InstancesAPI, flavor_shape, instance_json
 from bcfleet.api.lookup import find_pool_and_flavor
 from bcfleet.domain.bounds import check_count, check_optional_text, shown
@@ -145,10 +146,11 @@ def _create(
                     v["id"],
                     data.setdefault(v["state"], {"state": str(v["state"])}),
                 )
-                for v in (i.__dict__ for i in batch.made)  # rows as inserted: every column
+                for v in batch.made  # each row's values as written: every column
             ),
         )
-        return _answer(session, actor, pool, row.name, batch.made, count, batch.reason)
+        view = pool_host_view(actor, pool, [v["node_id"] for v in batch.made])
+        return _batch_json(made_json(batch.made, row.name, view), count, batch.reason)
 
 
 def _made_before(session: Session, actor: Actor, keys: Sequence[str]) -> list[Instance]:
@@ -179,10 +181,13 @@ def _answer(
     count: int,
     reason: str | None,
 ) -> InstanceBatchJson:
+    """A replay's answer: the instances an earlier batch made, as they are now."""
     view = pool_host_view(actor, pool, [i.node_id for i in made])
-    items: list[InstanceJson] = [
-        instance_json(session, actor, instance, flavor_name, view) for instance in made
-    ]
+    items = [instance_json(session, actor, instance, flavor_name, view) for instance in made]
+    return _batch_json(items, count, reason)
+
+
+def _batch_json(items: list[InstanceJson], count: int, reason: str | None) -> InstanceBatchJson:
     return {
         "items": items,
         "count": count,

@@ -20,6 +20,7 @@ from bcfleet.api.conditions import condition_is_true, mentions
 from bcfleet.api.documents import InstanceJson
 from bcfleet.api.host_view import host_view
 from bcfleet.api.raw_rows import plain_rows, time_text
+from bcfleet.clock import format_time
 from bcfleet.domain.host_ids import HostView
 from bcfleet.domain.instance_query import SORT_KEYS
 from bcfleet.domain.states import InstanceState
@@ -241,6 +242,32 @@ def read_documents(values: dict[str, Any]) -> None:
     if bad:
         values.update(decode(values, INSTANCE_DOCUMENTS)[0])
     values["unreadable"] = [FIELD_NAMES[name] for name in bad] if bad else ()
+
+
+def made_json(
+    made: Sequence[Mapping[str, Any]], flavor: str | None, view: HostView
+) -> list[InstanceJson]:
+    """Instances just written, as instance_json answers them, from the column values their rows
+    were written with (placement/batch_placer.py's Batch.made, every column): no object is read
+    or made. Rows that share their documents (a batch's shape, placement, conditions) share one
+    check of them (read_documents), and rows that share a time one text of it."""
+    checked: dict[tuple[int, ...], dict[str, Any]] = {}
+    times: dict[Any, str | None] = {None: None}
+    items: list[InstanceJson] = []
+    for row in made:
+        values = dict(row)
+        key = tuple(map(id, map(values.__getitem__, INSTANCE_DOCUMENTS)))
+        documents = checked.get(key)
+        if documents is None:
+            read_documents(values)
+            documents = checked[key] = {n: values[n] for n in (*INSTANCE_DOCUMENTS, "unreadable")}
+        else:
+            values.update(documents)
+        for name in TIME_FIELDS:
+            at = values[name]
+            values[name] = times[at] if at in times else times.setdefault(at, format_time(at))
+        items.append(instance_body(values, flavor, view))
+    return items
 
 
 def instance_body(values: Mapping[str, Any], flavor: str | None, view: HostView) -> InstanceJson:

@@ -21,16 +21,27 @@ def scaled(claims: Mapping[str, int], times: int) -> dict[str, int]:
     return {resource: amount * times for resource, amount in claims.items()}
 
 
-def charged(host: HostSnapshot, shape: Shape) -> HostSnapshot:
-    """The host as it is once one more instance of the shape holds its claims and GPUs."""
-    claims = shape.claims()
-    rows: dict[str, ResourceRow] = {
-        resource: row._replace(allocated=row.allocated + claims.get(resource, 0))
-        for resource, row in host.rows.items()
-    }
+def charged(
+    host: HostSnapshot, shape: Shape, claims: Mapping[str, int] | None = None
+) -> HostSnapshot:
+    """The host as it is once one more instance of the shape holds its claims and GPUs
+    (`claims`: the shape's, when the caller has them already)."""
+    if claims is None:
+        claims = shape.claims()
+    rows: dict[str, ResourceRow] = {}
+    for resource, row in host.rows.items():
+        claim = claims.get(resource, 0)
+        if claim:  # as row._replace(allocated=…), without its keyword and map machinery
+            row = ResourceRow(
+                row.resource, row.allocatable, row.ratio, row.capacity, row.allocated + claim
+            )
+        rows[resource] = row
     after = object.__new__(HostSnapshot)  # as HostSnapshot.of_candidate: a copy without the
-    after.__dict__.update(host.__dict__, rows=rows, gpus_free=host.gpus_free - shape.gpus)
-    return after  # frozen constructor's field-by-field setting, made once per instance
+    values = after.__dict__  # frozen constructor's field-by-field setting, made once an instance
+    values.update(host.__dict__)
+    values["rows"] = rows
+    values["gpus_free"] = host.gpus_free - shape.gpus
+    return after
 
 
 def assign(
@@ -41,20 +52,23 @@ def assign(
     policy: PlacementPolicy | None = None,
 ) -> list[tuple[HostSnapshot, int]]:
     """Up to `count` instances over `hosts`: each host used and how many it takes, in the order
-    the hosts were given; fewer than `count` in all when the hosts cannot take more."""
-    heap = [
-        (-by(host), host.node_id, index, host)
-        for index, host in enumerate(hosts)
-        if check_fit(host, shape, policy) is None
-    ]
+    the hosts were given; fewer than `count` in all when the hosts cannot take more.
+
+    Whether a host takes one more is asked when it comes first (check_fit), not when it is
+    weighed: a host that does not fit is then dropped, which leaves the others' order as it
+    was, and a host charged and weighed again but never first again is never checked.
+    """
+    claims = shape.claims()
+    heap = [(-by(host), host.node_id, index, host) for index, host in enumerate(hosts)]
     heapq.heapify(heap)
     taken: dict[int, int] = {}
     given = 0
     while heap and given < count:
         _, node_id, index, host = heapq.heappop(heap)
+        if check_fit(host, shape, policy) is not None:
+            continue
         taken[index] = taken.get(index, 0) + 1
         given += 1
-        after = charged(host, shape)
-        if check_fit(after, shape, policy) is None:
-            heapq.heappush(heap, (-by(after), node_id, index, after))
+        after = charged(host, shape, claims)
+        heapq.heappush(heap, (-by(after), node_id, index, after))
     return [(hosts[index], taken[index]) for index in sorted(taken)]

@@ -155,7 +155,7 @@ def _place(
         savepoint.rollback()
         return _place_one_by_one(session, fleet, tenant_id, pool, size, count)
     savepoint.commit()
-    placed = sum(1 for spare in batch.made if spare.node_id is not None)
+    placed = sum(1 for spare in batch.made if spare["node_id"] is not None)
     counts["placed"] += placed
     counts["unschedulable"] += len(batch.made) - placed
     return counts

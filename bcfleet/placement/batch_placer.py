@@ -7,7 +7,10 @@ many instances each host takes, and each host used gets ONE guarded claim for al
 (claims.claim_host / send_claim, on PostgreSQL all sent in one round trip, hosts in id order so
 two batches lock hosts alike). The NUMA chooser (instance_placer.choose_on_inventory) runs per
 instance, seeing the batch's earlier guests on that host. Allocations and instances are then
-written with one multi-row INSERT each. A claim a concurrent writer refused, or a host the
+written with one multi-row INSERT each. The rows are plain dicts of column values from start
+to end (store/new_rows.new_values), written as they are and handed back as they were written
+(Batch.made, from which the API answers and the events are made): no ORM object is made for
+them. A claim a concurrent writer refused, or a host the
 chooser refused, is left out and the rest searched for again.
 
 GPU flavors and pinned flavors (whose guests change their neighbours' CPUs) are placed one by
@@ -47,8 +50,8 @@ from bcfleet.placement.claims import (
 from bcfleet.placement.conditions import set_condition
 from bcfleet.placement.instance_placer import (
     CANDIDATES_TO_SCORE,
-    _record_placement,
     choose_on_inventory,
+    placed_values,
     try_place,
 )
 from bcfleet.placement.quotas import charge, refund
@@ -56,7 +59,7 @@ from bcfleet.store.bulk_insert import BulkInsert
 from bcfleet.store.driver_sql import DriverStatement
 from bcfleet.store.engine import is_sqlite
 from bcfleet.store.models import Allocation, Instance, Pool
-from bcfleet.store.new_rows import new_row
+from bcfleet.store.new_rows import new_row, new_values
 
 if TYPE_CHECKING:
     from bcfleet.placement.handle import PlacementHandle
@@ -71,9 +74,11 @@ SEARCH_ROUNDS = 3  # the first page, all the pool, and once more after claims ot
 @dataclass(frozen=True)
 class Batch:
     """What place_batch made: the instances in the order asked (placed, provisioning, or
-    pending with keep_pending), how many of the batch were refused, and why (None: none)."""
+    pending with keep_pending), each as the column values its row was written with (every
+    column of instances; no ORM object is made for them), how many of the batch were refused,
+    and why (None: none)."""
 
-    made: list[Instance]
+    made: list[dict[str, Any]]
     refused: int
     reason: str | None
 
@@ -102,32 +107,36 @@ def place_batch(
     one = Shape.from_json(shape)
     charge(session, tenant_id, pool.id, scaled(one.quota_charge(), count))
     now = fleet.now()
-    document = dict(shape)  # one copy for every row: none of them changes it
+    provider = pool.kind == PoolKind.PROVIDER  # the providers.reconcile job makes the servers
+    # One row's values made as the model makes them, then copied for each instance: the rows
+    # share the shape document and the empty conditions (none of them is changed in place;
+    # conditions are set anew), so each is dumped once (store/bulk_insert.py).
+    template = new_values(
+        Instance,
+        {
+            "tenant_id": tenant_id,
+            "pool_id": pool.id,
+            "flavor_id": flavor_id,
+            "state": InstanceState.PROVISIONING if provider else InstanceState.PENDING,
+            "shape": dict(shape),
+            "purpose": purpose,
+            "size": size,
+            "created_at": now,
+            "updated_at": now,
+            "input_hash": input_hash,
+        },
+    )
     ids = fleet.ids.new_many("ins", now, count)
     rows = [
-        new_row(
-            Instance,
-            {
-                "id": ids[i],
-                "tenant_id": tenant_id,
-                "pool_id": pool.id,
-                "flavor_id": flavor_id,
-                "name": name,
-                "state": InstanceState.PENDING,
-                "shape": document,
-                "purpose": purpose,
-                "size": size,
-                "created_at": now,
-                "updated_at": now,
-                "idempotency_key": keys[i] if keys is not None else None,
-                "input_hash": input_hash,
-            },
-        )
+        {
+            **template,
+            "id": ids[i],
+            "name": name,
+            "idempotency_key": keys[i] if keys is not None else None,
+        }
         for i, name in enumerate(names)
     ]
-    if pool.kind == PoolKind.PROVIDER:  # the providers.reconcile job makes the servers
-        for row in rows:
-            row.state = InstanceState.PROVISIONING
+    if provider:
         _insert_instances(session, rows)
         return Batch(rows, 0, None)
     policy = placement_from_json(shape.get("placement"))
@@ -149,8 +158,8 @@ def place_batch(
     rest = rows[placed:]
     if keep_pending:
         for row in rest:
-            row.conditions = set_condition(
-                row.conditions, "Unschedulable", reason="NoHostFits", message=reason, at=now
+            row["conditions"] = set_condition(
+                row["conditions"], "Unschedulable", reason="NoHostFits", message=reason, at=now
             )
         _insert_instances(session, rest)
         return Batch(rows, refused, reason)
@@ -181,16 +190,23 @@ def _why_not(
     return explain_no_fit(reasons)
 
 
-def _one_by_one(session: Session, fleet: PlacementHandle, pool: Pool, rows: list[Instance]) -> int:
+def _one_by_one(
+    session: Session, fleet: PlacementHandle, pool: Pool, rows: list[dict[str, Any]]
+) -> int:
     """GPU and pinned flavors: the single placement per instance, each row written before the
     next is placed (its neighbours see it); stops at the first that fits nowhere. How many fit.
 
-    The instances not placed are written by the caller, when it keeps them pending.
+    Each row becomes the object try_place takes and its values are read back from it, placed
+    or not (pending with its Unschedulable reason). The instances not placed are written by the
+    caller, when it keeps them pending.
     """
-    for index, row in enumerate(rows):
-        if not try_place(session, fleet, row, pool):
+    for index, values in enumerate(rows):
+        instance = new_row(Instance, values)
+        fitted = try_place(session, fleet, instance, pool)
+        rows[index] = {c: instance.__dict__[c] for c in _COLUMNS}  # new_row's: every column
+        if not fitted:
             return index
-        _insert_instances(session, [row])
+        _insert_instances(session, [rows[index]])
     return len(rows)
 
 
@@ -200,15 +216,17 @@ def _at_once(
     pool: Pool,
     shape: Shape,
     policy: PlacementPolicy | None,
-    rows: list[Instance],
+    rows: list[dict[str, Any]],
     left_out: dict[str, NoFit],
 ) -> int:
-    """Place the rows in order, as many as fit, with one claim per host; how many were placed."""
+    """Place the rows in order, as many as fit, with one claim per host; how many were placed.
+
+    The allocations are written once every host is claimed, their ids made at once (in the
+    order the rows were placed, as one id a placement would have made them)."""
     claims = shape.claims()
     by = weigher(fleet.settings.placement_strategy)
     placed = 0
     want = max(CANDIDATES_TO_SCORE, len(rows))
-    allocations: list[dict[str, Any]] = []
     for _ in range(SEARCH_ROUNDS):
         found = feasible_hosts(
             session,
@@ -226,13 +244,17 @@ def _at_once(
             break
         fleet.placement.advance_cursor(pool.id, plan[-1][0].node_id)
         before = placed
-        placed = _claim_plan(
-            session, fleet, pool, shape, policy, plan, rows, placed, left_out, allocations
-        )
+        placed = _claim_plan(session, fleet, pool, shape, policy, plan, rows, placed, left_out)
         if placed == len(rows) or (placed > before and len(found) < want):
             break
         want = 100_000  # the page did not hold enough: every feasible host of the pool
-    if allocations:
+    if placed:
+        now = fleet.now()
+        allocation_ids = fleet.ids.new_many("alloc", now, placed)
+        allocations = []
+        for row, allocation_id in zip(rows, allocation_ids, strict=False):
+            row["allocation_id"] = allocation_id
+            allocations.append(_allocation(row, allocation_id, claims, pool.id))
         _INSERT_ALLOCATIONS.run(session, allocations)
     return placed
 
@@ -244,45 +266,65 @@ def _claim_plan(
     shape: Shape,
     policy: PlacementPolicy | None,
     plan: list[tuple[HostSnapshot, int]],
-    rows: list[Instance],
+    rows: list[dict[str, Any]],
     placed: int,
     left_out: dict[str, NoFit],
-    allocations: list[dict[str, Any]],
 ) -> int:
     """One guarded claim per host of the plan, in host id order; the rows from `placed` on get
-    the hosts that took them. How many rows are placed after it."""
+    the hosts that took them (their allocation ids come after, _at_once). How many rows are
+    placed after it."""
     claims = shape.claims()
     now = fleet.now()
     ordered = sorted(plan, key=lambda item: item[0].node_id)  # two batches lock hosts alike
-    # Rows placed alike share their documents, each dumped once (store/bulk_insert.py): the
-    # chooser's kept placement of a guest alone on a host of a shared inventory, and an empty
-    # list of conditions. None of them is changed in place (conditions are set anew).
-    shared: dict[int, tuple[HostPlacement, dict[str, Any]]] = {}
-    no_conditions: list[dict[str, Any]] = []
+    # What placing sets (placed_values) depends on the chooser's placement and the row's
+    # conditions alone: made once for rows placed alike, and shared by them (the chooser keeps
+    # the placement of a guest alone on a host of a shared inventory; rows share their empty
+    # conditions). Nothing changes these documents in place; each is dumped once.
+    alike: dict[tuple[int, int], tuple[HostPlacement, dict[str, Any]]] = {}
+    alone: dict[int, tuple[Inventory, HostPlacement]] = {}  # _choose's
     for host, on_host, inventory, others in _claimed(session, fleet, ordered, claims, left_out):
         mine: list[HostPlacement] = []
         for taken in range(on_host):
             try:
-                placement = choose_on_inventory(
-                    fleet, pool, inventory, [*others, *mine], shape, policy
-                )
+                placement = _choose(fleet, pool, inventory, others, mine, shape, policy, alone)
             except NotCandidate as refused:
                 left_out[host.node_id] = refused.no_fit()
                 return_scalars(session, host.node_id, scaled(claims, on_host - taken))
                 break
             mine.append(placement)
             row = rows[placed]
-            allocation_id = fleet.ids.new("alloc", now)
-            allocations.append(_allocation(row, host.node_id, allocation_id, claims, pool.id))
-            _record_placement(row, host.node_id, allocation_id, placement, fleet)
-            values = row.__dict__  # new_row's: every column (fresh_values)
-            values["host_placement"] = shared.setdefault(
-                id(placement), (placement, values["host_placement"])
-            )[1]
-            if not values["conditions"]:
-                values["conditions"] = no_conditions
+            key = (id(placement), id(row["conditions"]))
+            done = alike.get(key)
+            if done is None:
+                done = alike[key] = (placement, placed_values(row["conditions"], placement, now))
+            row.update(done[1])
+            row["node_id"] = host.node_id
             placed += 1
     return placed
+
+
+def _choose(
+    fleet: PlacementHandle,
+    pool: Pool,
+    inventory: Inventory,
+    others: list[HostPlacement],
+    mine: list[HostPlacement],
+    shape: Shape,
+    policy: PlacementPolicy | None,
+    alone: dict[int, tuple[Inventory, HostPlacement]],
+) -> HostPlacement:
+    """The NUMA chooser's placement of the next guest on a host, seeing its other guests and
+    the batch's earlier ones there. Its answer for a guest alone on a host depends on the
+    host's inventory alone (shape, policy and pool are the batch's), so it is asked once per
+    inventory (hosts reporting the same document share one) and kept in `alone`, as the
+    chooser keeps it between calls."""
+    if others or mine:
+        return choose_on_inventory(fleet, pool, inventory, [*others, *mine], shape, policy)
+    kept = alone.get(id(inventory))
+    if kept is None:
+        placement = choose_on_inventory(fleet, pool, inventory, [], shape, policy)
+        kept = alone[id(inventory)] = (inventory, placement)
+    return kept[1]
 
 
 def _claimed(
@@ -333,30 +375,29 @@ def _lost(resource: str) -> NoFit:
 
 
 def _allocation(
-    row: Instance, node_id: str, allocation_id: str, claims: Mapping[str, int], pool_id: str
+    row: Mapping[str, Any], allocation_id: str, claims: Mapping[str, int], pool_id: str
 ) -> dict[str, Any]:
-    values = row.__dict__  # new_row's: every column (fresh_values)
-    now = values["created_at"]
+    """The allocation row of a placed instance's claims on its node."""
     return {
         "id": allocation_id,
-        "node_id": node_id,
+        "node_id": row["node_id"],
         "consumer_kind": "instance",
-        "consumer_id": values["id"],
-        "tenant_id": values["tenant_id"],
+        "consumer_id": row["id"],
+        "tenant_id": row["tenant_id"],
         "pool_id": pool_id,
         "claims": claims,  # one dict for the batch's rows: none of them changes it
-        "starts_at": now,
+        "starts_at": row["created_at"],
         "ends_at": None,
         "released_at": None,
         "release_reason": None,
     }
 
 
-def _insert_instances(session: Session, rows: Sequence[Instance]) -> None:
+def _insert_instances(session: Session, rows: Sequence[Mapping[str, Any]]) -> None:
     """The rows in one multi-row INSERT (one row: the single placement's statement)."""
     if not rows:
         return
     if len(rows) == 1:
-        _INSERT_ONE_INSTANCE.send(session, {c: rows[0].__dict__[c] for c in _COLUMNS})
-    else:  # new_row's dicts hold every column (fresh_values): read there, not copied
-        _INSERT_INSTANCES.run(session, [row.__dict__ for row in rows], _COLUMNS)
+        _INSERT_ONE_INSTANCE.send(session, {c: rows[0][c] for c in _COLUMNS})
+    else:  # every row holds every column (new_values)
+        _INSERT_INSTANCES.run(session, rows, _COLUMNS)

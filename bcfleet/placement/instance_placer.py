@@ -43,6 +43,8 @@ from bcfleet.store.models import Allocation, Instance, Pool
 from bcfleet.store.new_rows import add_as_loaded, new_row, set_values
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from bcfleet.placement.handle import PlacementHandle
 
 CANDIDATES_TO_SCORE = 16
@@ -421,8 +423,18 @@ def _record_placement(
     placement: HostPlacement,
     fleet: PlacementHandle,
 ) -> None:
-    now = fleet.now()
-    conditions = clear_condition(instance.conditions, "Unschedulable")
+    values = placed_values(instance.conditions, placement, fleet.now())
+    set_values(instance, {"node_id": node_id, "allocation_id": allocation_id, **values})
+
+
+def placed_values(
+    conditions: list[dict[str, Any]], placement: HostPlacement, now: datetime
+) -> dict[str, Any]:
+    """What placing an instance sets besides its node and allocation: its host placement, the
+    running state and time, and its conditions (from `conditions`) without Unschedulable, with
+    PlacementDegraded when the chooser's placement is degraded. A batch's guests placed alike
+    share one answer (placement/batch_placer.py)."""
+    conditions = clear_condition(conditions, "Unschedulable")
     degraded = degraded_condition(placement)
     if degraded is not None:
         conditions = set_condition(
@@ -434,17 +446,12 @@ def _record_placement(
         )
     else:
         conditions = clear_condition(conditions, "PlacementDegraded")
-    set_values(
-        instance,
-        {
-            "node_id": node_id,
-            "allocation_id": allocation_id,
-            "host_placement": placement.to_json(),
-            "state": InstanceState.RUNNING,
-            "updated_at": now,
-            "conditions": conditions,
-        },
-    )
+    return {
+        "host_placement": placement.to_json(),
+        "state": InstanceState.RUNNING,
+        "updated_at": now,
+        "conditions": conditions,
+    }
 
 
 def release_instance(

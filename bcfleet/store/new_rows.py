@@ -33,6 +33,18 @@ def _defaults(model: type[SQLModel]) -> tuple[dict[str, Any], tuple[tuple[str, A
     return plain, tuple(made)
 
 
+def new_values(model: type[SQLModel], values: Mapping[str, Any]) -> dict[str, Any]:
+    """Every field of a new row of a table model: its defaults (a factory's made anew), then
+    `values`, as the constructor would set them; the dict new_row gives its object."""
+    plain, made = _defaults(model)
+    fields = dict(plain)
+    for name, factory in made:
+        if name not in values:
+            fields[name] = factory()
+    fields.update(values)
+    return fields
+
+
 def new_row(model: type[M], values: Mapping[str, Any]) -> M:
     """A transient object of a table model: its defaults, then `values`, as the constructor would set.
 
@@ -43,13 +55,7 @@ def new_row(model: type[M], values: Mapping[str, Any]) -> M:
     """
     # as the ORM makes an object it loads: SQLModel's __new__ sets pydantic's own attributes
     obj: M = _new_instance(model)()
-    plain, made = _defaults(model)
-    fields = dict(plain)
-    for name, factory in made:
-        if name not in values:
-            fields[name] = factory()
-    fields.update(values)
-    obj.__dict__.update(fields)
+    obj.__dict__.update(new_values(model, values))
     return obj
 
 

@@ -40,3 +40,14 @@ def test_new_many_makes_the_ids_new_makes_one_by_one() -> None:
     assert len(set(unseeded)) == 3 and all(has_prefix(i, "evt") for i in unseeded)
     with pytest.raises(ValueError):
         IdFactory().new_many("nope", at, 1)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_new_many_is_new_at_any_time_and_count(seed: int) -> None:
+    source = random.Random(seed)
+    for _ in range(20):
+        at = datetime.fromtimestamp(source.randrange(0, 2**42) / 1000, tz=UTC)
+        count = source.randrange(0, 40)
+        one_by_one = IdFactory(seed=seed)
+        expected = [one_by_one.new("alloc", at) for _ in range(count)]
+        assert IdFactory(seed=seed).new_many("alloc", at, count) == expected

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from bcfleet.api.fake_provider import FAKE_TOKEN_ENV, start_fake_provider
+from bcfleet.clock import FakeClock
 from bcfleet.domain.batch_fit import assign
 from bcfleet.domain.fit import HostSnapshot, ResourceRow, pack, spread
 from bcfleet.domain.shapes import Shape
@@ -19,6 +21,8 @@ from bcfleet.errors import (
     QuotaExceededError,
 )
 from bcfleet.fleet import Fleet
+from bcfleet.placement import batch_claims
+from bcfleet.placement.batch_claims import claim_plan
 from tests.support.builders import OP, flavor
 from tests.support.capacity import invariants_ok, pool_with_hosts, rows
 
@@ -253,3 +257,52 @@ def test_a_name_leaves_room_for_its_longest_suffix(fleet: Fleet) -> None:
         _batch(fleet, pool, 10, name="n" * 61)  # n…n-10 would be 64 characters
     assert refused.value.details["suffix"] == "-10"
     assert _batch(fleet, pool, 9, name="n" * 61)["items"][-1]["name"] == "n" * 61 + "-9"
+
+
+def test_a_claim_some_host_refuses_on_sqlite_takes_the_others_and_names_it(
+    fleet: Fleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plan's claim is one statement told by its count of rows changed; when a host does
+    not take all its rows, it is undone and run again, telling the host refused."""
+    _c2_pool(fleet, hosts=2)  # 8 vCPU a host
+    ids = {name: fleet.api.hosts.show(OP, host=name)["id"] for name in ("h1", "h2")}
+    plan = [(HostSnapshot(node_id=ids["h1"]), 4), (HostSnapshot(node_id=ids["h2"]), 5)]
+    with fleet.write() as session:
+        refused = claim_plan(session, plan, {"vcpu": 2, "memoryGiB": 1, "diskGiB": 1})
+    assert refused == {ids["h2"]}  # 5 × 2 vCPU is over its 8
+    assert {r: row["allocated"] for r, row in rows(fleet, "h1").items()} == {
+        "vcpu": 8, "memoryGiB": 4, "diskGiB": 4
+    }  # fmt: skip
+    assert {row["allocated"] for row in rows(fleet, "h2").values()} == {0}
+    # every row taken: told by the count of rows changed, RETURNING's statement never run
+    monkeypatch.setattr(batch_claims, "_CLAIM_PLAN", None)
+    with fleet.write() as session:
+        assert claim_plan(session, plan[1:], {"vcpu": 1, "memoryGiB": 1, "diskGiB": 1}) == set()
+    assert {row["allocated"] for row in rows(fleet, "h2").values()} == {5}
+
+
+def test_a_batch_on_a_provider_pool_makes_its_instances_provisioning(
+    any_fleet: Fleet, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(FAKE_TOKEN_ENV, "demo-token")  # restored after the test
+    with start_fake_provider(clock=clock) as fake:
+        account = fake.create_account(any_fleet)
+        any_fleet.api.pools.create(
+            OP, tenant_id="root", name="demo-hz", kind="provider", provider_account=account["name"]
+        )
+        any_fleet.api.flavors.create(
+            OP, tenant_id="root", pool_id="demo-hz", name="cx23", vcpu=2, memory_gib=4,
+            disk_gib=40, offer_id="cx23",
+        )  # fmt: skip
+        batch = any_fleet.api.instances.create_batch(
+            OP, tenant_id="root", pool_id="demo-hz", flavor="cx23", count=3, name="web"
+        )
+    assert (batch["placed"], batch["refused"], batch["reason"]) == (3, 0, None)
+    assert [(i["name"], i["state"], i["nodeId"]) for i in batch["items"]] == [
+        (f"web-{n}", "provisioning", None) for n in (1, 2, 3)
+    ]
+    listed = any_fleet.api.instances.list(OP)["items"]
+    assert sorted(i["id"] for i in listed) == sorted(i["id"] for i in batch["items"])
+    events = any_fleet.api.events.list(OP, limit=100)["items"]
+    made = [e["subjectId"] for e in events if e["type"] == "instance.provisioning"]
+    assert sorted(made) == sorted(i["id"] for i in batch["items"])
