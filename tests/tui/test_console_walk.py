@@ -177,6 +177,7 @@ async def walk(fleet_db: Path, cases: list[Case], monkeypatch: pytest.MonkeyPatc
     """One Pilot session of the cases' colour, resized to each case's size (they come grouped
     by size), each case from its view's list."""
     size, colour = cases[0].size, cases[0].colour
+    monkeypatch.chdir(fleet_db.parent)  # the usage export's `w` writes into the current folder
     if colour:
         monkeypatch.delenv("NO_COLOR", raising=False)
     else:
