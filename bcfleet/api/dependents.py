@@ -10,7 +10,8 @@ holds, the services in an environment (its delete is refused while there are any
 environments.services_in), a webhook's deliveries not yet made, and the host agent
 or the caller's own session a token serves; what keeps a pool (pools.pool_holders, in the
 words of its CONFLICT), the pools on a provider account (provider_accounts.pools_using),
-a host's past or present use (hosts.host_history) and what still names a tenant
+a host's past or present use (hosts.host_history) or, when nothing refuses its removal,
+the tokens of its agents the removal revokes (token_revocation.host_agent_tokens), and what still names a tenant
 (store.tenant_holders; root is never deleted).
 Each answer says its `outcome`: what the delete would do now (deleted, archived, refused);
 the delete itself decides again.
@@ -29,6 +30,7 @@ from bcfleet.api.auth import (
     pool_resource,
     resolve,
     tenant_resource,
+    token_state,
 )
 from bcfleet.api.base import Area
 from bcfleet.api.compute_state import owned_for
@@ -266,15 +268,25 @@ class DependentsAPI(Area):
         self, credential: Credential | None, *, tenant_id: str | None = None, host: str
     ) -> DependentsJson:
         """What ties a host to the past or present (instances, allocations, GPU bookings): its
-        removal is refused while anything does (drain it instead)."""
+        removal is refused while anything does (drain it instead). Otherwise the tokens of its
+        agents, which the removal revokes (named to a caller who may read the tenant's IAM)."""
         from bcfleet.api.hosts import host_history
+        from bcfleet.api.token_revocation import host_agent_tokens
 
         with self.fleet.read() as session:
             actor = self.actor(session, credential, tenant_id)
             row, pool = find_host(session, actor, host)
             actor.require("compute:hosts:read", pool_resource(pool))
             found = [Dependent(label, row.id, "") for label in host_history(session, row.id)]
-            return outcome_of(found, REFUSED if found else DELETED)
+            if found:
+                return outcome_of(found, REFUSED)
+            if actor.can("compute:iam:read", tenant_resource(pool.owner_tenant_id)):
+                now = self.fleet.now()
+                found = [
+                    Dependent("agent token", token.id, agent.name, token_state(token, now))
+                    for token, agent in host_agent_tokens(session, row.id)
+                ]
+            return outcome_of(found, DELETED)
 
     def of_tenant(self, credential: Credential | None, tenant: str) -> DependentsJson:
         """The kinds of rows that still name a tenant: its delete is refused while any does,

@@ -14,6 +14,7 @@ from bcfleet.api.host_list import HostReads, Scope, list_hosts
 from bcfleet.api.lookup import find_host, find_pool
 from bcfleet.api.names import add_named, require_free_name
 from bcfleet.api.pools import validate_name
+from bcfleet.api.token_revocation import host_agent_tokens, revoke
 from bcfleet.api.views import deleted_json, health_json, host_json
 from bcfleet.domain.bounds import label_problem, printable
 from bcfleet.domain.states import HostState, PoolKind
@@ -195,7 +196,8 @@ class HostsAPI(HostReads):
         self, credential: Credential | None, *, tenant_id: str | None = None, host: str
     ) -> DeletedJson:
         """Forget a host with no instances, allocations or bookings, past or present; CONFLICT
-        otherwise (drain it instead). Its capacity rows and GPU atoms go with it."""
+        otherwise (drain it instead). Its capacity rows and GPU atoms go with it, and the
+        tokens of its agents are revoked (their principals stay, bound to nothing live)."""
         with self.fleet.write() as session:
             actor = self.actor(session, credential, tenant_id)
             row, pool = find_host(session, actor, host)
@@ -206,6 +208,10 @@ class HostsAPI(HostReads):
                     f"host {row.name!r} has {', '.join(history)}; drain it instead",
                     {"host": row.id, "has": history},
                 )
+            now = self.fleet.now()
+            revoked = [token for token, _agent in host_agent_tokens(session, row.id)]
+            for token in revoked:
+                revoke(session, token, now)
             session.execute(delete(NodeResource).where(col(NodeResource.node_id) == row.id))
             session.execute(delete(GpuAtom).where(col(GpuAtom.node_id) == row.id))
             session.delete(row)
@@ -216,11 +222,11 @@ class HostsAPI(HostReads):
             emit(
                 session,
                 self.fleet.ids,
-                self.fleet.now(),
+                now,
                 "host.removed",
                 tenant_id=pool.owner_tenant_id,
                 subject_id=row.id,
-                data={"name": row.name},
+                data={"name": row.name, "revokedTokens": [token.id for token in revoked]},
             )
             return deleted_json(row.id)
 

@@ -27,6 +27,7 @@ from bcfleet.api.documents import (
     WhoAmIJson,
 )
 from bcfleet.api.lookup import find_host, get_tenant
+from bcfleet.api.token_revocation import revoke
 from bcfleet.api.views import principal_json
 from bcfleet.clock import format_time
 from bcfleet.domain.bounds import check_identifier
@@ -34,7 +35,7 @@ from bcfleet.domain.policy import AGENT, ROLES, validate_statement
 from bcfleet.domain.policy_bounds import policy_overreach
 from bcfleet.domain.token_lifetime import expiry, kept_lifetime, token_lifetime
 from bcfleet.errors import ConflictError, ForbiddenError, InvalidInputError, NotFoundError
-from bcfleet.store.models import ApiToken, Policy, PolicyAttachment, Principal
+from bcfleet.store.models import ApiToken, Host, Policy, PolicyAttachment, Principal
 
 
 def _time(value: datetime | None) -> str | None:
@@ -189,7 +190,8 @@ class IamAPI(Area):
         expires_in ('30d', '12h', …, at most 10 years) gives it a lifetime; None: no expiry.
         role agent needs host (id or name): the token may then do that host's agent work
         and nothing else (domain.policy.agent_statements); an existing principal of that
-        name must be that host's agent already (CONFLICT otherwise).
+        name must be that host's agent already (CONFLICT otherwise). An agent whose host was
+        removed gets no new token (CONFLICT).
         """
         check_identifier("name", name)
         check_role(role, host)
@@ -216,6 +218,12 @@ class IamAPI(Area):
                 raise ConflictError(
                     f"principal {name!r} exists and is not this host's agent; "
                     "give the agent a name of its own",
+                    {"name": name, "role": principal.role},
+                )
+            elif principal.host_id is not None and session.get(Host, principal.host_id) is None:
+                raise ConflictError(
+                    f"principal {name!r} is the agent of a removed host; "
+                    "give a new agent a name of its own",
                     {"name": name, "role": principal.role},
                 )
             return self._issue(session, principal, expiry(now, lifetime))
@@ -268,10 +276,8 @@ class IamAPI(Area):
             actor = self.actor(session, credential, tenant_id)
             actor.require("compute:iam:manage", tenant_resource(tenant_id))
             row, _principal = find_token(session, tenant_id, token_id)
-            if row.revoked_at is None:
-                row.revoked_at = self.fleet.now()
-                session.add(row)
-            return {"id": row.id, "revoked": True, "revokedAt": format_time(row.revoked_at)}
+            revoked_at = revoke(session, row, self.fleet.now())
+            return {"id": row.id, "revoked": True, "revokedAt": format_time(revoked_at)}
 
     def rotate_token(
         self,
@@ -299,8 +305,7 @@ class IamAPI(Area):
             now = self.fleet.now()
             if expires_in is None:
                 lifetime = kept_lifetime(row.created_at, row.expires_at)
-            row.revoked_at = now
-            session.add(row)
+            revoke(session, row, now)
             return {**self._issue(session, principal, expiry(now, lifetime)), "replaces": row.id}
 
     def check_token(self, token: str | None) -> None:

@@ -25,6 +25,7 @@ from bcfleet.domain.bounds import printable
 from bcfleet.errors import DatabaseUnavailableError, FleetError
 from bcfleet.placement.conditions import clear_condition, has_condition, set_condition
 from bcfleet.store.faults import connection_lost
+from bcfleet.store.id_chunks import id_chunks
 from bcfleet.store.job_faults import (
     ERROR_TEXT_MAX,
     delete_fault,
@@ -189,8 +190,11 @@ class FaultLog:
         if not faulted:
             return
         with self.fleet.write() as session:
-            present = set(session.exec(select(key).where(col(key).in_(faulted))).all())
-            kept = set(session.exec(select(key).where(col(key).in_(faulted), in_scope)).all())
+            present: set[Any] = set()
+            kept: set[Any] = set()
+            for chunk in id_chunks(faulted):
+                present.update(session.exec(select(key).where(col(key).in_(chunk))).all())
+                kept.update(session.exec(select(key).where(col(key).in_(chunk), in_scope)).all())
             for subject_id in faulted:
                 if subject_id not in kept:
                     item = Item(kind, subject_id)

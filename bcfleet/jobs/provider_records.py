@@ -16,6 +16,7 @@ from bcfleet.domain.provider_plan import SERVER_GONE
 from bcfleet.domain.states import INSTANCE_LIVE, InstanceState
 from bcfleet.placement.conditions import clear_condition, set_condition
 from bcfleet.store.event_log import emit
+from bcfleet.store.id_chunks import id_chunks
 from bcfleet.store.models import Instance
 
 if TYPE_CHECKING:
@@ -74,13 +75,15 @@ def forget_servers(fleet: JobHandle, instance_ids: Sequence[str]) -> int:
         return 0
     now = fleet.now()
     with fleet.write() as session:
-        rows = session.exec(
-            select(Instance)
-            .where(
-                col(Instance.id).in_(sorted(instance_ids)), Instance.state == InstanceState.DELETED
-            )
-            .with_for_update()
-        ).all()
+        rows = [
+            row
+            for chunk in id_chunks(sorted(instance_ids))
+            for row in session.exec(
+                select(Instance)
+                .where(col(Instance.id).in_(chunk), Instance.state == InstanceState.DELETED)
+                .with_for_update()
+            ).all()
+        ]
         changed = 0
         for instance in rows:
             if instance.provider_status != SERVER_GONE:

@@ -58,6 +58,7 @@ from bcfleet.jobs.faults import FaultLog, Item, ends_the_run
 from bcfleet.jobs.provider_records import forget_servers, mark_problem, record_server
 from bcfleet.providers.base import Offer, ProviderImpl, ProviderServer
 from bcfleet.providers.offer_catalog import AccountRef, OfferCatalog
+from bcfleet.store.id_chunks import id_chunks
 from bcfleet.store.models import FleetIdentity, Instance, Pool, ProviderAccount
 
 if TYPE_CHECKING:
@@ -207,11 +208,14 @@ class _Pass:
         wanted = sorted(instance_ids)
         if not wanted:
             return {}
+        states: dict[str, str] = {}
         with self.fleet.read() as session:
-            rows = session.exec(
-                select(Instance.id, Instance.state).where(col(Instance.id).in_(wanted))
-            ).all()
-        return dict(rows)
+            for chunk in id_chunks(wanted):
+                rows = session.exec(
+                    select(Instance.id, Instance.state).where(col(Instance.id).in_(chunk))
+                ).all()
+                states.update(rows)
+        return states
 
     def _apply(self, provider: ProviderImpl, plan: ProviderPlan) -> None:
         self.counts["waiting"] += len(plan.waits)

@@ -227,11 +227,14 @@ def pool_snapshots(session: Session, pool_id: str, now: Any) -> list[HostSnapsho
     node_ids = [h[0] for h in hosts]
     rows: dict[str, dict[str, ResourceRow]] = {n: {} for n in node_ids}
     for row in session.scalars(
-        select(NodeResource).where(col(NodeResource.node_id).in_(node_ids))
+        select(NodeResource)
+        .join(Host, col(Host.id) == col(NodeResource.node_id))
+        .where(Host.pool_id == pool_id)  # by pool: a list of its node ids grows with the pool
     ).all():
-        rows[row.node_id][row.resource] = ResourceRow(
-            row.resource, row.allocatable, row.ratio, row.capacity, row.allocated
-        )
+        if row.node_id in rows:  # a host adopted since the read above is not in this answer
+            rows[row.node_id][row.resource] = ResourceRow(
+                row.resource, row.allocatable, row.ratio, row.capacity, row.allocated
+            )
     counts = free_counts(session, node_ids, now)
     return [
         HostSnapshot(

@@ -34,6 +34,7 @@ from bcfleet.domain.gpu_plan import GpuNode, GpuSnapshot
 from bcfleet.domain.states import HostState, ReservationState
 from bcfleet.placement.context import PlacementContext, PoolView
 from bcfleet.placement.gpu_versions import changed_since, pool_version, wrote_bookings
+from bcfleet.store.id_chunks import id_chunks
 from bcfleet.store.models import Booking, GpuAtom, Host, Reservation
 
 REBUILD_SHARE = 0.25  # refresh more than this share of the nodes: rebuild instead
@@ -143,7 +144,8 @@ def load_bookings(
     pool_id: str | None = None,
     node_ids: Sequence[str] | None = None,
 ) -> list[PlanBooking]:
-    """Live bookings that have not ended by now, of a pool or of some nodes, for the planners.
+    """Live bookings that have not ended by now, of a pool or of some nodes (bound a chunk of
+    node ids at a time: store.id_chunks), for the planners.
 
     A spot booking is freeable while its reservation is placed, binding or active and has not
     been preempted already (a cut-back victim is never cut twice).
@@ -169,11 +171,16 @@ def load_bookings(
         query = query.join(Host, col(Host.id) == col(Booking.node_id)).where(
             col(Host.pool_id) == pool_id
         )
-    if node_ids is not None:
-        if not node_ids:
-            return []
-        query = query.where(col(Booking.node_id).in_(list(node_ids)))
-    return list(_plan_bookings(session.connection().execute(query).all()))
+    connection = session.connection()
+    if node_ids is None:
+        return list(_plan_bookings(connection.execute(query).all()))
+    return [
+        booking
+        for chunk in id_chunks(node_ids)
+        for booking in _plan_bookings(
+            connection.execute(query.where(col(Booking.node_id).in_(chunk))).all()
+        )
+    ]
 
 
 def _plan_bookings(rows: Iterable[Any]) -> Iterable[PlanBooking]:

@@ -12,6 +12,7 @@ from sqlmodel import Session, col, select
 from bcfleet.ids import IdFactory
 from bcfleet.placement.gpu_versions import touch_nodes
 from bcfleet.store.engine import is_sqlite
+from bcfleet.store.id_chunks import id_chunks
 from bcfleet.store.models import Booking, GpuAtom
 
 
@@ -56,22 +57,25 @@ def free_atoms(
 def free_counts(
     session: Session, node_ids: Sequence[str], start: datetime
 ) -> dict[str, tuple[int, int]]:
-    """node → (free, total) present atoms from start on, for the candidates of an open-ended claim."""
-    if not node_ids:
-        return {}
-    totals = session.execute(
-        select(GpuAtom.node_id, func.count())
-        .where(col(GpuAtom.node_id).in_(node_ids), col(GpuAtom.present).is_(True))
-        .group_by(GpuAtom.node_id)
-    ).all()
-    busy = dict(
-        session.execute(
-            select(Booking.node_id, func.count(func.distinct(Booking.atom_id)))
-            .where(col(Booking.node_id).in_(node_ids), overlapping(start, None))
-            .group_by(Booking.node_id)
+    """node → (free, total) present atoms from start on, for the candidates of an open-ended
+    claim; the node ids are bound a chunk at a time (store.id_chunks)."""
+    counts: dict[str, tuple[int, int]] = {}
+    for chunk in id_chunks(node_ids):
+        totals = session.execute(
+            select(GpuAtom.node_id, func.count())
+            .where(col(GpuAtom.node_id).in_(chunk), col(GpuAtom.present).is_(True))
+            .group_by(GpuAtom.node_id)
         ).all()
-    )
-    return {node: (int(total) - int(busy.get(node, 0)), int(total)) for node, total in totals}
+        busy = dict(
+            session.execute(
+                select(Booking.node_id, func.count(func.distinct(Booking.atom_id)))
+                .where(col(Booking.node_id).in_(chunk), overlapping(start, None))
+                .group_by(Booking.node_id)
+            ).all()
+        )
+        for node, total in totals:
+            counts[node] = (int(total) - int(busy.get(node, 0)), int(total))
+    return counts
 
 
 def lock_atoms(session: Session, atom_ids: Sequence[int]) -> None:

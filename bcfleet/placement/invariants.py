@@ -24,6 +24,7 @@ from bcfleet.domain.shapes import Inventory, Shape
 from bcfleet.domain.states import INSTANCE_LIVE, INSTANCE_ON_HOST, InstanceState
 from bcfleet.placement.holdings import host_inventories, shortfalls
 from bcfleet.placement.quotas import quota_usage
+from bcfleet.store.id_chunks import id_chunks
 from bcfleet.store.models import (
     Allocation,
     Booking,
@@ -216,10 +217,10 @@ def hugepages_over_total(session: Session) -> list[str]:
     guests, _ = live_guests(session)  # unreadable placements are doublePinnedCpus' to report
     wanted = sorted({g.node_id for g in guests if g.placement.hugepage_size_bytes is not None})
     inventories: dict[str, Inventory] = {}
-    if wanted:
+    for chunk in id_chunks(wanted):
         for node_id, doc in session.execute(
             select(Host.id, Host.inventory).where(
-                col(Host.id).in_(wanted), col(Host.inventory).is_not(None)
+                col(Host.id).in_(chunk), col(Host.inventory).is_not(None)
             )
         ).all():
             try:

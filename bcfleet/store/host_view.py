@@ -13,22 +13,20 @@ from collections.abc import Iterable
 from sqlmodel import Session, col, select
 
 from bcfleet.domain.host_ids import HostView
+from bcfleet.store.id_chunks import id_chunks
 from bcfleet.store.models import Host, Pool
-
-CHUNK = 500
-"""Node ids per IN list: well under SQLite's bound parameter limit."""
 
 
 def tenant_host_view(session: Session, tenant_id: str, node_ids: Iterable[str | None]) -> HostView:
     """A tenant's view of these nodes: its own pools' hosts as they are, the rest opaque."""
     ids = sorted({n for n in node_ids if n})
     shown: set[str] = set()
-    for start in range(0, len(ids), CHUNK):
+    for chunk in id_chunks(ids):
         shown.update(
             session.exec(
                 select(Host.id)
                 .join(Pool, col(Pool.id) == col(Host.pool_id))
-                .where(col(Host.id).in_(ids[start : start + CHUNK]))
+                .where(col(Host.id).in_(chunk))
                 .where(Pool.owner_tenant_id == tenant_id)
             ).all()
         )

@@ -82,6 +82,15 @@ def _refused_or_gone(what: str) -> Callable[[Item, Any, Item], str]:
     return effect
 
 
+def _host_effect(item: Item, value: Any, facts: Item) -> str:
+    """Refused while anything ever ran on the host; else removed, its agents' tokens revoked."""
+    if facts.get("outcome") == REFUSED:
+        return _refused_or_gone("anything ever ran on it (drain it instead)")(item, value, facts)
+    return "nothing holds it: it is removed" + dependents_line(
+        facts, "its agents' tokens are revoked"
+    )
+
+
 DELETES: tuple[Action, ...] = (
     Action(
         "delete_pool", "pools", DELETE_KEY, "Delete", "pool", _owned,
@@ -92,8 +101,7 @@ DELETES: tuple[Action, ...] = (
         footer=False,  # the footer fits 80 columns; `?` and the palette list it
     ),
     Action(
-        "remove_host", "hosts", DELETE_KEY, "Remove", "host", _named,
-        _refused_or_gone("anything ever ran on it (drain it instead)"),
+        "remove_host", "hosts", DELETE_KEY, "Remove", "host", _named, _host_effect,
         lambda source, h, _v: source.remove_host(str(h["id"])),
         lambda h, _a: f"{_named(h)} is removed",
         look=_looking("host"),

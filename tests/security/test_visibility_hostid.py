@@ -22,7 +22,8 @@ from bcfleet.fleet import Fleet
 from bcfleet.jobs.vps_hosts import run_vps_hosts
 from bcfleet.jobs.vps_usage import run_vps_usage
 from bcfleet.jobs.webhooks import enqueue
-from bcfleet.store.host_view import CHUNK, tenant_host_view
+from bcfleet.store.host_view import tenant_host_view
+from bcfleet.store.id_chunks import CHUNK
 from bcfleet.store.models.webhooks import WebhookDelivery
 from tests.support.builders import OP, inventory, token
 

@@ -327,6 +327,8 @@ async def test_a_host_is_removed_only_when_nothing_ran_on_it_and_root_is_never_d
     app, fleet, _secrets = local_app(fleet_db)
     pool = fleet.api.pools.show(OP, pool="vps-fra")
     fleet.api.hosts.adopt(OP, tenant_id="root", pool=pool["id"], name="fra-99")
+    agent = fleet.api.iam.create_token(OP, tenant_id="root", name="fra-99-agent", role="agent",
+                                       host="fra-99")  # fmt: skip
     fleet.api.tenants.create(OP, "initech")
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
@@ -338,7 +340,8 @@ async def test_a_host_is_removed_only_when_nothing_ran_on_it_and_root_is_never_d
         assert any("CONFLICT: host 'fra-01' has instances" in s for s in said(app)), said(app)
         await on_row(pilot, "~^fra-99$")
         await pilot.press("ctrl+d")
-        await confirm(pilot)
+        said_first = await confirm(pilot)
+        assert "agents' tokens are revoked: agent token fra-99-agent (active)" in said_first
         await answer(pilot, "y")
         await visit(pilot, "tenants")
         await on_row(pilot, "~^root$")
@@ -351,6 +354,8 @@ async def test_a_host_is_removed_only_when_nothing_ran_on_it_and_root_is_never_d
         await answer(pilot, "y")
     hosts = {h["name"] for h in fleet.api.hosts.list(OP)["items"]}
     assert "fra-01" in hosts and "fra-99" not in hosts
+    [token] = fleet.api.iam.list_tokens(OP, tenant_id="root", principal="fra-99-agent")["items"]
+    assert (token["id"], token["state"]) == (agent["id"], "revoked")
     tenants = {t["id"] for t in fleet.api.tenants.list(OP)["items"]}
     assert "root" in tenants and "initech" not in tenants
 

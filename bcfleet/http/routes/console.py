@@ -176,7 +176,8 @@ OPERATIONS = [
               description="CONFLICT naming the pools that still use it; GET …/dependents "
               "names them first."),
     _dependents("/v1/hosts/{host}", "dependents.host",
-                "a host (instances, allocations, GPU bookings, past or present)", of_host,
+                "a host (instances, allocations, GPU bookings, past or present; else the "
+                "agent tokens its removal revokes)", of_host,
                 query=Q),
     _dependents("/v1/tenants/{tenant}", "dependents.tenant",
                 "a tenant (the kinds of rows that still name it; root is never deleted)",
@@ -185,7 +186,8 @@ OPERATIONS = [
               "Forget a host nothing ever ran on (drain one that did)", "hosts", remove_host,
               response="Deleted", query=Q,
               description="CONFLICT naming its instances, allocations or GPU bookings, past "
-              "or present; GET …/dependents names them first."),
+              "or present; GET …/dependents names them first. The tokens of the host's agents "
+              "are revoked with it."),
     Operation("DELETE", "/v1/tenants/{tenant}", "tenants.delete",
               "Delete a tenant that owns nothing (root's admin)", "tenants", delete_tenant,
               response="Deleted",
