@@ -1,17 +1,21 @@
 """A host for real guests: libvirt's embedded QEMU driver, huge pages, the tiny guest image.
 
 Used by the end-to-end tests (tests/agent/test_real_guest_*.py). real_host() gives one test at
-a time (a file lock orders xdist workers) an embedded driver root cached in
-.cache/libvirt-embed/ (``qemu:///embed?root=DIR``; the capabilities cache survives runs, the
-first probe of QEMU takes about 50 s), 2 MiB huge pages and a hugetlbfs mounted for the test
-(restored afterwards), and on leaving: no QEMU process of that root, no new machine cgroup.
+a time (a file lock orders xdist workers) an embedded driver root of the calling process,
+.cache/libvirt-embed-PID/ (``qemu:///embed?root=DIR``), seeded from the shared store
+.cache/libvirt-embed/ (the capabilities cache and accelerator.json survive runs: the first probe
+of QEMU takes about 50 s, and what a root learns is copied back), 2 MiB huge pages and a
+hugetlbfs mounted for the test (restored afterwards), and on leaving: no QEMU process of that
+root, no new machine cgroup. The next real_host() removes the roots of exited processes.
 Without libvirt-python, the QEMU driver or the guest image the test is skipped, or fails when
 CI=true (scripts/libvirt-host and scripts/guest-image provide them).
 
-The embedded driver lives in the process that opens the URI, and only one process may hold a
-root at a time: a test that runs ``fleet agent run --hypervisor URI`` must close its own
-connections first (closed_connection() does). The embedded driver needs a libvirt event loop
-in that process (event_loop()).
+The embedded driver lives in the process that opens the URI and stays there, holding the root's
+pid file, until that process exits (closing every connection does not let it go; libvirt 9.0),
+so only one process may ever open a root: hence a root per process, which the process can open
+again for each test. A test that runs ``fleet agent run --hypervisor URI`` gives the agent a
+root of its own (tests/support/guest_fleet.py agent_root()). The embedded driver needs a libvirt
+event loop in that process (event_loop()).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import dataclasses
 import fcntl
 import json
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -40,7 +45,9 @@ from tests.support.fleet import IN_CI
 from tests.support.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
-EMBED_ROOT = REPO / ".cache" / "libvirt-embed"
+EMBED_STORE = REPO / ".cache" / "libvirt-embed"  # never opened: what the roots share
+EMBED_ROOT_PREFIX = "libvirt-embed-"  # + the pid of the process whose root it is
+SEEDED = ("cache", "accelerator.json")  # what a root takes from and gives back to the store
 LOCK_FILE = REPO / ".cache" / "libvirt-embed.lock"
 HUGETLBFS = REPO / ".cache" / "hugetlbfs"  # mounted only while a real_host() runs
 HUGEPAGE_KIB = 2048
@@ -148,7 +155,7 @@ def event_loop(libvirt: ModuleType) -> None:
 
 @contextlib.contextmanager
 def closed_connection(libvirt: ModuleType, uri: str) -> Iterator[Any]:
-    """A connection to uri, closed on leaving (which lets another process take an embed root)."""
+    """A connection to uri, closed on leaving (the embedded driver stays in the process)."""
     event_loop(libvirt)
     try:
         connection = libvirt.open(uri)
@@ -311,6 +318,62 @@ def domain_type(libvirt: ModuleType, connection: Any, host: RealHost) -> str:
     return str(verdicts[key])
 
 
+def process_root() -> Path:
+    """The embed root of this process (see the module docstring)."""
+    return EMBED_STORE.parent / f"{EMBED_ROOT_PREFIX}{os.getpid()}"
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_dead_roots() -> None:
+    """Remove the roots of processes that have exited (their QEMU processes killed first)."""
+    for root in EMBED_STORE.parent.glob(f"{EMBED_ROOT_PREFIX}*"):
+        pid = root.name.removeprefix(EMBED_ROOT_PREFIX)
+        if root.is_dir() and pid.isdigit() and not alive(int(pid)):
+            kill_qemu(root)
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def copy_new(source: Path, target: Path) -> None:
+    """Copy what of source (a file or a tree) target has not yet; newer accelerator verdicts
+    replace older ones."""
+    if source.is_dir():
+        for path in source.rglob("*"):
+            if path.is_file():
+                copy_new(path, target / path.relative_to(source))
+    elif source.is_file() and (not target.exists() or source.name == "accelerator.json"):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target)
+
+
+def seed_root(root: Path) -> None:
+    """A root new to this process takes the store's capabilities cache and verdicts."""
+    if root.exists():
+        return
+    for name in SEEDED:
+        copy_new(EMBED_STORE / name, root / name)
+
+
+def give_back(root: Path) -> None:
+    """What the root learnt (new capabilities, the KVM verdict) goes to the store."""
+    for name in SEEDED:
+        if name == "accelerator.json" and (EMBED_STORE / name).exists():
+            merged = json.loads((EMBED_STORE / name).read_text())
+            if (root / name).exists():
+                merged.update(json.loads((root / name).read_text()))
+            (EMBED_STORE / name).write_text(json.dumps(merged, indent=1) + "\n")
+        else:
+            copy_new(root / name, EMBED_STORE / name)
+
+
 @contextlib.contextmanager
 def real_host(hugepages: int = 512) -> Iterator[RealHost]:
     """An embedded QEMU driver root with hugepages 2 MiB pages free (see the module docstring)."""
@@ -321,16 +384,20 @@ def real_host(hugepages: int = 512) -> Iterator[RealHost]:
         machine_cgroups_removed(),
         huge_pages(hugepages) as hugetlbfs,
     ):
-        prepare_root(EMBED_ROOT, hugetlbfs)
-        uri = embed_uri(EMBED_ROOT)
-        host = RealHost(uri, EMBED_ROOT, "qemu", image, hugetlbfs)
+        remove_dead_roots()
+        root = process_root()
+        seed_root(root)
+        prepare_root(root, hugetlbfs)
+        uri = embed_uri(root)
+        host = RealHost(uri, root, "qemu", image, hugetlbfs)
         try:
-            # The first connection probes QEMU into the root's capabilities cache (in .cache/).
+            # The first connection of a root probes QEMU unless the seeded cache answers.
             with closed_connection(libvirt, uri) as connection:
                 host = dataclasses.replace(host, domain_type=domain_type(libvirt, connection, host))
+            give_back(root)
             yield host
         finally:
-            left = kill_qemu(EMBED_ROOT)
+            left = kill_qemu(root)
         assert not left, f"QEMU processes were left running: {left}"
 
 
