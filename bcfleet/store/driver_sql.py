@@ -681,12 +681,18 @@ def connection_of(session: Session) -> Connection:
     0.25 us here: a few microseconds of a placement); a transaction no longer active (committed,
     rolled back after a failed flush) is never handed out. A session of
     uow.connection_write_session answers the connection whose transaction it joins
-    (PINNED_CONNECTION), without beginning its own.
+    (PINNED_CONNECTION), without beginning its own, until the ORM is in a savepoint: then the
+    session's own answer, which emits the SAVEPOINT first, so that rolling it back undoes the
+    driver's statements made inside it too.
     """
+    nested = session.get_nested_transaction()
     pinned: Connection | None = session.info.get(PINNED_CONNECTION)
-    if pinned is not None:
+    if pinned is not None and nested is None:
         return pinned
-    transaction = session.get_transaction()
+    # A savepoint's connection is asked of the session (which emits the SAVEPOINT), and kept
+    # for that savepoint only: the connection kept for the transaction around it would let a
+    # statement run before the SAVEPOINT is sent, and a rollback to it would not undo it.
+    transaction = nested or session.get_transaction()
     kept = session.info.get(_CONNECTION)
     if (
         transaction is not None
@@ -697,7 +703,7 @@ def connection_of(session: Session) -> Connection:
         connection: Connection = kept[1]
         return connection
     connection = session.connection()
-    session.info[_CONNECTION] = (session.get_transaction(), connection)
+    session.info[_CONNECTION] = (transaction or session.get_transaction(), connection)
     return connection
 
 

@@ -6,7 +6,7 @@ Core alone (read_connection) never imports it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -52,25 +52,14 @@ def write_session(engine: Engine, *, bump_revision: bool = True) -> Iterator[Ses
 
     load_all()  # a flush orders the tables it writes by their foreign keys: all must be known
     bound = writer_engine(engine)
-    committing = False
+    sent = _CommitSent()
     with (
-        lost_connections(committing=lambda: committing),
+        lost_connections(committing=sent),
         Session(bound, expire_on_commit=False) as session,
         session.begin(),
     ):
-        connection = session.connection()
-        connection.info[CHANGED_FLAG] = False
-        rows = -wal_checkpoints.rows_changed(connection)
-        yield session
-        session.flush()
-        rows += wal_checkpoints.rows_changed(connection)
-        # A transaction that changed nothing (a job tick finding all as it was) leaves saved plans valid.
-        if bump_revision and connection.info.get(CHANGED_FLAG):
-            bump(session)
-        committing = (
-            True  # leaving session.begin() sends COMMIT (with the statements sent before it)
-        )
-        commit_is_next()
+        # leaving session.begin() sends COMMIT (with the statements sent before it)
+        rows = yield from _written(session, session.connection(), bump_revision, sent)
     wal_checkpoints.committed(engine, rows)
 
 
@@ -86,30 +75,52 @@ def connection_write_session(engine: Engine, *, bump_revision: bool = True) -> I
     from sqlmodel import Session
 
     load_all()
-    committing = False
+    sent = _CommitSent()
     with (
-        lost_connections(committing=lambda: committing),
+        lost_connections(committing=sent),
         writer_engine(engine).connect() as connection,
         connection.begin(),
     ):
         # rollback_only: the session never commits the connection's transaction; a failed
         # flush rolls it back. Closed before COMMIT, it leaves the transaction as it is.
         session = Session(connection, expire_on_commit=False, join_transaction_mode="rollback_only")
+        session.info[PINNED_CONNECTION] = connection
         try:
-            session.info[PINNED_CONNECTION] = connection
-            connection.info[CHANGED_FLAG] = False
-            rows = -wal_checkpoints.rows_changed(connection)
-            yield session
-            session.flush()
-            rows += wal_checkpoints.rows_changed(connection)
-            if bump_revision and connection.info.get(CHANGED_FLAG):
-                bump(session)
-            committing = True  # leaving connection.begin() sends COMMIT
-            commit_is_next()
+            # leaving connection.begin() sends COMMIT
+            rows = yield from _written(session, connection, bump_revision, sent)
         finally:
             if session.in_transaction() or session.identity_map:  # else it holds nothing
                 session.close()
     wal_checkpoints.committed(engine, rows)
+
+
+class _CommitSent:
+    """Whether the transaction has reached its COMMIT (lost_connections asks it)."""
+
+    def __init__(self) -> None:
+        self.sent = False
+
+    def __call__(self) -> bool:
+        return self.sent
+
+
+def _written(
+    session: Session, connection: Connection, bump_revision: bool, sent: _CommitSent
+) -> Generator[Session, None, int]:
+    """Both write transactions' work inside BEGIN: yield the session to the call, flush what it
+    left, bump the state revision if anything changed, and mark COMMIT as next; how many rows
+    the transaction changed (for the WAL checkpoints)."""
+    connection.info[CHANGED_FLAG] = False
+    rows = -wal_checkpoints.rows_changed(connection)
+    yield session
+    session.flush()
+    rows += wal_checkpoints.rows_changed(connection)
+    # A transaction that changed nothing (a job tick finding all as it was) leaves saved plans valid.
+    if bump_revision and connection.info.get(CHANGED_FLAG):
+        bump(session)
+    sent.sent = True
+    commit_is_next()
+    return rows
 
 
 @contextmanager

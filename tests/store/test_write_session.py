@@ -3,6 +3,9 @@ together or not at all, on both engines; an ORM savepoint undoes only its own pa
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+
 import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
@@ -32,9 +35,21 @@ def _revision(fleet: Fleet) -> int:
         return current_revision(session)
 
 
-def test_the_orm_and_the_driver_write_in_one_transaction_that_commits(any_fleet: Fleet) -> None:
+Opener = Callable[[Fleet], AbstractContextManager[Session]]
+OPENERS = [
+    pytest.param(lambda fleet: fleet.write(), id="write"),
+    # write_on_connection (uow.connection_write_session): the transaction is the Core
+    # connection's; the session joins it only when the ORM is used.
+    pytest.param(lambda fleet: fleet.write_on_connection(), id="write_on_connection"),
+]
+
+
+@pytest.mark.parametrize("opened", OPENERS)
+def test_the_orm_and_the_driver_write_in_one_transaction_that_commits(
+    any_fleet: Fleet, opened: Opener
+) -> None:
     before = _revision(any_fleet)
-    with any_fleet.write() as session:
+    with opened(any_fleet) as session:
         _by_driver(session, "evt_a")
         _by_orm(session, "evt_b")
         session.flush()
@@ -42,40 +57,39 @@ def test_the_orm_and_the_driver_write_in_one_transaction_that_commits(any_fleet:
         # the ORM's row and the driver's are seen by the same transaction before it commits
         seen = session.execute(text("SELECT count(*) FROM events WHERE type = 'test.uow'"))
         assert seen.scalar_one() == 2
-    assert _stored(any_fleet) == ["evt_a", "evt_b"]
+        _by_orm(session, "evt_c")  # added last: flushed before COMMIT
+    assert _stored(any_fleet) == ["evt_a", "evt_b", "evt_c"]
     assert _revision(any_fleet) > before
 
 
-def test_a_flush_that_breaks_a_constraint_saves_nothing_of_the_transaction(
-    any_fleet: Fleet,
+@pytest.mark.parametrize("opened", OPENERS)
+def test_a_broken_flush_or_an_error_saves_nothing_and_leaves_the_connection_clean(
+    any_fleet: Fleet, opened: Opener
 ) -> None:
     before = _revision(any_fleet)
-    with pytest.raises(IntegrityError), any_fleet.write() as session:
+    with pytest.raises(IntegrityError), opened(any_fleet) as session:
         _by_driver(session, "evt_first")
         _by_orm(session, "evt_flushed")
         session.flush()
         _by_orm(session, "evt_flushed")  # the same unique id again
         session.flush()
-    assert _stored(any_fleet) == []
-    assert _revision(any_fleet) == before
-    with any_fleet.write() as session:  # the connection went back to the pool clean
-        _by_orm(session, "evt_next")
-    assert _stored(any_fleet) == ["evt_next"]
-
-
-def test_an_error_raised_in_the_block_saves_nothing(any_fleet: Fleet) -> None:
-    with pytest.raises(RuntimeError), any_fleet.write() as session:
+    with pytest.raises(RuntimeError), opened(any_fleet) as session:
         _by_driver(session, "evt_driver")
         _by_orm(session, "evt_orm")
         session.flush()
         raise RuntimeError("the call failed after writing")
     assert _stored(any_fleet) == []
+    assert _revision(any_fleet) == before
+    with opened(any_fleet) as session:  # the connection went back to the pool clean
+        _by_driver(session, "evt_next")
+    assert _stored(any_fleet) == ["evt_next"]
 
 
+@pytest.mark.parametrize("opened", OPENERS)
 def test_an_orm_savepoint_rolled_back_keeps_what_came_before_and_after(
-    any_fleet: Fleet,
+    any_fleet: Fleet, opened: Opener
 ) -> None:
-    with any_fleet.write() as session:
+    with opened(any_fleet) as session:
         _by_orm(session, "evt_before")
         savepoint = session.begin_nested()
         _by_driver(session, "evt_undone")
@@ -86,8 +100,19 @@ def test_an_orm_savepoint_rolled_back_keeps_what_came_before_and_after(
     assert _stored(any_fleet) == ["evt_after", "evt_before"]
 
 
-# write_on_connection (uow.connection_write_session): the transaction is the Core connection's;
-# the session joins it only when the ORM is used, and all of it commits or none.
+@pytest.mark.parametrize("opened", OPENERS)
+def test_a_savepoint_begun_after_driver_statements_alone_undoes_the_driver_statements_inside(
+    any_fleet: Fleet, opened: Opener
+) -> None:
+    """On the connection the session has not joined yet when the savepoint begins: the
+    SAVEPOINT must still come before the driver's statements made inside it."""
+    with opened(any_fleet) as session:
+        _by_driver(session, "evt_before")
+        savepoint = session.begin_nested()
+        _by_driver(session, "evt_undone")
+        savepoint.rollback()
+        _by_driver(session, "evt_after")
+    assert _stored(any_fleet) == ["evt_after", "evt_before"]
 
 
 def test_on_the_connection_driver_statements_alone_leave_the_session_unbegun(
@@ -101,37 +126,10 @@ def test_on_the_connection_driver_statements_alone_leave_the_session_unbegun(
     assert _revision(any_fleet) > before
 
 
-def test_on_the_connection_the_orm_joins_the_one_transaction_that_commits(
-    any_fleet: Fleet,
-) -> None:
+def test_a_transaction_that_changed_nothing_keeps_the_revision(any_fleet: Fleet) -> None:
     before = _revision(any_fleet)
     with any_fleet.write_on_connection() as session:
-        _by_driver(session, "evt_a")
-        _by_orm(session, "evt_b")
-        session.flush()
-        assert connection_of(session) is session.connection()
-        seen = session.execute(text("SELECT count(*) FROM events WHERE type = 'test.uow'"))
-        assert seen.scalar_one() == 2
-        _by_orm(session, "evt_c")  # added last: flushed before COMMIT
-    assert _stored(any_fleet) == ["evt_a", "evt_b", "evt_c"]
-    assert _revision(any_fleet) > before
-
-
-def test_on_the_connection_a_broken_flush_or_an_error_saves_nothing(any_fleet: Fleet) -> None:
-    before = _revision(any_fleet)
-    with pytest.raises(IntegrityError), any_fleet.write_on_connection() as session:
-        _by_driver(session, "evt_first")
-        _by_orm(session, "evt_flushed")
-        session.flush()
-        _by_orm(session, "evt_flushed")  # the same unique id again
-        session.flush()
-    with pytest.raises(RuntimeError), any_fleet.write_on_connection() as session:
-        _by_driver(session, "evt_driver")
-        _by_orm(session, "evt_orm")
-        session.flush()
-        raise RuntimeError("the call failed after writing")
-    assert _stored(any_fleet) == []
+        session.execute(text("SELECT 1"))
+    with any_fleet.write():
+        pass
     assert _revision(any_fleet) == before
-    with any_fleet.write_on_connection() as session:  # the connection went back clean
-        _by_driver(session, "evt_next")
-    assert _stored(any_fleet) == ["evt_next"]
