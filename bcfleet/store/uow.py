@@ -23,7 +23,12 @@ from bcfleet.store.driver_sql import (
     ask_again,
     connection_of,
 )
-from bcfleet.store.engine import PING_AFTER_IDLE_S, WRITE_OPTION, is_sqlite
+from bcfleet.store.engine import (
+    PING_AFTER_IDLE_S,
+    WRITE_OPTION,
+    holds_large_cache,
+    is_sqlite,
+)
 from bcfleet.store.faults import commit_is_next, lost_connections
 from bcfleet.store.models import load_all
 
@@ -121,7 +126,7 @@ def _kept_writer(engine: Engine) -> Iterator[Connection]:
     A connection taken from the pool and given back costs a placement about a twelfth of its
     work (the checkout, its events and the checkin). The kept one is given back to the pool
     when it sat idle KEEP_IDLE_S or more (the pool pings such a one), when the call failed, and
-    by release_kept_writer (Fleet.close); a process forked with one never uses its parent's.
+    by release_kept_writer (Fleet.close), and one that took large_page_cache's cache; a process forked with one never uses its parent's.
     """
     kept: _KeptWriter | None = engine.__dict__.get(_KEPT)
     if kept is None or kept.pid != os.getpid():
@@ -137,6 +142,9 @@ def _kept_writer(engine: Engine) -> Iterator[Connection]:
         except BaseException:
             connection.close()
             raise
+        if holds_large_cache(connection):
+            connection.close()
+            return
         kept.connection = connection
         kept.idle_since = time.monotonic()
     finally:

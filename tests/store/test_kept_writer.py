@@ -13,6 +13,7 @@ from sqlalchemy import Connection, event
 from bcfleet.fleet import Fleet
 from bcfleet.store import uow
 from bcfleet.store.driver_sql import connection_of
+from bcfleet.store.engine import is_sqlite, large_page_cache
 from tests.support.event_rows import INSERT_EVENT, event_row, stored_ids
 
 
@@ -93,3 +94,13 @@ def test_a_listener_added_since_the_last_call_sees_the_next_calls_statements(
     finally:
         event.remove(any_fleet.engine, "before_cursor_execute", _heard)
     assert any("INSERT INTO events" in statement for statement in seen)
+
+
+def test_a_connection_that_took_the_large_page_cache_goes_back_to_the_pool(
+    any_fleet: Fleet,
+) -> None:
+    kept = _driver_connection(any_fleet)
+    with any_fleet.write_on_connection() as session:
+        assert connection_of(session) is kept
+        large_page_cache(session)  # SQLite's alone: PostgreSQL's cache is the server's
+    assert (_driver_connection(any_fleet) is kept) == (not is_sqlite(any_fleet.engine))
