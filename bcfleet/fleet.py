@@ -27,6 +27,7 @@ from bcfleet.store.uow import (
     connection_write_session,
     read_connection,
     read_session,
+    release_kept_writer,
     write_session,
 )
 
@@ -261,5 +262,6 @@ class Fleet:
     def close(self) -> None:
         """Dispose of the connections; a later open checks the schema again (the file may go)."""
         wal_checkpoints.stop(self.engine)  # nothing of this process checkpoints the file after this
+        release_kept_writer(self.engine)
         self.engine.dispose()
         forget_schema(self.engine)

@@ -185,6 +185,8 @@ def check_storable(value: Any, path: str) -> None:
     sequence argument of a call (named by its parameter); the CLI checks argv with
     storable_problem itself (cli/main.refuse_unstorable), to name the option.
     """
+    if isinstance(value, str) and value.isascii() and "\x00" not in value:
+        return  # the common case, answered in C: ASCII without a NUL is any database's text
     stack: list[tuple[Any, str]] = [(value, path)]
     while stack:
         item, where = stack.pop()

@@ -736,3 +736,10 @@ def _check_insert(statement: Insert, keys: frozenset[str]) -> None:
     ]
     if missing:
         raise TypeError(f"{table}: a DriverStatement INSERT must give {', '.join(missing)}")
+
+
+def ask_again(connection: Connection) -> None:
+    """Forget what _plain kept for a connection that outlives one call (uow's kept writer), so
+    its next call's DriverStatements see a listener added to the engine since, as a new
+    connection's would."""
+    connection.__dict__.pop(_PLAIN, None)

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import URL, Engine, create_engine, event, make_url, text
+from sqlalchemy import URL, Connection, Engine, create_engine, event, make_url, text
 from sqlalchemy.exc import InvalidatePoolError
 
 from bcfleet.store import stored_json, wal_checkpoints
@@ -109,6 +109,12 @@ def make_engine(url: str, *, echo: bool = False, busy_timeout_s: float = BUSY_TI
         watch_pipelines(engine)
     _track_changes(engine)
     return engine
+
+
+def holds_large_cache(connection: Connection) -> bool:
+    """Whether the connection's transaction took large_page_cache's cache: it must go back to the
+    pool (whose checkin gives it SQLite's own again) rather than be kept for another call."""
+    return bool(connection.info.get(_LARGE_CACHE))
 
 
 PING_AFTER_IDLE_S = 10.0

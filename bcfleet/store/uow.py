@@ -6,6 +6,9 @@ Core alone (read_connection) never imports it.
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -17,9 +20,15 @@ from bcfleet.store.driver_sql import (
     CHANGED_FLAG,
     PINNED_CONNECTION,
     DriverStatement,
+    ask_again,
     connection_of,
 )
-from bcfleet.store.engine import WRITE_OPTION, is_sqlite
+from bcfleet.store.engine import (
+    PING_AFTER_IDLE_S,
+    WRITE_OPTION,
+    holds_large_cache,
+    is_sqlite,
+)
 from bcfleet.store.faults import commit_is_next, lost_connections
 from bcfleet.store.models import load_all
 
@@ -78,7 +87,7 @@ def connection_write_session(engine: Engine, *, bump_revision: bool = True) -> I
     sent = _CommitSent()
     with (
         lost_connections(committing=sent),
-        writer_engine(engine).connect() as connection,
+        _kept_writer(engine) as connection,
         connection.begin(),
     ):
         # rollback_only: the session never commits the connection's transaction; a failed
@@ -92,6 +101,78 @@ def connection_write_session(engine: Engine, *, bump_revision: bool = True) -> I
             if session.in_transaction() or session.identity_map:  # else it holds nothing
                 session.close()
     wal_checkpoints.committed(engine, rows)
+
+
+class _KeptWriter:
+    """One writer connection an engine keeps between hot calls, for one call at a time."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.connection: Connection | None = None
+        self.pid = os.getpid()
+        self.idle_since = 0.0
+
+
+_KEPT = "_bcfleet_kept_writer"
+# As long as the pool lets a connection sit before pinging it: a connection kept idle longer is
+# given back, and the next call takes one from the pool (on PostgreSQL, pinged).
+KEEP_IDLE_S = PING_AFTER_IDLE_S
+
+
+@contextmanager
+def _kept_writer(engine: Engine) -> Iterator[Connection]:
+    """The engine's kept writer connection when no other call uses it, else one from the pool.
+
+    A connection taken from the pool and given back costs a placement about a twelfth of its
+    work (the checkout, its events and the checkin). The kept one is given back to the pool
+    when it sat idle KEEP_IDLE_S or more (the pool pings such a one), when the call failed, and
+    by release_kept_writer (Fleet.close), and one that took large_page_cache's cache; a process forked with one never uses its parent's.
+    """
+    kept: _KeptWriter | None = engine.__dict__.get(_KEPT)
+    if kept is None or kept.pid != os.getpid():
+        kept = engine.__dict__[_KEPT] = _KeptWriter()
+    if not kept.lock.acquire(blocking=False):  # another thread's call has it: take the pool's
+        with writer_engine(engine).connect() as connection:
+            yield connection
+        return
+    try:
+        connection = _kept_or_new(kept, engine)
+        try:
+            yield connection
+        except BaseException:
+            connection.close()
+            raise
+        if holds_large_cache(connection):
+            connection.close()
+            return
+        kept.connection = connection
+        kept.idle_since = time.monotonic()
+    finally:
+        kept.lock.release()
+
+
+def _kept_or_new(kept: _KeptWriter, engine: Engine) -> Connection:
+    """The kept connection, taken out until the call ends well; a new one when there is none or
+    it sat idle too long."""
+    connection, kept.connection = kept.connection, None
+    if connection is not None and time.monotonic() - kept.idle_since >= KEEP_IDLE_S:
+        connection.close()
+        connection = None
+    if connection is None:
+        return writer_engine(engine).connect()
+    ask_again(connection)
+    return connection
+
+
+def release_kept_writer(engine: Engine) -> None:
+    """Give the engine's kept writer connection back to its pool (before the pool is disposed)."""
+    kept: _KeptWriter | None = engine.__dict__.get(_KEPT)
+    if kept is None or kept.pid != os.getpid():
+        return
+    with kept.lock:
+        connection, kept.connection = kept.connection, None
+    if connection is not None:
+        connection.close()
 
 
 class _CommitSent:
