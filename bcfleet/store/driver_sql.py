@@ -184,10 +184,7 @@ class DriverStatement:
         if route is _STRAIGHT:  # SQLite, nothing else listening
             return DriverRows(*_straight(connection, compiled, params))
         if route is _LIBPQ:
-            assert compiled.in_order is not None  # libpq's $n
-            values = compiled.in_order(params)
-            pipeline = _libpq_pipeline(connection)
-            answer = _send_on_libpq(connection, pipeline, compiled, values, read=True)
+            pipeline, answer, values = _send_on_libpq(connection, compiled, params, read=True)
             assert answer is not None
             _answer(connection, pipeline, compiled.sql, values)
             if compiled.changes and answer.rowcount != 0:
@@ -195,7 +192,7 @@ class DriverStatement:
             return _read(answer, compiled)
         arguments = self._arguments(compiled, params)
         cursor = connection.connection.cursor()
-        queued = _waiting(connection) if _pipelines(connection) else None
+        queued = _waiting(connection) if route is _PIPELINED else None
         assert queued is None or isinstance(queued, _Queued)  # psycopg's (see _by_libpq)
         try:
             if queued is None:
@@ -220,15 +217,12 @@ class DriverStatement:
         route = connection.__dict__.get(_ROUTE) or _route(connection)
         if route is _STRAIGHT:
             return SentRows(DriverRows(*_straight(connection, compiled, params)))
-        if not _pipelines(connection):
+        if route is _CURSORS:
             return SentRows(self.run(connection, params))
         if route is _LIBPQ:
-            assert compiled.in_order is not None  # libpq's $n
-            values = compiled.in_order(params)
-            pipeline = _libpq_pipeline(connection)
-            answer = _send_on_libpq(connection, pipeline, compiled, values, read=True)
-            if compiled.changes:  # no rowcount until answered: counts as a change
-                connection.info[CHANGED_FLAG] = True
+            pipeline, answer, values = _send_on_libpq(
+                connection, compiled, params, read=True, unread_change=True
+            )
             return SentRows(None, (connection, pipeline, answer, compiled, values))
         arguments = self._arguments(compiled, params)
         queued = _waiting(connection) or _open_pipeline(connection)
@@ -255,15 +249,11 @@ class DriverStatement:
         if route is _STRAIGHT:
             _straight(connection, compiled, params)
             return
-        if not _pipelines(connection):
+        if route is _CURSORS:
             self.run(connection, params)
             return
         if route is _LIBPQ:
-            assert compiled.in_order is not None  # libpq's $n
-            values = compiled.in_order(params)
-            _send_on_libpq(connection, _libpq_pipeline(connection), compiled, values, read=False)
-            if compiled.changes:  # no rowcount until answered: counts as a change
-                connection.info[CHANGED_FLAG] = True
+            _send_on_libpq(connection, compiled, params, read=False, unread_change=True)
             return
         arguments = self._arguments(compiled, params)
         queued = _waiting(connection) or _open_pipeline(connection)
@@ -412,18 +402,19 @@ def _engine_plain(connection: Connection) -> bool:
 
 _ROUTE = "_bcfleet_route"
 _STRAIGHT = "straight"  # SQLite, only bcfleet's own listeners: the cursor called in place
-_LIBPQ = "libpq"  # PostgreSQL, only bcfleet's own listeners: pq_pipeline (_by_libpq)
-_CURSORS = "cursors"  # any other: the driver's cursors, through _execute
+_LIBPQ = "libpq"  # psycopg, only bcfleet's own listeners: pq_pipeline (_by_libpq)
+_PIPELINED = "pipelined"  # psycopg with other listeners: psycopg's pipeline and cursors
+_CURSORS = "cursors"  # any other: the driver's cursors, through _execute, nothing waits
 
 
 def _route(connection: Connection) -> str:
-    """How the connection's DriverStatements go (_STRAIGHT, _LIBPQ or _CURSORS), kept in the
-    Connection as _plain's verdict is, for the Connection's life."""
+    """How the connection's DriverStatements go (_STRAIGHT, _LIBPQ, _PIPELINED or _CURSORS),
+    kept in the Connection as _plain's verdict is, for the Connection's life."""
     route: str | None = connection.__dict__.get(_ROUTE)
     if route is None:
         plain = _plain(connection)
         if _pipelines(connection):
-            route = _LIBPQ if plain else _CURSORS
+            route = _LIBPQ if plain else _PIPELINED
         else:
             route = _STRAIGHT if plain and connection.dialect.positional else _CURSORS
         connection.__dict__[_ROUTE] = route
@@ -500,35 +491,38 @@ if TYPE_CHECKING:
 def _by_libpq(connection: Connection) -> bool:
     """Whether this connection's DriverStatements go on psycopg's libpq wrapper (pq_pipeline):
     PostgreSQL through psycopg, and nothing but bcfleet's own listeners to see them (_plain)."""
-    return _pipelines(connection) and _plain(connection)
-
-
-def _libpq_pipeline(connection: Connection) -> PqPipeline:
-    """The connection's pipeline on libpq, opened (with the transaction's BEGIN when pending)."""
-    waiting = _waiting(connection) or _open_pipeline(connection)
-    assert not isinstance(
-        waiting, _Queued
-    )  # the kind is the connection's (_by_libpq), for its life
-    return waiting
+    return (connection.__dict__.get(_ROUTE) or _route(connection)) is _LIBPQ
 
 
 def _send_on_libpq(
     connection: Connection,
-    pipeline: PqPipeline,
     compiled: _Compiled,
-    arguments: Any,
+    params: Mapping[str, Any],
     *,
     read: bool,
-) -> Answer | None:
-    """Queue a compiled statement in the libpq pipeline (its arguments in $n order); its Answer when read.
+    unread_change: bool = False,
+) -> tuple[PqPipeline, Answer | None, Sequence[Any]]:
+    """Queue a compiled statement in the connection's libpq pipeline (opened, with the
+    transaction's BEGIN when pending): the pipeline, its Answer when read, its values ($n order).
 
-    A driver error (the connection lost while sending) is raised as SQLAlchemy wraps it.
+    unread_change: a change statement marks the transaction changed now (no rowcount until
+    answered). A driver error (the connection lost while sending) is raised as SQLAlchemy wraps it.
     """
-    assert compiled.libpq is not None
+    assert compiled.libpq is not None and compiled.in_order is not None
+    fairy = connection.connection  # raises as SQLAlchemy does on an invalidated connection
+    info = fairy.info
+    pipeline: Waiting | None = info.get(_QUEUED)
+    if pipeline is None or pipeline.driver is not fairy.dbapi_connection:  # as _queued_on
+        pipeline = _waiting(connection) or _open_pipeline(connection)
+    assert not isinstance(pipeline, _Queued)  # the kind is the connection's (_route), for its life
+    values = compiled.in_order(params)
     try:
-        return pipeline.send(compiled.libpq[0], arguments, read=read)
+        answer = pipeline.send(compiled.libpq[0], values, read=read)
     except connection.dialect.loaded_dbapi.Error as exc:
-        raise_wrapped(connection, exc, compiled.sql, arguments)
+        raise_wrapped(connection, exc, compiled.sql, values)
+    if unread_change and compiled.changes:
+        info[CHANGED_FLAG] = True
+    return pipeline, answer, values
 
 
 def _discard(handle: Any) -> None:
@@ -552,9 +546,11 @@ def _libpq_pipelines() -> bool:
 def _queued_on(connection: Connection) -> Waiting | None:
     if connection.invalidated:  # lost: no pipeline to end, and its info is gone with it
         return None
-    queued: Waiting | None = connection.info.get(_QUEUED)
-    if queued is not None and queued.driver is not connection.connection.driver_connection:
-        connection.info.pop(_QUEUED, None)  # left by a connection the pool has replaced
+    fairy = connection.connection
+    queued: Waiting | None = fairy.info.get(_QUEUED)
+    # psycopg's connection is the driver's own: its dbapi_connection is its driver_connection
+    if queued is not None and queued.driver is not fairy.dbapi_connection:
+        fairy.info.pop(_QUEUED, None)  # left by a connection the pool has replaced
         return None
     return queued
 
