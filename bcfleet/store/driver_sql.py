@@ -860,13 +860,26 @@ _IMMUTABLE = frozenset({datetime, date, str, int, float})
 
 def _remembering(process: Processor, impl: Any) -> Processor:
     """A bind processor that converts the same immutable object once in a row; the processor
-    itself for a type whose values are not such objects (a JSON document, an enum member)."""
+    itself for a type whose values are not such objects (a JSON document, an enum member).
+
+    One per processor: columns whose type hands out one processor for all (store/types.py's
+    UTCDateTime) share what it remembers, across statements too."""
     try:  # a TypeDecorator's own is `object`: its impl's says what it stores
         python_type = getattr(impl, "impl_instance", impl).python_type
     except NotImplementedError:
         return process
     if python_type not in _IMMUTABLE:
         return process
+    try:
+        shared = _REMEMBERED.get(process)
+    except TypeError:  # a compiled processor takes no weak reference: its own memory
+        return _remembered(process)
+    if shared is None:
+        shared = _REMEMBERED[process] = _remembered(process)
+    return shared
+
+
+def _remembered(process: Processor) -> Processor:
     last: tuple[Any, Any] = (_NOT_SEEN, None)
 
     def remembered(value: Any) -> Any:
@@ -882,6 +895,7 @@ def _remembering(process: Processor, impl: Any) -> Processor:
     return remembered
 
 
+_REMEMBERED: WeakKeyDictionary[Processor, Processor] = WeakKeyDictionary()
 _NOT_SEEN = object()
 
 
