@@ -13,6 +13,15 @@ the engine's before/after_cursor_execute events fire for every listener (fault i
 statement counts). Either way a driver error is raised as SQLAlchemy wraps it
 (IntegrityError, a lost connection invalidated), so store/faults.py reads it as before.
 
+Each statement's arguments are bound in one pass made when it is compiled (_in_order): taken
+in the driver's order (SQLite's ?, libpq's $n) by itemgetter, each converted by its bind
+processor, a None its type keeps as None not handed over, and the last immutable value a
+processor shared by several columns converted remembered, so a placement's time (four
+columns of three INSERTs, store/types.py UTCDateTime) is converted once. Which way a
+Connection's statements go (_route) is asked once per Connection; on SQLite with only
+bcfleet's listeners a statement is its arguments, the cursor's execute and its rows
+(_straight), with nothing built in between.
+
 For plain statements only: text (optionally with typed columns) and single-row INSERT, UPDATE
 or DELETE with every column given that has a Python-side default; no expanding IN lists.
 
@@ -870,12 +879,11 @@ def _remembering(process: Processor, impl: Any) -> Processor:
         return process
     if python_type not in _IMMUTABLE:
         return process
-    try:
-        shared = _REMEMBERED.get(process)
-    except TypeError:  # a compiled processor takes no weak reference: its own memory
-        return _remembered(process)
+    shared: Processor | None = getattr(process, _REMEMBERED, None)
     if shared is None:
-        shared = _REMEMBERED[process] = _remembered(process)
+        shared = _remembered(process)
+        with suppress(AttributeError):  # a compiled processor takes no attribute: its own
+            setattr(process, _REMEMBERED, shared)  # kept in the processor, gone with it
     return shared
 
 
@@ -895,7 +903,7 @@ def _remembered(process: Processor) -> Processor:
     return remembered
 
 
-_REMEMBERED: WeakKeyDictionary[Processor, Processor] = WeakKeyDictionary()
+_REMEMBERED = "_bcfleet_remembered"
 _NOT_SEEN = object()
 
 

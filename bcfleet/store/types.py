@@ -7,7 +7,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, ClassVar, TypeVar
-from weakref import WeakKeyDictionary
 
 from sqlalchemy import BigInteger, DateTime, Integer, String
 from sqlalchemy.engine import Dialect
@@ -32,7 +31,10 @@ class UTCDateTime(TypeDecorator[datetime]):
         """One processor a dialect for every column of this type alike, so that a statement run
         on the driver's cursor converts a time bound in several columns once
         (store/driver_sql.py remembers the last value a processor converted)."""
-        by_impl = _UTC_BIND_PROCESSORS.setdefault(dialect, {})
+        # kept in the dialect (its processors refer to it: a weak map's key would never go)
+        by_impl: dict[str, Callable[[Any], Any] | None] = dialect.__dict__.setdefault(
+            _UTC_BIND_PROCESSORS, {}
+        )
         key = repr(self.impl_instance)  # the stored form: DateTime's arguments
         if key not in by_impl:
             by_impl[key] = super().bind_processor(dialect)
@@ -51,9 +53,7 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value.replace(tzinfo=UTC)
 
 
-_UTC_BIND_PROCESSORS: WeakKeyDictionary[Dialect, dict[str, Callable[[Any], Any] | None]] = (
-    WeakKeyDictionary()
-)
+_UTC_BIND_PROCESSORS = "_bcfleet_utc_bind_processors"
 
 
 # Default factories for JSON columns. Plain Python functions, not the `dict`/`list` builtins:
