@@ -13,6 +13,15 @@ the engine's before/after_cursor_execute events fire for every listener (fault i
 statement counts). Either way a driver error is raised as SQLAlchemy wraps it
 (IntegrityError, a lost connection invalidated), so store/faults.py reads it as before.
 
+Each statement's arguments are bound in one pass made when it is compiled (_in_order): taken
+in the driver's order (SQLite's ?, libpq's $n) by itemgetter, each converted by its bind
+processor, a None its type keeps as None not handed over, and the last immutable value a
+processor shared by several columns converted remembered, so a placement's time (four
+columns of three INSERTs, store/types.py UTCDateTime) is converted once. Which way a
+Connection's statements go (_route) is asked once per Connection; on SQLite with only
+bcfleet's listeners a statement is its arguments, the cursor's execute and its rows
+(_straight), with nothing built in between.
+
 For plain statements only: text (optionally with typed columns) and single-row INSERT, UPDATE
 or DELETE with every column given that has a Python-side default; no expanding IN lists.
 
@@ -35,7 +44,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
+from datetime import date, datetime
 from functools import cache
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 from weakref import WeakKeyDictionary, WeakSet, ref
 
@@ -63,10 +74,13 @@ class _Compiled:
     fixed: Mapping[str, Any]  # values the statement carries itself (a LIMIT's), unless given
     # (position, processor) of the typed columns that convert their values, matched to the
     # result's columns by position as SQLAlchemy matches a textual select's columns.
-    results: tuple[tuple[int, Processor], ...]
+    results: tuple[tuple[int, Processor, bool], ...]  # and whether it leaves None as it is
     changes: bool  # an INSERT, UPDATE or DELETE: a row it touches marks the transaction changed
     # psycopg only: the statement in libpq's $n form and its parameters' names in order
     libpq: tuple[bytes, tuple[str, ...]] | None
+    # The driver's arguments in the order it takes them (SQLite's ?, libpq's $n), bound and
+    # converted in one pass (_in_order); None for a dialect that takes them by name.
+    in_order: Callable[[Mapping[str, Any]], Sequence[Any]] | None
 
 
 class DriverRows:
@@ -110,7 +124,7 @@ def _read(cursor: Any, compiled: _Compiled) -> DriverRows:
             # raise and catch an AttributeError on every statement)
             psycopg = compiled.libpq is not None
             has_rows = _has_rows(cursor) if psycopg else cursor.description is not None
-            rows = list(cursor.fetchall()) if has_rows else []
+            rows = cursor.fetchall() if has_rows else []
             rowcount = cursor.rowcount
         finally:
             cursor.close()
@@ -174,18 +188,20 @@ class DriverStatement:
     def run(self, on: Session | Connection, params: Mapping[str, Any]) -> DriverRows:
         """Run once in the transaction of `on` (a session's connection is begun if it is not)."""
         connection = on if isinstance(on, Connection) else connection_of(on)
-        compiled, arguments = self._bound(connection, params)
-        pipelines = _pipelines(connection)  # asked once: SQLite's statements go on at once
-        if pipelines and _plain(connection):  # _by_libpq
-            pipeline = _libpq_pipeline(connection)
-            answer = _send_on_libpq(connection, pipeline, compiled, arguments, read=True)
+        compiled = self._for(connection.dialect, params)
+        route = connection.__dict__.get(_ROUTE) or _route(connection)
+        if route is _STRAIGHT:  # SQLite, nothing else listening
+            return DriverRows(*_straight(connection, compiled, params))
+        if route is _LIBPQ:
+            pipeline, answer, values = _send_on_libpq(connection, compiled, params, read=True)
             assert answer is not None
-            _answer(connection, pipeline, compiled.sql, arguments)
+            _answer(connection, pipeline, compiled.sql, values)
             if compiled.changes and answer.rowcount != 0:
                 connection.info[CHANGED_FLAG] = True
             return _read(answer, compiled)
+        arguments = self._arguments(compiled, params)
         cursor = connection.connection.cursor()
-        queued = _waiting(connection) if pipelines else None  # SQLite: none ever
+        queued = _waiting(connection) if route is _PIPELINED else None
         assert queued is None or isinstance(queued, _Queued)  # psycopg's (see _by_libpq)
         try:
             if queued is None:
@@ -206,15 +222,18 @@ class DriverStatement:
         Its error, if any, is raised there or by rows().
         """
         connection = on if isinstance(on, Connection) else connection_of(on)
-        if not _pipelines(connection):
+        compiled = self._for(connection.dialect, params)
+        route = connection.__dict__.get(_ROUTE) or _route(connection)
+        if route is _STRAIGHT:
+            return SentRows(DriverRows(*_straight(connection, compiled, params)))
+        if route is _CURSORS:
             return SentRows(self.run(connection, params))
-        compiled, arguments = self._bound(connection, params)
-        if _by_libpq(connection):
-            pipeline = _libpq_pipeline(connection)
-            answer = _send_on_libpq(connection, pipeline, compiled, arguments, read=True)
-            if compiled.changes:  # no rowcount until answered: counts as a change
-                connection.info[CHANGED_FLAG] = True
-            return SentRows(None, (connection, pipeline, answer, compiled, arguments))
+        if route is _LIBPQ:
+            pipeline, answer, values = _send_on_libpq(
+                connection, compiled, params, read=True, unread_change=True
+            )
+            return SentRows(None, (connection, pipeline, answer, compiled, values))
+        arguments = self._arguments(compiled, params)
         queued = _waiting(connection) or _open_pipeline(connection)
         assert isinstance(queued, _Queued)  # psycopg's (see _by_libpq)
         cursor = connection.connection.cursor()
@@ -234,29 +253,34 @@ class DriverStatement:
         revision bump); only statements that always change a row are sent.
         """
         connection = on if isinstance(on, Connection) else connection_of(on)
-        if not _pipelines(connection):
+        compiled = self._for(connection.dialect, params)
+        route = connection.__dict__.get(_ROUTE) or _route(connection)
+        if route is _STRAIGHT:
+            _straight(connection, compiled, params)
+            return
+        if route is _CURSORS:
             self.run(connection, params)
             return
-        compiled, arguments = self._bound(connection, params)
-        if _by_libpq(connection):
-            _send_on_libpq(connection, _libpq_pipeline(connection), compiled, arguments, read=False)
-            if compiled.changes:  # no rowcount until answered: counts as a change
-                connection.info[CHANGED_FLAG] = True
+        if route is _LIBPQ:
+            _send_on_libpq(connection, compiled, params, read=False, unread_change=True)
             return
+        arguments = self._arguments(compiled, params)
         queued = _waiting(connection) or _open_pipeline(connection)
         assert isinstance(queued, _Queued)
         _execute(connection, queued.cursor, compiled.sql, arguments, changes=compiled.changes)
 
-    def _bound(
-        self, connection: Connection, params: Mapping[str, Any]
-    ) -> tuple[_Compiled, Sequence[Any] | Mapping[str, Any]]:
-        compiled = self._for(connection.dialect, params)
+    @staticmethod
+    def _arguments(
+        compiled: _Compiled, params: Mapping[str, Any]
+    ) -> Sequence[Any] | Mapping[str, Any]:
+        """The arguments in the dialect's paramstyle: by position, or (psycopg's cursors) by name."""
+        if compiled.positional is not None:
+            assert compiled.in_order is not None
+            return compiled.in_order(params)
         values = {**compiled.fixed, **params} if compiled.fixed else dict(params)
         for name, process in compiled.binds:
             values[name] = process(values[name])
-        if compiled.positional is None:
-            return compiled, values
-        return compiled, [values[n] for n in compiled.positional]
+        return values
 
     def _for(self, dialect: Dialect, params: Mapping[str, Any]) -> _Compiled:
         last = self._last
@@ -282,26 +306,29 @@ class DriverStatement:
         for name, bind in compiled.binds.items():
             if bind.expanding or bind.literal_execute:
                 raise TypeError(f"{name}: a DriverStatement takes no expanding or literal binds")
-            if bind.value is not None:
+            if bind.value is not None and not bind.required:  # an INSERT's are REQUIRED
                 fixed[name] = bind.value
             process = bind.type.dialect_impl(dialect).bind_processor(dialect)
             if process is not None:
                 binds.append((name, process))
         positional = tuple(compiled.positiontup or ()) if compiled.positional else None
-        results: list[tuple[int, Processor]] = []
+        results: list[tuple[int, Processor, bool]] = []
         if isinstance(statement, SelectBase):
             for position, column in enumerate(statement.selected_columns):
                 process = column.type.dialect_impl(dialect).result_processor(dialect, None)
                 if process is not None:
-                    results.append((position, process))
+                    results.append((position, process, _keeps_none(process)))
         sql = compiled.string
         libpq = None
+        order = positional
         if dialect.driver == "psycopg":
             from bcfleet.store.pq_pipeline import numbered  # psycopg is loaded already
 
             libpq = numbered(sql)
+            order = libpq[1]
+        in_order = None if order is None else _in_order(order, compiled, dialect, fixed)
         return _Compiled(
-            sql, positional, tuple(binds), fixed, tuple(results), is_change(sql), libpq
+            sql, positional, tuple(binds), fixed, tuple(results), is_change(sql), libpq, in_order
         )
 
 
@@ -382,6 +409,54 @@ def _engine_plain(connection: Connection) -> bool:
     return verdict
 
 
+_ROUTE = "_bcfleet_route"
+_STRAIGHT = "straight"  # SQLite, only bcfleet's own listeners: the cursor called in place
+_LIBPQ = "libpq"  # psycopg, only bcfleet's own listeners: pq_pipeline (_by_libpq)
+_PIPELINED = "pipelined"  # psycopg with other listeners: psycopg's pipeline and cursors
+_CURSORS = "cursors"  # any other: the driver's cursors, through _execute, nothing waits
+
+
+def _route(connection: Connection) -> str:
+    """How the connection's DriverStatements go (_STRAIGHT, _LIBPQ, _PIPELINED or _CURSORS),
+    kept in the Connection as _plain's verdict is, for the Connection's life."""
+    route: str | None = connection.__dict__.get(_ROUTE)
+    if route is None:
+        plain = _plain(connection)
+        if _pipelines(connection):
+            route = _LIBPQ if plain else _PIPELINED
+        else:
+            route = _STRAIGHT if plain and connection.dialect.positional else _CURSORS
+        connection.__dict__[_ROUTE] = route
+    return route
+
+
+def _straight(
+    connection: Connection, compiled: _Compiled, params: Mapping[str, Any]
+) -> tuple[list[tuple[Any, ...]], int]:
+    """Run a statement on SQLite's cursor, only bcfleet's own listeners on the engine: its rows
+    (converted by their column types) and rowcount; _execute's and _read's work done in place."""
+    assert compiled.in_order is not None  # SQLite's arguments are positional
+    arguments = compiled.in_order(params)
+    fairy = connection.connection  # raises as SQLAlchemy does on an invalidated connection
+    driver: Any = fairy.dbapi_connection
+    cursor = driver.cursor()
+    try:
+        cursor.execute(compiled.sql, arguments)
+    except BaseException as exc:
+        cursor.close()
+        raise_wrapped(connection, exc, compiled.sql, arguments, cursor)
+    try:
+        rows: list[tuple[Any, ...]] = cursor.fetchall() if cursor.description is not None else []
+        rowcount: int = cursor.rowcount
+    finally:
+        cursor.close()
+    if compiled.changes and (rowcount or 0) != 0:  # as note_change
+        fairy.info[CHANGED_FLAG] = True
+    if compiled.results and rows:
+        rows = [_converted(row, compiled.results) for row in rows]
+    return rows, rowcount
+
+
 def _execute(
     connection: Connection, cursor: Any, sql: str, arguments: Any, *, changes: bool = False
 ) -> None:
@@ -425,36 +500,38 @@ if TYPE_CHECKING:
 def _by_libpq(connection: Connection) -> bool:
     """Whether this connection's DriverStatements go on psycopg's libpq wrapper (pq_pipeline):
     PostgreSQL through psycopg, and nothing but bcfleet's own listeners to see them (_plain)."""
-    return _pipelines(connection) and _plain(connection)
-
-
-def _libpq_pipeline(connection: Connection) -> PqPipeline:
-    """The connection's pipeline on libpq, opened (with the transaction's BEGIN when pending)."""
-    waiting = _waiting(connection) or _open_pipeline(connection)
-    assert not isinstance(
-        waiting, _Queued
-    )  # the kind is the connection's (_by_libpq), for its life
-    return waiting
+    return (connection.__dict__.get(_ROUTE) or _route(connection)) is _LIBPQ
 
 
 def _send_on_libpq(
     connection: Connection,
-    pipeline: PqPipeline,
     compiled: _Compiled,
-    arguments: Any,
+    params: Mapping[str, Any],
     *,
     read: bool,
-) -> Answer | None:
-    """Queue a compiled statement in the libpq pipeline; its Answer when read.
+    unread_change: bool = False,
+) -> tuple[PqPipeline, Answer | None, Sequence[Any]]:
+    """Queue a compiled statement in the connection's libpq pipeline (opened, with the
+    transaction's BEGIN when pending): the pipeline, its Answer when read, its values ($n order).
 
-    A driver error (the connection lost while sending) is raised as SQLAlchemy wraps it.
+    unread_change: a change statement marks the transaction changed now (no rowcount until
+    answered). A driver error (the connection lost while sending) is raised as SQLAlchemy wraps it.
     """
-    assert compiled.libpq is not None
-    sql, names = compiled.libpq
+    assert compiled.libpq is not None and compiled.in_order is not None
+    fairy = connection.connection  # raises as SQLAlchemy does on an invalidated connection
+    info = fairy.info
+    pipeline: Waiting | None = info.get(_QUEUED)
+    if pipeline is None or pipeline.driver is not fairy.dbapi_connection:  # as _queued_on
+        pipeline = _waiting(connection) or _open_pipeline(connection)
+    assert not isinstance(pipeline, _Queued)  # the kind is the connection's (_route), for its life
+    values = compiled.in_order(params)
     try:
-        return pipeline.send(sql, [arguments[name] for name in names], read=read)
+        answer = pipeline.send(compiled.libpq[0], values, read=read)
     except connection.dialect.loaded_dbapi.Error as exc:
-        raise_wrapped(connection, exc, compiled.sql, arguments)
+        raise_wrapped(connection, exc, compiled.sql, values)
+    if unread_change and compiled.changes:
+        info[CHANGED_FLAG] = True
+    return pipeline, answer, values
 
 
 def _discard(handle: Any) -> None:
@@ -478,9 +555,11 @@ def _libpq_pipelines() -> bool:
 def _queued_on(connection: Connection) -> Waiting | None:
     if connection.invalidated:  # lost: no pipeline to end, and its info is gone with it
         return None
-    queued: Waiting | None = connection.info.get(_QUEUED)
-    if queued is not None and queued.driver is not connection.connection.driver_connection:
-        connection.info.pop(_QUEUED, None)  # left by a connection the pool has replaced
+    fairy = connection.connection
+    queued: Waiting | None = fairy.info.get(_QUEUED)
+    # psycopg's connection is the driver's own: its dbapi_connection is its driver_connection
+    if queued is not None and queued.driver is not fairy.dbapi_connection:
+        fairy.info.pop(_QUEUED, None)  # left by a connection the pool has replaced
         return None
     return queued
 
@@ -719,11 +798,113 @@ def _has_rows(cursor: Any) -> bool:
 _NOT_PSYCOPG = object()
 
 
-def _converted(row: tuple[Any, ...], results: tuple[tuple[int, Processor], ...]) -> tuple[Any, ...]:
+def _converted(
+    row: tuple[Any, ...], results: tuple[tuple[int, Processor, bool], ...]
+) -> tuple[Any, ...]:
     values = list(row)
-    for position, process in results:
-        values[position] = process(values[position])
+    for position, process, keeps_none in results:
+        value = values[position]
+        if value is not None or not keeps_none:
+            values[position] = process(value)
     return tuple(values)
+
+
+def _keeps_none(process: Processor) -> bool:
+    """Whether a column type's processor leaves None as it is (most do; JSON's writes 'null'),
+    so that a None value need not be handed to it."""
+    try:
+        return process(None) is None
+    except Exception:  # noqa: BLE001 - a processor that refuses None is given it as before
+        return False
+
+
+Binder = Callable[[Mapping[str, Any]], Sequence[Any]]
+
+
+def _in_order(
+    names: tuple[str, ...], compiled: SQLCompiler, dialect: Dialect, fixed: Mapping[str, Any]
+) -> Binder:
+    """The statement's arguments in the driver's order, each converted by its bind's column type,
+    in one pass: a value is taken by C (itemgetter), a None its type keeps is passed by, and a
+    converting type remembers its last immutable value (a placement's time is bound four times)."""
+    converters: dict[str, tuple[Processor, bool]] = {}
+    for name, bind in compiled.binds.items():
+        impl = bind.type.dialect_impl(dialect)
+        process = impl.bind_processor(dialect)
+        if process is not None:
+            converters[name] = (_remembering(process, impl), _keeps_none(process))
+    take = _taker(names)
+    steps = tuple(
+        (position, *converters[name]) for position, name in enumerate(names) if name in converters
+    )
+    if not steps:
+        if not fixed:
+            return take
+        return lambda params: take({**fixed, **params})
+
+    def in_order(params: Mapping[str, Any]) -> Sequence[Any]:
+        values = list(take({**fixed, **params} if fixed else params))
+        for position, convert, keeps_none in steps:
+            value = values[position]
+            if value is not None or not keeps_none:
+                values[position] = convert(value)
+        return values
+
+    return in_order
+
+
+def _taker(names: tuple[str, ...]) -> Binder:
+    """The values of `names`, in order, as a tuple."""
+    if len(names) > 1:
+        return itemgetter(*names)
+    if names:
+        (name,) = names
+        return lambda params: (params[name],)
+    return lambda _params: ()
+
+
+# Values a converter may remember by identity: immutable, so the same object converts alike.
+_IMMUTABLE = frozenset({datetime, date, str, int, float})
+
+
+def _remembering(process: Processor, impl: Any) -> Processor:
+    """A bind processor that converts the same immutable object once in a row; the processor
+    itself for a type whose values are not such objects (a JSON document, an enum member).
+
+    One per processor: columns whose type hands out one processor for all (store/types.py's
+    UTCDateTime) share what it remembers, across statements too."""
+    try:  # a TypeDecorator's own is `object`: its impl's says what it stores
+        python_type = getattr(impl, "impl_instance", impl).python_type
+    except NotImplementedError:
+        return process
+    if python_type not in _IMMUTABLE:
+        return process
+    shared: Processor | None = getattr(process, _REMEMBERED, None)
+    if shared is None:
+        shared = _remembered(process)
+        with suppress(AttributeError):  # a compiled processor takes no attribute: its own
+            setattr(process, _REMEMBERED, shared)  # kept in the processor, gone with it
+    return shared
+
+
+def _remembered(process: Processor) -> Processor:
+    last: tuple[Any, Any] = (_NOT_SEEN, None)
+
+    def remembered(value: Any) -> Any:
+        nonlocal last
+        seen = last  # one tuple, replaced whole: another thread sees the old pair or the new
+        if value is seen[0]:
+            return seen[1]
+        converted = process(value)
+        if type(value) in _IMMUTABLE:
+            last = (value, converted)
+        return converted
+
+    return remembered
+
+
+_REMEMBERED = "_bcfleet_remembered"
+_NOT_SEEN = object()
 
 
 def _check_insert(statement: Insert, keys: frozenset[str]) -> None:

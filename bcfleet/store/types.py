@@ -3,6 +3,7 @@ documents, entity states read back as their enums."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, ClassVar, TypeVar
@@ -26,6 +27,19 @@ class UTCDateTime(TypeDecorator[datetime]):
     impl = DateTime
     cache_ok = True
 
+    def bind_processor(self, dialect: Dialect) -> Callable[[Any], Any] | None:
+        """One processor a dialect for every column of this type alike, so that a statement run
+        on the driver's cursor converts a time bound in several columns once
+        (store/driver_sql.py remembers the last value a processor converted)."""
+        # kept in the dialect (its processors refer to it: a weak map's key would never go)
+        by_impl: dict[str, Callable[[Any], Any] | None] = dialect.__dict__.setdefault(
+            _UTC_BIND_PROCESSORS, {}
+        )
+        key = repr(self.impl_instance)  # the stored form: DateTime's arguments
+        if key not in by_impl:
+            by_impl[key] = super().bind_processor(dialect)
+        return by_impl[key]
+
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:  # noqa: ARG002
         if value is None:
             return None
@@ -37,6 +51,9 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value is None:
             return None
         return value.replace(tzinfo=UTC)
+
+
+_UTC_BIND_PROCESSORS = "_bcfleet_utc_bind_processors"
 
 
 # Default factories for JSON columns. Plain Python functions, not the `dict`/`list` builtins:

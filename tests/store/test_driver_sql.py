@@ -19,6 +19,7 @@ from sqlalchemy import (
     event,
     text,
 )
+from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError, IntegrityError, PendingRollbackError
 from sqlmodel import Session
 
@@ -26,10 +27,11 @@ from bcfleet.api.auth import LOCAL_OPERATOR
 from bcfleet.domain.states import InstanceState
 from bcfleet.errors import DatabaseUnavailableError
 from bcfleet.fleet import Fleet
+from bcfleet.jobs.vps_hosts import run_vps_hosts
 from bcfleet.store.driver_sql import CHANGED_FLAG, DriverStatement
 from bcfleet.store.faults import connection_lost
-from bcfleet.store.models import Event, Instance
-from tests.support.builders import hosted_pool
+from bcfleet.store.models import Allocation, Event, Instance
+from tests.support.builders import flavor, host, hosted_pool, inventory
 from tests.support.db_faults import kill
 
 AT = datetime(2026, 12, 2, 5, 41, 28, 123456, tzinfo=UTC)
@@ -289,3 +291,82 @@ def test_one_statement_compiles_for_each_dialect_it_meets_in_turn() -> None:
         "INSERT INTO pairs (a, b) VALUES (?, ?)",
         "INSERT INTO pairs (a) VALUES (?)",
     ]
+
+
+def _as_text(connection: Connection, table: Table, key: str, value: str) -> tuple[Any, ...]:
+    """A row's columns as the database holds them, each cast to text (JSON as written)."""
+    columns = [c for c in table.columns if c.key != "seq"]  # an event's: given by the database
+    casts = ", ".join(f"CAST({c.name} AS TEXT)" for c in columns)
+    row = connection.execute(
+        text(f"SELECT {casts} FROM {table.name} WHERE {key} = :v"), {"v": value}
+    ).one()
+    return tuple(row)
+
+
+def test_a_placements_rows_are_stored_byte_for_byte_as_connection_execute_stores_them(
+    any_fleet: Fleet,
+) -> None:
+    """The allocation, instance and event a placement writes on the driver's cursor (the same
+    time bound in each, None columns passed by) read back, as text, exactly as SQLAlchemy's own
+    INSERT of the same values stores them."""
+    pool_id = hosted_pool(any_fleet, "vps-fra", gpu_model=None)["id"]
+    host(any_fleet, pool_id, "h1", inventory())
+    run_vps_hosts(any_fleet, any_fleet.now())
+    flavor(any_fleet, pool_id, "b1.small")
+    made = any_fleet.api.instances.create(
+        LOCAL_OPERATOR, tenant_id="acme", pool_id=pool_id, flavor="b1.small"
+    )
+    tables = [
+        (Allocation.__table__, "consumer_id"),  # type: ignore[attr-defined]
+        (Instance.__table__, "id"),  # type: ignore[attr-defined]
+        (Event.__table__, "subject_id"),  # type: ignore[attr-defined]
+    ]
+    with any_fleet.engine.connect() as connection, connection.begin() as transaction:
+        stored, typed = [], []
+        for table, key in tables:
+            stored.append(_as_text(connection, table, key, made["id"]))
+            row = connection.execute(table.select().where(table.c[key] == made["id"])).one()
+            typed.append({k: v for k, v in row._mapping.items() if k != "seq"})
+        for (table, key), _values in reversed(list(zip(tables, typed, strict=True))):
+            connection.execute(table.delete().where(table.c[key] == made["id"]))
+        for (table, _key), values in zip(tables, typed, strict=True):
+            connection.execute(table.insert(), values)
+        again = [_as_text(connection, table, key, made["id"]) for table, key in tables]
+        transaction.rollback()
+    assert again == stored
+    assert stored[0][tables[0][0].columns.keys().index("ends_at")] is None
+
+
+def test_the_same_time_bound_twice_is_converted_once_and_a_kept_none_not_at_all(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from sqlalchemy.dialects import sqlite
+
+    from bcfleet.store.types import UTCDateTime
+
+    handed: list[datetime | None] = []
+    convert = UTCDateTime.process_bind_param
+
+    def counted(self: UTCDateTime, value: datetime | None, dialect: Dialect) -> datetime | None:
+        handed.append(value)
+        return convert(self, value, dialect)
+
+    monkeypatch.setattr(UTCDateTime, "process_bind_param", counted)
+    table = Table(
+        "times",
+        MetaData(),
+        Column("a", UTCDateTime()),
+        Column("b", UTCDateTime()),
+        Column("doc", JSON()),
+    )
+    lite = sqlite.dialect()  # a new dialect: processors made with the counting conversion
+    compiled = DriverStatement(table.insert())._for(lite, {"a": 1, "b": 1, "doc": 1})
+    event_at = DriverStatement(Event.__table__.insert())._for(lite, _event("evt_1", {}))  # type: ignore[attr-defined]
+    assert compiled.in_order is not None and event_at.in_order is not None
+    handed.clear()  # what compiling asked of the type
+    text_at = "2026-12-02 05:41:28.123456"
+    assert compiled.in_order({"a": AT, "b": AT, "doc": {"n": 1}}) == [text_at, text_at, '{"n": 1}']
+    assert event_at.in_order(_event("evt_1", {}))[-1] == text_at  # another statement, AT again
+    equal = datetime.fromisoformat(AT.isoformat())  # equal, but another object: converted
+    assert compiled.in_order({"a": equal, "b": None, "doc": None}) == [text_at, None, "null"]
+    assert [v is AT for v in handed] == [True, False]  # None never handed over
