@@ -13,13 +13,23 @@ and the new number becomes visible together with the rows it counts. A TRUNCATE 
 
 Built by migration 0009 and by the fresh schema (store/schema.create_fresh) from the same
 statements here, each idempotent. The table is no model's (SQLModel.metadata does not hold it),
-so the schema comparison (store/schema_check) leaves it out; tests compare the triggers.
+so the models' comparison leaves it out: store/schema_check names what of it is missing.
 A change to these statements needs a migration of its own.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Column, Connection, Integer, MetaData, Table, select, text
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Connection,
+    Integer,
+    MetaData,
+    Table,
+    inspect,
+    select,
+    text,
+)
 
 from bcfleet.store.driver_sql import DriverStatement
 
@@ -93,6 +103,28 @@ def install_catalog_revision(connection: Connection) -> None:
     sqlite = connection.dialect.name == "sqlite"
     for statement in _sqlite_statements() if sqlite else _postgresql_statements():
         connection.execute(text(statement))
+
+
+def catalog_revision_missing(connection: Connection) -> list[str]:
+    """What of the counter and its triggers the database lacks, as sentences (schema_check)."""
+    sqlite = connection.dialect.name == "sqlite"
+    tables = set(inspect(connection).get_table_names())
+    if CATALOG_REVISION.name not in tables:
+        return [f"table {CATALOG_REVISION.name} is missing"]
+    present = {str(name) for (name,) in connection.execute(text(_TRIGGERS[sqlite]))}
+    return [
+        f"trigger {name} on {table} is missing"
+        for table in CATALOG_TABLES
+        for name in trigger_names(table, sqlite)
+        if name not in present
+    ]
+
+
+_TRIGGERS = {
+    True: "SELECT name FROM sqlite_master WHERE type = 'trigger'",
+    False: "SELECT t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid"
+    " WHERE NOT t.tgisinternal AND c.relnamespace = current_schema()::regnamespace",
+}
 
 
 def remove_catalog_revision(connection: Connection) -> None:

@@ -22,7 +22,6 @@ from bench.common import seed_pool
 from tests.support.builders import OP, token
 from tests.support.fleet import T0, open_fleet
 
-
 TENANCY = {"tenants", "principals", "api_tokens", "policies", "policy_attachments"}
 
 

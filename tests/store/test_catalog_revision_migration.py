@@ -117,3 +117,27 @@ def test_a_populated_0008_database_upgrades_to_the_catalog_revision(
         assert revision(url) == counted
         assert triggers(url) >= expected_triggers(url)
         each_write_bumps(url)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_database_lacking_a_trigger_is_refused_and_repaired_as_advised(
+    engine: str, tmp_path: Path
+) -> None:
+    with scratch(engine, tmp_path) as url:
+        assert run_cli("db", "upgrade", db=url).exit_code == 0
+        sqlite = url.startswith("sqlite")
+        dropped = trigger_names("pools", sqlite)[0]
+        made = make_engine(url)
+        with made.begin() as connection:
+            connection.execute(text(f"DROP TRIGGER {dropped}" + ("" if sqlite else " ON pools")))
+        made.dispose()
+
+        as_json = run_cli("--json", "db", "upgrade", db=url)
+        error = as_json.json()["error"]  # type: ignore[index]
+        assert (as_json.exit_code, error["code"]) == (1, "SCHEMA_MISMATCH")
+        assert error["details"]["differences"] == [f"trigger {dropped} on pools is missing"]
+
+        set_revision(url, "0002")  # what the message says to do
+        assert run_cli("db", "upgrade", db=url).exit_code == 0
+        assert triggers(url) >= expected_triggers(url)
+        each_write_bumps(url)
