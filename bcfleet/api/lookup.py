@@ -212,34 +212,48 @@ def find_for_placement(
     scoped = acting_as(actor, tenant_id)
     checks_tenant = scoped is not actor
     if catalog is None:
-        confirm = start_tenant_check(session, scoped.tenant_id) if checks_tenant else _confirmed
-        pool, flavor = find_pool_and_flavor(session, scoped, pool_ref, flavor_ref,
-                                            before_reading=confirm, after_sending=after_sending,
-                                            reading_only=True)  # fmt: skip
+        pool, flavor, _ = _looked_up(
+            session, scoped, checks_tenant, pool_ref, flavor_ref, after_sending
+        )
         return scoped, pool, flavor
     key = (scoped.tenant_id, pool_ref, flavor_ref)
     kept = catalog.get(key)
-    revision_sent = READ_CATALOG_REVISION.send_reading(session, {})
+    revision = READ_CATALOG_REVISION.send_reading(session, {})
     if kept is not None:
-        after_sending()
+        after_sending()  # in the revision's round trip
         after_sending = _confirmed
-        revision = revision_sent.rows().scalar()
-        if kept.holds(revision, checks_tenant) and _usable(
+        if kept.holds(revision.rows().scalar(), checks_tenant) and _usable(
             session, scoped, kept.pool, kept.flavor, kept.offered
         ):
             return scoped, kept.pool, kept.flavor
-    confirm = start_tenant_check(session, scoped.tenant_id) if checks_tenant else _confirmed
-    sent = _send_pool_and_flavor(session, scoped, pool_ref, flavor_ref)
+    pool, flavor, offered = _looked_up(
+        session, scoped, checks_tenant, pool_ref, flavor_ref, after_sending
+    )
+    read_at = revision.rows().scalar()
+    if offered is not None and read_at is not None:
+        catalog.keep(key, CatalogEntry(read_at, pool, flavor, offered, checks_tenant))
+    return scoped, pool, flavor
+
+
+def _looked_up(
+    session: Session,
+    actor: Actor,
+    checks_tenant: bool,
+    pool_ref: str,
+    flavor_ref: str,
+    after_sending: Callable[[], None],
+) -> tuple[Pool, Flavor, bool | None]:
+    """The tenant's check (when `checks_tenant`) and find_pool_and_flavor, reading only, as
+    without a cache; with whether the pool is offered to the tenant when the one statement
+    found them (None when the two lookups one after the other did)."""
+    confirm = start_tenant_check(session, actor.tenant_id) if checks_tenant else _confirmed
+    sent = _send_pool_and_flavor(session, actor, pool_ref, flavor_ref)
     after_sending()
-    found = _read_pool_and_flavor(session, scoped, sent, confirm, reading_only=True)
-    if found is None:
-        pool = find_pool(session, scoped, pool_ref)
-        return scoped, pool, find_flavor(session, pool, flavor_ref)
-    revision = revision_sent.rows().scalar()
-    if revision is not None:
-        entry = CatalogEntry(revision, found.pool, found.flavor, found.offered, checks_tenant)
-        catalog.keep(key, entry)
-    return scoped, found.pool, found.flavor
+    found = _read_pool_and_flavor(session, actor, sent, confirm, reading_only=True)
+    if found is not None:
+        return found.pool, found.flavor, found.offered
+    pool = find_pool(session, actor, pool_ref)
+    return pool, find_flavor(session, pool, flavor_ref), None
 
 
 def _confirmed() -> None:
