@@ -241,22 +241,35 @@ def start_acting_for(
     The tenant's check is sent at once; on PostgreSQL it waits for the caller's next statement
     and is answered in that one's round trip (store/driver_sql.py).
     """
-    if tenant_id is None or tenant_id == actor.tenant_id:
+    scoped = acting_as(actor, tenant_id)
+    if scoped is actor:
         return actor, _confirmed
+    return scoped, start_tenant_check(on, scoped.tenant_id)
+
+
+def acting_as(actor: Actor, tenant_id: str | None) -> Actor:
+    """The actor scoped to a tenant, before the tenant's check: the actor itself for its own
+    tenant (or none named); FORBIDDEN unless root's admin for another tenant."""
+    if tenant_id is None or tenant_id == actor.tenant_id:
+        return actor
     if not actor.is_root_admin:
         raise ForbiddenError("this credential belongs to another tenant", {"tenant": tenant_id})
+    return replace(
+        actor,
+        tenant_id=tenant_id,
+        statements=tuple(role_statements(tenant_id, "admin")),
+    )
+
+
+def start_tenant_check(on: Transaction, tenant_id: str) -> Callable[[], None]:
+    """The check of a tenant acted for, sent now: a call that raises its NOT_FOUND."""
     sent = _TENANT_EXISTS.send_reading(core_connection(on), {"t": tenant_id})
 
     def confirm() -> None:
         if sent.rows().first() is None:
             raise NotFoundError(f"tenant {tenant_id!r} not found", {"tenant": tenant_id})
 
-    scoped = replace(
-        actor,
-        tenant_id=tenant_id,
-        statements=tuple(role_statements(tenant_id, "admin")),
-    )
-    return scoped, confirm
+    return confirm
 
 
 def require_fleet_operator(on: Transaction, credential: Credential | None, now: datetime) -> Actor:

@@ -13,6 +13,7 @@ from bcfleet.api.auth import (
     owned_resource,
     pool_resource,
     require_host_report,
+    resolve,
     sees_guests,
 )
 from bcfleet.api.base import Area
@@ -38,7 +39,7 @@ from bcfleet.api.instance_list import (
     read_documents,
     searched,
 )
-from bcfleet.api.lookup import find_flavor, find_host, find_pool, find_pool_and_flavor
+from bcfleet.api.lookup import find_flavor, find_for_placement, find_host, find_pool
 from bcfleet.clock import format_time
 from bcfleet.domain.bounds import check_limit, check_optional_text
 from bcfleet.domain.cursors import check_cursor
@@ -152,18 +153,21 @@ class InstancesAPI(Area):
         key: str | None,
     ) -> InstanceJson:
         with self.fleet.write_on_connection() as session:
-            actor, confirm = self.start_actor(session, credential, tenant_id)
+            credential_actor = resolve(session, credential, self.fleet.now())
             # The search's first page, as the last create with these references read it, goes
             # behind the lookup (PostgreSQL: one round trip fewer when it is the page it reads).
             ahead = SearchAhead(self.fleet.placement, (pool_id, flavor))
-            pool, row = find_pool_and_flavor(
+            # The catalog cache only in a transaction of the call's own (Fleet.write_on_connection):
+            # an enclosing one may have changed the catalog, uncommitted.
+            catalog = self.fleet.placement.catalog if self.fleet.session is None else None
+            actor, pool, row = find_for_placement(
                 session,
-                actor,
+                catalog,
+                credential_actor,
+                tenant_id,
                 pool_id,
                 flavor,
-                before_reading=confirm,
                 after_sending=lambda: ahead.send(session),
-                reading_only=True,
             )
             actor.require(
                 "compute:instances:create",

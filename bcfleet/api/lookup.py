@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from sqlalchemy import bindparam, exists
 from sqlalchemy import select as sql_select
 from sqlmodel import Session, col, select
 
-from bcfleet.api.auth import Actor, owns_pool, pool_visible, visible_pool
+from bcfleet.api.auth import (
+    Actor,
+    acting_as,
+    owns_pool,
+    pool_visible,
+    start_tenant_check,
+    visible_pool,
+)
 from bcfleet.errors import NotFoundError
 from bcfleet.ids import has_prefix
-from bcfleet.store.driver_sql import DriverStatement
+from bcfleet.placement.catalog_cache import CatalogCache, CatalogEntry
+from bcfleet.store.catalog_revision import READ_CATALOG_REVISION
+from bcfleet.store.driver_sql import DriverStatement, SentRows
 from bcfleet.store.models import Flavor, Host, Pool, PoolOffer, Tenant
 from bcfleet.store.new_rows import loaded_row, read_row
 
@@ -123,21 +133,128 @@ def find_pool_and_flavor(
     does not hold yet is a copy outside it instead, made without the ORM's bookkeeping for a
     loaded row (about a third of the lookup); a change to a copy is not saved.
     """
+    sent = _send_pool_and_flavor(session, actor, pool_ref, flavor_ref)
+    after_sending()
+    found = _read_pool_and_flavor(session, actor, sent, before_reading, reading_only)
+    if found is not None:
+        return found.pool, found.flavor
+    pool = find_pool(session, actor, pool_ref)
+    return pool, find_flavor(session, pool, flavor_ref)
+
+
+@dataclass(frozen=True)
+class _Found:
+    """The one statement's pool and flavor, and whether the pool is offered to the actor's tenant."""
+
+    pool: Pool
+    flavor: Flavor
+    offered: bool
+
+
+def _send_pool_and_flavor(
+    session: Session, actor: Actor, pool_ref: str, flavor_ref: str
+) -> SentRows:
     query = _POOL_AND_FLAVOR[(has_prefix(pool_ref, "pool"), has_prefix(flavor_ref, "flv"))]
     params = {"pool": pool_ref, "flavor": flavor_ref, "tenant": actor.tenant_id}
     session.flush()  # as a query's autoflush would: rows added earlier in the call are seen
-    sent = query.send_reading(session, params)
-    after_sending()
+    return query.send_reading(session, params)
+
+
+def _read_pool_and_flavor(
+    session: Session,
+    actor: Actor,
+    sent: SentRows,
+    before_reading: Callable[[], None],
+    reading_only: bool,
+) -> _Found | None:
+    """The pool and live flavor the one statement found, if the actor may use them."""
     row = sent.rows().first()
     before_reading()
-    if row is not None:
-        as_read = read_row if reading_only else loaded_row
-        pool = as_read(session, Pool, dict(zip(_POOL_KEYS, row[:_POOL_END], strict=True)))
-        flavor = as_read(
-            session, Flavor, dict(zip(_FLAVOR_KEYS, row[_POOL_END:_FLAVOR_END], strict=True))
+    if row is None:
+        return None
+    as_read = read_row if reading_only else loaded_row
+    found = _Found(
+        as_read(session, Pool, dict(zip(_POOL_KEYS, row[:_POOL_END], strict=True))),
+        as_read(session, Flavor, dict(zip(_FLAVOR_KEYS, row[_POOL_END:_FLAVOR_END], strict=True))),
+        bool(row[_FLAVOR_END]),
+    )
+    return found if _usable(session, actor, found.pool, found.flavor, found.offered) else None
+
+
+def _usable(session: Session, actor: Actor, pool: Pool, flavor: Flavor, offered: bool) -> bool:
+    """A live flavor of a pool the actor may see (offered: the pool is offered to its tenant)."""
+    offered_to = (actor.tenant_id,) if offered else ()
+    return not flavor.archived and pool_visible(session, actor, pool, offered_to)
+
+
+def find_for_placement(
+    session: Session,
+    catalog: CatalogCache | None,
+    actor: Actor,
+    tenant_id: str | None,
+    pool_ref: str,
+    flavor_ref: str,
+    *,
+    after_sending: Callable[[], None],
+) -> tuple[Actor, Pool, Flavor]:
+    """auth.start_acting_for then find_pool_and_flavor (reading only): the scoped actor, the
+    pool and the flavor, answered from `catalog` while the catalog revision is the one they
+    were found at.
+
+    The revision is read first in the call's transaction (on PostgreSQL it rides the round
+    trip of what after_sending sends); when the kept entry holds at it and the actor may use
+    what it holds, that is the answer, and neither the tenant's check nor the lookup runs.
+    Otherwise both run as they would without a cache, and what they found is kept under the
+    revision read before them; NOT_FOUND and FORBIDDEN are never kept. With no catalog (a
+    call inside an enclosing transaction, which may have changed the catalog itself) they
+    run as ever.
+    """
+    scoped = acting_as(actor, tenant_id)
+    checks_tenant = scoped is not actor
+    if catalog is None:
+        pool, flavor, _ = _looked_up(
+            session, scoped, checks_tenant, pool_ref, flavor_ref, after_sending
         )
-        offered_to = (actor.tenant_id,) if row[_FLAVOR_END] else ()
-        if not flavor.archived and pool_visible(session, actor, pool, offered_to):
-            return pool, flavor
+        return scoped, pool, flavor
+    key = (scoped.tenant_id, pool_ref, flavor_ref)
+    kept = catalog.get(key)
+    revision = READ_CATALOG_REVISION.send_reading(session, {})
+    if kept is not None:
+        after_sending()  # in the revision's round trip
+        after_sending = _confirmed
+        if kept.holds(revision.rows().scalar(), checks_tenant) and _usable(
+            session, scoped, kept.pool, kept.flavor, kept.offered
+        ):
+            return scoped, kept.pool, kept.flavor
+    pool, flavor, offered = _looked_up(
+        session, scoped, checks_tenant, pool_ref, flavor_ref, after_sending
+    )
+    read_at = revision.rows().scalar()
+    if offered is not None and read_at is not None:
+        catalog.keep(key, CatalogEntry(read_at, pool, flavor, offered, checks_tenant))
+    return scoped, pool, flavor
+
+
+def _looked_up(
+    session: Session,
+    actor: Actor,
+    checks_tenant: bool,
+    pool_ref: str,
+    flavor_ref: str,
+    after_sending: Callable[[], None],
+) -> tuple[Pool, Flavor, bool | None]:
+    """The tenant's check (when `checks_tenant`) and find_pool_and_flavor, reading only, as
+    without a cache; with whether the pool is offered to the tenant when the one statement
+    found them (None when the two lookups one after the other did)."""
+    confirm = start_tenant_check(session, actor.tenant_id) if checks_tenant else _confirmed
+    sent = _send_pool_and_flavor(session, actor, pool_ref, flavor_ref)
+    after_sending()
+    found = _read_pool_and_flavor(session, actor, sent, confirm, reading_only=True)
+    if found is not None:
+        return found.pool, found.flavor, found.offered
     pool = find_pool(session, actor, pool_ref)
-    return pool, find_flavor(session, pool, flavor_ref)
+    return pool, find_flavor(session, pool, flavor_ref), None
+
+
+def _confirmed() -> None:
+    """Nothing to check or send."""

@@ -1,11 +1,12 @@
-"""What placement keeps between transactions of one fleet handle: pool cursors, parsed inventories, GPU snapshots, first pages, lone guests' placements.
+"""What placement keeps between transactions of one fleet handle: pool cursors, parsed inventories, GPU snapshots, first pages, lone guests' placements, the catalog's lookups.
 
 Everything here only guides placement: cursors say where the next search starts, inventories
 are keyed by the generation the host row carries, GPU snapshots are re-checked under row
 locks before anything is booked, a first page sent ahead is used only when it is the page the
 search reads, a charge finished behind its claim runs again in the lock order when it was
 not what was remembered, and a lone guest's placement is the pure chooser's answer for the
-same inputs. Threads of one process share a context; processes do not.
+same inputs; a catalog lookup is used only while the catalog revision read in the placement's
+own transaction is the one it was read at (placement/catalog_cache.py). Threads of one process share a context; processes do not.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from bcfleet.domain.gpu_plan import GpuSnapshot
 from bcfleet.domain.numa import HostPlacement
 from bcfleet.domain.shapes import Inventory
+from bcfleet.placement.catalog_cache import CatalogCache
 
 INVENTORY_HOSTS_MAX = 20_000
 INVENTORY_DOCUMENTS_MAX = 1_000
@@ -54,6 +56,8 @@ class PlacementContext:
     _first_pages: dict[Hashable, tuple[bool, dict[str, Any]]] = field(default_factory=dict)
     _striped: dict[tuple[str, str], bool] = field(default_factory=dict)
     _alone: dict[tuple[Any, ...], tuple[Inventory, HostPlacement]] = field(default_factory=dict)
+    catalog: CatalogCache = field(default_factory=CatalogCache)
+    """Pools and flavors placements found, under the catalog revision (its own lock)."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def cursor(self, pool_id: str) -> str | None:

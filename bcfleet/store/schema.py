@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
-HEAD_REVISION = "0008"
+HEAD_REVISION = "0009"
 """The head of migrations/versions (a test keeps the two equal)."""
 
 _ready: set[str] = set()
@@ -83,12 +83,17 @@ def check_tables(engine: Engine) -> None:
 
 
 def create_fresh(engine: Engine) -> None:
-    """Build the schema from the tables and stamp it at head (Alembic's documented recipe)."""
+    """Build the schema from the tables, add the catalog revision's counter and triggers (which
+    no table of the models holds), and stamp it at head (Alembic's documented recipe)."""
     from alembic import command
     from sqlmodel import SQLModel
 
+    from bcfleet.store.catalog_revision import install_catalog_revision
+
     load_all()
     SQLModel.metadata.create_all(engine)
+    with engine.begin() as connection:
+        install_catalog_revision(connection)
     command.stamp(alembic_config(engine), "head")
 
 

@@ -1,5 +1,6 @@
 """What differs between a database's tables and the models, in words (alembic's autogenerate
-comparison); `fleet db upgrade` refuses a database that differs (store/schema.py)."""
+comparison), and what it lacks of the catalog revision (store/catalog_revision.py); `fleet db
+upgrade` refuses a database that differs (store/schema.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 from sqlalchemy import Engine, Table
 
 from bcfleet.errors import SchemaMismatchError
+from bcfleet.store.catalog_revision import catalog_revision_missing
 from bcfleet.store.models import load_all
 
 SHOWN = 8
@@ -33,13 +35,14 @@ def differences(engine: Engine) -> list[str]:
     with engine.connect() as connection:
         context = MigrationContext.configure(connection, opts=opts)
         found = compare_metadata(context, SQLModel.metadata)
+        lacking = catalog_revision_missing(connection)
     missing = {d[1].name for d in found if isinstance(d, tuple) and d[0] == "add_table"}
     out: list[str] = []
     for diff in found:
         for each in diff if isinstance(diff, list) else [diff]:
             if not (each[0] == "add_index" and each[1].table.name in missing):  # said with it
                 out.append(_describe(each, engine))
-    return out
+    return out + lacking
 
 
 def _columns(constraint: Any) -> str:
