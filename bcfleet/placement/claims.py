@@ -149,7 +149,13 @@ def _claim_on_sqlite(session: Session, node_id: str, claims: Mapping[str, int]) 
 
 
 def _wanted(claims: Mapping[str, int]) -> dict[str, int]:
-    return {r: int(claims.get(r, 0)) for r in SCALARS if int(claims.get(r, 0)) > 0}
+    """The scalars claimed, by how much (those above 0, in SCALARS order)."""
+    wanted = {}
+    for resource in SCALARS:
+        amount = int(claims.get(resource, 0))
+        if amount > 0:
+            wanted[resource] = amount
+    return wanted
 
 
 def _claim_params(node_id: str, wanted: Mapping[str, int]) -> dict[str, Any]:
