@@ -329,19 +329,15 @@ def free_fractions(hosts: Iterable[Sequence[int]]) -> list[float]:
     return fractions
 
 
-def scalar_counts(host: HostSnapshot) -> list[int]:
-    """The host's rows as free_fractions takes them: capacity and allocated of each, in SCALARS order."""
-    counts: list[int] = []
-    for resource in SCALARS:
-        row = host.rows.get(resource)
-        if row is not None:
-            counts += (row.capacity, row.allocated)
-    return counts
-
-
 def free_fraction(host: HostSnapshot) -> float:
     """The mean free share of the host's scalar rows: 1.0 empty, 0.0 full or without rows."""
-    return free_fractions((scalar_counts(host),))[0]
+    rows = host.rows
+    counts: list[int] = []  # as free_fractions takes a host
+    for resource in SCALARS:  # a loop: a batch weighs its hosts once an instance
+        row = rows.get(resource)
+        if row is not None:
+            counts += (row[3], row[4])  # capacity, allocated: by position, a call less each
+    return free_fractions((counts,))[0]
 
 
 def spread(host: HostSnapshot) -> float:

@@ -203,8 +203,9 @@ class Candidates:
         return _snapshot(row, self._gpus.get(row[0], _NO_GPUS))
 
     def snapshots(self) -> list[HostSnapshot]:
-        """Every candidate's snapshot, in the search's order."""
-        return [self.snapshot(row) for row in self.rows]
+        """Every candidate's snapshot, in the search's order (a batch weighs them all)."""
+        gpus = self._gpus
+        return [_snapshot(row, gpus.get(row[0], _NO_GPUS)) for row in self.rows]
 
     def ranked(self, by: Weigher) -> Iterator[HostSnapshot]:
         """The candidates best first by the weigher (fit.rank's order), each snapshot made as

@@ -27,7 +27,6 @@ from bcfleet.domain.fit import (
     rank_counted,
     resize_conflict,
     rows_to_write,
-    scalar_counts,
     spread,
     weigher,
 )
@@ -602,6 +601,14 @@ def test_a_candidate_snapshot_is_what_the_constructor_makes() -> None:
 
 
 # --- ranking from the rows' counts ---------------------------------------------------------
+
+
+def scalar_counts(host: HostSnapshot) -> list[int]:
+    """A host as free_fractions takes it: capacity and allocated of each row, in SCALARS order."""
+    return [
+        n for r in ("vcpu", "memoryGiB", "diskGiB") if r in host.rows for n in host.rows[r][3:5]
+    ]
+
 
 RANKED_ALIKE = [
     host(node_id="d", vcpu=(32, 8)),
