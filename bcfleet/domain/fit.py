@@ -307,22 +307,20 @@ Weigher = Callable[[HostSnapshot], float]
 """Scores a host; higher goes first. Any function of a snapshot plugs in, like Nova's weighers."""
 
 
-def free_fractions(hosts: Iterable[Sequence[int]]) -> list[float]:
+def free_fractions(hosts: Iterable[Iterable[tuple[int, int]]]) -> list[float]:
     """Each host's mean free share of its scalar rows: 1.0 empty, 0.0 full or without rows.
 
-    A host is given as its rows' capacity and allocated in turn, in SCALARS order
-    (capacity, allocated, capacity, allocated, …); a row without capacity is left out. The one
-    free-share formula: free_fraction asks it for one snapshot, and a placement's candidate
-    search for its 16 page rows in one pass (rank_counted).
+    A host is given as its rows' (capacity, allocated), in SCALARS order; a row without
+    capacity is left out. The one free-share formula: free_fraction asks it for one snapshot,
+    and a placement's candidate search for its 16 page rows in one pass (rank_counted).
     """
     fractions = []
     for counts in hosts:
         total = 0.0  # summed in SCALARS order, as sum() of the shares would
         counted = 0
-        for index in range(0, len(counts), 2):
-            capacity = counts[index]
+        for capacity, allocated in counts:
             if capacity > 0:
-                free = capacity - counts[index + 1]
+                free = capacity - allocated
                 total += (free if free > 0 else 0) / capacity
                 counted += 1
         fractions.append(total / counted if counted else 0.0)
@@ -332,11 +330,11 @@ def free_fractions(hosts: Iterable[Sequence[int]]) -> list[float]:
 def free_fraction(host: HostSnapshot) -> float:
     """The mean free share of the host's scalar rows: 1.0 empty, 0.0 full or without rows."""
     rows = host.rows
-    counts: list[int] = []  # as free_fractions takes a host
+    counts: list[tuple[int, int]] = []  # as free_fractions takes a host
     for resource in SCALARS:  # a loop: a batch weighs its hosts once an instance
         row = rows.get(resource)
         if row is not None:
-            counts += (row[3], row[4])  # capacity, allocated: by position, a call less each
+            counts += ((row[3], row[4]),)  # capacity, allocated: by position, no call
     return free_fractions((counts,))[0]
 
 
@@ -375,7 +373,10 @@ _FREE_FRACTION_SIGNS: Mapping[Weigher, float] = {spread: 1.0, pack: -1.0}
 
 
 def rank_counted(
-    hosts: Sequence[T], node_ids: Iterable[str], counts: Iterable[Sequence[int]], by: Weigher
+    hosts: Sequence[T],
+    node_ids: Iterable[str],
+    counts: Iterable[Iterable[tuple[int, int]]],
+    by: Weigher,
 ) -> list[T] | None:
     """rank() of hosts given by their node ids and scalar counts (as free_fractions takes them),
     scored in one pass, for a weigher of the free fraction; None for any other weigher, which

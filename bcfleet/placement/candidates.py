@@ -155,8 +155,8 @@ _NO_LABELS: Mapping[str, str] = MappingProxyType({})
 _row = tuple.__new__
 _NODE_ID = itemgetter(0)
 _NODE_AND_GENERATION = itemgetter(0, 2)
-# Capacity and allocated of each scalar (v, m, d), as fit.free_fractions takes a host.
-_SCALAR_COUNTS = itemgetter(5, 6, 9, 10, 13, 14)
+# Capacity and allocated of each scalar (v, m, d): zipped, a host as fit.free_fractions takes it.
+_SCALAR_COUNTS = (itemgetter(5, 6), itemgetter(9, 10), itemgetter(13, 14))
 _NO_GPUS = (0, 0)
 
 
@@ -211,7 +211,8 @@ class Candidates:
         """The candidates best first by the weigher (fit.rank's order), each snapshot made as
         it is reached."""
         rows = self.rows
-        ordered = rank_counted(rows, map(_NODE_ID, rows), map(_SCALAR_COUNTS, rows), by)
+        counts = zip(*(map(scalar, rows) for scalar in _SCALAR_COUNTS), strict=True)
+        ordered = rank_counted(rows, map(_NODE_ID, rows), counts, by)
         if ordered is None:  # a weigher of something else than the rows' free fraction
             yield from rank(self.snapshots(), by)
             return

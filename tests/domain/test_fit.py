@@ -603,10 +603,11 @@ def test_a_candidate_snapshot_is_what_the_constructor_makes() -> None:
 # --- ranking from the rows' counts ---------------------------------------------------------
 
 
-def scalar_counts(host: HostSnapshot) -> list[int]:
-    """A host as free_fractions takes it: capacity and allocated of each row, in SCALARS order."""
+def scalar_counts(host: HostSnapshot) -> list[tuple[int, int]]:
+    """A host as free_fractions takes it: each row's (capacity, allocated), in SCALARS order."""
+    rows = host.rows
     return [
-        n for r in ("vcpu", "memoryGiB", "diskGiB") if r in host.rows for n in host.rows[r][3:5]
+        (rows[r].capacity, rows[r].allocated) for r in ("vcpu", "memoryGiB", "diskGiB") if r in rows
     ]
 
 
