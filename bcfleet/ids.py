@@ -61,7 +61,7 @@ class IdFactory:
         """A new id such as 'flv_01jz3k…' for the given time."""
         if prefix not in PREFIXES:
             raise ValueError(f"unknown id prefix {prefix!r}")
-        return f"{prefix}_{self._time_letters(at)}{_entropy_letters(self._entropy())}"
+        return f"{prefix}_{self._letters_of_time(at)}{_entropy_letters(self._entropy())}"
 
     def new_many(self, prefix: str, at: datetime, count: int) -> list[str]:
         """`count` new ids of one kind and time, as `count` calls of new() make them (a batch's).
@@ -70,7 +70,7 @@ class IdFactory:
         80 bits of all of them are one base32 text, made at once (_random_letters)."""
         if prefix not in PREFIXES:
             raise ValueError(f"unknown id prefix {prefix!r}")
-        head = f"{prefix}_{self._time_letters(at)}"
+        head = f"{prefix}_{self._letters_of_time(at)}"
         if self._random is None:
             raw = os.urandom(10 * count)
         else:
@@ -79,7 +79,7 @@ class IdFactory:
         letters = _random_letters(raw)
         return [head + letters[i : i + 16] for i in range(0, 16 * count, 16)]
 
-    def _time_letters(self, at: datetime) -> str:
+    def _letters_of_time(self, at: datetime) -> str:
         """An id's first ten letters, of its time in milliseconds; the last time's are kept (ids
         made together share their time: an instance, its allocation and its event)."""
         millis = int(at.timestamp() * 1000)
