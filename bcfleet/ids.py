@@ -44,6 +44,7 @@ class IdFactory:
     def __init__(self, seed: int | None = None) -> None:
         self._random = random.Random(seed) if seed is not None else None
         self._lock = threading.Lock()
+        self._last_time: tuple[int, str] = (-1, "")
 
     @property
     def seeded(self) -> bool:
@@ -60,8 +61,7 @@ class IdFactory:
         """A new id such as 'flv_01jz3k…' for the given time."""
         if prefix not in PREFIXES:
             raise ValueError(f"unknown id prefix {prefix!r}")
-        millis = int(at.timestamp() * 1000)
-        return f"{prefix}_{ulid_text(millis.to_bytes(6, 'big') + self._entropy())}"
+        return f"{prefix}_{self._letters_of_time(at)}{_entropy_letters(self._entropy())}"
 
     def new_many(self, prefix: str, at: datetime, count: int) -> list[str]:
         """`count` new ids of one kind and time, as `count` calls of new() make them (a batch's).
@@ -70,8 +70,7 @@ class IdFactory:
         80 bits of all of them are one base32 text, made at once (_random_letters)."""
         if prefix not in PREFIXES:
             raise ValueError(f"unknown id prefix {prefix!r}")
-        millis = int(at.timestamp() * 1000)
-        head = f"{prefix}_{ulid_text(millis.to_bytes(6, 'big') + bytes(10))[:10]}"
+        head = f"{prefix}_{self._letters_of_time(at)}"
         if self._random is None:
             raw = os.urandom(10 * count)
         else:
@@ -80,29 +79,61 @@ class IdFactory:
         letters = _random_letters(raw)
         return [head + letters[i : i + 16] for i in range(0, 16 * count, 16)]
 
+    def _letters_of_time(self, at: datetime) -> str:
+        """An id's first ten letters, of its time in milliseconds; the last time's are kept (ids
+        made together share their time: an instance, its allocation and its event)."""
+        millis = int(at.timestamp() * 1000)
+        last = self._last_time
+        if last[0] == millis:
+            return last[1]
+        letters = _time_letters(millis)
+        self._last_time = (millis, letters)
+        return letters
+
 
 CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
 _PAIRS = tuple(a + b for a in CROCKFORD for b in CROCKFORD)  # every 10 bits as two letters
-_LOW_60 = (1 << 60) - 1
 
 
 def ulid_text(raw: bytes) -> str:
     """A ULID's text in lower case: its 16 bytes in Crockford base32, two leading zero bits
-    first (ULID's own string, made without building the object: three ids a placement)."""
+    first (ULID's own string, made without building the object): the time's ten letters, then
+    the 80 random bits' sixteen."""
     if len(raw) != 16:
         raise ValueError("a ULID is 16 bytes")
+    return _time_letters(int.from_bytes(raw[:6], "big")) + _entropy_letters(raw[6:])
+
+
+def _time_letters(millis: int) -> str:
+    """A ULID's first ten letters: two zero bits and its 48 bits of milliseconds, as five pairs
+    of letters (every 10 bits one pair)."""
+    if millis < 0 or millis >> 48:
+        raise OverflowError("an id's time is 48 bits of milliseconds since 1970")
+    pairs = _PAIRS
+    return (
+        pairs[millis >> 40]
+        + pairs[(millis >> 30) & 1023]
+        + pairs[(millis >> 20) & 1023]
+        + pairs[(millis >> 10) & 1023]
+        + pairs[millis & 1023]
+    )
+
+
+_LOW_40 = (1 << 40) - 1
+
+
+def _entropy_letters(raw: bytes) -> str:
+    """A ULID's last sixteen letters, of its 80 random bits (10 bytes): eight pairs of letters,
+    taken from two 40-bit halves (small ints, cheaper to shift than the whole)."""
     value = int.from_bytes(raw, "big")
-    # 13 pairs of letters: the top 60 bits, 10 more, the low 60, each taken apart as a small
-    # int (shifting the whole 130-bit value 13 times cost twice as much)
-    high, middle, low = value >> 70, (value >> 60) & 1023, value & _LOW_60
+    high, low = value >> 40, value & _LOW_40
     pairs = _PAIRS
     return "".join(
         (
-            pairs[high >> 50], pairs[(high >> 40) & 1023], pairs[(high >> 30) & 1023],
-            pairs[(high >> 20) & 1023], pairs[(high >> 10) & 1023], pairs[high & 1023],
-            pairs[middle],
-            pairs[low >> 50], pairs[(low >> 40) & 1023], pairs[(low >> 30) & 1023],
-            pairs[(low >> 20) & 1023], pairs[(low >> 10) & 1023], pairs[low & 1023],
+            pairs[high >> 30], pairs[(high >> 20) & 1023], pairs[(high >> 10) & 1023],
+            pairs[high & 1023],
+            pairs[low >> 30], pairs[(low >> 20) & 1023], pairs[(low >> 10) & 1023],
+            pairs[low & 1023],
         )
     )  # fmt: skip
 
@@ -113,7 +144,7 @@ _FROM_BASE32 = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", CROCKFORD.en
 def _random_letters(raw: bytes) -> str:
     """ULIDs' last 16 letters, of their 80 random bits each (10 bytes of `raw` an id, whose
     bits start at a letter's): RFC 4648 base32 (the same 5 bits a letter) in Crockford's
-    lower-case alphabet."""
+    lower-case alphabet. For many ids at once; one id's are _entropy_letters'."""
     return base64.b32encode(raw).translate(_FROM_BASE32).decode("ascii")
 
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from operator import itemgetter
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from bcfleet.domain.host_reserve import DEFAULT_RESERVE, HostReserve
 from bcfleet.domain.pool_policy import clamp_ratio
@@ -29,6 +29,8 @@ from bcfleet.domain.scalars import SCALARS
 from bcfleet.domain.shapes import Inventory, PlacementPolicy, Shape
 
 PLACEMENT_CAPABILITY_LABEL = "bc.dev/cap.instance.placement"
+
+T = TypeVar("T")
 
 
 def capacity(allocatable: int, ratio: float | None) -> int:
@@ -206,9 +208,14 @@ class HostSnapshot:
 
     @property
     def applies_placement(self) -> bool:
-        """Whether the host carries bc.dev/cap.instance.placement (any value but "false")."""
-        value = self.labels.get(PLACEMENT_CAPABILITY_LABEL)
-        return value is not None and value.lower() != "false"
+        """Whether the host carries bc.dev/cap.instance.placement (carries_placement)."""
+        return carries_placement(self.labels)
+
+
+def carries_placement(labels: Mapping[str, str]) -> bool:
+    """Whether a host's labels carry bc.dev/cap.instance.placement (any value but "false")."""
+    value = labels.get(PLACEMENT_CAPABILITY_LABEL)
+    return value is not None and value.lower() != "false"
 
 
 @dataclass(frozen=True)
@@ -300,20 +307,35 @@ Weigher = Callable[[HostSnapshot], float]
 """Scores a host; higher goes first. Any function of a snapshot plugs in, like Nova's weighers."""
 
 
+def free_fractions(hosts: Iterable[Iterable[tuple[int, int]]]) -> list[float]:
+    """Each host's mean free share of its scalar rows: 1.0 empty, 0.0 full or without rows.
+
+    A host is given as its rows' (capacity, allocated), in SCALARS order; a row without
+    capacity is left out. The one free-share formula: free_fraction asks it for one snapshot,
+    and a placement's candidate search for its 16 page rows in one pass (rank_counted).
+    """
+    fractions = []
+    for counts in hosts:
+        total = 0.0  # summed in SCALARS order, as sum() of the shares would
+        counted = 0
+        for capacity, allocated in counts:
+            if capacity > 0:
+                free = capacity - allocated
+                total += (free if free > 0 else 0) / capacity
+                counted += 1
+        fractions.append(total / counted if counted else 0.0)
+    return fractions
+
+
 def free_fraction(host: HostSnapshot) -> float:
     """The mean free share of the host's scalar rows: 1.0 empty, 0.0 full or without rows."""
     rows = host.rows
-    total = 0.0  # summed in SCALARS order, as sum() of the shares would
-    counted = 0
-    for resource in SCALARS:  # a loop, not a comprehension: 16 hosts a placement are weighed
+    counts: list[tuple[int, int]] = []  # as free_fractions takes a host
+    for resource in SCALARS:  # a loop: a batch weighs its hosts once an instance
         row = rows.get(resource)
         if row is not None:
-            capacity = row[3]  # row.capacity: a NamedTuple's field by position costs a call less
-            if capacity > 0:
-                free = capacity - row[4]  # row.allocated
-                total += (free if free > 0 else 0) / capacity
-                counted += 1
-    return total / counted if counted else 0.0
+            counts += ((row[3], row[4]),)  # capacity, allocated: by position, no call
+    return free_fractions((counts,))[0]
 
 
 def spread(host: HostSnapshot) -> float:
@@ -344,4 +366,29 @@ def rank(hosts: Iterable[HostSnapshot], by: Weigher) -> list[HostSnapshot]:
     return [host for _, _, host in scored]
 
 
-_SCORE_AND_ID = itemgetter(0, 1)  # never the snapshot: node ids differ
+_SCORE_AND_ID = itemgetter(0, 1)  # never the host itself: node ids differ
+
+# The weighers that are free_fraction itself (1.0) or its negation (-1.0).
+_FREE_FRACTION_SIGNS: Mapping[Weigher, float] = {spread: 1.0, pack: -1.0}
+
+
+def rank_counted(
+    hosts: Sequence[T],
+    node_ids: Iterable[str],
+    counts: Iterable[Iterable[tuple[int, int]]],
+    by: Weigher,
+) -> list[T] | None:
+    """rank() of hosts given by their node ids and scalar counts (as free_fractions takes them),
+    scored in one pass, for a weigher of the free fraction; None for any other weigher, which
+    needs the hosts' snapshots. The order is rank()'s: the same scores, ties by node id."""
+    sign = _FREE_FRACTION_SIGNS.get(by)
+    if sign is None:
+        return None
+    scored = [
+        (-(sign * fraction), node_id, index)
+        for index, (fraction, node_id) in enumerate(
+            zip(free_fractions(counts), node_ids, strict=True)
+        )
+    ]
+    scored.sort(key=_SCORE_AND_ID)
+    return [hosts[index] for _, _, index in scored]

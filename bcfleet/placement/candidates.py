@@ -9,14 +9,22 @@ explanation of a failure, which needs every host, is only computed when nothing 
 from __future__ import annotations
 
 import random
-from collections.abc import Hashable, Mapping
+from collections.abc import Container, Hashable, Iterator, Mapping
+from operator import itemgetter
 from types import MappingProxyType
 from typing import Any
 
 from sqlalchemy import JSON, String, column, text
 from sqlmodel import Session, col, select
 
-from bcfleet.domain.fit import HostSnapshot, ResourceRow
+from bcfleet.domain.fit import (
+    HostSnapshot,
+    ResourceRow,
+    Weigher,
+    carries_placement,
+    rank,
+    rank_counted,
+)
 from bcfleet.domain.scalars import SCALARS
 from bcfleet.domain.states import HostState
 from bcfleet.placement.context import PlacementContext
@@ -143,15 +151,18 @@ class SearchAhead:
 _VCPU, _MEMORY, _DISK = SCALARS  # the page's column groups v, m and d, in this order
 _NO_LABELS: Mapping[str, str] = MappingProxyType({})
 # A ResourceRow from its five fields in order, in C: the named tuple's own __new__ is a Python
-# function, called three times for each of a placement's 16 candidates.
+# function, called three times for each scalar of a snapshot.
 _row = tuple.__new__
+_NODE_ID = itemgetter(0)
+_NODE_AND_GENERATION = itemgetter(0, 2)
+# Capacity and allocated of each scalar (v, m, d): zipped, a host as fit.free_fractions takes it.
+_SCALAR_COUNTS = (itemgetter(5, 6), itemgetter(9, 10), itemgetter(13, 14))
+_NO_GPUS = (0, 0)
 
 
 def _snapshot(row: Any, gpus: tuple[int, int]) -> HostSnapshot:
-    """A candidate as the weighers see it; its labels are empty unless the search read them.
-
-    Made for every row of every page (16 a placement), so from the row's fields by position.
-    """
+    """A candidate as the fit check and weighers see it; its labels are empty unless the
+    search read them."""
     node_id, labels, generation, va, vr, vc, vu, ma, mr, mc, mu, da, dr, dc, du = row
     return HostSnapshot.of_candidate(
         node_id,
@@ -167,6 +178,61 @@ def _snapshot(row: Any, gpus: tuple[int, int]) -> HostSnapshot:
     )
 
 
+class Candidates:
+    """The feasible hosts a search found, kept as its page rows (and GPU counts, when GPUs are
+    wanted). They are ranked from the rows (fit.rank_counted), and a host's HostSnapshot is
+    made only when it is claimed: a placement claims one of its 16 candidates, most times."""
+
+    __slots__ = ("_gpus", "rows")
+
+    def __init__(self, rows: list[Any], gpus: Mapping[str, tuple[int, int]]) -> None:
+        self.rows = rows
+        self._gpus = gpus
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def without(self, node_ids: Container[str]) -> Candidates:
+        """These candidates but those of the given node ids."""
+        if not node_ids:
+            return self
+        return Candidates([row for row in self.rows if row[0] not in node_ids], self._gpus)
+
+    def snapshot(self, row: Any) -> HostSnapshot:
+        """One candidate's snapshot, from its page row."""
+        return _snapshot(row, self._gpus.get(row[0], _NO_GPUS))
+
+    def snapshots(self) -> list[HostSnapshot]:
+        """Every candidate's snapshot, in the search's order (a batch weighs them all)."""
+        gpus = self._gpus
+        return [_snapshot(row, gpus.get(row[0], _NO_GPUS)) for row in self.rows]
+
+    def ranked(self, by: Weigher) -> Iterator[HostSnapshot]:
+        """The candidates best first by the weigher (fit.rank's order), each snapshot made as
+        it is reached."""
+        rows = self.rows
+        counts = zip(*(map(scalar, rows) for scalar in _SCALAR_COUNTS), strict=True)
+        ordered = rank_counted(rows, map(_NODE_ID, rows), counts, by)
+        if ordered is None:  # a weigher of something else than the rows' free fraction
+            yield from rank(self.snapshots(), by)
+            return
+        for row in ordered:
+            yield self.snapshot(row)
+
+    def generations(self) -> Iterator[tuple[str, int]]:
+        """Each candidate's node id and the inventory generation the search read."""
+        return map(_NODE_AND_GENERATION, self.rows)
+
+
+def _wanted_row(
+    row: Any, gpus: int, counts: Mapping[str, tuple[int, int]], needs_label: bool
+) -> bool:
+    """Whether a feasible row is a candidate: its free GPUs and placement label, when asked."""
+    if gpus > counts.get(row[0], _NO_GPUS)[0]:
+        return False
+    return not needs_label or carries_placement(row[1] or _NO_LABELS)
+
+
 def feasible_hosts(
     session: Session,
     pool_id: str,
@@ -179,6 +245,33 @@ def feasible_hosts(
     context: PlacementContext,
     ahead: SearchAhead | None = None,
 ) -> list[HostSnapshot]:
+    """Up to `want` hosts of the pool where the claims and GPUs fit now, from the rotating
+    cursor (feasible_candidates), as snapshots."""
+    return feasible_candidates(
+        session,
+        pool_id,
+        claims,
+        gpus=gpus,
+        needs_label=needs_label,
+        want=want,
+        now=now,
+        context=context,
+        ahead=ahead,
+    ).snapshots()
+
+
+def feasible_candidates(
+    session: Session,
+    pool_id: str,
+    claims: Mapping[str, int],
+    *,
+    gpus: int,
+    needs_label: bool,
+    want: int,
+    now: Any,
+    context: PlacementContext,
+    ahead: SearchAhead | None = None,
+) -> Candidates:
     """Up to `want` hosts of the pool where the claims and GPUs fit now, from the rotating cursor.
 
     `ahead`: the placement's first page, when it was sent before (SearchAhead).
@@ -187,12 +280,14 @@ def feasible_hosts(
     if cursor is None:
         cursor = first_cursor(session, pool_id) if context.random_start else ""
         context.advance_cursor(pool_id, cursor)
-    found: list[HostSnapshot] = []
+    found: list[Any] = []
+    gpu_counts: dict[str, tuple[int, int]] = {}
+    filtered = gpus > 0 or needs_label
     for after, before in ((cursor, None), ("", cursor or None)):
         last = after
         while len(found) < want:
             # Without a GPU or label filter every row is a candidate: fetch no more than wanted.
-            limit = PAGE if gpus > 0 or needs_label else min(PAGE, want - len(found))
+            limit = PAGE if filtered else min(PAGE, want - len(found))
             params = _page_params(pool_id, claims, last, before, limit)
             page = (
                 ahead.page(session, params, with_labels=needs_label)
@@ -202,19 +297,17 @@ def feasible_hosts(
             if not page:
                 break
             last = page[-1][0]
-            counts = free_counts(session, [r[0] for r in page], now) if gpus > 0 else {}
-            for row in page:
-                snapshot = _snapshot(row, counts.get(row[0], (0, 0)))
-                if gpus > snapshot.gpus_free:
-                    continue
-                if needs_label and not snapshot.applies_placement:
-                    continue
-                found.append(snapshot)
+            if filtered:
+                if gpus > 0:
+                    gpu_counts.update(free_counts(session, [r[0] for r in page], now))
+                found += [r for r in page if _wanted_row(r, gpus, gpu_counts, needs_label)]
+            else:
+                found += page
             if len(page) < limit:
                 break
         if len(found) >= want or before is None and not cursor:
             break
-    return found[:want]
+    return Candidates(found[:want], gpu_counts)
 
 
 def pool_snapshots(session: Session, pool_id: str, now: Any) -> list[HostSnapshot]:

@@ -15,7 +15,7 @@ the caller never asks which engine it is on.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
@@ -149,7 +149,13 @@ def _claim_on_sqlite(session: Session, node_id: str, claims: Mapping[str, int]) 
 
 
 def _wanted(claims: Mapping[str, int]) -> dict[str, int]:
-    return {r: int(claims.get(r, 0)) for r in SCALARS if int(claims.get(r, 0)) > 0}
+    """The scalars claimed, by how much (those above 0, in SCALARS order)."""
+    wanted = {}
+    for resource in SCALARS:
+        amount = int(claims.get(resource, 0))
+        if amount > 0:
+            wanted[resource] = amount
+    return wanted
 
 
 def _claim_params(node_id: str, wanted: Mapping[str, int]) -> dict[str, Any]:
@@ -365,18 +371,18 @@ class InventoriesAhead:
         self,
         session: Session,
         fleet: PlacementHandle,
-        hosts: Sequence[HostSnapshot],
+        hosts: Iterable[tuple[str, int | None]],
         claimed: str | None = None,
     ) -> None:
         self._fleet = fleet
         context = fleet.placement
         wanted: list[str] = []
-        for host in hosts:
-            if host.node_id == claimed:
+        for node_id, generation in hosts:  # node id, inventory generation the search read
+            if node_id == claimed:
                 continue  # read by the claim's own ReadBehindClaim
-            kept = context.kept_inventory(host.node_id)
-            if kept is None or kept[0] != host.inventory_generation:
-                wanted.append(host.node_id)
+            kept = context.kept_inventory(node_id)
+            if kept is None or kept[0] != generation:
+                wanted.append(node_id)
                 if len(wanted) == INVENTORIES_AHEAD_MAX:
                     break
         self._sent = (
@@ -472,12 +478,12 @@ class ClaimStrategy(Protocol):
         may_run_again: bool,
         finish_charge: FinishCharge,
         charge_behind_claim: bool,
-        nearby: Sequence[HostSnapshot] = (),
+        nearby: Iterable[tuple[str, int | None]] = (),
     ) -> Taken:
         """Claim the host; finish_charge runs before anything is claimed or a savepoint taken,
         or, where the strategy sends the claim and charge_behind_claim asks, behind the claim
-        and in its round trip. `nearby`: the other candidates, whose inventories a strategy
-        may read ahead."""
+        and in its round trip. `nearby`: the other candidates' node ids and the inventory
+        generations the search read, whose inventories a strategy may read ahead."""
         ...
 
     def refused(self, taken: Taken) -> None:
@@ -504,7 +510,7 @@ class SqliteClaims:
         may_run_again: bool,  # noqa: ARG002 - writers are serialized: nothing to run again for
         finish_charge: FinishCharge,
         charge_behind_claim: bool,  # noqa: ARG002 - nothing is sent, so nothing goes behind
-        nearby: Sequence[HostSnapshot] = (),
+        nearby: Iterable[tuple[str, int | None]] = (),
     ) -> Taken:
         finish_charge()  # before the savepoint: a rollback to it keeps the charge
         savepoint = CoreSavepoint(session) if gpus else None
@@ -513,7 +519,9 @@ class SqliteClaims:
         kept = fleet.placement.kept_inventory(host.node_id)
         if kept is None or kept[0] != host.inventory_generation:
             # This host's and the other candidates' in one statement (host_inventory finds it).
-            InventoriesAhead(session, fleet, [host, *nearby]).keep()
+            InventoriesAhead(
+                session, fleet, [(host.node_id, host.inventory_generation), *nearby]
+            ).keep()
         claim = _claim_on_sqlite(session, host.node_id, claims)
         # The candidate query read the host in this write transaction, which no other writer
         # can interleave with: a host that looked empty is.
@@ -553,7 +561,7 @@ class PostgresClaims:
         may_run_again: bool,
         finish_charge: FinishCharge,
         charge_behind_claim: bool,
-        nearby: Sequence[HostSnapshot] = (),
+        nearby: Iterable[tuple[str, int | None]] = (),
     ) -> Taken:
         # GPU atoms are locked before the reads; otherwise the host's inventory (and guests,
         # unless it looked empty) are read in the claim's round trip.

@@ -7,12 +7,12 @@ savepoint back and moves on to the next candidate. Nothing here reads the wall c
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlmodel import Session
 
-from bcfleet.domain.fit import HostSnapshot, NoFit, check_fit, explain_no_fit, rank, weigher
+from bcfleet.domain.fit import HostSnapshot, NoFit, check_fit, explain_no_fit, weigher
 from bcfleet.domain.numa import (
     HostPlacement,
     NotCandidate,
@@ -22,7 +22,7 @@ from bcfleet.domain.numa import (
 from bcfleet.domain.shapes import Gpu, Inventory, PlacementPolicy, Shape, placement_from_json
 from bcfleet.domain.states import InstanceState, PoolKind
 from bcfleet.placement import gpus as gpu_atoms
-from bcfleet.placement.candidates import SearchAhead, feasible_hosts, pool_snapshots
+from bcfleet.placement.candidates import SearchAhead, feasible_candidates, pool_snapshots
 from bcfleet.placement.claims import (
     BehindClaim,
     host_inventory,
@@ -161,23 +161,20 @@ def try_place(
     now = fleet.now()
     strategy = weigher(fleet.settings.placement_strategy)
     tried: dict[str, NoFit] = {}
+    claims = shape.claims()
     for want in (CANDIDATES_TO_SCORE, 100_000):
-        candidates = [
-            h
-            for h in feasible_hosts(
-                session,
-                pool.id,
-                shape.claims(),
-                gpus=shape.gpus,
-                needs_label=policy is not None,
-                want=want,
-                now=now,
-                context=fleet.placement,
-                ahead=ahead,
-            )
-            if h.node_id not in tried
-        ]
-        for host in rank(candidates, strategy):
+        candidates = feasible_candidates(
+            session,
+            pool.id,
+            claims,
+            gpus=shape.gpus,
+            needs_label=policy is not None,
+            want=want,
+            now=now,
+            context=fleet.placement,
+            ahead=ahead,
+        ).without(tried)
+        for host in candidates.ranked(strategy):
             outcome = _claim_on(
                 session,
                 fleet,
@@ -189,7 +186,8 @@ def try_place(
                 may_run_again=may_run_again,
                 finish_charge=before_claim,
                 charge_behind_claim=charge_behind_claim,
-                nearby=candidates,
+                nearby=candidates.generations(),
+                claims=claims,
             )
             if outcome is None:
                 fleet.placement.advance_cursor(pool.id, host.node_id)
@@ -234,7 +232,8 @@ def _claim_on(
     may_run_again: bool = False,
     finish_charge: FinishCharge = charged_already,
     charge_behind_claim: bool = False,
-    nearby: Sequence[HostSnapshot] = (),
+    nearby: Iterable[tuple[str, int | None]] = (),
+    claims: Mapping[str, int] | None = None,
 ) -> NoFit | None:
     """Claim one host; a NoFit (and nothing written) when it cannot take the guest.
 
@@ -242,9 +241,12 @@ def _claim_on(
     (placement/claims.py): on PostgreSQL a placement moving on to the next host holds no lock
     on the last one, so two placements trying the same hosts in different orders never wait
     on each other in a cycle.
+    `nearby`: the other candidates' node ids and inventory generations; `claims`: the shape's,
+    when the caller has them already.
     """
     now = fleet.now()
-    claims = shape.claims()
+    if claims is None:
+        claims = shape.claims()
     strategy = strategy_for(session)
     taken = strategy.take(
         session,

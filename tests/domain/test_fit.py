@@ -12,15 +12,19 @@ from bcfleet.domain.fit import (
     HostSnapshot,
     NoFit,
     ResourceRow,
+    Weigher,
     capacity,
     check_fit,
     clamp_ratio,
     derive_allocatable,
     explain_no_fit,
+    free_fraction,
+    free_fractions,
     min_allocatable,
     next_row,
     pack,
     rank,
+    rank_counted,
     resize_conflict,
     rows_to_write,
     spread,
@@ -594,3 +598,49 @@ def test_a_candidate_snapshot_is_what_the_constructor_makes() -> None:
     assert set(vars(fast)) == {f.name for f in dataclasses.fields(HostSnapshot)}
     with pytest.raises(dataclasses.FrozenInstanceError):
         fast.node_id = "node_y"  # type: ignore[misc]
+
+
+# --- ranking from the rows' counts ---------------------------------------------------------
+
+
+def scalar_counts(host: HostSnapshot) -> list[tuple[int, int]]:
+    """A host as free_fractions takes it: each row's (capacity, allocated), in SCALARS order."""
+    rows = host.rows
+    return [
+        (rows[r].capacity, rows[r].allocated) for r in ("vcpu", "memoryGiB", "diskGiB") if r in rows
+    ]
+
+
+RANKED_ALIKE = [
+    host(node_id="d", vcpu=(32, 8)),
+    host(node_id="b", vcpu=(32, 16), memory=(256, 128)),
+    host(node_id="a", vcpu=(32, 8)),  # d's twin: the tie goes to the node id
+    host(node_id="c", vcpu=(0, 0), memory=(256, 256)),  # a row without capacity is left out
+    host(node_id="e", disk=(2000, 2500)),  # held over capacity: that row counts as full
+]
+
+
+@pytest.mark.parametrize(
+    ("by", "expected"),
+    [(spread, ["a", "d", "b", "e", "c"]), (pack, ["c", "b", "e", "a", "d"])],
+    ids=["spread", "pack"],
+)
+def test_ranking_from_counts_is_ranking_the_snapshots(by: Weigher, expected: list[str]) -> None:
+    counts = [scalar_counts(h) for h in RANKED_ALIKE]
+    ranked = rank_counted(RANKED_ALIKE, [h.node_id for h in RANKED_ALIKE], counts, by)
+    assert ranked == rank(RANKED_ALIKE, by)
+    assert [h.node_id for h in ranked or []] == expected
+
+
+def test_ranking_from_counts_declines_another_weigher() -> None:
+    counts = [scalar_counts(h) for h in RANKED_ALIKE]
+    ids = [h.node_id for h in RANKED_ALIKE]
+    assert rank_counted(RANKED_ALIKE, ids, counts, lambda h: -h.gpus_total) is None
+
+
+def test_free_fractions_are_each_hosts_free_fraction() -> None:
+    hosts = [*RANKED_ALIKE, HostSnapshot("bare"), EMPTY, HALF, FULL]
+    fractions = free_fractions([scalar_counts(h) for h in hosts])
+    assert fractions == [free_fraction(h) for h in hosts]
+    assert fractions[-4:] == [0.0, 1.0, 0.5, 0.0]
+    assert fractions[3] == 0.5  # vcpu left out (no capacity): memory full, disk empty

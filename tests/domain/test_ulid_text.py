@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import pytest
 from ulid import ULID
 
+from bcfleet import ids
 from bcfleet.ids import ULID_TEXT, IdFactory, has_prefix, ulid_text
 
 
@@ -51,3 +52,30 @@ def test_new_many_is_new_at_any_time_and_count(seed: int) -> None:
         one_by_one = IdFactory(seed=seed)
         expected = [one_by_one.new("alloc", at) for _ in range(count)]
         assert IdFactory(seed=seed).new_many("alloc", at, count) == expected
+
+
+def test_ids_of_one_time_reuse_its_letters_and_another_time_has_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made: list[int] = []
+    time_letters = ids._time_letters
+
+    def counted(millis: int) -> str:
+        made.append(millis)
+        return time_letters(millis)
+
+    monkeypatch.setattr(ids, "_time_letters", counted)
+    first, second = (
+        datetime(2026, 12, 6, 12, 0, tzinfo=UTC),
+        datetime(2026, 12, 6, 12, 1, tzinfo=UTC),
+    )
+    factory, source = IdFactory(seed=5), random.Random(5)
+    for at in (first, first, second, first, first):
+        raw = int(at.timestamp() * 1000).to_bytes(6, "big") + source.randbytes(10)
+        assert factory.new("ins", at) == "ins_" + str(ULID(raw)).lower()
+    assert made == [int(t.timestamp() * 1000) for t in (first, second, first)]
+
+
+def test_a_time_before_1970_makes_no_id() -> None:
+    with pytest.raises(OverflowError):
+        IdFactory().new("ins", datetime(1969, 12, 31, tzinfo=UTC))
