@@ -920,7 +920,8 @@ def _check_insert(statement: Insert, keys: frozenset[str]) -> None:
 
 
 def ask_again(connection: Connection) -> None:
-    """Forget what _plain kept for a connection that outlives one call (uow's kept writer), so
-    its next call's DriverStatements see a listener added to the engine since, as a new
-    connection's would."""
+    """Forget what _plain and _route kept for a connection that outlives one call (uow's kept
+    writer), so its next call's DriverStatements see a listener added to the engine since, as a
+    new connection's would."""
     connection.__dict__.pop(_PLAIN, None)
+    connection.__dict__.pop(_ROUTE, None)
