@@ -393,9 +393,7 @@ def _engine_plain(connection: Connection) -> bool:
     a single connection is not counted in the key.
     """
     engine = connection.engine
-    base = getattr(engine, "_proxied", engine)  # an option engine's (the writer's) pool engine
-    listening = base.dispatch
-    key = (len(listening.before_cursor_execute), len(listening.after_cursor_execute))
+    key = _listeners_key(connection)
     kept: tuple[tuple[int, int], bool] | None = engine.__dict__.get(_PLAIN)
     if kept is not None and kept[0] == key:
         return kept[1]
@@ -407,6 +405,15 @@ def _engine_plain(connection: Connection) -> bool:
     )
     engine.__dict__[_PLAIN] = (key, verdict)
     return verdict
+
+
+def _listeners_key(connection: Connection) -> tuple[int, int]:
+    """How many listen to the cursor executions of the connection's pool engine: the key its
+    verdict is kept under (_engine_plain)."""
+    engine = connection.engine
+    base = getattr(engine, "_proxied", engine)  # an option engine's (the writer's) pool engine
+    listening = base.dispatch
+    return (len(listening.before_cursor_execute), len(listening.after_cursor_execute))
 
 
 _ROUTE = "_bcfleet_route"
@@ -919,9 +926,16 @@ def _check_insert(statement: Insert, keys: frozenset[str]) -> None:
         raise TypeError(f"{table}: a DriverStatement INSERT must give {', '.join(missing)}")
 
 
+_HEARD = "_bcfleet_heard"
+
+
 def ask_again(connection: Connection) -> None:
-    """Forget what _plain and _route kept for a connection that outlives one call (uow's kept
-    writer), so its next call's DriverStatements see a listener added to the engine since, as a
-    new connection's would."""
-    connection.__dict__.pop(_PLAIN, None)
-    connection.__dict__.pop(_ROUTE, None)
+    """For a connection that outlives one call (uow's kept writer): forget what _plain and
+    _route kept when what may hear its statements changed since its last call (the engine's
+    cursor listeners counted as _engine_plain counts them, echo, dialect events), so its next
+    call's DriverStatements hear a listener added since, as a new connection's would."""
+    heard = (quiet(connection), _listeners_key(connection))
+    if connection.__dict__.get(_HEARD) != heard:
+        connection.__dict__[_HEARD] = heard
+        connection.__dict__.pop(_PLAIN, None)
+        connection.__dict__.pop(_ROUTE, None)
