@@ -6,7 +6,8 @@ locks before anything is booked, a first page sent ahead is used only when it is
 search reads, a charge finished behind its claim runs again in the lock order when it was
 not what was remembered, and a lone guest's placement is the pure chooser's answer for the
 same inputs; a catalog lookup is used only while the catalog revision read in the placement's
-own transaction is the one it was read at (placement/catalog_cache.py). Threads of one process share a context; processes do not.
+own transaction is the one it was read at (placement/catalog_cache.py). Threads of one process
+share a context; processes do not.
 """
 
 from __future__ import annotations

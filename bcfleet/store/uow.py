@@ -124,13 +124,14 @@ def _kept_writer(engine: Engine) -> Iterator[Connection]:
     """The engine's kept writer connection when no other call uses it, else one from the pool.
 
     A connection taken from the pool and given back costs a placement about a twelfth of its
-    work (the checkout, its events and the checkin). The kept one is given back to the pool
-    when it sat idle KEEP_IDLE_S or more (the pool pings such a one), when the call failed, and
-    by release_kept_writer (Fleet.close), and one that took large_page_cache's cache; a process forked with one never uses its parent's.
+    work (the checkout, its events and the checkin). The kept one goes back to the pool when it
+    sat idle KEEP_IDLE_S or more (the pool pings such a one), when the call failed, when its
+    transaction took large_page_cache's cache, and at release_kept_writer (Fleet.close); a
+    process forked with one never uses its parent's.
     """
     kept: _KeptWriter | None = engine.__dict__.get(_KEPT)
     if kept is None or kept.pid != os.getpid():
-        kept = engine.__dict__[_KEPT] = _KeptWriter()
+        kept = _new_kept_writer(engine)
     if not kept.lock.acquire(blocking=False):  # another thread's call has it: take the pool's
         with writer_engine(engine).connect() as connection:
             yield connection
@@ -149,6 +150,19 @@ def _kept_writer(engine: Engine) -> Iterator[Connection]:
         kept.idle_since = time.monotonic()
     finally:
         kept.lock.release()
+
+
+_MAKING = threading.Lock()
+
+
+def _new_kept_writer(engine: Engine) -> _KeptWriter:
+    """The engine's keeper for this process, made once: two threads' first calls at once share
+    one, so no kept connection is left in a keeper nobody holds."""
+    with _MAKING:
+        kept: _KeptWriter | None = engine.__dict__.get(_KEPT)
+        if kept is None or kept.pid != os.getpid():
+            kept = engine.__dict__[_KEPT] = _KeptWriter()
+        return kept
 
 
 def _kept_or_new(kept: _KeptWriter, engine: Engine) -> Connection:

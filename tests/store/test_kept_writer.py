@@ -1,6 +1,7 @@
 """The writer connection an engine keeps between hot calls: reused by the next call of any thread
 when free, never shared by two calls at once, given back after a failure, an idle spell or
-Fleet.close, and it sees an engine listener added since its last call."""
+Fleet.close, and it sees an engine listener added since its last call; a forked process never
+uses its parent's."""
 
 from __future__ import annotations
 
@@ -104,3 +105,14 @@ def test_a_connection_that_took_the_large_page_cache_goes_back_to_the_pool(
         assert connection_of(session) is kept
         large_page_cache(session)  # SQLite's alone: PostgreSQL's cache is the server's
     assert (_driver_connection(any_fleet) is kept) == (not is_sqlite(any_fleet.engine))
+
+
+def test_a_forked_process_never_uses_its_parents_kept_connection(
+    any_fleet: Fleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parents = _driver_connection(any_fleet)
+    monkeypatch.setattr(uow.os, "getpid", lambda: -1)  # as a child after fork() sees it
+    childs = _driver_connection(any_fleet)
+    assert childs is not parents
+    assert not parents.closed  # the parent's socket is left alone, neither used nor closed
+    assert _driver_connection(any_fleet) is childs
