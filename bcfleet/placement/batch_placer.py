@@ -39,7 +39,7 @@ from bcfleet.domain.shapes import Inventory, PlacementPolicy, Shape, placement_f
 from bcfleet.domain.states import InstanceState, PoolKind
 from bcfleet.errors import CapacityUnavailableError
 from bcfleet.placement.batch_claims import claim_plan, inventories
-from bcfleet.placement.candidates import feasible_hosts, pool_snapshots
+from bcfleet.placement.candidates import feasible_candidates, pool_snapshots
 from bcfleet.placement.claims import (
     ReadBehindClaim,
     host_inventory,
@@ -228,7 +228,7 @@ def _at_once(
     placed = 0
     want = max(CANDIDATES_TO_SCORE, len(rows))
     for _ in range(SEARCH_ROUNDS):
-        found = feasible_hosts(
+        found = feasible_candidates(
             session,
             pool.id,
             claims,
@@ -238,7 +238,7 @@ def _at_once(
             now=fleet.now(),
             context=fleet.placement,
         )
-        candidates = [h for h in found if h.node_id not in left_out]
+        candidates = found.without(left_out).snapshots()
         plan = assign(candidates, shape, len(rows) - placed, by, policy)
         if not plan:
             break

@@ -233,33 +233,6 @@ def _wanted_row(
     return not needs_label or carries_placement(row[1] or _NO_LABELS)
 
 
-def feasible_hosts(
-    session: Session,
-    pool_id: str,
-    claims: Mapping[str, int],
-    *,
-    gpus: int,
-    needs_label: bool,
-    want: int,
-    now: Any,
-    context: PlacementContext,
-    ahead: SearchAhead | None = None,
-) -> list[HostSnapshot]:
-    """Up to `want` hosts of the pool where the claims and GPUs fit now, from the rotating
-    cursor (feasible_candidates), as snapshots."""
-    return feasible_candidates(
-        session,
-        pool_id,
-        claims,
-        gpus=gpus,
-        needs_label=needs_label,
-        want=want,
-        now=now,
-        context=context,
-        ahead=ahead,
-    ).snapshots()
-
-
 def feasible_candidates(
     session: Session,
     pool_id: str,

@@ -6,7 +6,7 @@ import pytest
 
 from bcfleet.fleet import Fleet
 from bcfleet.placement import candidates
-from bcfleet.placement.candidates import feasible_hosts, first_cursor
+from bcfleet.placement.candidates import feasible_candidates, first_cursor
 from tests.support.builders import OP
 from tests.support.capacity import pool_with_hosts
 
@@ -19,9 +19,9 @@ def _ids(fleet: Fleet) -> list[str]:
 
 def _first_candidate(fleet: Fleet, pool_id: str) -> str:
     with fleet.read() as session:
-        found = feasible_hosts(session, pool_id, CLAIMS, gpus=0, needs_label=False, want=1,
-                               now=fleet.now(), context=fleet.placement)  # fmt: skip
-    return found[0].node_id
+        found = feasible_candidates(session, pool_id, CLAIMS, gpus=0, needs_label=False, want=1,
+                                    now=fleet.now(), context=fleet.placement)  # fmt: skip
+    return found.snapshots()[0].node_id
 
 
 def test_an_unseeded_fleet_starts_after_a_drawn_host(

@@ -15,7 +15,7 @@ from sqlalchemy import event
 from bcfleet.fleet import Fleet
 
 CLAIM = "WITH wanted (resource, n, rank)"  # instance_placer's guarded claim on PostgreSQL
-SEARCH = "SELECT h.id,"  # a page of candidates.feasible_hosts
+SEARCH = "SELECT h.id,"  # a page of candidates.feasible_candidates
 
 
 class Statements:
