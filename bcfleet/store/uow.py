@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -70,6 +70,7 @@ def write_session(engine: Engine, *, bump_revision: bool = True) -> Iterator[Ses
         # leaving session.begin() sends COMMIT (with the statements sent before it)
         rows = yield from _written(session, session.connection(), bump_revision, sent)
     wal_checkpoints.committed(engine, rows)
+    _run_after_commit(session)
 
 
 @contextmanager
@@ -101,6 +102,21 @@ def connection_write_session(engine: Engine, *, bump_revision: bool = True) -> I
             if session.in_transaction() or session.identity_map:  # else it holds nothing
                 session.close()
     wal_checkpoints.committed(engine, rows)
+    _run_after_commit(session)
+
+
+_AFTER_COMMIT = "bcfleet_after_commit"
+
+
+def after_commit(session: Session, callback: Callable[[], None]) -> None:
+    """Run `callback` once the write transaction of `session` has committed; never when it
+    rolls back. In a transaction() handle, once the enclosing transaction has committed."""
+    session.info.setdefault(_AFTER_COMMIT, []).append(callback)
+
+
+def _run_after_commit(session: Session) -> None:
+    for callback in session.info.pop(_AFTER_COMMIT, ()):
+        callback()
 
 
 class _KeptWriter:
