@@ -54,6 +54,7 @@ from bcfleet.egress import EgressGuard, EgressRefused
 from bcfleet.jobs.faults import FaultLog, Item, ends_the_run, statement_fault
 from bcfleet.store.event_log import event_json
 from bcfleet.store.host_view import tenant_host_view
+from bcfleet.store.id_chunks import id_chunks
 from bcfleet.store.models import Event
 from bcfleet.store.models.webhooks import Webhook, WebhookDelivery
 from bcfleet.store.stored_json import (
@@ -221,15 +222,18 @@ def forget_mended(fleet: JobHandle, faults: FaultLog) -> None:
     deliveries = sorted(i for kind, i in faults.known if kind == "delivery")
     if not events and not deliveries:
         return
-    with fleet.read() as session:
-        found = select(Event.id, Event.data).where(col(Event.id).in_(events))
-        data: dict[str, Any] = dict(session.execute(found).all())
-        numbers = [int(i) for i in deliveries if i.isdigit()]
+    data: dict[str, Any] = {}
+    payloads: dict[str, Any] = {}
+    with fleet.read() as session:  # the ids a chunk at a time: faults grow with what failed
+        found = select(Event.id, Event.data)
+        for chunk in id_chunks(events):
+            data.update(session.execute(found.where(col(Event.id).in_(chunk))).all())
         rows = select(WebhookDelivery.id, WebhookDelivery.payload)
-        payloads = {
-            str(number): payload
-            for number, payload in session.execute(rows.where(col(WebhookDelivery.id).in_(numbers)))
-        }
+        for numbers in id_chunks([int(i) for i in deliveries if i.isdigit()]):
+            for number, payload in session.execute(
+                rows.where(col(WebhookDelivery.id).in_(numbers))
+            ):
+                payloads[str(number)] = payload
     _forget_readable(faults, "event", events, data, EVENT_DOCUMENTS["data"])
     _forget_readable(faults, "delivery", deliveries, payloads, DELIVERY_DOCUMENTS["payload"])
 

@@ -18,6 +18,7 @@ from sqlmodel import col, select
 from bcfleet.domain.numa import HostPlacement
 from bcfleet.domain.physical import Guest
 from bcfleet.fleet import Fleet
+from bcfleet.jobs import webhooks
 from bcfleet.jobs.provider_records import forget_servers
 from bcfleet.placement import invariants
 from bcfleet.placement.candidates import pool_snapshots
@@ -65,4 +66,16 @@ def test_node_id_reads_bind_a_chunk_at_a_time(
         assert sorted(h.node_id for h in pool_snapshots(session, pool["id"], now)) == nodes
         invariants.hugepages_over_total(session)
     assert forget_servers(any_fleet, [f"inst_{i:04d}" for i in range(HOSTS)]) == 0
+    assert 0 < most["most"] <= id_chunks.CHUNK + FIXED < HOSTS
+
+
+def test_the_webhook_job_reads_its_faulted_rows_a_chunk_at_a_time(
+    any_fleet: Fleet, most: dict[str, int]
+) -> None:
+    faults = webhooks.fault_log(any_fleet)
+    faults.known |= {("event", f"evt_{i:04d}") for i in range(HOSTS)}
+    faults.known |= {("delivery", str(i)) for i in range(1, HOSTS + 1)}
+    most["most"] = 0
+    webhooks.forget_mended(any_fleet, faults)
+    assert faults.known == set()  # rows gone: every fault forgotten
     assert 0 < most["most"] <= id_chunks.CHUNK + FIXED < HOSTS
