@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import shutil
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -141,6 +142,17 @@ async def settle(pilot: Pilot[Any], timeout: float = 60.0) -> None:
             break
         await pilot.pause(0.02)
     await pilot.pause()
+
+
+async def settle_until(
+    pilot: Pilot[Any], condition: Callable[[], object], timeout: float = 60.0
+) -> None:
+    """settle() until `condition` holds (an action's note may come a settle later on a loaded
+    machine); the test's own assertion then says what is missing."""
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline:
+        await settle(pilot, timeout=max(deadline - time.monotonic(), 0.1))
+        await pilot.pause(0.05)
 
 
 async def flip(pilot: Any, size: str) -> OnOff:

@@ -22,7 +22,7 @@ from bcfleet.tui.screens.confirm import Confirm
 from bcfleet.tui.source import LocalSource
 from bcfleet.tui.widgets.bars import StatusLine, TitleBar
 from tests.support.fleet import T0
-from tests.support.tui import make_app, settle
+from tests.support.tui import make_app, settle, settle_until
 from tests.support.tui_actions import said
 
 pytestmark = pytest.mark.anyio
@@ -66,6 +66,7 @@ async def test_an_action_on_a_deleted_file_is_refused_and_the_header_says_so(
             if name.startswith("fleet.db"):
                 os.remove(fleet_db.parent / name)
         await undrain_fra_07(pilot)
+        await settle_until(pilot, lambda: said(app))
         notes = said(app)
         assert any(
             "fra-07: DATABASE_UNAVAILABLE: the database file" in n and "was deleted" in n
