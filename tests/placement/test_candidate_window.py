@@ -4,7 +4,9 @@ rolled back, leaves no window the next placement uses; PostgreSQL keeps none."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -268,5 +270,19 @@ def test_postgresql_keeps_no_window(pg_url: str) -> None:
             expected = fresh_choice(a, pool)
             assert create(a, pool)[0] == expected
         assert a.placement.window(pool["id"]) is None
+    finally:
+        a.close()
+
+
+def test_threads_placing_through_one_handle_never_overbook(sqlite_url: str) -> None:
+    a = open_fleet(sqlite_url, FakeClock(T0))
+    try:
+        pool = seed_pool(a, 60, vcpu=8, memory_gib=8, ratio=1.0)  # two b1.small a host
+        with ThreadPoolExecutor(max_workers=4) as executor:
+            hosts = list(executor.map(lambda _: create(a, pool)[0], range(150)))
+        placed = Counter(h for h in hosts if h is not None)
+        assert sum(placed.values()) == 120 and max(placed.values()) == 2
+        assert hosts.count(None) == 30
+        invariants_ok(a)
     finally:
         a.close()
