@@ -33,9 +33,8 @@ own; PostgreSQL, whose state revision is a sequence outside its transactions, re
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass, replace
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from bcfleet.domain.fit import ResourceRow
 from bcfleet.domain.scalars import SCALARS
@@ -54,48 +53,61 @@ WINDOW_ROWS = 64
 _ID = itemgetter(0)
 # Where each scalar's columns (allocatable, ratio, capacity, allocated) start in a page row.
 _GROUPS = tuple(zip(SCALARS, (3, 7, 11), strict=True))
+# Named tuples made in C (their own __new__ is a Python function), as candidates._row does.
+_made = tuple.__new__
 
 
-@dataclass(frozen=True)
-class CandidateWindow:
+class CandidateWindow(NamedTuple):
     """Rows of the candidate query for one pool and one set of claims (vcpu, memory, disk),
-    read from after `after` in id order, as the database holds them at `revision`."""
+    read from after `after` in id order (`ids`, theirs), as the database holds them at
+    `revision`. A named tuple: a placement answered from it makes the next one."""
 
     revision: int
     pool_id: str
     claims: tuple[int, int, int]
     after: str
+    ids: tuple[str, ...]
     rows: tuple[Any, ...]
+
+    @classmethod
+    def of(
+        cls, revision: int, pool_id: str, claims: tuple[int, int, int], after: str, rows: Any
+    ) -> CandidateWindow:
+        """The window of rows read from after host `after`."""
+        return _made(cls, (revision, pool_id, claims, after, (*map(_ID, rows),), (*rows,)))
 
     def page(self, after: str, limit: int) -> list[Any] | None:
         """The first `limit` rows after host `after`, as the query answers them; None when the
         window does not hold them all."""
         if after < self.after:
             return None
-        start = bisect_right(self.rows, after, key=_ID)
-        if len(self.rows) - start < limit:
+        start = bisect_right(self.ids, after)
+        if len(self.ids) - start < limit:
             return None
         return list(self.rows[start : start + limit])
 
     def with_claim(self, node_id: str, revision: int) -> CandidateWindow:
         """The window once `node_id` took its claims, at `revision`."""
-        rows = self.rows
-        at = bisect_left(rows, node_id, key=_ID)
-        if at < len(rows) and rows[at][0] == node_id:
+        ids, rows = self.ids, self.rows
+        at = bisect_left(ids, node_id)
+        if at < len(ids) and ids[at] == node_id:
             row = claimed_row(rows[at], self.claims)
-            rows = rows[:at] + ((row,) if row is not None else ()) + rows[at + 1 :]
-        return replace(self, revision=revision, rows=rows)
+            if row is not None:
+                rows = (*rows[:at], row, *rows[at + 1 :])
+            else:
+                ids, rows = (*ids[:at], *ids[at + 1 :]), (*rows[:at], *rows[at + 1 :])
+        return _made(CandidateWindow, (revision, self.pool_id, self.claims, self.after, ids, rows))
 
 
 def claimed_row(row: Any, claims: tuple[int, int, int]) -> tuple[Any, ...] | None:
     """A page row with `claims` added to its allocated counts; None when the claims no longer
     fit it (the query would leave it out)."""
     values = list(row)
-    fits = True
     for (scalar, at), claim in zip(_GROUPS, claims, strict=True):
         values[at + 3] += claim
-        fits = fits and ResourceRow(scalar, *values[at : at + 4]).fits(claim)
-    return tuple(values) if fits else None
+        if not _made(ResourceRow, (scalar, *values[at : at + 4])).fits(claim):
+            return None
+    return tuple(values)
 
 
 class WindowSearch:
@@ -139,7 +151,7 @@ class WindowSearch:
                 return rows
         wide = {**params, "limit": max(WINDOW_ROWS, params["limit"])}
         read = FEASIBLE_PAGE[False].run(session, wide).all()
-        self._window = CandidateWindow(revision, params["pool"], claims, params["after"], (*read,))
+        self._window = CandidateWindow.of(revision, params["pool"], claims, params["after"], read)
         return read[: params["limit"]]
 
     def claimed(self, session: Session, node_id: str) -> None:

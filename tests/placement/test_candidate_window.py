@@ -254,11 +254,12 @@ def test_a_placement_rolled_back_leaves_no_window_a_later_revision_matches(
 
 def test_a_claimed_row_carries_its_claim_and_leaves_when_full() -> None:
     row = ("node_a", None, 1, 8, 1.0, 8, 4, 64, 1.0, 64, 0, 100, 1.0, 100, 0)
-    window = CandidateWindow(3, "pool_x", (2, 4, 40), "", (row,))
+    window = CandidateWindow.of(3, "pool_x", (2, 4, 40), "", [row])
     once = window.with_claim("node_a", 4)
     assert once.revision == 4
     assert once.rows == (("node_a", None, 1, 8, 1.0, 8, 6, 64, 1.0, 64, 4, 100, 1.0, 100, 40),)
-    assert once.with_claim("node_a", 5).rows == ()  # vcpu 8 of 8: the next claim does not fit
+    full = once.with_claim("node_a", 5)  # vcpu 8 of 8: the next claim does not fit
+    assert (full.ids, full.rows) == ((), ())
     assert window.with_claim("node_b", 4).rows == window.rows  # another host: as it was
 
 
