@@ -12,11 +12,12 @@ again, while the state revision says the database is as that placement left it:
   leases and locks, usage windows and dead letters, webhook deliveries, the fleet's identity
   and the root tenant, never hosts, node_resources or allocations; `fleet apply` bumps the
   revision itself when it changes anything.
-- A placement changes one thing the query reads: the claimed host's allocated counts (a host
-  tried and let go on SQLite gets its claim back). The window is kept with that claim applied
-  to the host's row, and without the row when the claim no longer fits (fit.ResourceRow.fits,
-  the query's rule), tagged with the revision the transaction committed: the one it read plus
-  one, as instances.create always writes (the instance's row), so always bumps.
+- A placement changes one thing the query reads: the claimed host's allocated counts. The
+  window is kept only when the first host the placement tried took the claim, with the claim
+  applied to that host's row, and without the row when the claims no longer fit it
+  (fit.ResourceRow.fits, the query's rule), tagged with the revision the transaction
+  committed: the one it read plus one, as instances.create always writes (the instance's
+  row), so always bumps.
 - It is kept only once the transaction has committed (uow.after_commit): a placement rolled
   back keeps nothing, so no number another writer's commit reaches later can match its rows.
 - It answers a page only from a cursor at or past where it was read, and only when at least
