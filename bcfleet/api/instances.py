@@ -53,6 +53,7 @@ from bcfleet.domain.numa import HostPlacement
 from bcfleet.domain.shapes import Shape, shape_delta
 from bcfleet.domain.states import AGENT_UP, INSTANCE_ON_HOST, AgentReport, InstanceState, PoolKind
 from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError, UnsupportedError
+from bcfleet.placement.candidate_window import WindowSearch
 from bcfleet.placement.candidates import SearchAhead
 from bcfleet.placement.instance_placer import place_instance, release_instance
 from bcfleet.placement.resize import resize_hosted
@@ -160,6 +161,8 @@ class InstancesAPI(Area):
             # The catalog cache only in a transaction of the call's own (Fleet.write_on_connection):
             # an enclosing one may have changed the catalog, uncommitted.
             catalog = self.fleet.placement.catalog if self.fleet.session is None else None
+            # The kept candidate window likewise, on SQLite (placement/candidate_window.py).
+            window = WindowSearch.on(session, self.fleet.placement) if catalog is not None else None
             actor, pool, row = find_for_placement(
                 session,
                 catalog,
@@ -168,6 +171,7 @@ class InstancesAPI(Area):
                 pool_id,
                 flavor,
                 after_sending=lambda: ahead.send(session),
+                window=window,
             )
             actor.require(
                 "compute:instances:create",
@@ -198,6 +202,7 @@ class InstancesAPI(Area):
                 may_run_again=may_run_again_carefully(),
                 join_session=False,  # read below for its answer only
                 ahead=ahead,
+                window=window,
             )
             kind = "instance.placed" if instance.node_id else "instance.unschedulable"
             if pool.kind == PoolKind.PROVIDER:

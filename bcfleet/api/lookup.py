@@ -19,8 +19,12 @@ from bcfleet.api.auth import (
 )
 from bcfleet.errors import NotFoundError
 from bcfleet.ids import has_prefix
+from bcfleet.placement.candidate_window import WindowSearch
 from bcfleet.placement.catalog_cache import CatalogCache, CatalogEntry
-from bcfleet.store.catalog_revision import READ_CATALOG_REVISION
+from bcfleet.store.catalog_revision import (
+    READ_CATALOG_AND_STATE_REVISIONS,
+    READ_CATALOG_REVISION,
+)
 from bcfleet.store.driver_sql import DriverStatement, SentRows
 from bcfleet.store.models import Flavor, Host, Pool, PoolOffer, Tenant
 from bcfleet.store.new_rows import loaded_row, read_row
@@ -196,6 +200,7 @@ def find_for_placement(
     flavor_ref: str,
     *,
     after_sending: Callable[[], None],
+    window: WindowSearch | None = None,
 ) -> tuple[Actor, Pool, Flavor]:
     """auth.start_acting_for then find_pool_and_flavor (reading only): the scoped actor, the
     pool and the flavor, answered from `catalog` while the catalog revision is the one they
@@ -208,6 +213,9 @@ def find_for_placement(
     revision read before them; NOT_FOUND and FORBIDDEN are never kept. With no catalog (a
     call inside an enclosing transaction, which may have changed the catalog itself) they
     run as ever.
+
+    `window` (SQLite, with a catalog): the placement's candidate window, armed with the state
+    revision read in the same statement as the catalog's.
     """
     scoped = acting_as(actor, tenant_id)
     checks_tenant = scoped is not actor
@@ -218,7 +226,13 @@ def find_for_placement(
         return scoped, pool, flavor
     key = (scoped.tenant_id, pool_ref, flavor_ref)
     kept = catalog.get(key)
-    revision = READ_CATALOG_REVISION.send_reading(session, {})
+    if window is None:
+        revision = READ_CATALOG_REVISION.send_reading(session, {})
+    else:  # SQLite: run at once
+        revision = READ_CATALOG_AND_STATE_REVISIONS.send_reading(session, {})
+        read = revision.rows().first()
+        if read is not None:
+            window.started_at(read[1])
     if kept is not None:
         after_sending()  # in the revision's round trip
         after_sending = _confirmed

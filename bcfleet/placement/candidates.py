@@ -12,7 +12,7 @@ import random
 from collections.abc import Container, Hashable, Iterator, Mapping
 from operator import itemgetter
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import JSON, String, column, text
 from sqlmodel import Session, col, select
@@ -32,6 +32,9 @@ from bcfleet.placement.gpus import free_counts
 from bcfleet.store.driver_sql import DriverStatement, SentRows
 from bcfleet.store.engine import is_sqlite
 from bcfleet.store.models import Host, NodeResource
+
+if TYPE_CHECKING:
+    from bcfleet.placement.candidate_window import WindowSearch
 
 PAGE = 32
 
@@ -244,10 +247,12 @@ def feasible_candidates(
     now: Any,
     context: PlacementContext,
     ahead: SearchAhead | None = None,
+    window: WindowSearch | None = None,
 ) -> Candidates:
     """Up to `want` hosts of the pool where the claims and GPUs fit now, from the rotating cursor.
 
     `ahead`: the placement's first page, when it was sent before (SearchAhead).
+    `window`: the handle's kept candidate window, for a plain search (no GPUs, no label).
     """
     cursor = context.cursor(pool_id)
     if cursor is None:
@@ -256,17 +261,20 @@ def feasible_candidates(
     found: list[Any] = []
     gpu_counts: dict[str, tuple[int, int]] = {}
     filtered = gpus > 0 or needs_label
+    if filtered:
+        window = None
     for after, before in ((cursor, None), ("", cursor or None)):
         last = after
         while len(found) < want:
             # Without a GPU or label filter every row is a candidate: fetch no more than wanted.
             limit = PAGE if filtered else min(PAGE, want - len(found))
             params = _page_params(pool_id, claims, last, before, limit)
-            page = (
-                ahead.page(session, params, with_labels=needs_label)
-                if ahead is not None
-                else _feasible_page(session, params, with_labels=needs_label)
-            )
+            if window is not None:
+                page = window.page(session, params)
+            elif ahead is not None:
+                page = ahead.page(session, params, with_labels=needs_label)
+            else:
+                page = _feasible_page(session, params, with_labels=needs_label)
             if not page:
                 break
             last = page[-1][0]

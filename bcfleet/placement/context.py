@@ -1,4 +1,4 @@
-"""What placement keeps between transactions of one fleet handle: pool cursors, parsed inventories, GPU snapshots, first pages, lone guests' placements, the catalog's lookups.
+"""What placement keeps between transactions of one fleet handle: pool cursors, parsed inventories, GPU snapshots, first pages, lone guests' placements, the catalog's lookups, candidate windows.
 
 Everything here only guides placement: cursors say where the next search starts, inventories
 are keyed by the generation the host row carries, GPU snapshots are re-checked under row
@@ -6,8 +6,9 @@ locks before anything is booked, a first page sent ahead is used only when it is
 search reads, a charge finished behind its claim runs again in the lock order when it was
 not what was remembered, and a lone guest's placement is the pure chooser's answer for the
 same inputs; a catalog lookup is used only while the catalog revision read in the placement's
-own transaction is the one it was read at (placement/catalog_cache.py). Threads of one process
-share a context; processes do not.
+own transaction is the one it was read at (placement/catalog_cache.py), and a candidate window
+only while the state revision read in the placement's own transaction is the one it was kept at
+(placement/candidate_window.py). Threads of one process share a context; processes do not.
 """
 
 from __future__ import annotations
@@ -15,18 +16,22 @@ from __future__ import annotations
 import threading
 from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bcfleet.domain.gpu_plan import GpuSnapshot
 from bcfleet.domain.numa import HostPlacement
 from bcfleet.domain.shapes import Inventory
 from bcfleet.placement.catalog_cache import CatalogCache
 
+if TYPE_CHECKING:
+    from bcfleet.placement.candidate_window import CandidateWindow
+
 INVENTORY_HOSTS_MAX = 20_000
 INVENTORY_DOCUMENTS_MAX = 1_000
 FIRST_PAGES_MAX = 1_000
 CHARGES_MAX = 10_000
 ALONE_PLACEMENTS_MAX = 1_000
+WINDOWS_MAX = 1_000
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,7 @@ class PlacementContext:
     _first_pages: dict[Hashable, tuple[bool, dict[str, Any]]] = field(default_factory=dict)
     _striped: dict[tuple[str, str], bool] = field(default_factory=dict)
     _alone: dict[tuple[Any, ...], tuple[Inventory, HostPlacement]] = field(default_factory=dict)
+    _windows: dict[str, CandidateWindow] = field(default_factory=dict)
     catalog: CatalogCache = field(default_factory=CatalogCache)
     """Pools and flavors placements found, under the catalog revision (its own lock)."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -81,6 +87,22 @@ class PlacementContext:
             if len(self._first_pages) >= FIRST_PAGES_MAX and key not in self._first_pages:
                 self._first_pages.clear()
             self._first_pages[key] = (with_labels, params)
+
+    def window(self, pool_id: str) -> CandidateWindow | None:
+        """The pool's kept candidate window (candidate_window.WindowSearch)."""
+        with self._lock:
+            return self._windows.get(pool_id)
+
+    def keep_window(self, window: CandidateWindow) -> None:
+        """Keep a pool's window unless one of a later revision is kept already (another
+        thread's placement committed after the one keeping this)."""
+        with self._lock:
+            current = self._windows.get(window.pool_id)
+            if current is not None and current.revision > window.revision:
+                return
+            if len(self._windows) >= WINDOWS_MAX and current is None:
+                self._windows.clear()
+            self._windows[window.pool_id] = window
 
     def charges_striped(self, tenant_id: str, pool_id: str) -> bool:
         """Whether the tenant's last charge in the pool was finished by its stripes alone

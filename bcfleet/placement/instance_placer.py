@@ -22,6 +22,7 @@ from bcfleet.domain.numa import (
 from bcfleet.domain.shapes import Gpu, Inventory, PlacementPolicy, Shape, placement_from_json
 from bcfleet.domain.states import InstanceState, PoolKind
 from bcfleet.placement import gpus as gpu_atoms
+from bcfleet.placement.candidate_window import WindowSearch
 from bcfleet.placement.candidates import SearchAhead, feasible_candidates, pool_snapshots
 from bcfleet.placement.claims import (
     BehindClaim,
@@ -69,6 +70,7 @@ def place_instance(
     may_run_again: bool = False,
     join_session: bool = True,
     ahead: SearchAhead | None = None,
+    window: WindowSearch | None = None,
 ) -> Instance:
     """Admit (charge quota) and place an instance; pending with Unschedulable when nothing fits.
 
@@ -79,6 +81,7 @@ def place_instance(
     join_session: the instance joins the session as a loaded row, so a change the caller makes
     to it is saved; without, it is the row as inserted, for a caller that only reads it.
     ahead: the candidate search's first page, when the caller sent it (SearchAhead).
+    window: the handle's kept candidate window, when the caller armed it (WindowSearch).
     """
     now = fleet.now()
     instance = new_row(
@@ -126,6 +129,7 @@ def place_instance(
             charge_behind_claim=behind_claim,
             ahead=ahead,
             shape=wanted,
+            window=window,
         )
     fleet.placement.remember_charge(tenant_id, pool.id, finish_charge())
     # One INSERT with the outcome, then the object joins the session as a loaded row.
@@ -145,6 +149,7 @@ def try_place(
     charge_behind_claim: bool = False,
     ahead: SearchAhead | None = None,
     shape: Shape | None = None,
+    window: WindowSearch | None = None,
 ) -> bool:
     """Place a pending hosted instance; on failure keep it pending with a counted Unschedulable reason.
 
@@ -154,6 +159,7 @@ def try_place(
     or with charge_behind_claim behind it where _claim_on may (FinishCharge).
     ahead: the first page of the search, when it was sent before (SearchAhead).
     shape: the instance's shape when the caller has it parsed already (else read from it).
+    window: the kept candidate window of a plain search's first round (WindowSearch).
     """
     if shape is None:
         shape = Shape.from_json(instance.shape)
@@ -173,6 +179,7 @@ def try_place(
             now=now,
             context=fleet.placement,
             ahead=ahead,
+            window=window,
         ).without(tried)
         for host in candidates.ranked(strategy):
             outcome = _claim_on(
@@ -191,6 +198,8 @@ def try_place(
             )
             if outcome is None:
                 fleet.placement.advance_cursor(pool.id, host.node_id)
+                if window is not None and not tried:
+                    window.claimed(session, host.node_id)
                 return True
             tried[host.node_id] = outcome
         if not candidates or len(candidates) < want:

@@ -47,6 +47,21 @@ READ_CATALOG_REVISION = DriverStatement(
     select(CATALOG_REVISION.c.revision).where(CATALOG_REVISION.c.id == 1)
 )
 
+_STATE_REVISION = Table(  # models.StateRevision's table, named here for a Core read
+    "state_revision",
+    MetaData(),
+    Column("id", Integer, primary_key=True),
+    Column("revision", BigInteger, nullable=False),
+)
+READ_CATALOG_AND_STATE_REVISIONS = DriverStatement(
+    select(
+        CATALOG_REVISION.c.revision,
+        select(_STATE_REVISION.c.revision).where(_STATE_REVISION.c.id == 1).scalar_subquery(),
+    ).where(CATALOG_REVISION.c.id == 1)
+)
+"""SQLite: READ_CATALOG_REVISION's row with the state revision beside it (store/uow.py's, NULL
+before the first bump), in one statement (a placement's candidate window checks it)."""
+
 _OPERATIONS = ("insert", "update", "delete")
 _PG_FUNCTION = "bcfleet_bump_catalog_revision"
 _PG_DONE = "bcfleet.catalog_revision_bumped"  # set for the rest of the transaction
