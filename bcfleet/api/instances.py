@@ -54,6 +54,7 @@ from bcfleet.domain.shapes import Shape, shape_delta
 from bcfleet.domain.states import AGENT_UP, INSTANCE_ON_HOST, AgentReport, InstanceState, PoolKind
 from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError, UnsupportedError
 from bcfleet.placement.candidates import SearchAhead
+from bcfleet.placement.catalog_cache import CatalogCache
 from bcfleet.placement.instance_placer import place_instance, release_instance
 from bcfleet.placement.resize import resize_hosted
 from bcfleet.store.faults import may_run_again_carefully
@@ -77,6 +78,19 @@ def flavor_shape(flavor: Flavor) -> dict[str, Any]:
     if flavor.placement:
         shape["placement"] = dict(flavor.placement)
     return shape
+
+
+def parsed_shape(flavor: Flavor) -> tuple[dict[str, Any], Shape]:
+    """A flavor's shape (flavor_shape) and the same parsed (Shape.from_json): what a placement
+    of the flavor starts from. Never change the dict: the catalog cache keeps it (derived)."""
+    shape = flavor_shape(flavor)
+    return shape, Shape.from_json(shape)
+
+
+def kept_shape(catalog: CatalogCache | None, flavor: Flavor) -> tuple[dict[str, Any], Shape]:
+    """parsed_shape(flavor), made once for a flavor the catalog cache handed out (None: no
+    cache, made every time)."""
+    return parsed_shape(flavor) if catalog is None else catalog.derived(flavor, parsed_shape)
 
 
 def instance_json(
@@ -185,12 +199,14 @@ class InstancesAPI(Area):
                 if made is not None:
                     check_replay(key, digest, made.input_hash, "instance", made.id)
                     return instance_json(session, actor, made, row.name)
+            shape, parsed = kept_shape(catalog, row)
             instance = place_instance(
                 session,
                 self.fleet,
                 tenant_id=actor.tenant_id,
                 pool=pool,
-                shape=flavor_shape(row),
+                shape=shape,
+                parsed=parsed,
                 name=name or f"{row.name}-{self.fleet.now():%H%M%S}",
                 flavor_id=row.id,
                 idempotency_key=key,

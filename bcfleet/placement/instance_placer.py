@@ -69,6 +69,7 @@ def place_instance(
     may_run_again: bool = False,
     join_session: bool = True,
     ahead: SearchAhead | None = None,
+    parsed: Shape | None = None,
 ) -> Instance:
     """Admit (charge quota) and place an instance; pending with Unschedulable when nothing fits.
 
@@ -79,6 +80,7 @@ def place_instance(
     join_session: the instance joins the session as a loaded row, so a change the caller makes
     to it is saved; without, it is the row as inserted, for a caller that only reads it.
     ahead: the candidate search's first page, when the caller sent it (SearchAhead).
+    parsed: Shape.from_json(shape), when the caller has it already.
     """
     now = fleet.now()
     instance = new_row(
@@ -103,7 +105,7 @@ def place_instance(
     # its answer comes with the candidate search's.
     # A charge expected on the stripes alone, finished behind the claim, is sent guarded: its
     # answer need not be read before the claim's round trip commits (start_charge).
-    wanted = Shape.from_json(shape)
+    wanted = Shape.from_json(shape) if parsed is None else parsed
     hosted = pool.kind != PoolKind.PROVIDER
     behind_claim = hosted and fleet.placement.charges_striped(tenant_id, pool.id)
     finish_charge = start_charge(
