@@ -102,12 +102,13 @@ def instance_json(
 ) -> InstanceJson:
     """One instance's JSON, its node as the actor sees it (api.host_view, unless `view` is given)."""
     fresh = fresh_values(instance)  # a row just made: its dict holds every column
-    values = (
-        {name: fresh[name] for name in FIELDS}
-        if fresh is not None
-        else {name: getattr(instance, name) for name in FIELDS}
-    )
-    read_documents(values)
+    if fresh is not None:
+        # Its documents are the values the code made, never a stored text: none is unreadable.
+        values = {name: fresh[name] for name in FIELDS}
+        values["unreadable"] = ()
+    else:
+        values = {name: getattr(instance, name) for name in FIELDS}
+        read_documents(values)
     for name in TIME_FIELDS:
         values[name] = format_time(values[name]) if values[name] is not None else None
     if view is None:
@@ -166,8 +167,9 @@ class InstancesAPI(Area):
         name: str | None,
         key: str | None,
     ) -> InstanceJson:
+        now = self.fleet.now()  # the call's time: the token's check, the name's and the event's
         with self.fleet.write_on_connection() as session:
-            credential_actor = resolve(session, credential, self.fleet.now())
+            credential_actor = resolve(session, credential, now)
             # The search's first page, as the last create with these references read it, goes
             # behind the lookup (PostgreSQL: one round trip fewer when it is the page it reads).
             ahead = SearchAhead(self.fleet.placement, (pool_id, flavor))
@@ -207,7 +209,7 @@ class InstancesAPI(Area):
                 pool=pool,
                 shape=shape,
                 parsed=parsed,
-                name=name or f"{row.name}-{self.fleet.now():%H%M%S}",
+                name=name or f"{row.name}-{now:%H%M%S}",
                 flavor_id=row.id,
                 idempotency_key=key,
                 input_hash=digest,
@@ -221,7 +223,7 @@ class InstancesAPI(Area):
             emit(
                 session,
                 self.fleet.ids,
-                self.fleet.now(),
+                now,
                 kind,
                 tenant_id=instance.tenant_id,
                 subject_id=instance.id,

@@ -438,7 +438,7 @@ def placed_values(
     running state and time, and its conditions (from `conditions`) without Unschedulable, with
     PlacementDegraded when the chooser's placement is degraded. A batch's guests placed alike
     share one answer (placement/batch_placer.py)."""
-    conditions = clear_condition(conditions, "Unschedulable")
+    conditions = clear_condition(conditions, "Unschedulable") if conditions else []
     degraded = degraded_condition(placement)
     if degraded is not None:
         conditions = set_condition(
@@ -448,7 +448,7 @@ def placed_values(
             message=degraded["message"],
             at=now,
         )
-    else:
+    elif conditions:  # none (a new instance's): nothing to clear
         conditions = clear_condition(conditions, "PlacementDegraded")
     return {
         "host_placement": placement.to_json(),

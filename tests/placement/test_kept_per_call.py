@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from bcfleet.clock import FakeClock
 from bcfleet.errors import FleetError
 from bcfleet.fleet import Fleet
@@ -136,3 +138,20 @@ def test_a_batch_is_answered_from_the_catalog_cache_and_sees_its_changes(
         fresh.close()
     b.api.pools.offer(OP, tenant_id="root", pool=pool["id"], to="bench", revoke=True)
     assert batch(a)[0] == "NOT_FOUND"
+
+
+@pytest.mark.parametrize("credential", ["operator", "bench admin"])
+def test_a_create_answers_what_show_reads_back(
+    handles: tuple[Fleet, Fleet, dict[str, Any]], credential: str
+) -> None:
+    a, b, pool = handles
+    who = OP if credential == "operator" else token(b, "bench", "boss")
+    b.api.flavors.create(OP, tenant_id="root", pool_id=pool["id"], name="huge", vcpu=4096,
+                         memory_gib=4, disk_gib=40)  # fmt: skip
+    fresh = fresh_handle(a.settings.db_url)
+    try:
+        for flavor in ("b1.small", "b1.small", "huge", "huge"):  # placed, and pending
+            made = a.api.instances.create(who, tenant_id="bench", pool_id=pool["id"], flavor=flavor)
+            assert made == fresh.api.instances.show(who, made["id"], tenant_id="bench")
+    finally:
+        fresh.close()
