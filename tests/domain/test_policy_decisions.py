@@ -25,7 +25,7 @@ REQUESTS = [
 ]
 
 
-def test_each_kept_decision_is_evaluates_in_any_order() -> None:
+def test_each_decision_is_the_one_evaluate_gives_whatever_was_decided_before() -> None:
     cases = [(p, r) for p in POLICIES for r in REQUESTS]
     for statements, (action, resource, attributes) in cases + cases[::-1]:
         expected = evaluate(statements, AccessRequest(action, resource, attributes))
