@@ -11,6 +11,7 @@ import secrets
 from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from sqlalchemy import bindparam, select
@@ -19,9 +20,9 @@ from bcfleet.domain.policy import (
     HOST_ATTRIBUTE,
     HOST_REPORT,
     ROOT_TENANT,
-    AccessRequest,
-    evaluate,
+    decide,
     may_use_pool,
+    policy_key,
     role_statements,
 )
 from bcfleet.domain.policy_bounds import principal_statements
@@ -74,16 +75,20 @@ class Actor:
     def is_root_admin(self) -> bool:
         return self.tenant_id == ROOT_TENANT and self.role == "admin"
 
+    @cached_property
+    def policy_key(self) -> str:
+        """Its statements' content (domain.policy.policy_key), read once an actor."""
+        return policy_key(self.statements)
+
     def can(self, action: str, resource: str, attributes: Mapping[str, Any] | None = None) -> bool:
-        request = AccessRequest(action, resource, attributes or {})
-        return evaluate(self.statements, request).allowed
+        return decide(self.policy_key, self.statements, action, resource, attributes or {}).allowed
 
     def require(
         self, action: str, resource: str, attributes: Mapping[str, Any] | None = None
     ) -> None:
-        """FORBIDDEN unless the policies allow the action on the resource."""
-        request = AccessRequest(action, resource, attributes or {})
-        decision = evaluate(self.statements, request)
+        """FORBIDDEN unless the policies allow the action on the resource (domain.policy.decide:
+        the decision kept by the statements' content and the request)."""
+        decision = decide(self.policy_key, self.statements, action, resource, attributes or {})
         if not decision.allowed:
             raise ForbiddenError(
                 f"{action} is not allowed: {decision.reason}",
@@ -197,7 +202,7 @@ def resolve(on: Transaction, credential: Credential | None, now: datetime) -> Ac
     """The actor behind a credential; UNAUTHENTICATED for a missing, malformed, unknown,
     revoked or expired token (expired: expires_at <= now, the fleet's clock)."""
     if isinstance(credential, LocalOperator):
-        return Actor(ROOT_TENANT, "admin", None, tuple(role_statements(ROOT_TENANT, "admin")), True)
+        return _OPERATOR
     principal = token_principal(on, credential, now)
     attached = _ATTACHED.run(on, {"p": principal.id}).scalars()
     # Attached policies are clamped to the principal's own tenant, and an agent's to its
@@ -209,6 +214,13 @@ def resolve(on: Transaction, credential: Credential | None, now: datetime) -> Ac
         principal.host_id,
     )
     return Actor(principal.tenant_id, principal.role, principal.id, tuple(statements))
+
+
+_OPERATOR = Actor(ROOT_TENANT, "admin", None, tuple(role_statements(ROOT_TENANT, "admin")), True)
+"""The local operator's actor: always the same, so made once (its policy_key read once)."""
+
+SCOPED_ACTORS_MAX = 1_000
+_scoped: dict[tuple[str, str | None, bool, str], Actor] = {}
 
 
 # Existence checks on the path of every call: prebuilt statements, no entity loaded (the
@@ -254,11 +266,19 @@ def acting_as(actor: Actor, tenant_id: str | None) -> Actor:
         return actor
     if not actor.is_root_admin:
         raise ForbiddenError("this credential belongs to another tenant", {"tenant": tenant_id})
-    return replace(
-        actor,
-        tenant_id=tenant_id,
-        statements=tuple(role_statements(tenant_id, "admin")),
-    )
+    # The scoped actor depends on these alone (the rest is replaced): kept, a bounded few.
+    key = (actor.role, actor.principal_id, actor.operator, tenant_id)
+    scoped = _scoped.get(key)
+    if scoped is None:
+        scoped = replace(
+            actor,
+            tenant_id=tenant_id,
+            statements=tuple(role_statements(tenant_id, "admin")),
+        )
+        if len(_scoped) >= SCOPED_ACTORS_MAX:
+            _scoped.clear()
+        _scoped[key] = scoped
+    return scoped
 
 
 def start_tenant_check(on: Transaction, tenant_id: str) -> Callable[[], None]:

@@ -21,12 +21,12 @@ from collections.abc import Sequence
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from bcfleet.api.auth import Actor, Credential, pool_resource
+from bcfleet.api.auth import Actor, Credential, pool_resource, resolve
 from bcfleet.api.documents import InstanceBatchJson, InstanceJson
 from bcfleet.api.host_view import pool_host_view
 from bcfleet.api.instance_list import made_json
-from bcfleet.api.instances import INSTANCE_NAME_MAX, InstancesAPI, flavor_shape, instance_json
-from bcfleet.api.lookup import find_pool_and_flavor
+from bcfleet.api.instances import INSTANCE_NAME_MAX, InstancesAPI, instance_json, kept_shape
+from bcfleet.api.lookup import find_for_placement
 from bcfleet.domain.bounds import check_count, check_optional_text, shown
 from bcfleet.domain.idempotency import check_idempotency_key, check_replay, input_digest, item_key
 from bcfleet.domain.states import PoolKind
@@ -99,9 +99,16 @@ def _create(
 ) -> InstanceBatchJson:
     fleet = area.fleet
     with fleet.write() as session:
-        actor, confirm = area.start_actor(session, credential, tenant_id)
-        pool, row = find_pool_and_flavor(
-            session, actor, pool_id, flavor, before_reading=confirm, reading_only=True
+        # The catalog cache only in a transaction of the call's own, as instances.create's.
+        catalog = fleet.placement.catalog if fleet.session is None else None
+        actor, pool, row = find_for_placement(
+            session,
+            catalog,
+            resolve(session, credential, fleet.now()),
+            tenant_id,
+            pool_id,
+            flavor,
+            after_sending=_nothing,
         )
         actor.require(
             "compute:instances:create",
@@ -125,7 +132,7 @@ def _create(
             fleet,
             tenant_id=actor.tenant_id,
             pool=pool,
-            shape=flavor_shape(row),
+            shape=kept_shape(catalog, row)[0],
             names=batch_names(base, count),
             flavor_id=row.id,
             keys=keys,
@@ -151,6 +158,10 @@ def _create(
         )
         view = pool_host_view(actor, pool, [v["node_id"] for v in batch.made])
         return _batch_json(made_json(batch.made, row.name, view), count, batch.reason)
+
+
+def _nothing() -> None:
+    """Nothing sent behind the lookup."""
 
 
 def _made_before(session: Session, actor: Actor, keys: Sequence[str]) -> list[Instance]:

@@ -55,6 +55,7 @@ from bcfleet.domain.states import AGENT_UP, INSTANCE_ON_HOST, AgentReport, Insta
 from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError, UnsupportedError
 from bcfleet.placement.candidate_window import WindowSearch
 from bcfleet.placement.candidates import SearchAhead
+from bcfleet.placement.catalog_cache import CatalogCache
 from bcfleet.placement.instance_placer import place_instance, release_instance
 from bcfleet.placement.resize import resize_hosted
 from bcfleet.store.faults import may_run_again_carefully
@@ -80,6 +81,19 @@ def flavor_shape(flavor: Flavor) -> dict[str, Any]:
     return shape
 
 
+def parsed_shape(flavor: Flavor) -> tuple[dict[str, Any], Shape]:
+    """A flavor's shape (flavor_shape) and the same parsed (Shape.from_json): what a placement
+    of the flavor starts from. Never change the dict: the catalog cache keeps it (derived)."""
+    shape = flavor_shape(flavor)
+    return shape, Shape.from_json(shape)
+
+
+def kept_shape(catalog: CatalogCache | None, flavor: Flavor) -> tuple[dict[str, Any], Shape]:
+    """parsed_shape(flavor), made once for a flavor the catalog cache handed out (None: no
+    cache, made every time)."""
+    return parsed_shape(flavor) if catalog is None else catalog.derived(flavor, parsed_shape)
+
+
 def instance_json(
     session: Session,
     actor: Actor,
@@ -89,12 +103,13 @@ def instance_json(
 ) -> InstanceJson:
     """One instance's JSON, its node as the actor sees it (api.host_view, unless `view` is given)."""
     fresh = fresh_values(instance)  # a row just made: its dict holds every column
-    values = (
-        {name: fresh[name] for name in FIELDS}
-        if fresh is not None
-        else {name: getattr(instance, name) for name in FIELDS}
-    )
-    read_documents(values)
+    if fresh is not None:
+        # Its documents are the values the code made, never a stored text: none is unreadable.
+        values = {name: fresh[name] for name in FIELDS}
+        values["unreadable"] = ()
+    else:
+        values = {name: getattr(instance, name) for name in FIELDS}
+        read_documents(values)
     for name in TIME_FIELDS:
         values[name] = format_time(values[name]) if values[name] is not None else None
     if view is None:
@@ -153,8 +168,9 @@ class InstancesAPI(Area):
         name: str | None,
         key: str | None,
     ) -> InstanceJson:
+        now = self.fleet.now()  # the call's time: the token's check, the name's and the event's
         with self.fleet.write_on_connection() as session:
-            credential_actor = resolve(session, credential, self.fleet.now())
+            credential_actor = resolve(session, credential, now)
             # The search's first page, as the last create with these references read it, goes
             # behind the lookup (PostgreSQL: one round trip fewer when it is the page it reads).
             ahead = SearchAhead(self.fleet.placement, (pool_id, flavor))
@@ -189,13 +205,15 @@ class InstancesAPI(Area):
                 if made is not None:
                     check_replay(key, digest, made.input_hash, "instance", made.id)
                     return instance_json(session, actor, made, row.name)
+            shape, parsed = kept_shape(catalog, row)
             instance = place_instance(
                 session,
                 self.fleet,
                 tenant_id=actor.tenant_id,
                 pool=pool,
-                shape=flavor_shape(row),
-                name=name or f"{row.name}-{self.fleet.now():%H%M%S}",
+                shape=shape,
+                parsed=parsed,
+                name=name or f"{row.name}-{now:%H%M%S}",
                 flavor_id=row.id,
                 idempotency_key=key,
                 input_hash=digest,
@@ -210,7 +228,7 @@ class InstancesAPI(Area):
             emit(
                 session,
                 self.fleet.ids,
-                self.fleet.now(),
+                now,
                 kind,
                 tenant_id=instance.tenant_id,
                 subject_id=instance.id,

@@ -87,6 +87,43 @@ def evaluate(statements: Sequence[Statement], request: AccessRequest) -> Decisio
 
 _ALLOWED = Decision(True, "allowed")
 
+DECISIONS_MAX = 4_096
+"""How many decisions are kept (decide): all are let go when one more would not fit."""
+
+_decisions: dict[tuple[Any, ...], Decision] = {}
+
+
+def policy_key(statements: Sequence[Statement]) -> str:
+    """The statements' content as one text (their repr): statements that read alike decide
+    alike, so it keys their decisions (decide). Other statements, a policy changed since,
+    read otherwise."""
+    return repr(statements)
+
+
+def decide(
+    key: str,
+    statements: Sequence[Statement],
+    action: str,
+    resource: str,
+    attributes: Mapping[str, Any],
+) -> Decision:
+    """evaluate() of the request on the statements whose policy_key is `key`, kept by all it
+    depends on: that content, the action, the resource and the attributes (compared as evaluate
+    compares them, by equality). A request with an attribute that cannot be a key is evaluated
+    every time. A kept decision is a pure function's answer, so one map serves every thread:
+    a race only evaluates twice."""
+    try:
+        found_key = (key, action, resource, tuple(attributes.items()))
+        kept = _decisions.get(found_key)
+    except TypeError:  # an unhashable attribute value
+        return evaluate(statements, AccessRequest(action, resource, attributes))
+    if kept is None:
+        kept = evaluate(statements, AccessRequest(action, resource, attributes))
+        if len(_decisions) >= DECISIONS_MAX:
+            _decisions.clear()
+        _decisions[found_key] = kept
+    return kept
+
 
 def validate_statement(statement: Any) -> list[str]:
     """Problems with one statement, empty when it is well formed."""

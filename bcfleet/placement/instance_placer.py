@@ -71,6 +71,7 @@ def place_instance(
     join_session: bool = True,
     ahead: SearchAhead | None = None,
     window: WindowSearch | None = None,
+    parsed: Shape | None = None,
 ) -> Instance:
     """Admit (charge quota) and place an instance; pending with Unschedulable when nothing fits.
 
@@ -82,6 +83,7 @@ def place_instance(
     to it is saved; without, it is the row as inserted, for a caller that only reads it.
     ahead: the candidate search's first page, when the caller sent it (SearchAhead).
     window: the handle's kept candidate window, when the caller armed it (WindowSearch).
+    parsed: Shape.from_json(shape), when the caller has it already.
     """
     now = fleet.now()
     instance = new_row(
@@ -106,7 +108,7 @@ def place_instance(
     # its answer comes with the candidate search's.
     # A charge expected on the stripes alone, finished behind the claim, is sent guarded: its
     # answer need not be read before the claim's round trip commits (start_charge).
-    wanted = Shape.from_json(shape)
+    wanted = Shape.from_json(shape) if parsed is None else parsed
     hosted = pool.kind != PoolKind.PROVIDER
     behind_claim = hosted and fleet.placement.charges_striped(tenant_id, pool.id)
     finish_charge = start_charge(
@@ -445,7 +447,7 @@ def placed_values(
     running state and time, and its conditions (from `conditions`) without Unschedulable, with
     PlacementDegraded when the chooser's placement is degraded. A batch's guests placed alike
     share one answer (placement/batch_placer.py)."""
-    conditions = clear_condition(conditions, "Unschedulable")
+    conditions = clear_condition(conditions, "Unschedulable") if conditions else []
     degraded = degraded_condition(placement)
     if degraded is not None:
         conditions = set_condition(
@@ -455,7 +457,7 @@ def placed_values(
             message=degraded["message"],
             at=now,
         )
-    else:
+    elif conditions:  # none (a new instance's): nothing to clear
         conditions = clear_condition(conditions, "PlacementDegraded")
     return {
         "host_placement": placement.to_json(),
