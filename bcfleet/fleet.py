@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
@@ -24,7 +24,7 @@ from bcfleet.store.faults import lost_connections, run_retrying
 from bcfleet.store.schema import ensure_schema, forget_schema
 from bcfleet.store.tables import TENANTS
 from bcfleet.store.uow import (
-    connection_write_session,
+    ConnectionWrite,
     read_connection,
     read_session,
     release_kept_writer,
@@ -183,16 +183,13 @@ class Fleet:
         with write_session(self.engine, bump_revision=bump_revision) as session:
             yield session
 
-    @contextmanager
-    def write_on_connection(self, *, bump_revision: bool = True) -> Iterator[Session]:
+    def write_on_connection(self, *, bump_revision: bool = True) -> AbstractContextManager[Session]:
         """write() for a hot call that writes through DriverStatements: the transaction is the
         Core connection's, the session joins it only when used (uow.connection_write_session);
         this handle's transaction when transaction() made it."""
         if self.session is not None:
-            yield self.session
-            return
-        with connection_write_session(self.engine, bump_revision=bump_revision) as session:
-            yield session
+            return nullcontext(self.session)
+        return ConnectionWrite(self.engine, bump_revision)
 
     @contextmanager
     def read(self) -> Iterator[Session]:

@@ -278,22 +278,33 @@ def lost_connections(*, committing: Callable[[], bool] = lambda: False) -> Itera
     """
     try:
         yield
-    except DBAPIError as exc:
+    except Exception as exc:
+        error = database_error(exc, during_commit=committing())
+        if error is None:
+            raise
+        raise error from exc
+
+
+def database_error(exc: BaseException, *, during_commit: bool) -> Exception | None:
+    """What lost_connections raises instead of `exc` (from it), None when `exc` goes on as it is;
+    during_commit: COMMIT had been sent when it came. A refused guard under a COMMIT counted
+    uncounts it (commit_refused)."""
+    if isinstance(exc, DBAPIError):
         if guard_refused(exc):
-            if committing():
+            if during_commit:
                 commit_refused()
-            raise RunAgainCarefully from exc
+            return RunAgainCarefully()
         if aborted_by_server(exc):
-            raise aborted() from exc
+            return aborted()
         if statement_cancelled(exc):
-            raise cancelled(during_commit=committing()) from exc
+            return cancelled(during_commit=during_commit)
         if not connection_lost(exc):
-            raise
-        raise unavailable(during_commit=committing()) from exc
-    except Exception as exc:  # a driver error SQLAlchemy did not wrap (store/pq_pipeline.py)
-        if not statement_cancelled(exc):
-            raise
-        raise cancelled(during_commit=committing()) from exc
+            return None
+        return unavailable(during_commit=during_commit)
+    # a driver error SQLAlchemy did not wrap (store/pq_pipeline.py)
+    if isinstance(exc, Exception) and statement_cancelled(exc):
+        return cancelled(during_commit=during_commit)
+    return None
 
 
 # Runs after the first: one for a lost connection, two for an aborted transaction.

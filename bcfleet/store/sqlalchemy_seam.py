@@ -8,7 +8,11 @@ of SQLAlchemy's Connection and Dialect, which a release may change without notic
 are reached only here, and only on the versions this module was written for (WRITTEN_FOR, the
 version pinned in pyproject.toml): an engine made on any other stops at once with UNSUPPORTED
 (store/engine.make_engine calls check_sqlalchemy), never a wrong answer later. Moving to a
-new version means reading these five calls against it, then adding it to WRITTEN_FOR.
+new version means reading these calls against it, then adding it to WRITTEN_FOR.
+
+The kept writer connection (store/uow.py) sends each call's BEGIN and COMMIT as SQLAlchemy's
+RootTransaction sends them (begin_again, commit_keeping), the RootTransaction object itself
+begun once and left open between calls.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any, NoReturn
 
 import sqlalchemy
 from sqlalchemy import Connection
+from sqlalchemy.engine import RootTransaction
 
 from bcfleet.errors import UnsupportedError
 
@@ -59,3 +64,18 @@ def raise_wrapped(
     handling done: a lost connection invalidated, the error events fired."""
     connection._handle_dbapi_exception(error, statement, parameters, cursor, None)
     raise error  # not reached: SQLAlchemy raised its own
+
+
+def begin_again(connection: Connection, transaction: RootTransaction) -> None:
+    """Send BEGIN as Connection.begin() sends it (the begin event's listeners, the dialect's
+    do_begin, a driver error wrapped) on a connection whose RootTransaction SQLAlchemy holds open
+    already, its last COMMIT sent by commit_keeping: the database's transaction begins again
+    under the same RootTransaction (`transaction`, the connection's, active)."""
+    connection._begin_impl(transaction)
+
+
+def commit_keeping(connection: Connection) -> None:
+    """Send COMMIT as RootTransaction.commit() sends it (the commit event's listeners, the
+    dialect's do_commit, a driver error wrapped and handled: a lost connection invalidated),
+    leaving the RootTransaction open for begin_again."""
+    connection._commit_impl()

@@ -24,6 +24,7 @@ import sqlite3
 import threading
 import weakref
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import Connection, Engine
 
@@ -159,7 +160,12 @@ def committed(engine: Engine, rows: int = 0) -> None:
 def rows_changed(connection: Connection) -> int:
     """Rows the SQLite connection has changed since it opened (0 on PostgreSQL): a transaction's
     are the difference between its last statement and its first."""
-    changes: int = getattr(connection.connection.dbapi_connection, "total_changes", 0)
+    return changes_made(connection.connection.dbapi_connection)
+
+
+def changes_made(dbapi_connection: Any) -> int:
+    """rows_changed of the driver's own connection (its sqlite3 total_changes; 0 on PostgreSQL)."""
+    changes: int = getattr(dbapi_connection, "total_changes", 0)
     return changes
 
 

@@ -53,6 +53,8 @@ def test_an_engine_on_another_sqlalchemy_version_is_refused(
     [
         (Connection, "_cursor_execute"),
         (Connection, "_handle_dbapi_exception"),
+        (Connection, "_begin_impl"),
+        (Connection, "_commit_impl"),
         (Dialect, "_has_events"),
     ],
     ids=lambda v: v if isinstance(v, str) else v.__name__,
