@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from operator import itemgetter
+from operator import itemgetter, neg
 from typing import NamedTuple, TypeVar
 
 from bcfleet.domain.host_reserve import DEFAULT_RESERVE, HostReserve
@@ -381,14 +381,24 @@ def rank_counted(
     """rank() of hosts given by their node ids and scalar counts (as free_fractions takes them),
     scored in one pass, for a weigher of the free fraction; None for any other weigher, which
     needs the hosts' snapshots. The order is rank()'s: the same scores, ties by node id."""
+    if by not in _FREE_FRACTION_SIGNS:
+        return None
+    return rank_by_fractions(hosts, node_ids, free_fractions(counts), by)
+
+
+def rank_by_fractions(
+    hosts: Sequence[T], node_ids: Iterable[str], fractions: Iterable[float], by: Weigher
+) -> list[T] | None:
+    """rank_counted() of hosts whose free fractions are known already (free_fractions' answers,
+    kept with the rows they were made of); None for a weigher of anything else."""
     sign = _FREE_FRACTION_SIGNS.get(by)
     if sign is None:
         return None
-    scored = [
-        (-(sign * fraction), node_id, index)
-        for index, (fraction, node_id) in enumerate(
-            zip(free_fractions(counts), node_ids, strict=True)
-        )
-    ]
-    scored.sort(key=_SCORE_AND_ID)
-    return [hosts[index] for _, _, index in scored]
+    # Scored as rank() scores (-weight), sorted whole: node ids differ, so the position that
+    # ends each tuple never decides, and the order is rank()'s. Made and taken apart in C.
+    scores = map(neg, fractions) if sign > 0 else fractions
+    scored = sorted(zip(scores, node_ids, range(len(hosts)), strict=True))
+    return list(map(hosts.__getitem__, map(_POSITION, scored)))
+
+
+_POSITION = itemgetter(2)

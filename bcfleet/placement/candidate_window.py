@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from bcfleet.domain.fit import ResourceRow
 from bcfleet.domain.scalars import SCALARS
-from bcfleet.placement.candidates import FEASIBLE_PAGE, MAX_ID
+from bcfleet.placement.candidates import FEASIBLE_PAGE, MAX_ID, row_fractions
 from bcfleet.store.engine import is_sqlite
 from bcfleet.store.uow import after_commit
 
@@ -61,7 +61,9 @@ _made = tuple.__new__
 class CandidateWindow(NamedTuple):
     """Rows of the candidate query for one pool and one set of claims (vcpu, memory, disk),
     read from after `after` in id order (`ids`, theirs), as the database holds them at
-    `revision`. A named tuple: a placement answered from it makes the next one."""
+    `revision`, with each row's free fraction (`fractions`: a row's weight is made once, when
+    it is read or claimed, not once for every page it is in). A named tuple: a placement
+    answered from it makes the next one."""
 
     revision: int
     pool_id: str
@@ -69,35 +71,44 @@ class CandidateWindow(NamedTuple):
     after: str
     ids: tuple[str, ...]
     rows: tuple[Any, ...]
+    fractions: tuple[float, ...]
 
     @classmethod
     def of(
         cls, revision: int, pool_id: str, claims: tuple[int, int, int], after: str, rows: Any
     ) -> CandidateWindow:
         """The window of rows read from after host `after`."""
-        return _made(cls, (revision, pool_id, claims, after, (*map(_ID, rows),), (*rows,)))
+        rows = (*rows,)
+        fractions = (*row_fractions(rows),)
+        return _made(cls, (revision, pool_id, claims, after, (*map(_ID, rows),), rows, fractions))
 
-    def page(self, after: str, limit: int) -> list[Any] | None:
-        """The first `limit` rows after host `after`, as the query answers them; None when the
-        window does not hold them all."""
+    def page(self, after: str, limit: int) -> tuple[list[Any], list[float]] | None:
+        """The first `limit` rows after host `after`, as the query answers them, and their free
+        fractions; None when the window does not hold them all."""
         if after < self.after:
             return None
         start = bisect_right(self.ids, after)
         if len(self.ids) - start < limit:
             return None
-        return list(self.rows[start : start + limit])
+        end = start + limit
+        return list(self.rows[start:end]), list(self.fractions[start:end])
 
     def with_claim(self, node_id: str, revision: int) -> CandidateWindow:
         """The window once `node_id` took its claims, at `revision`."""
-        ids, rows = self.ids, self.rows
+        ids, rows, fractions = self.ids, self.rows, self.fractions
         at = bisect_left(ids, node_id)
         if at < len(ids) and ids[at] == node_id:
             row = claimed_row(rows[at], self.claims)
             if row is not None:
                 rows = (*rows[:at], row, *rows[at + 1 :])
+                fractions = (*fractions[:at], *row_fractions((row,)), *fractions[at + 1 :])
             else:
                 ids, rows = (*ids[:at], *ids[at + 1 :]), (*rows[:at], *rows[at + 1 :])
-        return _made(CandidateWindow, (revision, self.pool_id, self.claims, self.after, ids, rows))
+                fractions = (*fractions[:at], *fractions[at + 1 :])
+        return _made(
+            CandidateWindow,
+            (revision, self.pool_id, self.claims, self.after, ids, rows, fractions),
+        )
 
 
 def claimed_row(row: Any, claims: tuple[int, int, int]) -> tuple[Any, ...] | None:
@@ -119,13 +130,14 @@ class WindowSearch:
     first page is answered from the window or read as a new one.
     """
 
-    __slots__ = ("_asked", "_context", "_revision", "_window")
+    __slots__ = ("_answered", "_asked", "_context", "_revision", "_window")
 
     def __init__(self, context: PlacementContext) -> None:
         self._context = context
         self._revision: int | None = None
         self._window: CandidateWindow | None = None
         self._asked = False
+        self._answered: list[float] | None = None  # the first page's free fractions
 
     @classmethod
     def on(cls, session: Session, context: PlacementContext) -> WindowSearch | None:
@@ -144,16 +156,26 @@ class WindowSearch:
         if not first or revision is None or params["before"] != MAX_ID:
             return FEASIBLE_PAGE[False].run(session, params).all()
         claims = (params["vcpu"], params["mem"], params["disk"])
+        limit = params["limit"]
         kept = self._context.window(params["pool"])
         if kept is not None and kept.revision == revision and kept.claims == claims:
-            rows = kept.page(params["after"], params["limit"])
-            if rows is not None:
+            page = kept.page(params["after"], limit)
+            if page is not None:
                 self._window = kept
+                rows, self._answered = page
                 return rows
-        wide = {**params, "limit": max(WINDOW_ROWS, params["limit"])}
+        wide = {**params, "limit": max(WINDOW_ROWS, limit)}
         read = FEASIBLE_PAGE[False].run(session, wide).all()
-        self._window = CandidateWindow.of(revision, params["pool"], claims, params["after"], read)
-        return read[: params["limit"]]
+        window = CandidateWindow.of(revision, params["pool"], claims, params["after"], read)
+        self._window, self._answered = window, list(window.fractions[:limit])
+        return read[:limit]
+
+    def fractions(self, found: list[Any]) -> list[float] | None:
+        """The free fractions of the search's candidates, when they are the first page's rows
+        alone (the candidates begin with that page, so as many rows are those rows); None
+        when the search read other pages or had none from the window."""
+        answered = self._answered
+        return answered if answered is not None and len(answered) == len(found) else None
 
     def claimed(self, session: Session, node_id: str) -> None:
         """The placement claimed `node_id` (the first host it tried): once its transaction has

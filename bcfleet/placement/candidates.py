@@ -9,7 +9,7 @@ explanation of a failure, which needs every host, is only computed when nothing 
 from __future__ import annotations
 
 import random
-from collections.abc import Container, Hashable, Iterator, Mapping
+from collections.abc import Container, Hashable, Iterator, Mapping, Sequence
 from operator import itemgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -22,7 +22,9 @@ from bcfleet.domain.fit import (
     ResourceRow,
     Weigher,
     carries_placement,
+    free_fractions,
     rank,
+    rank_by_fractions,
     rank_counted,
 )
 from bcfleet.domain.scalars import SCALARS
@@ -181,16 +183,28 @@ def _snapshot(row: Any, gpus: tuple[int, int]) -> HostSnapshot:
     )
 
 
+def row_fractions(rows: Sequence[Any]) -> list[float]:
+    """The free fraction of each page row (fit.free_fractions), in the rows' order."""
+    return free_fractions(zip(*(map(scalar, rows) for scalar in _SCALAR_COUNTS), strict=True))
+
+
 class Candidates:
     """The feasible hosts a search found, kept as its page rows (and GPU counts, when GPUs are
-    wanted). They are ranked from the rows (fit.rank_counted), and a host's HostSnapshot is
+    wanted). They are ranked from the rows (fit.rank_counted), or from their free fractions
+    when the search kept those with them (a candidate window's), and a host's HostSnapshot is
     made only when it is claimed: a placement claims one of its 16 candidates, most times."""
 
-    __slots__ = ("_gpus", "rows")
+    __slots__ = ("_fractions", "_gpus", "rows")
 
-    def __init__(self, rows: list[Any], gpus: Mapping[str, tuple[int, int]]) -> None:
+    def __init__(
+        self,
+        rows: list[Any],
+        gpus: Mapping[str, tuple[int, int]],
+        fractions: Sequence[float] | None = None,
+    ) -> None:
         self.rows = rows
         self._gpus = gpus
+        self._fractions = fractions  # each row's free fraction, when known already
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -214,8 +228,11 @@ class Candidates:
         """The candidates best first by the weigher (fit.rank's order), each snapshot made as
         it is reached."""
         rows = self.rows
-        counts = zip(*(map(scalar, rows) for scalar in _SCALAR_COUNTS), strict=True)
-        ordered = rank_counted(rows, map(_NODE_ID, rows), counts, by)
+        if self._fractions is not None:
+            ordered = rank_by_fractions(rows, map(_NODE_ID, rows), self._fractions, by)
+        else:
+            counts = zip(*(map(scalar, rows) for scalar in _SCALAR_COUNTS), strict=True)
+            ordered = rank_counted(rows, map(_NODE_ID, rows), counts, by)
         if ordered is None:  # a weigher of something else than the rows' free fraction
             yield from rank(self.snapshots(), by)
             return
@@ -288,7 +305,8 @@ def feasible_candidates(
                 break
         if len(found) >= want or before is None and not cursor:
             break
-    return Candidates(found[:want], gpu_counts)
+    found = found[:want]
+    return Candidates(found, gpu_counts, window.fractions(found) if window is not None else None)
 
 
 def pool_snapshots(session: Session, pool_id: str, now: Any) -> list[HostSnapshot]:

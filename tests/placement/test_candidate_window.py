@@ -18,7 +18,7 @@ from bcfleet.domain.fit import weigher
 from bcfleet.fleet import Fleet
 from bcfleet.ids import IdFactory
 from bcfleet.placement.candidate_window import CandidateWindow
-from bcfleet.placement.candidates import Candidates, feasible_candidates
+from bcfleet.placement.candidates import Candidates, feasible_candidates, row_fractions
 from bcfleet.settings import FleetSettings
 from bcfleet.store.models import Instance
 from bcfleet.store.uow import current_revision
@@ -77,10 +77,12 @@ def window_choice(fleet: Fleet, pool: dict[str, Any]) -> str | None:
     """The host a placement would pick from the kept window as it is, were it used."""
     kept = fleet.placement.window(pool["id"])
     cursor = fleet.placement.cursor(pool["id"])
-    rows = None if kept is None or cursor is None else kept.page(cursor, 16)
-    if not rows:
+    page = None if kept is None or cursor is None else kept.page(cursor, 16)
+    if not page or not page[0]:
         return None
-    return next(Candidates(rows, {}).ranked(weigher(fleet.settings.placement_strategy))).node_id
+    rows, fractions = page  # ranked by the weights the window kept, as a placement ranks them
+    ranked = Candidates(rows, {}, fractions).ranked(weigher(fleet.settings.placement_strategy))
+    return next(ranked).node_id
 
 
 def revision(fleet: Fleet) -> int:
@@ -141,6 +143,8 @@ def test_every_placement_lands_where_it_would_without_a_window(
             with_window = create(kept, pools[0], flavor)[0]
             assert with_window == create_without_window(plain, pools[1], flavor)[0], n
             after = kept.placement.window(pools[0]["id"])
+            if after is not None:  # the kept weights are those of the rows as kept
+                assert after.fractions == tuple(row_fractions(after.rows)), n
             if after is not None and before is not None and after.after == before.after:
                 answered += 1  # the window was not read again
         invariants_ok(kept)
@@ -259,7 +263,9 @@ def test_a_claimed_row_carries_its_claim_and_leaves_when_full() -> None:
     assert once.revision == 4
     assert once.rows == (("node_a", None, 1, 8, 1.0, 8, 6, 64, 1.0, 64, 4, 100, 1.0, 100, 40),)
     full = once.with_claim("node_a", 5)  # vcpu 8 of 8: the next claim does not fit
-    assert (full.ids, full.rows) == ((), ())
+    assert once.fractions == (((8 - 6) / 8 + (64 - 4) / 64 + (100 - 40) / 100) / 3,)
+    assert window.fractions == (((8 - 4) / 8 + 1.0 + 1.0) / 3,)
+    assert (full.ids, full.rows, full.fractions) == ((), (), ())
     assert window.with_claim("node_b", 4).rows == window.rows  # another host: as it was
 
 
