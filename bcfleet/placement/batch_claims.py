@@ -22,7 +22,7 @@ from sqlmodel import Session
 from bcfleet.domain.fit import HostSnapshot
 from bcfleet.domain.scalars import SCALARS
 from bcfleet.domain.shapes import Inventory
-from bcfleet.placement.claims import return_scalars
+from bcfleet.placement.claims import return_scalars, scalar_row
 from bcfleet.placement.context import PlacementContext
 from bcfleet.store.driver_sql import DriverStatement
 
@@ -32,7 +32,7 @@ _CLAIM = (  # UPDATE first, so that the driver counts the rows it changes (rowco
     "generation = generation + 1 "
     "FROM (SELECT key AS node, value AS k FROM json_each(:plan)) AS plan "
     "WHERE node_resources.node_id = plan.node "
-    "AND node_resources.resource IN ('vcpu', 'memoryGiB', 'diskGiB') "
+    f"AND {scalar_row('node_resources.resource')} "
     f"AND node_resources.allocated + plan.k * {_PER_ONE} <= node_resources.capacity"
 )
 _CLAIM_ALL = DriverStatement(text(_CLAIM))

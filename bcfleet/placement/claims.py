@@ -38,17 +38,25 @@ if TYPE_CHECKING:
     from bcfleet.placement.handle import PlacementHandle
 
 
+def scalar_row(column: str) -> str:
+    """SQL true for a node_resources row of a scalar (SCALARS): a CASE, not `column IN (...)`,
+    for which SQLite builds an in-memory table on every run once the list has three values."""
+    return f"CASE {column} " + " ".join(f"WHEN '{s}' THEN 1" for s in SCALARS) + " ELSE 0 END"
+
+
 # All of a node's scalar claims in one guarded statement (SQLite, whose writers are serialized):
-# every row is updated, or none is when any of them would go over its capacity.
+# every row is updated, or none is when any of them would go over its capacity. The scalar rows
+# are picked by CASEs (scalar_row; the subquery's guard is one too), with no IN list.
 _CLAIM_ALL = DriverStatement(
     text(
         "UPDATE node_resources SET allocated = allocated + CASE resource "
         "WHEN 'vcpu' THEN :vcpu WHEN 'memoryGiB' THEN :mem ELSE :disk END, "
         "generation = generation + 1 "
-        "WHERE node_id = :node AND resource IN ('vcpu', 'memoryGiB', 'diskGiB') "
+        f"WHERE node_id = :node AND {scalar_row('resource')} "
         "AND NOT EXISTS (SELECT 1 FROM node_resources o WHERE o.node_id = :node AND "
-        "o.resource IN ('vcpu', 'memoryGiB', 'diskGiB') AND o.allocated + CASE o.resource "
-        "WHEN 'vcpu' THEN :vcpu WHEN 'memoryGiB' THEN :mem ELSE :disk END > o.capacity)"
+        "CASE o.resource WHEN 'vcpu' THEN o.allocated + :vcpu > o.capacity "
+        "WHEN 'memoryGiB' THEN o.allocated + :mem > o.capacity "
+        "WHEN 'diskGiB' THEN o.allocated + :disk > o.capacity ELSE 0 END)"
     )
 )
 

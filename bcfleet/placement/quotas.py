@@ -28,34 +28,54 @@ def _ensure_rows(session: Session, tenant_id: str, pool_id: str, resources: list
 
 
 @lru_cache(maxsize=64)
-def _charge_each(count: int) -> DriverStatement:
-    """One UPDATE charging `count` resources, each row under its own guard; it returns those charged.
+def _charge_all(count: int) -> DriverStatement:
+    """One UPDATE charging `count` resources: all of them, when each has its row and its limit
+    takes the charge, or none.
 
-    Each row's guard is in its own WHERE: a guard over all of them (a subquery) was evaluated
-    again for every row, and cost SQLite five times the statement without it.
+    The guard is a subquery that reads only bound values, so SQLite evaluates it once for the
+    statement, not once a row. The rows are picked by a CASE rather than `resource IN (...)`,
+    and the outcome is read from the count of rows changed rather than RETURNING: SQLite
+    builds an in-memory table for either on every run.
     """
     amount = "CASE resource " + " ".join(f"WHEN :r{i} THEN :n{i}" for i in range(count)) + " END"
-    names = ", ".join(f":r{i}" for i in range(count))
+    picked = "CASE resource " + " ".join(f"WHEN :r{i} THEN 1" for i in range(count)) + " ELSE 0 END"
+    taken = (
+        "CASE o.resource "
+        + " ".join(
+            f'WHEN :r{i} THEN (o."limit" IS NULL OR o.used + :n{i} <= o."limit")'
+            for i in range(count)
+        )
+        + " ELSE 0 END"
+    )
     return DriverStatement(
         text(
             f"UPDATE quotas SET used = used + {amount} "
-            f"WHERE tenant_id = :t AND pool_id = :p AND resource IN ({names}) "
-            f'AND ("limit" IS NULL OR used + {amount} <= "limit") RETURNING resource'
+            f"WHERE tenant_id = :t AND pool_id = :p AND {picked} "
+            "AND (SELECT count(*) FROM quotas o WHERE o.tenant_id = :t AND o.pool_id = :p "
+            f"AND {taken}) = {count}"
         )
     )
 
 
 def _charge_at_once(
     session: Session, tenant_id: str, pool_id: str, wanted: Mapping[str, int]
-) -> set[str]:
-    """SQLite (writers serialized): every row in one statement; the resources charged.
+) -> bool:
+    """SQLite (writers serialized): every row in one statement; whether they were charged.
 
-    A resource not among them has no row yet, or its limit refused the charge.
+    When not, nothing was: a resource has no row yet, or its limit refused the charge.
     """
     params: dict[str, object] = {"t": tenant_id, "p": pool_id}
-    for i, resource in enumerate(sorted(wanted)):
-        params[f"r{i}"], params[f"n{i}"] = resource, wanted[resource]
-    return set(_charge_each(len(wanted)).run(session, params).scalars())
+    for (resource_name, amount_name), resource in zip(
+        _param_names(len(wanted)), sorted(wanted), strict=True
+    ):
+        params[resource_name], params[amount_name] = resource, wanted[resource]
+    return _charge_all(len(wanted)).run(session, params).rowcount == len(wanted)
+
+
+@lru_cache(maxsize=64)
+def _param_names(count: int) -> tuple[tuple[str, str], ...]:
+    """_charge_all's parameter names of each resource and its amount (r0 and n0, …)."""
+    return tuple((f"r{i}", f"n{i}") for i in range(count))
 
 
 def charge(session: Session, tenant_id: str, pool_id: str, amounts: Mapping[str, int]) -> None:
@@ -108,11 +128,10 @@ def start_charge(
     if not wanted:
         return charged_already
     if is_sqlite(session.get_bind().engine):
-        charged = _charge_at_once(session, tenant_id, pool_id, wanted)
-        rest = {r: n for r, n in wanted.items() if r not in charged}
-        if rest:  # rows made, then charged one by one: QUOTA_EXCEEDED at the first refusal
-            _ensure_rows(session, tenant_id, pool_id, sorted(rest))
-            _charge_rows(session, tenant_id, pool_id, rest)
+        if not _charge_at_once(session, tenant_id, pool_id, wanted):
+            # Rows made, then charged one by one: QUOTA_EXCEEDED at the first refusal.
+            _ensure_rows(session, tenant_id, pool_id, sorted(wanted))
+            _charge_rows(session, tenant_id, pool_id, wanted)
         return charged_already
     if guarded:
         _stripe_upsert(len(wanted), guarded=True).send(
