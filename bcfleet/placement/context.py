@@ -22,6 +22,7 @@ from bcfleet.domain.gpu_plan import GpuSnapshot
 from bcfleet.domain.numa import HostPlacement
 from bcfleet.domain.shapes import Inventory
 from bcfleet.placement.catalog_cache import CatalogCache
+from bcfleet.store.stored_json import Written, written
 
 if TYPE_CHECKING:
     from bcfleet.placement.candidate_window import CandidateWindow
@@ -62,6 +63,8 @@ class PlacementContext:
     _first_pages: dict[Hashable, tuple[bool, dict[str, Any]]] = field(default_factory=dict)
     _striped: dict[tuple[str, str], bool] = field(default_factory=dict)
     _alone: dict[tuple[Any, ...], tuple[Inventory, HostPlacement]] = field(default_factory=dict)
+    # The JSON text of each kept lone placement, by the placement's identity, once written.
+    _alone_texts: dict[int, tuple[HostPlacement, Written | None]] = field(default_factory=dict)
     _windows: dict[str, CandidateWindow] = field(default_factory=dict)
     catalog: CatalogCache = field(default_factory=CatalogCache)
     """Pools and flavors placements found, under the catalog revision (its own lock)."""
@@ -153,7 +156,25 @@ class PlacementContext:
         with self._lock:
             if len(self._alone) >= ALONE_PLACEMENTS_MAX:
                 self._alone.clear()
+                self._alone_texts.clear()
             self._alone[(id(inventory), key)] = (inventory, placement)
+            self._alone_texts[id(placement)] = (placement, None)
+
+    def placement_text(self, placement: HostPlacement) -> Written:
+        """The placement's JSON document as its stored text (stored_json.written), written once
+        for a kept lone placement (every guest placed alone on a host of that inventory shares
+        it: its cpuset alone is one number a CPU), and anew for any other."""
+        with self._lock:
+            kept = self._alone_texts.get(id(placement))
+        if kept is None or kept[0] is not placement:
+            return written(placement.to_json())
+        text = kept[1]
+        if text is None:
+            text = written(placement.to_json())
+            with self._lock:
+                if self._alone_texts.get(id(placement), kept)[0] is placement:  # still kept
+                    self._alone_texts[id(placement)] = (placement, text)
+        return text
 
     def gpu_pool(self, pool_id: str) -> PoolView | None:
         with self._lock:

@@ -42,6 +42,7 @@ from bcfleet.placement.quotas import (
 from bcfleet.store.driver_sql import DriverStatement
 from bcfleet.store.models import Allocation, Instance, Pool
 from bcfleet.store.new_rows import add_as_loaded, new_row, set_values
+from bcfleet.store.stored_json import Written
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -51,6 +52,8 @@ if TYPE_CHECKING:
 CANDIDATES_TO_SCORE = 16
 _INSERT_ALLOCATION = DriverStatement(Allocation.__table__.insert())  # type: ignore[attr-defined]
 _INSERT_INSTANCE = DriverStatement(Instance.__table__.insert())  # type: ignore[attr-defined]
+# The instance's host placement as the text its claim wrote (_claim_on's `written`).
+_WRITTEN = "host_placement"
 _COLUMNS = tuple(c.key for c in Instance.__table__.columns)  # type: ignore[attr-defined]
 
 
@@ -86,12 +89,13 @@ def place_instance(
     parsed: Shape.from_json(shape), when the caller has it already.
     """
     now = fleet.now()
+    pool_id = pool.id  # read once: an ORM attribute is a Python call
     instance = new_row(
         Instance,
         {
             "id": fleet.new_id("ins"),
             "tenant_id": tenant_id,
-            "pool_id": pool.id,
+            "pool_id": pool_id,
             "flavor_id": flavor_id,
             "name": name,
             "state": InstanceState.PENDING,
@@ -110,14 +114,15 @@ def place_instance(
     # answer need not be read before the claim's round trip commits (start_charge).
     wanted = Shape.from_json(shape) if parsed is None else parsed
     hosted = pool.kind != PoolKind.PROVIDER
-    behind_claim = hosted and fleet.placement.charges_striped(tenant_id, pool.id)
+    behind_claim = hosted and fleet.placement.charges_striped(tenant_id, pool_id)
     finish_charge = start_charge(
         session,
         tenant_id,
-        pool.id,
+        pool_id,
         wanted.quota_charge(),
         guarded=behind_claim and may_run_again and not wanted.gpus,
     )
+    written: dict[str, Written] = {}  # documents the claim wrote as text already
     if not hosted:
         instance.state = InstanceState.PROVISIONING  # the providers.reconcile job makes the server
     else:
@@ -132,11 +137,12 @@ def place_instance(
             ahead=ahead,
             shape=wanted,
             window=window,
+            written=written,
         )
-    fleet.placement.remember_charge(tenant_id, pool.id, finish_charge())
+    fleet.placement.remember_charge(tenant_id, pool_id, finish_charge())
     # One INSERT with the outcome, then the object joins the session as a loaded row.
     values = instance.__dict__  # new_row's: every column, nothing to load (fresh_values)
-    _INSERT_INSTANCE.send(session, {c: values[c] for c in _COLUMNS})
+    _INSERT_INSTANCE.send(session, {**{c: values[c] for c in _COLUMNS}, **written})
     return add_as_loaded(session, instance) if join_session else instance
 
 
@@ -152,6 +158,7 @@ def try_place(
     ahead: SearchAhead | None = None,
     shape: Shape | None = None,
     window: WindowSearch | None = None,
+    written: dict[str, Written] | None = None,
 ) -> bool:
     """Place a pending hosted instance; on failure keep it pending with a counted Unschedulable reason.
 
@@ -162,6 +169,8 @@ def try_place(
     ahead: the first page of the search, when it was sent before (SearchAhead).
     shape: the instance's shape when the caller has it parsed already (else read from it).
     window: the kept candidate window of a plain search's first round (WindowSearch).
+    written: takes the host placement's stored text (stored_json.Written), for a caller that
+    inserts the instance's row itself (place_instance): its document is then not written twice.
     """
     if shape is None:
         shape = Shape.from_json(instance.shape)
@@ -197,6 +206,7 @@ def try_place(
                 charge_behind_claim=charge_behind_claim,
                 nearby=candidates.generations(),
                 claims=claims,
+                written=written,
             )
             if outcome is None:
                 fleet.placement.advance_cursor(pool.id, host.node_id)
@@ -245,6 +255,7 @@ def _claim_on(
     charge_behind_claim: bool = False,
     nearby: Iterable[tuple[str, int | None]] = (),
     claims: Mapping[str, int] | None = None,
+    written: dict[str, Written] | None = None,
 ) -> NoFit | None:
     """Claim one host; a NoFit (and nothing written) when it cannot take the guest.
 
@@ -253,18 +264,19 @@ def _claim_on(
     on the last one, so two placements trying the same hosts in different orders never wait
     on each other in a cycle.
     `nearby`: the other candidates' node ids and inventory generations; `claims`: the shape's,
-    when the caller has them already.
+    when the caller has them already; `written` (try_place's) takes the host placement's text.
     """
     now = fleet.now()
     if claims is None:
         claims = shape.claims()
+    instance_id = instance.id  # read once: an ORM attribute is a Python call
     strategy = strategy_for(session)
     taken = strategy.take(
         session,
         fleet,
         host,
         claims,
-        instance.id,
+        instance_id,
         gpus=bool(shape.gpus),
         may_run_again=may_run_again,
         finish_charge=finish_charge,
@@ -288,7 +300,7 @@ def _claim_on(
             shape,
             policy,
             atoms,
-            instance.id,
+            instance_id,
             inventory_generation=host.inventory_generation,
             alone=taken.alone,
             read=taken.behind,
@@ -303,7 +315,7 @@ def _claim_on(
             "id": allocation_id,
             "node_id": host.node_id,
             "consumer_kind": "instance",
-            "consumer_id": instance.id,
+            "consumer_id": instance_id,
             "tenant_id": instance.tenant_id,
             "pool_id": pool.id,
             "claims": claims,
@@ -319,16 +331,18 @@ def _claim_on(
             fleet.ids,
             atoms,
             consumer_kind="instance",
-            consumer_id=instance.id,
+            consumer_id=instance_id,
             tenant_id=instance.tenant_id,
             start=now,
             end=None,
             at=now,
         )
     _record_placement(instance, host.node_id, allocation_id, placement, fleet)
+    if written is not None:
+        written[_WRITTEN] = fleet.placement.placement_text(placement)
     if placement.pinned and not taken.alone:
         refloat_guests(
-            session, fleet, pool, host.node_id, guest_id=instance.id, placement=placement
+            session, fleet, pool, host.node_id, guest_id=instance_id, placement=placement
         )
     if taken.savepoint is not None:
         taken.savepoint.release()

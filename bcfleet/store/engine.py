@@ -104,6 +104,7 @@ def make_engine(url: str, *, echo: bool = False, busy_timeout_s: float = BUSY_TI
             max_overflow=10,
             isolation_level="AUTOCOMMIT",
             connect_args={"prepare_threshold": None},
+            json_serializer=stored_json.dump,
         )
         _ping_after_idle(engine)
         watch_pipelines(engine)
@@ -177,14 +178,31 @@ def _checked_creator(
     return connect
 
 
+def bind_null_plainly() -> None:
+    """Have Python's sqlite3 bind None from its adapters' table.
+
+    The driver binds a value whose type is not exactly int, float, str or bytearray through
+    its adapter lookup, None too: with no adapter registered for the type, it asks the
+    protocol class for __adapt__, which makes and drops an AttributeError, for every NULL
+    bound (ten in a placement). With one registered it calls that instead: `{}.get`, a C
+    method, answers None for None. The value bound is None as before (SQL NULL), and no
+    adapter of a base type is registered, so exact ints, floats and strs skip the lookup
+    as they did.
+    """
+    null: Any = {}.get
+    sqlite3.register_adapter(type(None), null)
+
+
 def _sqlite_engine(url: str, echo: bool, busy_timeout_s: float) -> Engine:
     memory = url in ("sqlite://", "sqlite:///:memory:")
+    bind_null_plainly()
     # Connections are pooled: closing the last one of a WAL database checkpoints it, which is
     # far too slow to do after every call.
     # Text that is not JSON reads as stored_json.UNREADABLE, not an error ending the whole read.
     kwargs: dict[str, Any] = {
         "connect_args": {"check_same_thread": False, "timeout": busy_timeout_s},
         "json_deserializer": stored_json.load,
+        "json_serializer": stored_json.dump,
     }
     if not memory:
         kwargs.update(pool_size=8, max_overflow=8)

@@ -35,6 +35,51 @@ class Unreadable:
 UNREADABLE = Unreadable()
 
 
+_DEFAULTS = json.JSONEncoder()  # json.dumps' own settings: ", " and ": ", ASCII, NaN allowed
+_MAKE_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)  # what json.dumps uses
+_ENCODE: Callable[[Any, int], Iterable[str]] | None = (
+    None
+    if _MAKE_ENCODER is None  # an interpreter without the C encoder
+    else _MAKE_ENCODER(
+        None,  # no table of the containers being written: a document is a tree
+        _DEFAULTS.default,  # TypeError for a value JSON cannot hold, as json.dumps raises
+        json.encoder.encode_basestring_ascii,
+        None,
+        _DEFAULTS.key_separator,
+        _DEFAULTS.item_separator,
+        _DEFAULTS.sort_keys,
+        _DEFAULTS.skipkeys,
+        _DEFAULTS.allow_nan,
+    )
+)
+
+
+class Written(str):
+    """A document's JSON text, written by dump already: bound to a JSON column as it is."""
+
+    __slots__ = ()
+
+
+def dump(value: Any) -> str:
+    """A document as json.dumps writes it (every JSON column's serializer, store/engine.py);
+    a Written text as it is.
+
+    json.dumps makes its C encoder anew for every call; this one is made once. It keeps no
+    table of the containers it is inside, which only catches a document that contains
+    itself: such a value (never one the code makes) fails with RecursionError, not ValueError.
+    """
+    if type(value) is Written:
+        return str.__str__(value)  # a plain str: the driver binds a subclass slowly
+    if _ENCODE is None:
+        return json.dumps(value)
+    return "".join(_ENCODE(value, 0))
+
+
+def written(value: Any) -> Written:
+    """The document's text as dump writes it, to bind in its place (Written)."""
+    return Written(dump(value))
+
+
 def load(text: str | bytes) -> Any:
     """SQLite's stored text parsed, or UNREADABLE when it is not JSON."""
     try:
