@@ -25,7 +25,13 @@ from bcfleet.api.auth import Actor, Credential, pool_resource, resolve
 from bcfleet.api.documents import InstanceBatchJson, InstanceJson
 from bcfleet.api.host_view import pool_host_view
 from bcfleet.api.instance_list import made_json
-from bcfleet.api.instances import INSTANCE_NAME_MAX, InstancesAPI, instance_json, kept_shape
+from bcfleet.api.instances import (
+    INSTANCE_NAME_MAX,
+    InstancesAPI,
+    default_name,
+    instance_json,
+    kept_shape,
+)
 from bcfleet.api.lookup import find_for_placement
 from bcfleet.domain.bounds import check_count, check_optional_text, shown
 from bcfleet.domain.idempotency import check_idempotency_key, check_replay, input_digest, item_key
@@ -126,7 +132,7 @@ def _create(
                 for instance in made:
                     check_replay(key, digest, instance.input_hash, "instance", instance.id)
                 return _answer(session, actor, pool, row.name, made, count, _replayed(made, count))
-        base = name or f"{row.name}-{fleet.now():%H%M%S}"
+        base = name or default_name(row.name, fleet.now())
         batch = place_batch(
             session,
             fleet,

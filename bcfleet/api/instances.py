@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
@@ -79,6 +80,12 @@ def flavor_shape(flavor: Flavor) -> dict[str, Any]:
     if flavor.placement:
         shape["placement"] = dict(flavor.placement)
     return shape
+
+
+def default_name(flavor_name: str, at: datetime) -> str:
+    """An instance's name when its create gives none: its flavor's and the time, `b1.small-101502`
+    (the hour, minute and second as strftime's %H%M%S writes them, without its cost)."""
+    return f"{flavor_name}-{at.hour:02}{at.minute:02}{at.second:02}"
 
 
 def parsed_shape(flavor: Flavor) -> tuple[dict[str, Any], Shape]:
@@ -189,10 +196,11 @@ class InstancesAPI(Area):
                 after_sending=lambda: ahead.send(session),
                 window=window,
             )
+            flavor_name = row.name
             actor.require(
                 "compute:instances:create",
                 pool_resource(pool),
-                {"gpus": row.gpus, "flavor": row.name, "spot": False},
+                {"gpus": row.gpus, "flavor": flavor_name, "spot": False},
             )
             digest = None  # what a replay is compared by: only a create with a key keeps one
             if key is not None:
@@ -204,7 +212,7 @@ class InstancesAPI(Area):
                 ).first()
                 if made is not None:
                     check_replay(key, digest, made.input_hash, "instance", made.id)
-                    return instance_json(session, actor, made, row.name)
+                    return instance_json(session, actor, made, flavor_name)
             shape, parsed = kept_shape(catalog, row)
             instance = place_instance(
                 session,
@@ -213,7 +221,7 @@ class InstancesAPI(Area):
                 pool=pool,
                 shape=shape,
                 parsed=parsed,
-                name=name or f"{row.name}-{now:%H%M%S}",
+                name=name or default_name(flavor_name, now),
                 flavor_id=row.id,
                 idempotency_key=key,
                 input_hash=digest,
@@ -222,7 +230,8 @@ class InstancesAPI(Area):
                 ahead=ahead,
                 window=window,
             )
-            kind = "instance.placed" if instance.node_id else "instance.unschedulable"
+            node_id = instance.node_id  # read once: an ORM attribute is a Python call
+            kind = "instance.placed" if node_id else "instance.unschedulable"
             if pool.kind == PoolKind.PROVIDER:
                 kind = "instance.provisioning"
             emit(
@@ -234,8 +243,8 @@ class InstancesAPI(Area):
                 subject_id=instance.id,
                 data={"state": str(instance.state)},
             )
-            view = pool_host_view(actor, pool, [instance.node_id])  # placed in `pool`, if at all
-            return instance_json(session, actor, instance, row.name, view)
+            view = pool_host_view(actor, pool, [node_id])  # placed in `pool`, if at all
+            return instance_json(session, actor, instance, flavor_name, view)
 
     def create_batch(
         self,

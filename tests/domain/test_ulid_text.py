@@ -6,6 +6,8 @@ import random
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from ulid import ULID
 
 from bcfleet import ids
@@ -79,3 +81,18 @@ def test_ids_of_one_time_reuse_its_letters_and_another_time_has_its_own(
 def test_a_time_before_1970_makes_no_id() -> None:
     with pytest.raises(OverflowError):
         IdFactory().new("ins", datetime(1969, 12, 31, tzinfo=UTC))
+
+
+@given(
+    st.datetimes(
+        min_value=datetime(1970, 1, 1), max_value=datetime(2100, 12, 31), timezones=st.just(UTC)
+    ),
+    st.integers(min_value=0, max_value=2**32),
+)
+def test_an_id_of_any_time_to_2100_is_the_librarys_ulid_of_it(at: datetime, seed: int) -> None:
+    """The time's milliseconds as timestamp() counts them, and the seeded stream's bytes as
+    randbytes takes them, id after id."""
+    factory, stream = IdFactory(seed=seed), random.Random(seed)
+    for _ in range(3):
+        raw = int(at.timestamp() * 1000).to_bytes(6, "big") + stream.randbytes(10)
+        assert factory.new("alloc", at) == "alloc_" + str(ULID(raw)).lower()
