@@ -446,11 +446,14 @@ def _straight(
     arguments = compiled.in_order(params)
     fairy = connection.connection  # raises as SQLAlchemy does on an invalidated connection
     driver: Any = fairy.dbapi_connection
-    cursor = driver.cursor()
+    cursor = None
     try:
+        cursor = driver.cursor()  # a closed database refuses even this
         cursor.execute(compiled.sql, arguments)
     except BaseException as exc:
-        cursor.close()
+        if cursor is not None:
+            with suppress(Exception):  # the statement's own error is the one to raise
+                cursor.close()
         raise_wrapped(connection, exc, compiled.sql, arguments, cursor)
     try:
         rows: list[tuple[Any, ...]] = cursor.fetchall() if cursor.description is not None else []

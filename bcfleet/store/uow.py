@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.engine import RootTransaction
@@ -142,10 +142,7 @@ class ConnectionWrite:
         try:
             kept, connection, transaction, session = _take_writer(self._engine)
         except Exception as exc:
-            error = database_error(exc, during_commit=False)
-            if error is None:
-                raise
-            raise error from exc
+            _raise_as_database_error(exc, during_commit=False)
         self._kept, self._connection, self._session = kept, connection, session
         self._transaction = transaction
         try:
@@ -173,10 +170,7 @@ class ConnectionWrite:
                 session.info[PINNED_CONNECTION] = connection
         except BaseException as exc:
             self._abandon(committing=False)
-            error = database_error(exc, during_commit=False)
-            if error is None:
-                raise
-            raise error from exc
+            _raise_as_database_error(exc, during_commit=False)
         return session
 
     def __exit__(
@@ -184,10 +178,7 @@ class ConnectionWrite:
     ) -> None:
         if exc is not None:
             self._abandon(committing=False)
-            error = database_error(exc, during_commit=False)
-            if error is None:
-                return  # raised as it is
-            raise error from exc
+            _raise_as_database_error(exc, during_commit=False)
         session, connection, transaction = self._session, self._connection, self._transaction
         assert session is not None and transaction is not None
         checkpoints = self._checkpoints
@@ -217,10 +208,7 @@ class ConnectionWrite:
                 commit_keeping(connection)
         except BaseException as failure:
             self._abandon(committing=committing)
-            error = database_error(failure, during_commit=committing)
-            if error is None:
-                raise
-            raise error from failure
+            _raise_as_database_error(failure, during_commit=committing)
         info = session.info
         callbacks = info.pop(_AFTER_COMMIT, None)
         if untouched:  # as made: pinned to the connection, nothing else noted
@@ -268,10 +256,16 @@ class ConnectionWrite:
                     if kept is not None:
                         kept.lock.release()
         except Exception as exc:
-            error = database_error(exc, during_commit=committing)
-            if error is None:
-                raise
-            raise error from exc
+            _raise_as_database_error(exc, during_commit=committing)
+
+
+def _raise_as_database_error(exc: BaseException, *, during_commit: bool) -> NoReturn:
+    """Raise the store's error for a failure of the database (faults.database_error: a lost
+    connection, a busy or read-only file…), chained to it; any other failure as it is."""
+    error = database_error(exc, during_commit=during_commit)
+    if error is None:
+        raise exc
+    raise error from exc
 
 
 def _ended_under_the_call() -> RuntimeError:
@@ -300,7 +294,10 @@ _AFTER_COMMIT = "bcfleet_after_commit"
 
 def after_commit(session: Session, callback: Callable[[], None]) -> None:
     """Run `callback` once the write transaction of `session` has committed; never when it
-    rolls back. In a transaction() handle, once the enclosing transaction has committed."""
+    rolls back. In a transaction() handle, once the enclosing transaction has committed.
+
+    A callback only keeps what the committed transaction made known (a cache entry): it must
+    not raise, as the call's outcome is final by then, and must not touch the database."""
     session.info.setdefault(_AFTER_COMMIT, []).append(callback)
 
 

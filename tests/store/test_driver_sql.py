@@ -29,6 +29,7 @@ from bcfleet.errors import DatabaseUnavailableError
 from bcfleet.fleet import Fleet
 from bcfleet.jobs.vps_hosts import run_vps_hosts
 from bcfleet.store.driver_sql import CHANGED_FLAG, DriverStatement
+from bcfleet.store.engine import make_engine
 from bcfleet.store.faults import connection_lost
 from bcfleet.store.models import Allocation, Event, Instance
 from tests.support.builders import flavor, host, hosted_pool, inventory
@@ -370,3 +371,19 @@ def test_the_same_time_bound_twice_is_converted_once_and_a_kept_none_not_at_all(
     equal = datetime.fromisoformat(AT.isoformat())  # equal, but another object: converted
     assert compiled.in_order({"a": equal, "b": None, "doc": None}) == [text_at, None, "null"]
     assert [v is AT for v in handed] == [True, False]  # None never handed over
+
+
+def test_a_closed_sqlite_database_fails_as_sqlalchemys_wrapped_error(sqlite_url: str) -> None:
+    """The driver refuses a cursor on a closed database: that error too is raised as
+    SQLAlchemy wraps it, not the driver's own."""
+    engine = make_engine(sqlite_url)
+    statement = DriverStatement(text("SELECT 1"))
+    connection = engine.connect()
+    try:
+        assert statement.run(connection, {}).scalar() == 1
+        connection.connection.dbapi_connection.close()  # type: ignore[union-attr]
+        with pytest.raises(DBAPIError, match="closed database"):
+            statement.run(connection, {})
+    finally:
+        connection.invalidate()
+        engine.dispose()
