@@ -57,7 +57,12 @@ from bcfleet.errors import ConflictError, InvalidInputError, NotFoundError, Unsu
 from bcfleet.placement.candidate_window import WindowSearch
 from bcfleet.placement.candidates import SearchAhead
 from bcfleet.placement.catalog_cache import CatalogCache
-from bcfleet.placement.instance_placer import place_instance, release_instance
+from bcfleet.placement.instance_placer import (
+    ShapeTexts,
+    place_instance,
+    release_instance,
+    shape_texts,
+)
 from bcfleet.placement.resize import resize_hosted
 from bcfleet.store.faults import may_run_again_carefully
 from bcfleet.store.models import Booking, Flavor, GpuAtom, Host, Instance, Pool
@@ -99,6 +104,16 @@ def kept_shape(catalog: CatalogCache | None, flavor: Flavor) -> tuple[dict[str, 
     """parsed_shape(flavor), made once for a flavor the catalog cache handed out (None: no
     cache, made every time)."""
     return parsed_shape(flavor) if catalog is None else catalog.derived(flavor, parsed_shape)
+
+
+def kept_texts(catalog: CatalogCache | None, flavor: Flavor) -> ShapeTexts | None:
+    """The flavor's shape and claims as stored texts, made once for a flavor the catalog cache
+    handed out; None without the cache (place_instance writes them itself)."""
+    return None if catalog is None else catalog.derived(flavor, _shape_texts)
+
+
+def _shape_texts(flavor: Flavor) -> ShapeTexts:
+    return shape_texts(*parsed_shape(flavor))
 
 
 def instance_json(
@@ -214,6 +229,7 @@ class InstancesAPI(Area):
                     check_replay(key, digest, made.input_hash, "instance", made.id)
                     return instance_json(session, actor, made, flavor_name)
             shape, parsed = kept_shape(catalog, row)
+            texts = kept_texts(catalog, row)
             instance = place_instance(
                 session,
                 self.fleet,
@@ -221,6 +237,7 @@ class InstancesAPI(Area):
                 pool=pool,
                 shape=shape,
                 parsed=parsed,
+                texts=texts,
                 name=name or default_name(flavor_name, now),
                 flavor_id=row.id,
                 idempotency_key=key,

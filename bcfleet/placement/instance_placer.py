@@ -8,7 +8,7 @@ savepoint back and moves on to the next candidate. Nothing here reads the wall c
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sqlmodel import Session
 
@@ -42,7 +42,7 @@ from bcfleet.placement.quotas import (
 from bcfleet.store.driver_sql import DriverStatement
 from bcfleet.store.models import Allocation, Instance, Pool
 from bcfleet.store.new_rows import add_as_loaded, new_row, set_values
-from bcfleet.store.stored_json import Written
+from bcfleet.store.stored_json import Written, written
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -50,6 +50,21 @@ if TYPE_CHECKING:
     from bcfleet.placement.handle import PlacementHandle
 
 CANDIDATES_TO_SCORE = 16
+
+
+class ShapeTexts(NamedTuple):
+    """A flavor's shape and its claims as the stored texts of an instance's shape and its
+    allocation's claims: written once for a flavor the catalog cache keeps."""
+
+    shape: Written
+    claims: Written
+
+
+def shape_texts(shape: Mapping[str, Any], parsed: Shape) -> ShapeTexts:
+    """The texts place_instance would write for `shape` (and its parse, `parsed`)."""
+    return ShapeTexts(written(dict(shape)), written(parsed.claims()))
+
+
 _INSERT_ALLOCATION = DriverStatement(Allocation.__table__.insert())  # type: ignore[attr-defined]
 _INSERT_INSTANCE = DriverStatement(Instance.__table__.insert())  # type: ignore[attr-defined]
 # The instance's host placement as the text its claim wrote (_claim_on's `written`).
@@ -75,6 +90,7 @@ def place_instance(
     ahead: SearchAhead | None = None,
     window: WindowSearch | None = None,
     parsed: Shape | None = None,
+    texts: ShapeTexts | None = None,
 ) -> Instance:
     """Admit (charge quota) and place an instance; pending with Unschedulable when nothing fits.
 
@@ -87,6 +103,7 @@ def place_instance(
     ahead: the candidate search's first page, when the caller sent it (SearchAhead).
     window: the handle's kept candidate window, when the caller armed it (WindowSearch).
     parsed: Shape.from_json(shape), when the caller has it already.
+    texts: shape_texts(shape, parsed), when the caller keeps them (with `parsed`).
     """
     now = fleet.now()
     pool_id = pool.id  # read once: an ORM attribute is a Python call
@@ -122,7 +139,8 @@ def place_instance(
         wanted.quota_charge(),
         guarded=behind_claim and may_run_again and not wanted.gpus,
     )
-    written: dict[str, Written] = {}  # documents the claim wrote as text already
+    # The row's documents written as text already: the kept shape's, and the claim's.
+    written: dict[str, Written] = {} if texts is None else {"shape": texts.shape}
     if not hosted:
         instance.state = InstanceState.PROVISIONING  # the providers.reconcile job makes the server
     else:
@@ -138,6 +156,7 @@ def place_instance(
             shape=wanted,
             window=window,
             written=written,
+            claims_text=None if texts is None else texts.claims,
         )
     fleet.placement.remember_charge(tenant_id, pool_id, finish_charge())
     # One INSERT with the outcome, then the object joins the session as a loaded row.
@@ -159,6 +178,7 @@ def try_place(
     shape: Shape | None = None,
     window: WindowSearch | None = None,
     written: dict[str, Written] | None = None,
+    claims_text: Written | None = None,
 ) -> bool:
     """Place a pending hosted instance; on failure keep it pending with a counted Unschedulable reason.
 
@@ -171,6 +191,7 @@ def try_place(
     window: the kept candidate window of a plain search's first round (WindowSearch).
     written: takes the host placement's stored text (stored_json.Written), for a caller that
     inserts the instance's row itself (place_instance): its document is then not written twice.
+    claims_text: the shape's claims as their stored text (ShapeTexts), for the allocation.
     """
     if shape is None:
         shape = Shape.from_json(instance.shape)
@@ -207,6 +228,7 @@ def try_place(
                 nearby=candidates.generations(),
                 claims=claims,
                 written=written,
+                claims_text=claims_text,
             )
             if outcome is None:
                 fleet.placement.advance_cursor(pool.id, host.node_id)
@@ -256,6 +278,7 @@ def _claim_on(
     nearby: Iterable[tuple[str, int | None]] = (),
     claims: Mapping[str, int] | None = None,
     written: dict[str, Written] | None = None,
+    claims_text: Written | None = None,
 ) -> NoFit | None:
     """Claim one host; a NoFit (and nothing written) when it cannot take the guest.
 
@@ -264,7 +287,8 @@ def _claim_on(
     on the last one, so two placements trying the same hosts in different orders never wait
     on each other in a cycle.
     `nearby`: the other candidates' node ids and inventory generations; `claims`: the shape's,
-    when the caller has them already; `written` (try_place's) takes the host placement's text.
+    when the caller has them already; `written` (try_place's) takes the host placement's text;
+    `claims_text`, the claims' stored text, is written for the allocation's when given.
     """
     now = fleet.now()
     if claims is None:
@@ -318,7 +342,7 @@ def _claim_on(
             "consumer_id": instance_id,
             "tenant_id": instance.tenant_id,
             "pool_id": pool.id,
-            "claims": claims,
+            "claims": claims if claims_text is None else claims_text,
             "starts_at": now,
             "ends_at": None,
             "released_at": None,

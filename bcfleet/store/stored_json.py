@@ -70,6 +70,8 @@ def dump(value: Any) -> str:
     """
     if type(value) is Written:
         return str.__str__(value)  # a plain str: the driver binds a subclass slowly
+    if value is None:  # a JSON column's None: its text, as json.dumps writes it
+        return "null"
     if _ENCODE is None:
         return json.dumps(value)
     return "".join(_ENCODE(value, 0))
