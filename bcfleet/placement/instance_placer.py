@@ -67,8 +67,6 @@ def shape_texts(shape: Mapping[str, Any], parsed: Shape) -> ShapeTexts:
 
 _INSERT_ALLOCATION = DriverStatement(Allocation.__table__.insert())  # type: ignore[attr-defined]
 _INSERT_INSTANCE = DriverStatement(Instance.__table__.insert())  # type: ignore[attr-defined]
-# The instance's host placement as the text its claim wrote (_claim_on's `written`).
-_WRITTEN = "host_placement"
 _COLUMNS = tuple(c.key for c in Instance.__table__.columns)  # type: ignore[attr-defined]
 
 
@@ -363,7 +361,7 @@ def _claim_on(
         )
     _record_placement(instance, host.node_id, allocation_id, placement, fleet)
     if written is not None:
-        written[_WRITTEN] = fleet.placement.placement_text(placement)
+        written["host_placement"] = fleet.placement.placement_text(placement)
     if placement.pinned and not taken.alone:
         refloat_guests(
             session, fleet, pool, host.node_id, guest_id=instance_id, placement=placement

@@ -86,6 +86,13 @@ POINTS = {
 }
 
 
+def _next_write_lands(fleet: Fleet, event_id: str) -> None:
+    """The keeper was freed, and the next write, the only one stored, is saved."""
+    assert not _keeper(fleet).lock.locked()
+    _write(fleet, event_id)
+    assert stored_ids(fleet, KIND) == [event_id]
+
+
 @pytest.mark.parametrize("point", sorted(POINTS))
 def test_an_error_at_any_point_rolls_back_and_gives_the_connection_back(
     any_fleet: Fleet, monkeypatch: pytest.MonkeyPatch, point: str
@@ -148,9 +155,7 @@ def test_a_connection_lost_before_commit_says_nothing_was_saved(any_fleet: Fleet
     finally:
         faults.remove()
     assert raised.value.details == {"reason": CONNECTION_LOST}
-    assert not _keeper(any_fleet).lock.locked()
-    _write(any_fleet, "evt_after")
-    assert stored_ids(any_fleet, KIND) == ["evt_after"]
+    _next_write_lands(any_fleet, "evt_after")
 
 
 def test_a_connection_lost_at_commit_on_the_kept_connection_says_the_outcome_is_unknown(
@@ -227,9 +232,7 @@ def test_a_transaction_rolled_back_inside_the_call_commits_nothing_and_runs_no_c
         session.rollback()  # rollback_only: it rolls the connection's transaction back
     assert ran == []
     assert stored_ids(any_fleet, KIND) == []
-    assert not _keeper(any_fleet).lock.locked()
-    _write(any_fleet, "evt_next")
-    assert stored_ids(any_fleet, KIND) == ["evt_next"]
+    _next_write_lands(any_fleet, "evt_next")
 
 
 def test_the_next_call_on_the_kept_connection_sees_nothing_the_last_noted_or_loaded(

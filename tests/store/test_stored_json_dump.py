@@ -40,7 +40,7 @@ def test_a_value_json_cannot_hold_fails_as_json_dumps_fails() -> None:
         stored_json.dump({"at": object()})
 
 
-@pytest.mark.parametrize("url", ["sqlite://", "postgresql://postgres@127.0.0.1:5432/test"])
+@pytest.mark.parametrize("url", ["sqlite://", "postgresql://bcfleet@db.invalid/fleet"])
 def test_either_engine_serializes_json_columns_with_it(url: str) -> None:
     engine = make_engine(url)  # made, not connected
     try:
